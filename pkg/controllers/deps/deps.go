@@ -1,0 +1,29 @@
+// Package deps carries what every controller needs from the operator, so controllers can be built and tested
+// without importing the operator or each other.
+package deps
+
+import (
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/settings"
+)
+
+// Deps are the shared dependencies of Dovetail's controllers.
+type Deps struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// KubeClient is a typed clientset, for subresources such as pods/eviction.
+	KubeClient kubernetes.Interface
+	// CloudProvider launches and terminates instances.
+	CloudProvider cloudprovider.CloudProvider
+	// Clock is the source of time; tests inject a fake one.
+	Clock clock.Clock
+	// Recorder emits Events on the objects controllers act on.
+	Recorder record.EventRecorder
+	// Settings are the operator's validated settings.
+	Settings *settings.Settings
+}
