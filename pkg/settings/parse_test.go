@@ -1,0 +1,145 @@
+package settings
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseDefaults(t *testing.T) {
+	s, err := Parse(nil, env(map[string]string{"CLUSTER_NAME": "demo"}))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &Settings{
+		ClusterName:             "demo",
+		VMMemoryOverheadPercent: 0.075,
+		BatchIdleDuration:       time.Second,
+		BatchMaxDuration:        10 * time.Second,
+		MetricsPort:             8080,
+		HealthProbePort:         8081,
+		LogLevel:                "info",
+		KubeClientQPS:           200,
+		KubeClientBurst:         300,
+		PreferencePolicy:        PreferencePolicyRespect,
+		MinValuesPolicy:         MinValuesPolicyStrict,
+		FeatureGates:            defaultFeatureGates(),
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseSources(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(*Settings) any
+		want  any
+	}{
+		{"env sets value", nil, map[string]string{"CLUSTER_NAME": "a", "BATCH_IDLE_DURATION": "2s"},
+			func(s *Settings) any { return s.BatchIdleDuration }, 2 * time.Second},
+		{"flag beats env", []string{"--cluster-name=fromflag"}, map[string]string{"CLUSTER_NAME": "fromenv"},
+			func(s *Settings) any { return s.ClusterName }, "fromflag"},
+		{"bool flag without value", []string{"--isolated-vpc"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.IsolatedVPC }, true},
+		{"bool env", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_LEADER_ELECTION": "true"},
+			func(s *Settings) any { return s.DisableLeaderElection }, true},
+		{"feature gate on", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair=true"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureNodeRepair) }, true},
+		{"feature gate others keep defaults", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair=true"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureSpotToSpotConsolidation) }, false},
+		{"policy", []string{"--preference-policy", "Ignore", "--min-values-policy=BestEffort"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.PreferencePolicy + "/" + s.MinValuesPolicy }, "Ignore/BestEffort"},
+		{"overhead", nil, map[string]string{"CLUSTER_NAME": "a", "VM_MEMORY_OVERHEAD_PERCENT": "0"},
+			func(s *Settings) any { return s.VMMemoryOverheadPercent }, 0.0},
+		{"endpoint", nil, map[string]string{"CLUSTER_NAME": "a", "CLUSTER_ENDPOINT": "https://1.2.3.4:6443"},
+			func(s *Settings) any { return s.ClusterEndpoint }, "https://1.2.3.4:6443"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse(tt.args, env(tt.env))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, tt.check(s)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"missing cluster name", nil, nil, "CLUSTER_NAME (--cluster-name) is required"},
+		{"blank cluster name", nil, map[string]string{"CLUSTER_NAME": "  "}, "CLUSTER_NAME (--cluster-name) is required"},
+		{"bad duration", nil, map[string]string{"CLUSTER_NAME": "a", "BATCH_IDLE_DURATION": "soon"},
+			`BATCH_IDLE_DURATION (--batch-idle-duration) from env: must be a duration such as 1s or 500ms, got "soon"`},
+		{"negative duration", []string{"--batch-max-duration=-1s"}, map[string]string{"CLUSTER_NAME": "a"},
+			"BATCH_MAX_DURATION (--batch-max-duration) from flag: must be positive, got -1s"},
+		{"idle above max", nil, map[string]string{"CLUSTER_NAME": "a", "BATCH_IDLE_DURATION": "20s"},
+			"BATCH_IDLE_DURATION (--batch-idle-duration) 20s must not exceed BATCH_MAX_DURATION (--batch-max-duration) 10s"},
+		{"bad overhead", nil, map[string]string{"CLUSTER_NAME": "a", "VM_MEMORY_OVERHEAD_PERCENT": "1.5"},
+			"VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent) from env: must be in [0, 1), got 1.5"},
+		{"bad port", nil, map[string]string{"CLUSTER_NAME": "a", "METRICS_PORT": "70000"},
+			`METRICS_PORT (--metrics-port) from env: must be a port number in 1..65535, got "70000"`},
+		{"same ports", nil, map[string]string{"CLUSTER_NAME": "a", "METRICS_PORT": "8081"},
+			"METRICS_PORT (--metrics-port) and HEALTH_PROBE_PORT (--health-probe-port) must differ, both are 8081"},
+		{"bad log level", nil, map[string]string{"CLUSTER_NAME": "a", "LOG_LEVEL": "verbose"},
+			`LOG_LEVEL (--log-level) from env: must be one of debug, info, warn, error, got "verbose"`},
+		{"bad policy", nil, map[string]string{"CLUSTER_NAME": "a", "PREFERENCE_POLICY": "respect"},
+			`PREFERENCE_POLICY (--preference-policy) from env: must be one of Respect, Ignore, got "respect"`},
+		{"unknown gate", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=true"},
+			`FEATURE_GATES (--feature-gates) from env: unknown feature gate "Drift" (known: NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity)`},
+		{"gate without value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair"},
+			`FEATURE_GATES (--feature-gates) from env: "NodeRepair" is not Name=true|false`},
+		{"bad bool", nil, map[string]string{"CLUSTER_NAME": "a", "ISOLATED_VPC": "yes"},
+			`ISOLATED_VPC (--isolated-vpc) from env: must be true or false, got "yes"`},
+		{"qps not a number", []string{"--kube-client-qps=fast"}, map[string]string{"CLUSTER_NAME": "a"},
+			`KUBE_CLIENT_QPS (--kube-client-qps) from flag: must be an integer, got "fast"`},
+		{"burst below qps", nil, map[string]string{"CLUSTER_NAME": "a", "KUBE_CLIENT_BURST": "100"},
+			"KUBE_CLIENT_BURST (--kube-client-burst) 100 must be at least KUBE_CLIENT_QPS (--kube-client-qps) 200"},
+		{"negative enis", nil, map[string]string{"CLUSTER_NAME": "a", "RESERVED_ENIS": "-1"},
+			"RESERVED_ENIS (--reserved-enis) from env: must be at least 0, got -1"},
+		{"bad endpoint", nil, map[string]string{"CLUSTER_NAME": "a", "CLUSTER_ENDPOINT": "api.example.com"},
+			`CLUSTER_ENDPOINT (--cluster-endpoint) from env: must be an http(s) URL, got "api.example.com"`},
+		{"unknown flag", []string{"--nope"}, map[string]string{"CLUSTER_NAME": "a"},
+			"parsing flags: flag provided but not defined: -nope"},
+		{"stray argument", []string{"extra"}, map[string]string{"CLUSTER_NAME": "a"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.args, env(tt.env))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want error %q", tt.want)
+			}
+			if diff := cmp.Diff(tt.want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptionsHaveDocs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range Options() {
+		if o.Env == "" || o.Flag == "" || o.Usage == "" || o.apply == nil {
+			t.Errorf("option %+v is incomplete", o)
+		}
+		if seen[o.Env] {
+			t.Errorf("duplicate option %s", o.Env)
+		}
+		seen[o.Env] = true
+	}
+}
