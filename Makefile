@@ -1,0 +1,73 @@
+# Dovetail's developer entry points. `make help` lists them.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO ?= go
+BIN := $(CURDIR)/bin
+export GOFLAGS ?= -mod=mod
+# Where the locally built etcd/kube-apiserver live; envtest reads KUBEBUILDER_ASSETS.
+CONTROL_PLANE_BIN = $(shell bash hack/build-control-plane.sh)
+
+.PHONY: help
+help: ## Show this help.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-18s %s\n", $$1, $$2}'
+
+##@ The two commands
+
+.PHONY: demo
+demo: build ## Start the local cluster, AWS simulator and controller; schedule 20 pods onto new nodes; print a summary.
+	@bash hack/demo.sh
+
+.PHONY: test
+test: control-plane build ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
+	@bash hack/test.sh
+
+##@ Building
+
+.PHONY: build
+build: ## Build bin/dovetail, bin/dovetailctl and bin/awssim.
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: control-plane
+control-plane: ## Build (once, cached outside the clone) etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok.
+	@bash hack/build-control-plane.sh >/dev/null
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code and CRDs from api/.
+	@bash hack/generate.sh
+
+.PHONY: verify
+verify: ## Fail if generated files drift, code is not gofmt'ed or go vet complains.
+	@bash hack/verify.sh
+
+##@ Local stack
+
+.PHONY: cluster-up
+cluster-up: ## Start the local control plane (etcd, apiserver, controller-manager, scheduler, kwok).
+	@bash hack/cluster-up.sh >/dev/null
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane and remove its state.
+	@bash hack/cluster-down.sh
+
+.PHONY: stack-up
+stack-up: build ## Start cluster + AWS simulator + controller (what the demo runs), without the demo workload.
+	@bash hack/stack-up.sh
+
+.PHONY: demo-down
+demo-down: ## Stop everything `make demo` started and remove its state.
+	@bash hack/stack-down.sh
+
+##@ Tests and benchmarks
+
+.PHONY: test-unit
+test-unit: control-plane ## Unit and envtest tests only.
+	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test ./...
+
+.PHONY: test-e2e
+test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
+	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
+
+.PHONY: bench-scheduling
+bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to docs/benchmarks.md).
+	$(GO) test -run '^$$' -bench BenchmarkScheduling -benchmem -benchtime 1x -timeout 60m ./pkg/scheduling/

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test: unit and envtest packages, then the end-to-end tests on a local stack of their own.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export GOFLAGS="${GOFLAGS:--mod=mod}"
+KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
+export KUBEBUILDER_ASSETS
+echo "== unit and envtest tests"
+go test -count 1 -timeout 20m ./...
+echo "== end-to-end tests (local cluster + AWS simulator + controller)"
+go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...

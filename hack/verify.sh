@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Fails when generated files drift from api/, when Go files are not gofmt'ed, or when go vet complains.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export GOFLAGS="${GOFLAGS:--mod=mod}"
+fail=0
+bash hack/generate.sh
+if ! git diff --exit-code --stat -- api config; then
+  echo "verify: generated files are out of date; run 'make generate' and commit the result" >&2; fail=1
+fi
+untracked=$(git ls-files --others --exclude-standard -- api config)
+if [ -n "$untracked" ]; then
+  echo "verify: generated files not committed:" >&2; echo "$untracked" >&2; fail=1
+fi
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "verify: not gofmt'ed (run gofmt -w):" >&2; echo "$unformatted" >&2; fail=1
+fi
+go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
+go vet -tags e2e ./test/e2e/... || { echo "verify: go vet (e2e) failed" >&2; fail=1; }
+go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy (run go mod tidy)" >&2; fail=1; }
+[ $fail -eq 0 ] && echo "verify: ok"
+exit $fail
