@@ -1,0 +1,69 @@
+package v1
+
+import "strings"
+
+// AMI families, the values of EC2NodeClass.spec.amiFamily.
+const (
+	AMIFamilyAL2          = "AL2"
+	AMIFamilyAL2023       = "AL2023"
+	AMIFamilyBottlerocket = "Bottlerocket"
+	AMIFamilyWindows2019  = "Windows2019"
+	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyCustom       = "Custom"
+)
+
+// AliasVersionLatest is the alias version that follows the newest published AMI.
+const AliasVersionLatest = "latest"
+
+// Alias returns the alias term of the node class, or "" when its AMIs are selected otherwise.
+func (in *EC2NodeClass) Alias() string {
+	for _, t := range in.Spec.AMISelectorTerms {
+		if t.Alias != "" {
+			return t.Alias
+		}
+	}
+	return ""
+}
+
+// AliasFamilyAndVersion splits an alias "family@version" into its parts.
+func AliasFamilyAndVersion(alias string) (family, version string, ok bool) {
+	return strings.Cut(alias, "@")
+}
+
+// AMIFamilyFromAlias maps an alias family (al2023) to its AMI family (AL2023); "" if unknown.
+func AMIFamilyFromAlias(aliasFamily string) string {
+	switch strings.ToLower(aliasFamily) {
+	case "al2":
+		return AMIFamilyAL2
+	case "al2023":
+		return AMIFamilyAL2023
+	case "bottlerocket":
+		return AMIFamilyBottlerocket
+	case "windows2019":
+		return AMIFamilyWindows2019
+	case "windows2022":
+		return AMIFamilyWindows2022
+	}
+	return ""
+}
+
+// AMIFamily returns the node class's AMI family: from the alias when there is one, else spec.amiFamily.
+func (in *EC2NodeClass) AMIFamily() string {
+	if a := in.Alias(); a != "" {
+		fam, _, _ := AliasFamilyAndVersion(a)
+		return AMIFamilyFromAlias(fam)
+	}
+	if in.Spec.AMIFamily != nil {
+		return *in.Spec.AMIFamily
+	}
+	return ""
+}
+
+// InstanceProfileName returns the instance profile the node class uses: status.instanceProfile (resolved for
+// a role) or spec.instanceProfile.
+func (in *EC2NodeClass) InstanceProfileName() string {
+	if in.Spec.InstanceProfile != nil {
+		return *in.Spec.InstanceProfile
+	}
+	return in.Status.InstanceProfile
+}

@@ -1,0 +1,30 @@
+package v1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Well-known taint keys.
+const (
+	// DisruptedTaintKey marks a node that is being disrupted; new pods are not scheduled to it.
+	DisruptedTaintKey = Group + "/disrupted"
+	// UnregisteredTaintKey is applied through bootstrap and removed by Dovetail when the node registers.
+	UnregisteredTaintKey = Group + "/unregistered"
+	// CloudProviderUninitializedTaintKey is owned by the cloud controller manager; Dovetail never adds or
+	// keeps it.
+	CloudProviderUninitializedTaintKey = "node.cloudprovider.kubernetes.io/uninitialized"
+)
+
+// DisruptedNoScheduleTaint returns the taint put on nodes being disrupted.
+func DisruptedNoScheduleTaint() corev1.Taint {
+	return corev1.Taint{Key: DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+}
+
+// UnregisteredNoExecuteTaint returns the taint a node carries from boot until it registers with Dovetail.
+func UnregisteredNoExecuteTaint() corev1.Taint {
+	return corev1.Taint{Key: UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+}
+
+// CloudProviderUninitializedTaint returns the taint the cloud controller manager removes once it has
+// initialized the node.
+func CloudProviderUninitializedTaint() corev1.Taint {
+	return corev1.Taint{Key: CloudProviderUninitializedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+}
