@@ -1,0 +1,148 @@
+package metrics
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label names shared by several metrics.
+const (
+	LabelNodePool     = "nodepool"
+	LabelReason       = "reason"
+	LabelController   = "controller"
+	LabelMethod       = "method"
+	LabelProvider     = "provider"
+	LabelError        = "error"
+	LabelResourceType = "resource_type"
+)
+
+// Reasons for karpenter_nodeclaims_created_total.
+const (
+	ReasonProvisioned = "provisioned"
+)
+
+// durationBuckets cover sub-second API calls up to the 15-minute registration timeout.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900}
+
+// Metrics holds every metric Dovetail records. Build it once with New and share it; it is safe for concurrent use.
+type Metrics struct {
+	NodeClaimsCreated    *prometheus.CounterVec
+	NodeClaimsTerminated *prometheus.CounterVec
+	NodesCreated         *prometheus.CounterVec
+	NodesTerminated      *prometheus.CounterVec
+	// NodesTerminationDuration is observed by the node termination controller.
+	NodesTerminationDuration *prometheus.SummaryVec
+	SchedulingDuration       *prometheus.HistogramVec
+	SchedulerQueueDepth      *prometheus.GaugeVec
+	PodsStartupDuration      prometheus.Summary
+	// NodeClaimLaunchDuration is from NodeClaim creation to Launched.
+	NodeClaimLaunchDuration *prometheus.HistogramVec
+	// NodeClaimRegistrationDuration is from NodeClaim creation to Registered.
+	NodeClaimRegistrationDuration *prometheus.HistogramVec
+	// NodeClaimInitializationDuration is from NodeClaim creation to Initialized.
+	NodeClaimInitializationDuration *prometheus.HistogramVec
+	CloudProviderDuration           *prometheus.HistogramVec
+	CloudProviderErrors             *prometheus.CounterVec
+	NodePoolUsage                   *prometheus.GaugeVec
+	NodePoolLimit                   *prometheus.GaugeVec
+}
+
+// New builds the metrics and registers them with reg (the operator passes controller-runtime's
+// metrics.Registry; tests pass a fresh prometheus.NewRegistry()).
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodeclaims_created_total",
+			Help: "NodeClaims created, by reason and owning NodePool.",
+		}, []string{LabelReason, LabelNodePool}),
+		NodeClaimsTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodeclaims_terminated_total",
+			Help: "NodeClaims whose termination finished, by owning NodePool.",
+		}, []string{LabelNodePool}),
+		NodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodes_created_total",
+			Help: "Nodes registered for a NodeClaim, by owning NodePool.",
+		}, []string{LabelNodePool}),
+		NodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodes_terminated_total",
+			Help: "Nodes whose termination finished, by owning NodePool.",
+		}, []string{LabelNodePool}),
+		NodesTerminationDuration: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Name:       "karpenter_nodes_termination_duration_seconds",
+			Help:       "Time from a Node's deletion request to the removal of its finalizer.",
+			Objectives: map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0},
+		}, []string{LabelNodePool}),
+		SchedulingDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_scheduler_scheduling_duration_seconds",
+			Help:    "Duration of one scheduling pass over a batch of pending pods.",
+			Buckets: durationBuckets,
+		}, []string{LabelController}),
+		SchedulerQueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_queue_depth",
+			Help: "Pending pods in the scheduling pass under way.",
+		}, []string{LabelController}),
+		PodsStartupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
+			Name:       "karpenter_pods_startup_duration_seconds",
+			Help:       "Time from a pod's creation until it runs, for pods Dovetail provisioned capacity for.",
+			Objectives: map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0},
+		}),
+		NodeClaimLaunchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dovetail_nodeclaims_launch_duration_seconds",
+			Help:    "Time from NodeClaim creation until its instance was launched.",
+			Buckets: durationBuckets,
+		}, []string{LabelNodePool}),
+		NodeClaimRegistrationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dovetail_nodeclaims_registration_duration_seconds",
+			Help:    "Time from NodeClaim creation until its Node registered.",
+			Buckets: durationBuckets,
+		}, []string{LabelNodePool}),
+		NodeClaimInitializationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dovetail_nodeclaims_initialization_duration_seconds",
+			Help:    "Time from NodeClaim creation until its Node was initialized.",
+			Buckets: durationBuckets,
+		}, []string{LabelNodePool}),
+		CloudProviderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_cloudprovider_duration_seconds",
+			Help:    "Duration of cloud provider calls, by controller, method and provider.",
+			Buckets: durationBuckets,
+		}, []string{LabelController, LabelMethod, LabelProvider}),
+		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_cloudprovider_errors_total",
+			Help: "Errors returned by cloud provider calls, by controller, method, provider and error kind.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_usage",
+			Help: "Resources provisioned for a NodePool (sum of its NodeClaims' capacity), by resource type.",
+		}, []string{LabelNodePool, LabelResourceType}),
+		NodePoolLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_limit",
+			Help: "Limits set on a NodePool, by resource type.",
+		}, []string{LabelNodePool, LabelResourceType}),
+	}
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metric: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.NodeClaimsCreated, m.NodeClaimsTerminated, m.NodesCreated, m.NodesTerminated, m.NodesTerminationDuration,
+		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsStartupDuration,
+		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
+		m.CloudProviderDuration, m.CloudProviderErrors, m.NodePoolUsage, m.NodePoolLimit,
+	}
+}
+
+// NewForTest builds metrics on a private registry, for tests that do not inspect them.
+func NewForTest() *Metrics {
+	m, err := New(prometheus.NewRegistry())
+	if err != nil {
+		// A fresh registry cannot hold a duplicate: this is a programming error in New.
+		panic(err)
+	}
+	return m
+}
