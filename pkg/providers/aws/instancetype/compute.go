@@ -1,0 +1,358 @@
+package instancetype
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+)
+
+// Info is a provider-neutral description of an EC2 instance type: what DescribeInstanceTypes reports, reduced to
+// the figures that decide labels and capacity. pkg/catalog data converts to it as easily as EC2 answers do.
+type Info struct {
+	Name string
+	// Architectures uses EC2 names: x86_64, arm64, i386, x86_64_mac, arm64_mac.
+	Architectures   []string
+	VCPU            int64
+	MemoryMiB       int64
+	CPUManufacturer string
+	ClockSpeedGHz   float64
+	GPUs            []Device
+	// Accelerators are AWS Inferentia/Trainium (Neuron) devices.
+	Accelerators         []Device
+	LocalStorageGB       int64
+	LocalNVMe            bool
+	MaxENIs              int
+	IPv4PerENI           int
+	NetworkBandwidthMbps int64
+	EBSBandwidthMbps     int64
+	Hypervisor           string
+	BareMetal            bool
+	EncryptionInTransit  bool
+}
+
+// Device is a GPU or accelerator model on an instance type; MemoryMiB is per device.
+type Device struct {
+	Name         string
+	Manufacturer string
+	Count        int64
+	MemoryMiB    int64
+}
+
+// Kubelet holds the kubelet settings of an EC2NodeClass that change what a node offers.
+type Kubelet struct {
+	MaxPods        *int32
+	PodsPerCore    *int32
+	KubeReserved   map[string]string
+	SystemReserved map[string]string
+	EvictionHard   map[string]string
+}
+
+// Settings are the operator- and node-class-wide inputs of the arithmetic.
+type Settings struct {
+	// VMMemoryOverheadPercent is the share of memory the hypervisor and OS keep (0.075 by default).
+	VMMemoryOverheadPercent float64
+	// ReservedENIs is the number of ENIs left out of the max-pods formula.
+	ReservedENIs int
+	// EphemeralStorage is the size of the volume pods' ephemeral storage lives on; zero means 20Gi.
+	EphemeralStorage resource.Quantity
+	// OS is the kubernetes.io/os value; empty means linux.
+	OS string
+}
+
+// Shape is what a node of an instance type offers: its labels, capacity and the overhead held back from pods.
+type Shape struct {
+	Labels   map[string]string
+	Capacity corev1.ResourceList
+	Overhead cloudprovider.Overhead
+}
+
+// Extended resource names reported by device plugins on AWS nodes.
+const (
+	ResourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU    corev1.ResourceName = "amd.com/gpu"
+	ResourceNeuron    corev1.ResourceName = "aws.amazon.com/neuron"
+)
+
+// DefaultEphemeralStorage is the root volume size used when the node class does not set one.
+var defaultEphemeralStorage = resource.MustParse("20Gi")
+
+// DefaultEphemeralStorage returns the root volume size assumed when the node class does not set one (20Gi).
+func DefaultEphemeralStorage() resource.Quantity { return defaultEphemeralStorage.DeepCopy() }
+
+// familyPattern splits a family into category and generation; high-memory "u-6tb1" is category u, generation 1.
+var familyPattern = regexp.MustCompile(`^([a-z]+)(?:-[0-9]+tb)?([0-9]+)`)
+
+// Compute returns the labels, capacity and overhead of a node of the given instance type. It is pure: the same
+// inputs give the same Shape, and it reads no clock, cache or network.
+func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
+	if info.Name == "" {
+		return Shape{}, fmt.Errorf("instance type without a name")
+	}
+	if info.VCPU <= 0 || info.MemoryMiB <= 0 {
+		return Shape{}, fmt.Errorf("instance type %s: vcpu %d and memory %d MiB must be positive", info.Name, info.VCPU, info.MemoryMiB)
+	}
+	if s.VMMemoryOverheadPercent < 0 || s.VMMemoryOverheadPercent >= 1 {
+		return Shape{}, fmt.Errorf("VM memory overhead %v must be in [0, 1)", s.VMMemoryOverheadPercent)
+	}
+	storage := s.EphemeralStorage
+	if storage.IsZero() {
+		storage = defaultEphemeralStorage
+	}
+	pods := MaxPods(info, kubelet, s.ReservedENIs)
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(info.VCPU, resource.DecimalSI),
+		corev1.ResourceMemory:           memoryCapacity(info.MemoryMiB, s.VMMemoryOverheadPercent),
+		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: storage.DeepCopy(),
+	}
+	for _, g := range info.GPUs {
+		switch strings.ToLower(g.Manufacturer) {
+		case "nvidia":
+			add(capacity, ResourceNvidiaGPU, g.Count)
+		case "amd":
+			add(capacity, ResourceAMDGPU, g.Count)
+		}
+	}
+	for _, a := range info.Accelerators {
+		if strings.EqualFold(a.Manufacturer, "aws") {
+			add(capacity, ResourceNeuron, a.Count)
+		}
+	}
+	kubeReserved, err := overlay(KubeReserved(info.VCPU, pods), kubelet.KubeReserved)
+	if err != nil {
+		return Shape{}, fmt.Errorf("instance type %s: kubeReserved: %w", info.Name, err)
+	}
+	systemReserved, err := overlay(corev1.ResourceList{}, kubelet.SystemReserved)
+	if err != nil {
+		return Shape{}, fmt.Errorf("instance type %s: systemReserved: %w", info.Name, err)
+	}
+	eviction, err := EvictionThreshold(capacity, kubelet.EvictionHard)
+	if err != nil {
+		return Shape{}, fmt.Errorf("instance type %s: evictionHard: %w", info.Name, err)
+	}
+	return Shape{
+		Labels:   Labels(info, s.OS),
+		Capacity: capacity,
+		Overhead: cloudprovider.Overhead{
+			KubeReserved:      kubeReserved,
+			SystemReserved:    systemReserved,
+			EvictionThreshold: eviction,
+		},
+	}, nil
+}
+
+func add(l corev1.ResourceList, name corev1.ResourceName, n int64) {
+	q := l[name]
+	q.Add(*resource.NewQuantity(n, resource.DecimalSI))
+	l[name] = q
+}
+
+func memoryCapacity(mib int64, overhead float64) resource.Quantity {
+	kept := mib - int64(math.Ceil(float64(mib)*overhead))
+	return *resource.NewQuantity(kept*1024*1024, resource.BinarySI)
+}
+
+// MaxPods returns the pod capacity: kubelet maxPods when set, otherwise the ENI formula
+// (ENIs − reserved) × (IPv4 per ENI − 1) + 2, then capped by podsPerCore × vCPUs when set.
+func MaxPods(info Info, kubelet Kubelet, reservedENIs int) int64 {
+	var pods int64
+	switch {
+	case kubelet.MaxPods != nil:
+		pods = int64(*kubelet.MaxPods)
+	case info.MaxENIs == 0 || info.IPv4PerENI == 0:
+		pods = 110
+	default:
+		enis := int64(info.MaxENIs - reservedENIs)
+		if enis < 0 {
+			enis = 0
+		}
+		pods = enis*int64(info.IPv4PerENI-1) + 2
+	}
+	if kubelet.PodsPerCore != nil && *kubelet.PodsPerCore > 0 {
+		if perCore := int64(*kubelet.PodsPerCore) * info.VCPU; perCore < pods {
+			pods = perCore
+		}
+	}
+	return pods
+}
+
+// KubeReserved returns the EKS AMI defaults: cpu 6% of the first core, 1% of the second, 0.5% of the third and
+// fourth and 0.25% of the rest; memory 11Mi per pod plus 255Mi; ephemeral-storage 1Gi.
+func KubeReserved(vcpu, pods int64) corev1.ResourceList {
+	var milli float64
+	for core := int64(1); core <= vcpu; core++ {
+		switch {
+		case core == 1:
+			milli += 60
+		case core == 2:
+			milli += 10
+		case core <= 4:
+			milli += 5
+		default:
+			milli += 2.5
+		}
+	}
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(math.Ceil(milli)), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity((11*pods+255)*1024*1024, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"),
+	}
+}
+
+// overlay returns base with the user's values (resource name → quantity) replacing matching keys.
+func overlay(base corev1.ResourceList, user map[string]string) (corev1.ResourceList, error) {
+	for _, k := range sortedKeys(user) {
+		q, err := resource.ParseQuantity(user[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", k, user[k], err)
+		}
+		base[corev1.ResourceName(k)] = q
+	}
+	return base, nil
+}
+
+// Eviction signals that map to resources.
+const (
+	signalMemory = "memory.available"
+	signalNodefs = "nodefs.available"
+)
+
+// EvictionThreshold returns the memory and ephemeral-storage the kubelet's hard eviction thresholds keep free.
+// Defaults are memory.available<100Mi and nodefs.available<10%; user values (absolute or a percentage of
+// capacity) replace them per signal.
+func EvictionThreshold(capacity corev1.ResourceList, evictionHard map[string]string) (corev1.ResourceList, error) {
+	signals := map[string]string{signalMemory: "100Mi", signalNodefs: "10%"}
+	for k, v := range evictionHard {
+		signals[k] = v
+	}
+	out := corev1.ResourceList{}
+	for signal, res := range map[string]corev1.ResourceName{signalMemory: corev1.ResourceMemory, signalNodefs: corev1.ResourceEphemeralStorage} {
+		q, err := threshold(signals[signal], capacity[res])
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", signal, signals[signal], err)
+		}
+		out[res] = q
+	}
+	return out, nil
+}
+
+func threshold(v string, capacity resource.Quantity) (resource.Quantity, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		pct, err := strconv.ParseFloat(p, 64)
+		if err != nil || pct < 0 || pct > 100 {
+			return resource.Quantity{}, fmt.Errorf("percentage must be a number in [0, 100]")
+		}
+		return *resource.NewQuantity(int64(math.Ceil(float64(capacity.Value())*pct/100)), resource.BinarySI), nil
+	}
+	return resource.ParseQuantity(v)
+}
+
+// Labels returns the well-known labels a node of this type carries (arch, os, instance type and the
+// karpenter.k8s.aws/instance-* family). Zone, region and capacity type are per offering and not included.
+func Labels(info Info, os string) map[string]string {
+	if os == "" {
+		os = "linux"
+	}
+	l := map[string]string{
+		corev1.awsv1.LabelInstanceTypeStable: info.Name,
+		corev1.LabelOSStable:                 os,
+		awsv1.LabelInstanceCPU:               strconv.FormatInt(info.VCPU, 10),
+		awsv1.LabelInstanceMemory:            strconv.FormatInt(info.MemoryMiB, 10),
+	}
+	if arch := KubeArch(info.Architectures); arch != "" {
+		l[corev1.LabelArchStable] = arch
+	}
+	family, size, _ := strings.Cut(info.Name, ".")
+	l[awsv1.LabelInstanceFamily] = family
+	if size != "" {
+		l[awsv1.LabelInstanceSize] = size
+	}
+	if m := familyPattern.FindStringSubmatch(family); m != nil {
+		l[awsv1.LabelInstanceCategory] = m[1]
+		l[awsv1.LabelInstanceGeneration] = m[2]
+	}
+	if info.CPUManufacturer != "" {
+		l[awsv1.LabelInstanceCPUManufacturer] = strings.ToLower(info.CPUManufacturer)
+	}
+	if info.ClockSpeedGHz > 0 {
+		l[awsv1.LabelInstanceCPUSustainedClockSpeedMhz] = strconv.FormatInt(int64(math.Round(info.ClockSpeedGHz*1000)), 10)
+	}
+	if info.Hypervisor != "" {
+		l[awsv1.LabelInstanceHypervisor] = info.Hypervisor
+	} else if info.BareMetal {
+		l[awsv1.LabelInstanceHypervisor] = ""
+	}
+	if info.NetworkBandwidthMbps > 0 {
+		l[awsv1.LabelInstanceNetworkBandwidth] = strconv.FormatInt(info.NetworkBandwidthMbps, 10)
+	}
+	if info.EBSBandwidthMbps > 0 {
+		l[awsv1.LabelInstanceEBSBandwidth] = strconv.FormatInt(info.EBSBandwidthMbps, 10)
+	}
+	l[awsv1.LabelInstanceEncryptionInTransitSupported] = strconv.FormatBool(info.EncryptionInTransit)
+	if info.LocalNVMe && info.LocalStorageGB > 0 {
+		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(info.LocalStorageGB, 10)
+	}
+	if len(info.GPUs) > 0 {
+		g := info.GPUs[0]
+		var count int64
+		for _, d := range info.GPUs {
+			count += d.Count
+		}
+		l[awsv1.LabelInstanceGPUName] = labelValue(g.Name)
+		l[awsv1.LabelInstanceGPUManufacturer] = labelValue(g.Manufacturer)
+		l[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(count, 10)
+		if g.MemoryMiB > 0 {
+			l[awsv1.LabelInstanceGPUMemory] = strconv.FormatInt(g.MemoryMiB, 10)
+		}
+	}
+	if len(info.Accelerators) > 0 {
+		a := info.Accelerators[0]
+		var count int64
+		for _, d := range info.Accelerators {
+			count += d.Count
+		}
+		l[awsv1.LabelInstanceAcceleratorName] = labelValue(a.Name)
+		l[awsv1.LabelInstanceAcceleratorManufacturer] = labelValue(a.Manufacturer)
+		l[awsv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(count, 10)
+	}
+	return l
+}
+
+var labelUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// labelValue lower-cases a device name and replaces characters a label value may not hold.
+func labelValue(s string) string {
+	v := labelUnsafe.ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-")
+	return strings.Trim(v, "-._")
+}
+
+// KubeArch returns the Kubernetes architecture (amd64, arm64) of the first EC2 architecture Kubernetes knows.
+func KubeArch(ec2Archs []string) string {
+	for _, a := range ec2Archs {
+		switch a {
+		case "x86_64":
+			return "amd64"
+		case "arm64":
+			return "arm64"
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
