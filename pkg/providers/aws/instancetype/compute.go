@@ -263,7 +263,7 @@ func Labels(info Info, os string) map[string]string {
 		os = "linux"
 	}
 	l := map[string]string{
-		corev1.awsv1.LabelInstanceTypeStable: info.Name,
+		corev1.LabelInstanceTypeStable: info.Name,
 		corev1.LabelOSStable:                 os,
 		awsv1.LabelInstanceCPU:               strconv.FormatInt(info.VCPU, 10),
 		awsv1.LabelInstanceMemory:            strconv.FormatInt(info.MemoryMiB, 10),
