@@ -7,3 +7,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go tool controller-gen object paths=./api/...
 rm -f config/crd/*.yaml
 go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
+go run ./hack/crdpatch config/crd

@@ -47,14 +47,15 @@ func AMIFamilyFromAlias(aliasFamily string) string {
 	return ""
 }
 
-// AMIFamily returns the node class's AMI family: from the alias when there is one, else spec.amiFamily.
+// AMIFamily returns the node class's AMI family: spec.amiFamily when set (it may be Custom next to an
+// alias), else the alias's family. "" only for objects that bypassed validation.
 func (in *EC2NodeClass) AMIFamily() string {
+	if in.Spec.AMIFamily != nil {
+		return *in.Spec.AMIFamily
+	}
 	if a := in.Alias(); a != "" {
 		fam, _, _ := AliasFamilyAndVersion(a)
 		return AMIFamilyFromAlias(fam)
-	}
-	if in.Spec.AMIFamily != nil {
-		return *in.Spec.AMIFamily
 	}
 	return ""
 }

@@ -15,6 +15,8 @@ const (
 	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
+	// ConditionTypePlacementGroupReady is only part of readiness when spec.placementGroupSelector is set.
+	ConditionTypePlacementGroupReady = "PlacementGroupReady"
 )
 
 // EC2NodeClass condition reasons.
@@ -29,8 +31,8 @@ const (
 )
 
 // ReadinessConditions are the conditions whose conjunction is the EC2NodeClass's Ready condition.
-func ReadinessConditions() []string {
-	return []string{
+func (in *EC2NodeClass) ReadinessConditions() []string {
+	conds := []string{
 		ConditionTypeSubnetsReady,
 		ConditionTypeSecurityGroupsReady,
 		ConditionTypeAMIsReady,
@@ -38,6 +40,10 @@ func ReadinessConditions() []string {
 		ConditionTypeCapacityReservationsReady,
 		ConditionTypeValidationSucceeded,
 	}
+	if in.Spec.PlacementGroupSelector != nil {
+		conds = append(conds, ConditionTypePlacementGroupReady)
+	}
+	return conds
 }
 
 // StatusConditions returns the EC2NodeClass's conditions.
@@ -62,7 +68,7 @@ func (in *EC2NodeClass) SetCondition(t string, status metav1.ConditionStatus, re
 	if t == karpv1.ConditionTypeReady {
 		return changed
 	}
-	ready := karpv1.ComputeReady(in.Status.Conditions, in.Generation, ReadinessConditions()...)
+	ready := karpv1.ComputeReady(in.Status.Conditions, in.Generation, in.ReadinessConditions()...)
 	return meta.SetStatusCondition(&in.Status.Conditions, ready) || changed
 }
 

@@ -34,6 +34,11 @@ type EC2NodeClassList struct {
 // +kubebuilder:validation:XValidation:rule="has(self.role) != has(self.instanceProfile)",message="spec: exactly one of role or instanceProfile must be set"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))",message="spec: switching between role and instanceProfile is not supported; create a new EC2NodeClass instead"
 // +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(x, has(x.alias))",message="spec.amiFamily is required when spec.amiSelectorTerms has no alias term"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2') || self.amiFamily in ['AL2', 'Custom']",message="spec.amiFamily must be AL2 or Custom when spec.amiSelectorTerms uses a al2 alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'al2023') || self.amiFamily in ['AL2023', 'Custom']",message="spec.amiFamily must be AL2023 or Custom when spec.amiSelectorTerms uses a al2023 alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'bottlerocket') || self.amiFamily in ['Bottlerocket', 'Custom']",message="spec.amiFamily must be Bottlerocket or Custom when spec.amiSelectorTerms uses a bottlerocket alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2019') || self.amiFamily in ['Windows2019', 'Custom']",message="spec.amiFamily must be Windows2019 or Custom when spec.amiSelectorTerms uses a windows2019 alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2022') || self.amiFamily in ['Windows2022', 'Custom']",message="spec.amiFamily must be Windows2022 or Custom when spec.amiSelectorTerms uses a windows2022 alias"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances may be launched into; a subnet matching any term is used.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id))",message="spec.subnetSelectorTerms: each term must set tags or id"
@@ -134,7 +139,7 @@ type EC2NodeClassSpec struct {
 	// PlacementGroupSelector selects an existing placement group by id or name.
 	// +kubebuilder:validation:XValidation:rule="has(self.id) != has(self.name)",message="spec.placementGroupSelector: exactly one of id or name must be set"
 	// +optional
-	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	PlacementGroupSelector *PlacementGroupSelectorTerm `json:"placementGroupSelector,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by id.
@@ -314,6 +319,7 @@ type BlockDeviceMapping struct {
 
 // BlockDevice describes an EBS volume.
 // +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="ebs: snapshotID or volumeSize must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)",message="ebs: volumeInitializationRate requires snapshotID"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume when the instance terminates.
 	// +optional
@@ -399,8 +405,8 @@ type NetworkInterface struct {
 	InterfaceType string `json:"interfaceType"`
 }
 
-// PlacementGroupSelector selects a placement group by id or by name.
-type PlacementGroupSelector struct {
+// PlacementGroupSelectorTerm selects a placement group by id or by name.
+type PlacementGroupSelectorTerm struct {
 	// ID of the placement group.
 	// +kubebuilder:validation:Pattern:="^pg-[0-9a-z]+$"
 	// +optional

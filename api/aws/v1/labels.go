@@ -71,6 +71,7 @@ func AWSWellKnownLabels() sets.Set[string] {
 		LabelCapacityReservationType,
 		LabelCapacityReservationInterruptible,
 		LabelTopologyZoneID,
+		LabelNodeClass,
 	)
 }
 

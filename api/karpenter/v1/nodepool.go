@@ -10,8 +10,9 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name",description="Name of the node class the NodePool's nodes use"
-// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes",description="Number of nodes the NodePool owns"
+// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes",description="Number of nodes the NodePool owns"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description="Whether the NodePool can launch nodes"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1,description="Order in which NodePools are tried, highest first"
@@ -35,8 +36,9 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the desired state of a NodePool.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.replicas) || has(self.replicas)",message="spec.replicas cannot be removed: a static NodePool cannot become dynamic"
-// +kubebuilder:validation:XValidation:rule="has(oldSelf.replicas) || !has(self.replicas)",message="spec.replicas cannot be added: a dynamic NodePool cannot become static"
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="spec.replicas cannot be added or removed after creation: a NodePool stays static (replicas set) or dynamic (replicas unset)"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits)",message="spec.limits: a static NodePool (spec.replicas set) supports only limits.nodes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="spec.weight cannot be set on a static NodePool (spec.replicas set)"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims the NodePool creates.
 	// +required
@@ -94,6 +96,11 @@ type NodeClaimTemplateSpec struct {
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements narrow the instance types, zones, capacity types and other well-known labels of the nodes.
+	// The key, operator and values of each requirement are checked by rules hack/crdpatch adds.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || (has(x.values) && size(x.values) > 0))",message="requirements: operator In needs at least one value"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt']) || (has(x.values) && size(x.values) == 1 && x.values[0].matches('^[0-9]+$')))",message="requirements: operators Gt and Lt need exactly one value, a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Exists', 'DoesNotExist']) || !has(x.values) || size(x.values) == 0)",message="requirements: operators Exists and DoesNotExist take no values"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || !has(x.minValues) || (has(x.values) && size(x.values) >= x.minValues))",message="requirements: minValues must not exceed the number of values of an In requirement"
 	// +kubebuilder:validation:MaxItems:=100
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
