@@ -193,3 +193,7 @@ const (
 	defaultWait  = time.Minute
 	pollInterval = 250 * time.Millisecond
 )
+
+// ClusterUp runs hack/cluster-up.sh again for this stack's state folder and ports; it must leave a healthy
+// running cluster as it is.
+func (s *Stack) ClusterUp(ctx context.Context) error { return s.script(ctx, "cluster-up.sh") }
