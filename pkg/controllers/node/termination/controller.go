@@ -1,0 +1,406 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "node.termination"
+
+// PollInterval is how often a terminating node is looked at again while it waits for pods, volumes or the
+// instance.
+const PollInterval = 5 * time.Second
+
+// Event reasons.
+const (
+	ReasonDeletingNodeClaim     = "DeletingNodeClaim"
+	ReasonEvicted               = "Evicted"
+	ReasonEvictionBlocked       = "EvictionBlocked"
+	ReasonEvictionFailed        = "EvictionFailed"
+	ReasonDoNotDisrupt          = "DisruptionBlocked"
+	ReasonGracePeriodDeletion   = "TerminationGracePeriodExpiring"
+	ReasonAwaitingVolumes       = "AwaitingVolumeDetachment"
+	ReasonTerminatingInstance   = "TerminatingInstance"
+	ReasonInstanceGone          = "InstanceTerminated"
+	ReasonInvalidTerminationAnn = "InvalidTerminationTimestamp"
+	ReasonFinalizerRemoved      = "Terminated"
+)
+
+// Controller drains and terminates Nodes that carry the karpenter.sh/termination finalizer.
+type Controller struct {
+	kube      client.Client
+	clientset kubernetes.Interface
+	cloud     cloudprovider.CloudProvider
+	clock     clock.Clock
+	recorder  record.EventRecorder
+	metrics   *metrics.Metrics
+
+	mu       sync.Mutex
+	backoffs map[types.UID]backoff
+	events   map[string]time.Time
+}
+
+type backoff struct {
+	failures int
+	next     time.Time
+}
+
+// NewController builds the controller from the shared dependencies.
+func NewController(d deps.Deps) *Controller {
+	return &Controller{
+		kube:      d.Client,
+		clientset: d.KubeClient,
+		cloud:     d.CloudProvider,
+		clock:     d.Clock,
+		recorder:  d.Recorder,
+		backoffs:  map[types.UID]backoff{},
+		events:    map[string]time.Time{},
+	}
+}
+
+// WithMetrics makes the controller record karpenter_nodes_terminated_total and
+// karpenter_nodes_termination_duration_seconds in m. Without it nothing is recorded.
+func (c *Controller) WithMetrics(m *metrics.Metrics) *Controller {
+	c.metrics = m
+	return c
+}
+
+// Register adds the controller to the manager: it watches Nodes, and NodeClaims mapped to their Node.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(m).
+		Named(Name).
+		For(&corev1.Node{}).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			nc, ok := o.(*karpv1.NodeClaim)
+			if !ok || nc.Status.NodeName == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Status.NodeName}}}
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(c)
+}
+
+// Reconcile moves a deleted Node one step further through termination.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name))
+
+	nc, err := c.nodeClaimFor(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if nc != nil {
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
+		if nc.DeletionTimestamp.IsZero() {
+			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of deleted node: %w", nc.Name, err)
+			}
+			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeletingNodeClaim,
+				"Node was deleted: deleting its NodeClaim %s", nc.Name)
+			// The deletion timestamp (which fixes the termination deadline) is read back on the next pass.
+			return reconcile.Result{Requeue: true}, nil
+		}
+	}
+
+	providerID := node.Spec.ProviderID
+	if providerID == "" && nc != nil {
+		providerID = nc.Status.ProviderID
+	}
+	gone, err := c.instanceGone(ctx, providerID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if gone {
+		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonInstanceGone,
+			"Instance %q no longer exists: releasing the node without draining", providerID)
+		return reconcile.Result{}, c.finish(ctx, node)
+	}
+
+	deadline, err := c.deadline(ctx, node, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.taint(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	now := c.clock.Now()
+	expired := termination.Expired(deadline, now)
+	drain, err := c.drain(ctx, node, nc, deadline)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !drain.done && !expired {
+		return reconcile.Result{RequeueAfter: c.requeueAfter(now, deadline, drain.nextAt)}, nil
+	}
+
+	volumesDone, err := c.volumesDetached(ctx, node, nc, deadline)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !volumesDone && !expired {
+		return reconcile.Result{RequeueAfter: c.requeueAfter(now, deadline, nil)}, nil
+	}
+
+	terminated, err := c.terminateInstance(ctx, node, nc, providerID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !terminated {
+		return reconcile.Result{RequeueAfter: PollInterval}, nil
+	}
+	return reconcile.Result{}, c.finish(ctx, node)
+}
+
+// requeueAfter is the poll interval, shortened so that the next forced deletion, the deadline or an eviction
+// retry is not missed.
+func (c *Controller) requeueAfter(now time.Time, deadline, next *time.Time) time.Duration {
+	d := PollInterval
+	for _, t := range []*time.Time{deadline, next} {
+		if t == nil {
+			continue
+		}
+		if until := t.Sub(now); until < d {
+			d = until
+		}
+	}
+	if d < 100*time.Millisecond {
+		d = 100 * time.Millisecond
+	}
+	return d
+}
+
+// nodeClaimFor returns the NodeClaim launched for the node (same provider ID, or naming the node), or nil.
+func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	list := &karpv1.NodeClaimList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	for i := range list.Items {
+		nc := &list.Items[i]
+		if node.Spec.ProviderID != "" && nc.Status.ProviderID == node.Spec.ProviderID {
+			return nc, nil
+		}
+	}
+	for i := range list.Items {
+		nc := &list.Items[i]
+		if nc.Status.NodeName == node.Name && (node.Spec.ProviderID == "" || nc.Status.ProviderID == "") {
+			return nc, nil
+		}
+	}
+	return nil, nil
+}
+
+// instanceGone reports whether the cloud no longer has the instance (or there is none to ask about).
+func (c *Controller) instanceGone(ctx context.Context, providerID string) (bool, error) {
+	if providerID == "" {
+		return true, nil
+	}
+	if _, err := c.cloud.Get(ctx, providerID); err != nil {
+		if cloudprovider.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("looking up instance %s: %w", providerID, err)
+	}
+	return false, nil
+}
+
+// deadline returns the termination deadline and records it on the Node as
+// karpenter.sh/nodeclaim-termination-timestamp. Without a NodeClaim, the Node's own annotation is used.
+func (c *Controller) deadline(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) (*time.Time, error) {
+	var deadline *time.Time
+	if nc != nil {
+		d, err := termination.NodeClaimDeadline(nc)
+		if err != nil {
+			c.event(nc, corev1.EventTypeWarning, ReasonInvalidTerminationAnn, err.Error()+"; using deletion time plus terminationGracePeriod")
+		}
+		deadline = d
+	} else if v, ok := node.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		t, err := termination.ParseDeadline(v)
+		if err != nil {
+			c.event(node, corev1.EventTypeWarning, ReasonInvalidTerminationAnn, err.Error()+"; draining without a deadline")
+			return nil, nil
+		}
+		return &t, nil
+	}
+	if deadline == nil {
+		return nil, nil
+	}
+	want := termination.FormatDeadline(*deadline)
+	if node.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] == want {
+		return deadline, nil
+	}
+	orig := node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = want
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, fmt.Errorf("annotating node with its termination timestamp: %w", err)
+	}
+	return deadline, nil
+}
+
+// taint adds karpenter.sh/disrupted:NoSchedule so nothing new lands on the node.
+func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
+	want := karpv1.DisruptedNoScheduleTaint()
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&want) {
+			return nil
+		}
+	}
+	orig := node.DeepCopy()
+	now := metav1.NewTime(c.clock.Now())
+	want.TimeAdded = &now
+	node.Spec.Taints = append(node.Spec.Taints, want)
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// terminateInstance asks the cloud to terminate the instance; it reports true once the cloud says it is gone
+// (shutting down or terminated).
+func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, providerID string) (bool, error) {
+	target := nc
+	if target == nil {
+		target = &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+		target.Status.ProviderID = providerID
+		target.Status.NodeName = node.Name
+	}
+	err := c.cloud.Delete(ctx, target)
+	if cloudprovider.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("terminating instance %s: %w", providerID, err)
+	}
+	log.FromContext(ctx).Info("terminating instance", "instance-id", providerID)
+	c.event(node, corev1.EventTypeNormal, ReasonTerminatingInstance, fmt.Sprintf("Terminating instance %s", providerID))
+	if nc != nil {
+		if err := c.setCondition(ctx, nc, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue,
+			"InstanceTerminating", fmt.Sprintf("Instance %s is being terminated", providerID)); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// finish removes the finalizer and records the node as terminated.
+func (c *Controller) finish(ctx context.Context, node *corev1.Node) error {
+	orig := node.DeepCopy()
+	if !controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer) {
+		return nil
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("removing finalizer from node %s: %w", node.Name, err)
+	}
+	log.FromContext(ctx).Info("node terminated")
+	c.prune()
+	if c.metrics != nil {
+		pool := node.Labels[karpv1.NodePoolLabelKey]
+		c.metrics.NodesTerminated.WithLabelValues(pool).Inc()
+		c.metrics.NodesTerminationDuration.WithLabelValues(pool).
+			Observe(c.clock.Since(node.DeletionTimestamp.Time).Seconds())
+	}
+	return nil
+}
+
+// setCondition writes one NodeClaim condition through the status subresource when it changed.
+func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) error {
+	orig := nc.DeepCopy()
+	if !nc.SetCondition(t, status, reason, message) {
+		return nil
+	}
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", t, nc.Name, err)
+	}
+	return nil
+}
+
+// eventInterval limits how often the same event is emitted for the same object while a node waits.
+const eventInterval = 2 * time.Minute
+
+// event emits an event unless the same one was emitted for the same object within eventInterval.
+func (c *Controller) event(obj client.Object, eventType, reason, message string) {
+	key := string(obj.GetUID()) + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + reason + "/" + message
+	now := c.clock.Now()
+	c.mu.Lock()
+	last, seen := c.events[key]
+	if seen && now.Sub(last) < eventInterval {
+		c.mu.Unlock()
+		return
+	}
+	c.events[key] = now
+	c.mu.Unlock()
+	c.recorder.Event(obj, eventType, reason, message)
+}
+
+// prune drops remembered events and eviction backoffs that no longer matter.
+func (c *Controller) prune() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for k, t := range c.events {
+		if now.Sub(t) >= eventInterval {
+			delete(c.events, k)
+		}
+	}
+	for uid, b := range c.backoffs {
+		if now.Sub(b.next) > 10*time.Minute {
+			delete(c.backoffs, uid)
+		}
+	}
+}
+
+var errNoDeps = errors.New("node termination controller needs a client, clientset, cloud provider, clock and recorder")
+
+// validate reports missing dependencies.
+func (c *Controller) validate() error {
+	if c.kube == nil || c.clientset == nil || c.cloud == nil || c.clock == nil || c.recorder == nil {
+		return errNoDeps
+	}
+	return nil
+}

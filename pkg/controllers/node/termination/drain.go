@@ -1,0 +1,137 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// drainResult says whether the node is drained and when something next becomes due.
+type drainResult struct {
+	done   bool
+	nextAt *time.Time
+}
+
+// podsOnNode lists the pods bound to the node, straight from the API server (a field selector the cache does
+// not index).
+func (c *Controller) podsOnNode(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
+	list, err := c.clientset.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", nodeName).String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", nodeName, err)
+	}
+	pods := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		pods = append(pods, &list.Items[i])
+	}
+	return pods, nil
+}
+
+// drain carries out one step of the drain plan and records progress in the NodeClaim's Drained condition.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (drainResult, error) {
+	pods, err := c.podsOnNode(ctx, node.Name)
+	if err != nil {
+		return drainResult{}, err
+	}
+	now := c.clock.Now()
+	plan := termination.PlanDrain(termination.DrainInput{Now: now, Pods: pods, Deadline: deadline})
+	res := drainResult{done: plan.Drained(), nextAt: plan.NextForcedDeletion}
+
+	for _, d := range plan.Delete {
+		if err := c.deletePod(ctx, node, d); err != nil {
+			return drainResult{}, err
+		}
+	}
+	for _, pod := range plan.Evict {
+		next, err := c.evict(ctx, node, pod)
+		if err != nil {
+			return drainResult{}, err
+		}
+		if next != nil && (res.nextAt == nil || next.Before(*res.nextAt)) {
+			res.nextAt = next
+		}
+	}
+	for _, pod := range plan.DoNotDisrupt {
+		msg := fmt.Sprintf("Pod %s/%s has %s=%s: it is not evicted", pod.Namespace, pod.Name,
+			karpv1.DoNotDisruptAnnotationKey, karpv1.DoNotDisruptValue)
+		if deadline == nil {
+			msg += " and the NodeClaim has no terminationGracePeriod, so the drain is blocked until the pod is " +
+				"gone or the annotation is removed"
+		} else {
+			msg += fmt.Sprintf("; it is deleted so as to be gone by the end of the terminationGracePeriod at %s",
+				termination.FormatDeadline(*deadline))
+		}
+		c.event(pod, corev1.EventTypeWarning, ReasonDoNotDisrupt, msg)
+		c.event(node, corev1.EventTypeWarning, ReasonDoNotDisrupt, msg)
+	}
+
+	if nc != nil {
+		status, reason, msg := metav1.ConditionTrue, "Drained", ""
+		switch {
+		case !plan.Drained() && termination.Expired(deadline, now):
+			reason = "TerminationGracePeriodElapsed"
+			msg = fmt.Sprintf("terminationGracePeriod ended with %d pods left: %s", len(plan.Remaining), podList(plan.Remaining))
+		case !plan.Drained():
+			status, reason = metav1.ConditionFalse, "Draining"
+			msg = fmt.Sprintf("Waiting for %d pods to leave the node: %s", len(plan.Remaining), podList(plan.Remaining))
+			if len(plan.DoNotDisrupt) > 0 {
+				reason = "DoNotDisrupt"
+			}
+		}
+		if err := c.setCondition(ctx, nc, termination.ConditionTypeDrained, status, reason, msg); err != nil {
+			return drainResult{}, err
+		}
+	}
+	if !res.done {
+		log.FromContext(ctx).V(1).Info("draining", "remaining", len(plan.Remaining), "evicting", len(plan.Evict),
+			"wave", plan.Wave.String())
+	}
+	return res, nil
+}
+
+// deletePod deletes a pod with a grace period shortened to fit the termination deadline.
+func (c *Controller) deletePod(ctx context.Context, node *corev1.Node, d termination.Deletion) error {
+	grace := d.GracePeriodSeconds
+	err := c.clientset.CoreV1().Pods(d.Pod.Namespace).Delete(ctx, d.Pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &grace,
+		Preconditions:      &metav1.Preconditions{UID: &d.Pod.UID},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting pod %s/%s: %w", d.Pod.Namespace, d.Pod.Name, err)
+	}
+	msg := fmt.Sprintf("Deleting pod %s/%s with a %ds grace period: the NodeClaim's terminationGracePeriod is ending",
+		d.Pod.Namespace, d.Pod.Name, grace)
+	log.FromContext(ctx).Info("deleting pod for termination grace period", "pod", d.Pod.Namespace+"/"+d.Pod.Name,
+		"grace-period-seconds", grace)
+	c.recorder.Event(d.Pod, corev1.EventTypeWarning, ReasonGracePeriodDeletion, msg)
+	c.event(node, corev1.EventTypeWarning, ReasonGracePeriodDeletion, msg)
+	return nil
+}
+
+// podList names up to five pods.
+func podList(pods []*corev1.Pod) string {
+	const max = 5
+	var names []string
+	for i, p := range pods {
+		if i == max {
+			names = append(names, fmt.Sprintf("and %d more", len(pods)-max))
+			break
+		}
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,105 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// evict asks the Eviction API to evict the pod, unless a previous refusal's backoff has not run out. It returns
+// when the pod should be tried again after a refusal (nil when it need not be).
+func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (*time.Time, error) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	b, waiting := c.backoffs[pod.UID]
+	c.mu.Unlock()
+	if waiting && now.Before(b.next) {
+		next := b.next
+		return &next, nil
+	}
+
+	uid := pod.UID
+	err := c.clientset.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	})
+	logger := log.FromContext(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
+	switch {
+	case err == nil:
+		c.clearBackoff(pod)
+		logger.Info("evicted pod")
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonEvicted, "Evicted pod: node %s is being terminated", node.Name)
+		return nil, nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone already, or replaced by a pod of the same name: nothing to evict.
+		c.clearBackoff(pod)
+		return nil, nil
+	case apierrors.IsTooManyRequests(err):
+		next := c.refused(pod, now)
+		msg := fmt.Sprintf("Cannot evict pod %s/%s: %s; retrying after %s", pod.Namespace, pod.Name,
+			c.budgetsBlocking(ctx, pod), next.Sub(now).Round(time.Second))
+		logger.V(1).Info("eviction refused", "reason", err.Error())
+		c.event(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
+		c.event(node, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
+		return &next, nil
+	default:
+		next := c.refused(pod, now)
+		msg := fmt.Sprintf("Evicting pod %s/%s failed: %v; retrying after %s", pod.Namespace, pod.Name, err,
+			next.Sub(now).Round(time.Second))
+		logger.Error(err, "eviction failed")
+		c.event(pod, corev1.EventTypeWarning, ReasonEvictionFailed, msg)
+		c.event(node, corev1.EventTypeWarning, ReasonEvictionFailed, msg)
+		return &next, nil
+	}
+}
+
+// refused records one more refused eviction and returns when to retry.
+func (c *Controller) refused(pod *corev1.Pod, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoffs[pod.UID]
+	b.failures++
+	b.next = now.Add(termination.EvictionBackoff(b.failures))
+	c.backoffs[pod.UID] = b
+	return b.next
+}
+
+func (c *Controller) clearBackoff(pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.backoffs, pod.UID)
+}
+
+// budgetsBlocking names the PodDisruptionBudgets that select the pod, for events a user can act on.
+func (c *Controller) budgetsBlocking(ctx context.Context, pod *corev1.Pod) string {
+	list, err := c.clientset.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "a PodDisruptionBudget does not allow the disruption (listing budgets failed: " + err.Error() + ")"
+	}
+	var names []string
+	for i := range list.Items {
+		pdb := &list.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || pdb.Spec.Selector == nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		names = append(names, fmt.Sprintf("PodDisruptionBudget %s/%s (disruptionsAllowed=%d)",
+			pdb.Namespace, pdb.Name, pdb.Status.DisruptionsAllowed))
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "the API server refused the eviction (429) but no PodDisruptionBudget selects the pod"
+	}
+	return "blocked by " + strings.Join(names, ", ")
+}
