@@ -1,0 +1,111 @@
+package instance
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+)
+
+// FleetRequest is one launch: the chosen capacity type, the offerings to choose among, the launch template of
+// each instance type, and the tags of the instance and its volumes.
+type FleetRequest struct {
+	CapacityType string
+	Choices      []Choice
+	// LaunchTemplates maps an instance type to the name of the launch template it launches with.
+	LaunchTemplates map[string]string
+	Tags            map[string]string
+}
+
+// FleetInput builds the CreateFleet request (type instant, one instance): one launch template config per launch
+// template with an override per (instance type, subnet), price-capacity-optimized for spot and lowest-price
+// for on-demand. Choices whose instance type has no launch template are an error.
+func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
+	if len(r.Choices) == 0 {
+		return nil, fmt.Errorf("no offerings to launch")
+	}
+	overrides := map[string][]ec2types.FleetLaunchTemplateOverridesRequest{}
+	for i, c := range r.Choices {
+		lt, ok := r.LaunchTemplates[c.InstanceType]
+		if !ok {
+			return nil, fmt.Errorf("no launch template for instance type %s", c.InstanceType)
+		}
+		o := ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType: ec2types.InstanceType(c.InstanceType),
+			SubnetId:     aws.String(c.SubnetID),
+		}
+		if r.CapacityType == cloudprovider.CapacityTypeReserved {
+			o.Priority = aws.Float64(float64(i))
+		}
+		overrides[lt] = append(overrides[lt], o)
+	}
+	names := make([]string, 0, len(overrides))
+	for n := range overrides {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(names))
+	for _, n := range names {
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: aws.String(n),
+				Version:            aws.String("$Latest"),
+			},
+			Overrides: overrides[n],
+		})
+	}
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
+		},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(r.Tags)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(r.Tags)},
+		},
+	}
+	switch r.CapacityType {
+	case cloudprovider.CapacityTypeSpot:
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	case cloudprovider.CapacityTypeReserved:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{
+			AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized,
+			CapacityReservationOptions: &ec2types.CapacityReservationOptionsRequest{
+				UsageStrategy: ec2types.FleetCapacityReservationUsageStrategyUseCapacityReservationsFirst,
+			},
+		}
+	default:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	return in, nil
+}
+
+// ec2Tags converts a map to EC2 tags sorted by key.
+func ec2Tags(m map[string]string) []ec2types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+// tagMap converts EC2 tags to a map.
+func tagMap(ts []ec2types.Tag) map[string]string {
+	out := make(map[string]string, len(ts))
+	for _, t := range ts {
+		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}

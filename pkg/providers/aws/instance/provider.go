@@ -1,0 +1,329 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
+	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
+	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
+)
+
+// Instance is what the provider knows of one EC2 instance.
+type Instance struct {
+	ID               string
+	Type             string
+	Zone             string
+	SubnetID         string
+	ImageID          string
+	CapacityType     string
+	State            string
+	LaunchTime       time.Time
+	PrivateDNSName   string
+	SecurityGroupIDs []string
+	Tags             map[string]string
+}
+
+// ProviderID returns aws:///<zone>/<id>.
+func (i *Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID) }
+
+// ParseProviderID returns the instance id of an aws:///<zone>/<id> provider ID.
+func ParseProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", fmt.Errorf("provider ID %q does not start with aws:///", providerID)
+	}
+	i := strings.LastIndex(rest, "/")
+	id := rest[i+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return "", fmt.Errorf("provider ID %q does not end with an instance id", providerID)
+	}
+	return id, nil
+}
+
+// ErrLaunchTemplateNotFound says CreateFleet named a launch template that no longer exists.
+var ErrLaunchTemplateNotFound = errors.New("launch template not found")
+
+// Provider launches, describes, tags and terminates instances of one cluster.
+type Provider struct {
+	ec2         sdk.EC2API
+	cluster     tags.Cluster
+	unavailable *unavailable.Cache
+}
+
+// NewProvider returns an instance provider; refused offerings are recorded in cache.
+func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache) *Provider {
+	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache}
+}
+
+// liveStates are the instance states List reports.
+var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
+
+// Launch calls CreateFleet. Offerings EC2 refuses for capacity are marked unavailable and subnets without
+// addresses too. It returns an InsufficientCapacityError when nothing launched for capacity reasons and
+// ErrLaunchTemplateNotFound (wrapped) when a launch template has vanished.
+func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error) {
+	in, err := FleetInput(r)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		if sdk.IsLaunchTemplateNotFound(sdk.ErrorCode(err)) {
+			return nil, fmt.Errorf("creating fleet: %w: %w", ErrLaunchTemplateNotFound, err)
+		}
+		return nil, sdk.Wrap(err, "creating fleet")
+	}
+	byOverride := map[[2]string]Choice{}
+	for _, c := range r.Choices {
+		byOverride[[2]string{c.InstanceType, c.SubnetID}] = c
+	}
+	var ltMissing bool
+	var messages []string
+	for _, e := range out.Errors {
+		code := aws.ToString(e.ErrorCode)
+		messages = append(messages, code+": "+aws.ToString(e.ErrorMessage))
+		o := fleetOverride(e.LaunchTemplateAndOverrides)
+		c := byOverride[[2]string{o.instanceType, o.subnetID}]
+		if c.Zone == "" {
+			c.Zone = o.zone
+		}
+		switch {
+		case sdk.UnavailableOfferingCodes[code]:
+			if o.instanceType == "" || c.Zone == "" {
+				continue
+			}
+			p.unavailable.MarkUnavailable(ctx, code, unavailable.Offering{
+				InstanceType: o.instanceType, Zone: c.Zone, CapacityType: capacityType(e.Lifecycle, r.CapacityType),
+			})
+		case code == sdk.SubnetFullCode && o.subnetID != "":
+			p.unavailable.MarkSubnetUnavailable(ctx, o.subnetID)
+		case sdk.IsLaunchTemplateNotFound(code):
+			ltMissing = true
+		}
+	}
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		o := fleetOverride(fi.LaunchTemplateAndOverrides)
+		c := byOverride[[2]string{o.instanceType, o.subnetID}]
+		zone := aws.ToString(fi.AvailabilityZone)
+		if zone == "" {
+			zone = c.Zone
+		}
+		if zone == "" {
+			zone = o.zone
+		}
+		it := string(fi.InstanceType)
+		if it == "" {
+			it = o.instanceType
+		}
+		return &Instance{
+			ID: fi.InstanceIds[0], Type: it, Zone: zone, SubnetID: o.subnetID,
+			CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: r.Tags,
+		}, nil
+	}
+	summary := strings.Join(dedupe(messages), "; ")
+	if ltMissing {
+		return nil, fmt.Errorf("creating fleet: %w: %s", ErrLaunchTemplateNotFound, summary)
+	}
+	if summary == "" {
+		summary = "CreateFleet returned no instance and no error"
+	}
+	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching %s among %d offerings: %s", r.CapacityType, len(r.Choices), summary))
+}
+
+type override struct{ instanceType, subnetID, zone string }
+
+func fleetOverride(l *ec2types.LaunchTemplateAndOverridesResponse) override {
+	if l == nil || l.Overrides == nil {
+		return override{}
+	}
+	return override{
+		instanceType: string(l.Overrides.InstanceType),
+		subnetID:     aws.ToString(l.Overrides.SubnetId),
+		zone:         aws.ToString(l.Overrides.AvailabilityZone),
+	}
+}
+
+func capacityType(l ec2types.InstanceLifecycle, requested string) string {
+	switch l {
+	case ec2types.InstanceLifecycleSpot:
+		return cloudprovider.CapacityTypeSpot
+	case ec2types.InstanceLifecycleOnDemand:
+		if requested == cloudprovider.CapacityTypeReserved {
+			return requested
+		}
+		return cloudprovider.CapacityTypeOnDemand
+	}
+	return requested
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Get describes one instance. It returns a NotFoundError when EC2 does not know it, when it is terminated, or
+// when it does not carry this cluster's identity (another cluster's instance is never reported as ours).
+func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if sdk.IsNotFound(err) {
+			return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
+		}
+		return nil, sdk.Wrap(err, "describing instance %s", id)
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			if aws.ToString(i.InstanceId) != id {
+				continue
+			}
+			inst := convert(i)
+			if inst.State == string(ec2types.InstanceStateNameTerminated) {
+				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is terminated", id))
+			}
+			if o := p.cluster.Owner(inst.Tags); o != tags.Owned {
+				log.FromContext(ctx).Info("instance does not carry this cluster's identity; not acting on it",
+					"instance-id", id, "ownership", ownershipName(o))
+				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is not owned by this cluster (%s)", id, ownershipName(o)))
+			}
+			return inst, nil
+		}
+	}
+	return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s not found", id))
+}
+
+// List returns every live instance launched by this cluster for a NodePool. Instances tagged with the cluster
+// name but without this cluster's identity are left out and logged.
+func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
+	in := &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag-key"), Values: []string{p.cluster.ClusterTag()}},
+		{Name: aws.String("tag-key"), Values: []string{awsv1.TagNodePool}},
+		{Name: aws.String("instance-state-name"), Values: liveStates},
+	}}
+	var out []*Instance
+	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, sdk.Wrap(err, "listing instances")
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				inst := convert(i)
+				switch o := p.cluster.Owner(inst.Tags); o {
+				case tags.Owned:
+					out = append(out, inst)
+				case tags.NameOnly:
+					log.FromContext(ctx).Info("instance tagged with this cluster's name lacks its identity tag; leaving it alone",
+						"instance-id", inst.ID, "tag", tags.ClusterUID)
+				default:
+					log.FromContext(ctx).V(1).Info("instance belongs to another cluster with the same name; ignoring",
+						"instance-id", inst.ID, "ownership", ownershipName(o))
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Terminate terminates the instance if it is owned by this cluster. It returns a NotFoundError once the
+// instance is shutting down, terminated, unknown or not this cluster's.
+func (p *Provider) Terminate(ctx context.Context, id string) error {
+	inst, err := p.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
+		return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is shutting down", id))
+	}
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		if sdk.IsNotFound(err) {
+			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
+		}
+		return sdk.Wrap(err, "terminating instance %s", id)
+	}
+	log.FromContext(ctx).Info("terminating instance", "instance-id", id)
+	return nil
+}
+
+// Tag adds or replaces tags on an instance owned by this cluster (for example Name=<node name> after
+// registration). Keys that carry cluster identity cannot be changed this way.
+func (p *Provider) Tag(ctx context.Context, id string, t map[string]string) error {
+	for k := range t {
+		if k == tags.ClusterUID || k == p.cluster.ClusterTag() {
+			return fmt.Errorf("tag %q identifies the cluster and cannot be changed", k)
+		}
+	}
+	if _, err := p.Get(ctx, id); err != nil {
+		return err
+	}
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(t)})
+	if err != nil && sdk.IsNotFound(err) {
+		return cloudprovider.NewNotFoundError(fmt.Errorf("tagging instance %s: %w", id, err))
+	}
+	return sdk.Wrap(err, "tagging instance %s", id)
+}
+
+func ownershipName(o tags.Ownership) string {
+	switch o {
+	case tags.Owned:
+		return "owned"
+	case tags.NameOnly:
+		return "cluster-name-only"
+	case tags.OtherCluster:
+		return "other-cluster"
+	}
+	return "foreign"
+}
+
+func convert(i ec2types.Instance) *Instance {
+	inst := &Instance{
+		ID:             aws.ToString(i.InstanceId),
+		Type:           string(i.InstanceType),
+		SubnetID:       aws.ToString(i.SubnetId),
+		ImageID:        aws.ToString(i.ImageId),
+		PrivateDNSName: aws.ToString(i.PrivateDnsName),
+		LaunchTime:     aws.ToTime(i.LaunchTime),
+		Tags:           tagMap(i.Tags),
+		CapacityType:   cloudprovider.CapacityTypeOnDemand,
+	}
+	if i.Placement != nil {
+		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
+	}
+	if i.State != nil {
+		inst.State = string(i.State.Name)
+	}
+	switch {
+	case i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
+		inst.CapacityType = cloudprovider.CapacityTypeSpot
+	case i.CapacityReservationId != nil:
+		inst.CapacityType = cloudprovider.CapacityTypeReserved
+	}
+	for _, g := range i.SecurityGroups {
+		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))
+	}
+	sort.Strings(inst.SecurityGroupIDs)
+	return inst
+}
