@@ -1,0 +1,70 @@
+package solver
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+)
+
+// Solver turns a snapshot of pending pods and capacity into a plan.
+type Solver interface {
+	Solve(ctx context.Context, in Input) Plan
+}
+
+// Input is everything a Solver may look at. Slices are in a deterministic order.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// NodePools are the NodePools that may launch capacity, with what they can launch.
+	NodePools []NodePoolOption
+	// InFlight are NodeClaims whose nodes are not yet initialized and can still take pods.
+	InFlight []InFlightClaim
+}
+
+// NodePoolOption is a NodePool with its instance types and its current usage.
+type NodePoolOption struct {
+	NodePool      *karpv1.NodePool
+	InstanceTypes []*cloudprovider.InstanceType
+	// Usage is the sum of the capacity of the NodePool's NodeClaims plus a "nodes" count, compared with
+	// Spec.Limits.
+	Usage corev1.ResourceList
+}
+
+// InFlightClaim is a NodeClaim that is launching or registering, with the room it has left for pods.
+type InFlightClaim struct {
+	NodeClaim *karpv1.NodeClaim
+	// Labels are the labels its node will have (known after launch, otherwise from single-valued requirements).
+	Labels map[string]string
+	// Taints are the NodeClaim's taints (startup taints excluded).
+	Taints []corev1.Taint
+	// Available is the allocatable capacity minus requests of pods already bound to its node.
+	Available corev1.ResourceList
+}
+
+// Plan is a Solver's decision.
+type Plan struct {
+	// Existing maps a pod (namespace/name) to the in-flight NodeClaim it is expected to land on.
+	Existing map[string]string
+	// NewNodeClaims are NodeClaims to create.
+	NewNodeClaims []NewNodeClaim
+	// Unschedulable maps a pod (namespace/name) to why no capacity could be found for it.
+	Unschedulable map[string]string
+}
+
+// NewNodeClaim is a NodeClaim to create for some pods.
+type NewNodeClaim struct {
+	NodePool *karpv1.NodePool
+	// InstanceTypes are the allowed types, cheapest first, each with the offerings still allowed.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Requirements are the NodePool's requirements narrowed by the pods and the chosen instance types.
+	Requirements []karpv1.NodeSelectorRequirementWithMinValues
+	// Requests is the sum of the pods' requests plus a pods count.
+	Requests corev1.ResourceList
+	Pods     []*corev1.Pod
+}
+
+// PodKey returns namespace/name.
+func PodKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
