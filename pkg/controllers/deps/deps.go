@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -26,4 +27,6 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Settings are the operator's validated settings.
 	Settings *settings.Settings
+	// Metrics are the Prometheus metrics controllers record (built once by the operator).
+	Metrics *metrics.Metrics
 }
