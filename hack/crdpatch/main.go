@@ -39,10 +39,8 @@ func inDomain(v, d string) string {
 // labelKeyRules returns the label-domain rules for a single key expression v, as used by requirements
 // (allowNodePool) and template labels. where names the field in messages.
 func labelKeyRules(v, where string, allowNodePool bool) []rule {
-	karpenterAllowed := `['karpenter.sh/capacity-type']`
-	if allowNodePool {
-		karpenterAllowed = `['karpenter.sh/capacity-type', 'karpenter.sh/nodepool']`
-	}
+	// karpenter.sh/nodepool passes the domain rule; where it is not allowed a separate rule says so.
+	karpenterAllowed := `['karpenter.sh/capacity-type', 'karpenter.sh/nodepool']`
 	rules := []rule{
 		{
 			Rule:    fmt.Sprintf("%s != 'kubernetes.io/hostname'", v),
@@ -59,7 +57,7 @@ func labelKeyRules(v, where string, allowNodePool bool) []rule {
 		},
 		{
 			Rule:    fmt.Sprintf("%s in %s || !%s", v, karpenterAllowed, inDomain(v, "karpenter.sh")),
-			Message: where + ": label domain \"karpenter.sh\" is restricted; only " + strings.Trim(karpenterAllowed, "[]") + " allowed",
+			Message: where + ": label domain \"karpenter.sh\" is restricted; only karpenter.sh/capacity-type and karpenter.sh/nodepool are allowed",
 		},
 		{
 			Rule:    fmt.Sprintf("%s in %s || !%s", v, wellKnownAWS, inDomain(v, "karpenter.k8s.aws")),
@@ -191,7 +189,7 @@ func patchNodePool(root map[string]interface{}) error {
 	existing, _ := labels["x-kubernetes-validations"].([]interface{})
 	var keyRules []rule
 	keyRules = append(keyRules, rule{
-		Rule:    fmt.Sprintf("self.all(x, size(x) <= %d && x.matches('%s'))", maxLabelKeyLength, qualifiedNamePattern),
+		Rule:    fmt.Sprintf("self.all(x, size(x) <= %d && x.matches(r'%s'))", maxLabelKeyLength, qualifiedNamePattern),
 		Message: "spec.template.metadata.labels: keys must be qualified names ([prefix/]name, at most 316 characters)",
 	})
 	for _, r := range labelKeyRules("x", "spec.template.metadata.labels", true) {

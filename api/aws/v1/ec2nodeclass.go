@@ -319,7 +319,7 @@ type BlockDeviceMapping struct {
 
 // BlockDevice describes an EBS volume.
 // +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="ebs: snapshotID or volumeSize must be set"
-// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)",message="ebs: volumeInitializationRate requires snapshotID"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="ebs: volumeInitializationRate requires snapshotID"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume when the instance terminates.
 	// +optional
