@@ -77,3 +77,68 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 		return err == nil, "", err
 	})
 }
+
+// PoolOptions adjust the example NodePool for a scenario.
+type PoolOptions struct {
+	// InstanceTypes, when set, restricts node.kubernetes.io/instance-type to these types.
+	InstanceTypes []string
+	// CapacityTypes, when set, replaces the karpenter.sh/capacity-type requirement.
+	CapacityTypes []string
+	// Categories, when set, replaces the karpenter.k8s.aws/instance-category requirement.
+	Categories []string
+	// TerminationGracePeriod sets spec.template.spec.terminationGracePeriod (e.g. "30s").
+	TerminationGracePeriod string
+}
+
+// NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
+func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, error) {
+	objs, err := ExampleNodePool(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "NodePool" {
+			continue
+		}
+		reqs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "requirements")
+		if err != nil {
+			return nil, err
+		}
+		var out []any
+		for _, r := range reqs {
+			key, _ := r.(map[string]any)["key"].(string)
+			switch {
+			case key == karpv1.CapacityTypeLabelKey && len(opts.CapacityTypes) > 0:
+				continue
+			case key == "karpenter.k8s.aws/instance-category" && (len(opts.Categories) > 0 || len(opts.InstanceTypes) > 0):
+				continue
+			}
+			out = append(out, r)
+		}
+		add := func(key string, values []string) {
+			vs := make([]any, len(values))
+			for i, v := range values {
+				vs[i] = v
+			}
+			out = append(out, map[string]any{"key": key, "operator": "In", "values": vs})
+		}
+		if len(opts.CapacityTypes) > 0 {
+			add(karpv1.CapacityTypeLabelKey, opts.CapacityTypes)
+		}
+		if len(opts.Categories) > 0 {
+			add("karpenter.k8s.aws/instance-category", opts.Categories)
+		}
+		if len(opts.InstanceTypes) > 0 {
+			add(corev1.LabelInstanceTypeStable, opts.InstanceTypes)
+		}
+		if err := unstructured.SetNestedSlice(o.Object, out, "spec", "template", "spec", "requirements"); err != nil {
+			return nil, err
+		}
+		if opts.TerminationGracePeriod != "" {
+			if err := unstructured.SetNestedField(o.Object, opts.TerminationGracePeriod, "spec", "template", "spec", "terminationGracePeriod"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return objs, nil
+}

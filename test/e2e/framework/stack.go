@@ -197,3 +197,25 @@ const (
 // ClusterUp runs hack/cluster-up.sh again for this stack's state folder and ports; it must leave a healthy
 // running cluster as it is.
 func (s *Stack) ClusterUp(ctx context.Context) error { return s.script(ctx, "cluster-up.sh") }
+
+// Consistently calls check every interval for the whole duration and returns its first error: it asserts that
+// something stays true for a while (for example that an instance is not terminated while a volume is attached).
+func Consistently(ctx context.Context, duration, interval time.Duration, check func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if err := check(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
