@@ -1,0 +1,214 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodeclaim.termination"
+
+// PollInterval is how often a terminating NodeClaim is looked at again while its Nodes or instance remain.
+const PollInterval = 5 * time.Second
+
+// Event reasons.
+const (
+	ReasonDeletingNode          = "DeletingNode"
+	ReasonAwaitingNode          = "AwaitingNodeTermination"
+	ReasonTerminatingInstance   = "TerminatingInstance"
+	ReasonInvalidTerminationAnn = "InvalidTerminationTimestamp"
+	ReasonTerminated            = "Terminated"
+)
+
+// Controller finishes the termination of deleted NodeClaims.
+type Controller struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	clock    clock.Clock
+	recorder record.EventRecorder
+	metrics  *metrics.Metrics
+}
+
+// NewController builds the controller from the shared dependencies.
+func NewController(d deps.Deps) *Controller {
+	return &Controller{kube: d.Client, cloud: d.CloudProvider, clock: d.Clock, recorder: d.Recorder}
+}
+
+// WithMetrics makes the controller record karpenter_nodeclaims_terminated_total in m. Without it nothing is
+// recorded.
+func (c *Controller) WithMetrics(m *metrics.Metrics) *Controller {
+	c.metrics = m
+	return c
+}
+
+// Register adds the controller to the manager: it watches NodeClaims, and Nodes mapped to their NodeClaim.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	if c.kube == nil || c.cloud == nil || c.clock == nil || c.recorder == nil {
+		return errors.New("nodeclaim termination controller needs a client, cloud provider, clock and recorder")
+	}
+	return ctrl.NewControllerManagedBy(m).
+		Named(Name).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(c)
+}
+
+// nodeClaimsOfNode maps a Node event to the NodeClaim with the same provider ID.
+func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node, ok := o.(*corev1.Node)
+	if !ok || node.Spec.ProviderID == "" {
+		return nil
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodeclaims for a node event", "node", node.Name)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile moves a deleted NodeClaim one step further through termination.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
+
+	if err := c.annotateDeadline(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	nodes, err := c.nodesOf(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nodes) > 0 {
+		for _, node := range nodes {
+			if !node.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting node %s of deleted nodeclaim: %w", node.Name, err)
+			}
+			log.FromContext(ctx).Info("deleting node", "node", node.Name)
+			c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDeletingNode,
+				"NodeClaim was deleted: deleting its Node %s, which drains it", node.Name)
+		}
+		// The Node's finalizer drains it and terminates the instance; a Node event requeues us.
+		return reconcile.Result{RequeueAfter: PollInterval}, nil
+	}
+
+	if nc.Status.ProviderID != "" {
+		err := c.cloud.Delete(ctx, nc)
+		switch {
+		case cloudprovider.IsNotFound(err):
+		case err != nil:
+			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", nc.Status.ProviderID, err)
+		default:
+			log.FromContext(ctx).Info("terminating instance", "instance-id", nc.Status.ProviderID)
+			c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonTerminatingInstance, "Terminating instance %s", nc.Status.ProviderID)
+			orig := nc.DeepCopy()
+			if nc.SetCondition(karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating",
+				fmt.Sprintf("Instance %s is being terminated", nc.Status.ProviderID)) {
+				if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, fmt.Errorf("setting InstanceTerminating on nodeclaim %s: %w", nc.Name, err)
+				}
+			}
+			return reconcile.Result{RequeueAfter: PollInterval}, nil
+		}
+	}
+
+	orig := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
+	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("removing finalizer from nodeclaim %s: %w", nc.Name, err)
+	}
+	log.FromContext(ctx).Info("nodeclaim terminated", "instance-id", nc.Status.ProviderID)
+	if c.metrics != nil {
+		c.metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Inc()
+	}
+	return reconcile.Result{}, nil
+}
+
+// annotateDeadline records when the NodeClaim's terminationGracePeriod ends as
+// karpenter.sh/nodeclaim-termination-timestamp, so users and the node termination controller can read it.
+func (c *Controller) annotateDeadline(ctx context.Context, nc *karpv1.NodeClaim) error {
+	deadline, err := termination.NodeClaimDeadline(nc)
+	if err != nil {
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInvalidTerminationAnn,
+			"%v; replacing it with deletion time plus terminationGracePeriod", err)
+	}
+	if deadline == nil {
+		return nil
+	}
+	want := termination.FormatDeadline(*deadline)
+	if nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] == want {
+		return nil
+	}
+	orig := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = want
+	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("annotating nodeclaim %s with its termination timestamp: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// nodesOf returns the Nodes of the NodeClaim's instance.
+func (c *Controller) nodesOf(ctx context.Context, nc *karpv1.NodeClaim) ([]*corev1.Node, error) {
+	if nc.Status.ProviderID == "" && nc.Status.NodeName == "" {
+		return nil, nil
+	}
+	list := &corev1.NodeList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var out []*corev1.Node
+	for i := range list.Items {
+		n := &list.Items[i]
+		if (nc.Status.ProviderID != "" && n.Spec.ProviderID == nc.Status.ProviderID) ||
+			(nc.Status.ProviderID == "" && n.Name == nc.Status.NodeName) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
