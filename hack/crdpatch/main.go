@@ -9,9 +9,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // Patterns of Kubernetes names, written for the OpenAPI (RE2-compatible) pattern dialect.
@@ -24,11 +28,30 @@ const (
 	maxLabelKeyLength    = 316
 	maxLabelValueLength  = 63
 	domainExpr           = `%s.find('^[^/]+/')`
-	wellKnownKubernetes  = `['beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/region', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'failure-domain.beta.kubernetes.io/zone', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'kubernetes.io/arch', 'kubernetes.io/os', 'node.kubernetes.io/windows-build']`
-	wellKnownAWS         = `['karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-interruptible']`
 )
 
 type rule struct{ Rule, Message string }
+
+// celList renders the keys that lie in domain d as a sorted CEL list literal, so the CRD rules are generated
+// from the same constants the Go code uses.
+func celList(keys []string, d string) string {
+	var in []string
+	for _, k := range keys {
+		if karpv1.InDomain(karpv1.LabelDomain(k), d) {
+			in = append(in, "'"+k+"'")
+		}
+	}
+	sort.Strings(in)
+	return "[" + strings.Join(in, ", ") + "]"
+}
+
+func wellKnownKubernetes() string {
+	return celList(karpv1.WellKnownLabels().UnsortedList(), karpv1.LabelDomainKubernetes)
+}
+
+func wellKnownAWS() string {
+	return celList(awsv1.AWSWellKnownLabels().UnsortedList(), awsv1.LabelDomain)
+}
 
 // inDomain returns a CEL expression true when the label key v is in domain d or one of its subdomains.
 func inDomain(v, d string) string {
@@ -47,7 +70,7 @@ func labelKeyRules(v, where string, allowNodePool bool) []rule {
 			Message: where + ": label \"kubernetes.io/hostname\" is restricted (the kubelet sets it)",
 		},
 		{
-			Rule: fmt.Sprintf("%s in %s || %s || %s || !%s", v, wellKnownKubernetes,
+			Rule: fmt.Sprintf("%s in %s || %s || %s || !%s", v, wellKnownKubernetes(),
 				inDomain(v, "node.kubernetes.io"), inDomain(v, "node-restriction.kubernetes.io"), inDomain(v, "kubernetes.io")),
 			Message: where + ": label domain \"kubernetes.io\" is restricted; only well-known labels and the node.kubernetes.io and node-restriction.kubernetes.io domains are allowed",
 		},
@@ -60,7 +83,7 @@ func labelKeyRules(v, where string, allowNodePool bool) []rule {
 			Message: where + ": label domain \"karpenter.sh\" is restricted; only karpenter.sh/capacity-type and karpenter.sh/nodepool are allowed",
 		},
 		{
-			Rule:    fmt.Sprintf("%s in %s || !%s", v, wellKnownAWS, inDomain(v, "karpenter.k8s.aws")),
+			Rule:    fmt.Sprintf("%s in %s || !%s", v, wellKnownAWS(), inDomain(v, "karpenter.k8s.aws")),
 			Message: where + ": label domain \"karpenter.k8s.aws\" is restricted; only the well-known karpenter.k8s.aws labels are allowed",
 		},
 	}
