@@ -1,0 +1,165 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/metrics"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "provisioner"
+
+// pendingRequeue re-examines a still-pending pod, since the kube-scheduler may not update it for minutes.
+const pendingRequeue = 30 * time.Second
+
+// workqueueAdder is the queue handler funcs receive; the trigger handlers never enqueue.
+type workqueueAdder = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// Controller provisions capacity for pending pods.
+type Controller struct {
+	deps    deps.Deps
+	solver  solver.Solver
+	batcher *Batcher
+}
+
+// NewController returns the provisioner with the first-fit solver.
+func NewController(d deps.Deps) *Controller {
+	return &Controller{
+		deps: d,
+		// The real scheduler replaces this line once pkg/scheduling implements solver.Solver.
+		solver:  solver.FirstFit{},
+		batcher: NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
+	}
+}
+
+// WithSolver replaces the solver (for tests and for the real scheduler).
+func (c *Controller) WithSolver(s solver.Solver) *Controller { c.solver = s; return c }
+
+// Batcher returns the controller's batcher, so tests can drive it.
+func (c *Controller) Batcher() *Batcher { return c.batcher }
+
+// Register adds the pod trigger and the provisioning loop to the manager.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	trigger := handler.Funcs{
+		CreateFunc: func(context.Context, event.CreateEvent, workqueueAdder) { c.batcher.Trigger() },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) {
+			if e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() {
+				c.batcher.Trigger()
+			}
+		},
+		DeleteFunc: func(context.Context, event.DeleteEvent, workqueueAdder) { c.batcher.Trigger() },
+	}
+	err := builder.ControllerManagedBy(m).Named(Name+".trigger").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return IsProvisionable(o.(*corev1.Pod))
+		}))).
+		Watches(&karpv1.NodePool{}, trigger).
+		Watches(&karpv1.NodeClaim{}, handler.Funcs{
+			DeleteFunc: func(context.Context, event.DeleteEvent, workqueueAdder) { c.batcher.Trigger() },
+		}).
+		Complete(reconcile.Func(c.reconcilePod))
+	if err != nil {
+		return fmt.Errorf("building %s trigger: %w", Name, err)
+	}
+	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
+		for c.batcher.Wait(ctx) {
+			if err := c.Schedule(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "provisioning failed")
+			}
+		}
+		return nil
+	}))
+}
+
+func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.deps.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !IsProvisionable(pod) {
+		return reconcile.Result{}, nil
+	}
+	c.batcher.Trigger()
+	return reconcile.Result{RequeueAfter: pendingRequeue}, nil
+}
+
+// Schedule runs one provisioning pass: snapshot, solve, apply.
+func (c *Controller) Schedule(ctx context.Context) error {
+	ctx = metrics.WithController(ctx, Name)
+	logger := log.FromContext(ctx)
+	in, err := c.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
+	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
+	if len(in.Pods) == 0 {
+		return nil
+	}
+	start := c.deps.Clock.Now()
+	plan := c.solver.Solve(ctx, in)
+	c.deps.Metrics.SchedulingDuration.WithLabelValues(Name).Observe(c.deps.Clock.Since(start).Seconds())
+	logger.V(1).Info("computed plan", "pods", len(in.Pods), "new-nodeclaims", len(plan.NewNodeClaims),
+		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable))
+	return c.apply(ctx, logger, in, plan)
+}
+
+func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) error {
+	pods := map[string]*corev1.Pod{}
+	for _, p := range in.Pods {
+		pods[solver.PodKey(p)] = p
+	}
+	var errs []error
+	for _, nn := range plan.NewNodeClaims {
+		nc := BuildNodeClaim(nn)
+		if err := c.deps.Client.Create(ctx, nc); err != nil {
+			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", nn.NodePool.Name, err))
+			continue
+		}
+		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
+		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(nn.Pods),
+			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
+		for _, p := range nn.Pods {
+			c.deps.Recorder.Eventf(p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+		}
+	}
+	for key, name := range plan.Existing {
+		if p := pods[key]; p != nil {
+			c.deps.Recorder.Eventf(p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", name)
+		}
+	}
+	for key, reason := range plan.Unschedulable {
+		if p := pods[key]; p != nil {
+			c.deps.Recorder.Eventf(p, corev1.EventTypeWarning, "FailedScheduling", "Failed to find capacity: %s", reason)
+			logger.V(1).Info("pod cannot be provisioned for", "pod", key, "reason", reason)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("applying plan: %v", errs)
+	}
+	return nil
+}
+
+func resourceString(l corev1.ResourceList) string {
+	cpu, mem := l[corev1.ResourceCPU], l[corev1.ResourceMemory]
+	pods := l[corev1.ResourcePods]
+	return fmt.Sprintf("cpu=%s memory=%s pods=%s", cpu.String(), mem.String(), pods.String())
+}

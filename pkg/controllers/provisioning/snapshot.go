@@ -1,0 +1,180 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/operator/index"
+)
+
+// snapshot gathers pending pods, usable NodePools with their instance types and usage, and in-flight
+// NodeClaims.
+func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
+	logger := log.FromContext(ctx)
+	var in solver.Input
+	podList := &corev1.PodList{}
+	if err := c.deps.Client.List(ctx, podList); err != nil {
+		return in, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range podList.Items {
+		if IsProvisionable(&podList.Items[i]) {
+			in.Pods = append(in.Pods, &podList.Items[i])
+		}
+	}
+	sort.Slice(in.Pods, func(i, j int) bool { return solver.PodKey(in.Pods[i]) < solver.PodKey(in.Pods[j]) })
+	if len(in.Pods) == 0 {
+		return in, nil
+	}
+
+	npList := &karpv1.NodePoolList{}
+	if err := c.deps.Client.List(ctx, npList); err != nil {
+		return in, fmt.Errorf("listing nodepools: %w", err)
+	}
+	ncList := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, ncList); err != nil {
+		return in, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	usage := map[string]corev1.ResourceList{}
+	for i := range ncList.Items {
+		nc := &ncList.Items[i]
+		pool := nc.NodePoolName()
+		if pool == "" {
+			continue
+		}
+		if usage[pool] == nil {
+			usage[pool] = corev1.ResourceList{}
+		}
+		if nc.Status.Capacity != nil {
+			solver.Add(usage[pool], nc.Status.Capacity)
+		} else {
+			solver.Add(usage[pool], nc.Spec.Resources.Requests)
+		}
+		solver.Add(usage[pool], corev1.ResourceList{solver.ResourceNodes: resource.MustParse("1")})
+	}
+
+	typesByPool := map[string][]*cloudprovider.InstanceType{}
+	sort.Slice(npList.Items, func(i, j int) bool { return npList.Items[i].Name < npList.Items[j].Name })
+	for i := range npList.Items {
+		np := &npList.Items[i]
+		if !np.DeletionTimestamp.IsZero() || np.IsStatic() {
+			continue
+		}
+		if cond := np.GetCondition(karpv1.ConditionTypeReady); cond != nil && cond.Status == metav1.ConditionFalse {
+			logger.V(1).Info("skipping nodepool that is not ready", "nodepool", np.Name, "reason", cond.Reason, "message", cond.Message)
+			continue
+		}
+		its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			logger.Error(err, "listing instance types, skipping nodepool", "nodepool", np.Name)
+			continue
+		}
+		typesByPool[np.Name] = its
+		in.NodePools = append(in.NodePools, solver.NodePoolOption{NodePool: np, InstanceTypes: its, Usage: usage[np.Name]})
+	}
+
+	for i := range ncList.Items {
+		nc := &ncList.Items[i]
+		if !nc.DeletionTimestamp.IsZero() || nc.IsTrue(karpv1.ConditionTypeInitialized) {
+			continue
+		}
+		its, ok := typesByPool[nc.NodePoolName()]
+		if !ok {
+			continue
+		}
+		f, err := c.inFlight(ctx, nc, its)
+		if err != nil {
+			return in, err
+		}
+		if f != nil {
+			in.InFlight = append(in.InFlight, *f)
+		}
+	}
+	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	return in, nil
+}
+
+// inFlight describes a NodeClaim that is not initialized yet: its expected labels and the room left on it.
+func (c *Controller) inFlight(ctx context.Context, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) (*solver.InFlightClaim, error) {
+	labels := map[string]string{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	available := nc.Status.Allocatable
+	if available == nil {
+		available = minAllocatable(nc, its)
+		if available == nil {
+			return nil, nil
+		}
+	}
+	available = solver.Sum(available)
+	if nc.Status.NodeName != "" {
+		pods := &corev1.PodList{}
+		if err := c.deps.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}); err != nil {
+			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			available = solver.Subtract(available, solver.PodRequests(p))
+		}
+	}
+	return &solver.InFlightClaim{NodeClaim: nc, Labels: labels, Taints: nc.Spec.Taints, Available: available}, nil
+}
+
+// minAllocatable is the element-wise minimum allocatable over the instance types the NodeClaim allows: what it
+// will offer whichever type the cloud picks.
+func minAllocatable(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+	reqs := karpv1.NodeSelectorRequirements(nc.Spec.Requirements)
+	var out corev1.ResourceList
+	for _, it := range its {
+		r := karpv1.RequirementsFor(nc.Spec.Requirements, corev1.LabelInstanceTypeStable)
+		allowed := true
+		for _, x := range r {
+			if !solver.Match(x.NodeSelectorRequirement, it.Name, true) {
+				allowed = false
+			}
+		}
+		if !allowed || !typeLabelsAllowed(it, reqs) {
+			continue
+		}
+		a := it.Allocatable()
+		if out == nil {
+			out = a
+			continue
+		}
+		for name, q := range out {
+			if v, ok := a[name]; !ok {
+				delete(out, name)
+			} else if v.Cmp(q) < 0 {
+				out[name] = v
+			}
+		}
+	}
+	return out
+}
+
+func typeLabelsAllowed(it *cloudprovider.InstanceType, reqs []corev1.NodeSelectorRequirement) bool {
+	for _, r := range reqs {
+		if v, ok := it.Labels[r.Key]; ok && !solver.Match(r, v, true) {
+			return false
+		}
+	}
+	return true
+}
