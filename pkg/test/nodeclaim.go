@@ -58,7 +58,10 @@ func (b *NodeClaimBuilder) Finalizer(f string) *NodeClaimBuilder {
 }
 
 // ProviderID sets status.providerID.
-func (b *NodeClaimBuilder) ProviderID(id string) *NodeClaimBuilder { b.nc.Status.ProviderID = id; return b }
+func (b *NodeClaimBuilder) ProviderID(id string) *NodeClaimBuilder {
+	b.nc.Status.ProviderID = id
+	return b
+}
 
 // Obj returns the NodeClaim.
 func (b *NodeClaimBuilder) Obj() *karpv1.NodeClaim { return b.nc.DeepCopy() }

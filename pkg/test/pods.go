@@ -63,7 +63,9 @@ func (b *PodBuilder) NodeSelector(key, value string) *PodBuilder {
 }
 
 // Zone is NodeSelector(topology.kubernetes.io/zone, zone).
-func (b *PodBuilder) Zone(zone string) *PodBuilder { return b.NodeSelector(corev1.LabelTopologyZone, zone) }
+func (b *PodBuilder) Zone(zone string) *PodBuilder {
+	return b.NodeSelector(corev1.LabelTopologyZone, zone)
+}
 
 // RequiredAffinity adds a required node-affinity term made of the given requirements.
 func (b *PodBuilder) RequiredAffinity(reqs ...corev1.NodeSelectorRequirement) *PodBuilder {
