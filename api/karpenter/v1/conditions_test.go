@@ -13,9 +13,9 @@ import (
 func TestNodeClaimReadyFollowsDependents(t *testing.T) {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 	steps := []struct {
-		name      string
-		set       func()
-		want      metav1.ConditionStatus
+		name       string
+		set        func()
+		want       metav1.ConditionStatus
 		wantReason string
 	}{
 		{name: "launched only", set: func() { nc.SetTrue(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunched) },
