@@ -1,0 +1,148 @@
+package awssim
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// CapacityFault makes launches of matching pools fail. Empty or "*" fields match anything.
+type CapacityFault struct {
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	// Code is the fleet error code (default InsufficientInstanceCapacity); e.g. MaxSpotInstanceCountExceeded,
+	// VcpuLimitExceeded, UnfulfillableCapacity.
+	Code string `json:"code,omitempty"`
+}
+
+func (f CapacityFault) matches(typ, zone, capType string) bool {
+	m := func(pattern, v string) bool { return pattern == "" || pattern == "*" || globMatch(pattern, v) }
+	return m(f.InstanceType, typ) && m(f.Zone, zone) && m(f.CapacityType, capType)
+}
+
+// ThrottleFault answers a fraction of calls with the service's throttling error.
+type ThrottleFault struct {
+	// Rate is the fraction of calls throttled, 0..1.
+	Rate float64 `json:"rate"`
+	// Actions limits throttling to these actions (e.g. CreateFleet, DescribeInstances); empty means all.
+	Actions []string `json:"actions,omitempty"`
+}
+
+// Faults is the fault-injection configuration, as the admin API shows it.
+type Faults struct {
+	Capacity []CapacityFault `json:"capacity"`
+	Throttle ThrottleFault   `json:"throttle"`
+	// Latency is added to every AWS call.
+	Latency Duration `json:"latency"`
+}
+
+type faults = Faults
+
+func (f *Faults) capacityFault(typ, zone, capType string) string {
+	for _, c := range f.Capacity {
+		if c.matches(typ, zone, capType) {
+			if c.Code == "" {
+				return "InsufficientInstanceCapacity"
+			}
+			return c.Code
+		}
+	}
+	return ""
+}
+
+// throttleCodes are the throttling errors each protocol family answers with.
+var throttleCodes = map[string]*apiError{
+	"ec2":     {Status: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."},
+	"iam":     {Status: http.StatusBadRequest, Code: "Throttling", Message: "Rate exceeded", Sender: true},
+	"ssm":     {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
+	"pricing": {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
+	"sqs": {Status: http.StatusBadRequest, Code: "com.amazonaws.sqs#RequestThrottled", Message: "Rate exceeded",
+		QueryCode: "RequestThrottled"},
+	"eks": {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
+}
+
+// applyFaults adds latency and decides whether the call is throttled.
+func (s *Simulator) applyFaults(r *http.Request, service, action string) *apiError {
+	s.mu.Lock()
+	latency := time.Duration(s.faults.Latency)
+	th := s.faults.Throttle
+	throttle := false
+	if th.Rate > 0 && (len(th.Actions) == 0 || contains(th.Actions, action)) {
+		throttle = s.rng.Float64() < th.Rate
+	}
+	s.mu.Unlock()
+	if latency > 0 {
+		sleep(r.Context(), s, latency)
+	}
+	if throttle {
+		s.log.Info("throttling call", "service", service, "action", action)
+		e := *throttleCodes[service]
+		return &e
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, s *Simulator, d time.Duration) {
+	t := s.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
+	}
+}
+
+// SetFaults replaces the fault configuration.
+func (s *Simulator) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// GetFaults returns the current fault configuration.
+func (s *Simulator) GetFaults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.faults
+	f.Capacity = append([]CapacityFault(nil), f.Capacity...)
+	return f
+}
+
+// AddCapacityFault adds an insufficient-capacity fault.
+func (s *Simulator) AddCapacityFault(f CapacityFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.Capacity = append(s.faults.Capacity, f)
+}
+
+// ClearFaults removes every fault.
+func (s *Simulator) ClearFaults() { s.SetFaults(Faults{}) }
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration string ("200ms").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
+// UnmarshalJSON reads "200ms" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		v, err := time.ParseDuration(string(b[1 : len(b)-1]))
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return &time.ParseError{Layout: "duration", Value: string(b)}
+		}
+		n = n*10 + int64(c-'0')
+	}
+	*d = Duration(n)
+	return nil
+}

@@ -1,0 +1,147 @@
+package awssim
+
+import (
+	"context"
+	"time"
+)
+
+// nodeAction is a NodeSink call decided under the lock and run after it.
+type nodeAction struct {
+	acct *account
+	inst *instance
+	kind string // create, untaint, delete
+	spec NodeSpec
+	name string
+}
+
+// Step advances every instance's lifecycle to the clock's current time and performs the resulting Node calls.
+// Run calls it on a ticker; tests call it after moving a fake clock.
+func (s *Simulator) Step(ctx context.Context) {
+	actions := s.advanceLocked()
+	for _, a := range actions {
+		s.perform(ctx, a)
+	}
+}
+
+func (s *Simulator) advanceLocked() []nodeAction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	tm := s.opts.Timing
+	var out []nodeAction
+	for _, key := range sortedKeys(s.accounts) {
+		a := s.accounts[key]
+		for _, i := range a.sortedInstances() {
+			switch i.State {
+			case StatePending:
+				if now.Sub(i.StateSince) >= tm.Pending {
+					i.State, i.StateSince = StateRunning, now
+					s.log.Info("instance running", "instance-id", i.ID, "node", i.PrivateDNS)
+				}
+			case StateShuttingDown:
+				if now.Sub(i.StateSince) >= tm.ShuttingDown {
+					i.State, i.StateSince = StateTerminated, now
+					if sn := a.subnetByID(i.SubnetID); sn != nil {
+						sn.release(i.PrivateIP)
+					}
+					if cr := a.reservationByID(i.CapacityReservationID); cr != nil {
+						cr.Available++
+					}
+					s.log.Info("instance terminated", "instance-id", i.ID)
+				}
+			case StateTerminated:
+				if now.Sub(i.StateSince) >= tm.TerminatedRetention && (i.node.deleted || !i.node.created) {
+					delete(a.instances, i.ID)
+					continue
+				}
+			}
+			if s.opts.Nodes == nil {
+				continue
+			}
+			switch {
+			case i.State == StateRunning && !i.node.created:
+				spec, ok := s.nodeSpecLocked(i)
+				if ok {
+					out = append(out, nodeAction{acct: a, inst: i, kind: "create", spec: spec})
+				}
+			case i.State == StateRunning && i.node.created && !i.node.taintRemoved && !i.node.taintAt.IsZero() && !now.Before(i.node.taintAt):
+				out = append(out, nodeAction{acct: a, inst: i, kind: "untaint", name: i.PrivateDNS})
+			case i.State == StateTerminated && i.node.created && !i.node.deleted:
+				out = append(out, nodeAction{acct: a, inst: i, kind: "delete", name: i.PrivateDNS})
+			}
+		}
+	}
+	return out
+}
+
+// nodeSpecLocked builds (once) the Node spec of an instance. Bad user data is logged and yields a Node
+// without user-data labels and taints.
+func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
+	if i.node.spec != nil {
+		return *i.node.spec, true
+	}
+	t, ok := s.cat.Type(i.Type)
+	if !ok {
+		s.log.Error("instance type missing from catalog; no Node created", "instance-id", i.ID, "type", i.Type)
+		return NodeSpec{}, false
+	}
+	b, err := ParseUserData(i.UserData)
+	if err != nil {
+		i.node.userDataError = err.Error()
+		s.log.Error("cannot parse user data; the Node gets no labels or taints from it", "instance-id", i.ID, "error", err)
+		b = Bootstrap{}
+	}
+	spec, err := s.buildNodeSpec(i, t, b)
+	if err != nil {
+		i.node.userDataError = err.Error()
+		s.log.Error("bad kubelet settings in user data; using defaults", "instance-id", i.ID, "error", err)
+		spec, err = s.buildNodeSpec(i, t, Bootstrap{})
+		if err != nil {
+			s.log.Error("cannot build Node", "instance-id", i.ID, "error", err)
+			return NodeSpec{}, false
+		}
+	}
+	i.node.spec = &spec
+	return spec, true
+}
+
+func (s *Simulator) perform(ctx context.Context, a nodeAction) {
+	sink := s.opts.Nodes
+	var err error
+	switch a.kind {
+	case "create":
+		err = sink.CreateNode(ctx, a.spec)
+	case "untaint":
+		err = sink.RemoveTaint(ctx, a.name, UninitializedTaintKey)
+	case "delete":
+		err = sink.DeleteNode(ctx, a.name)
+	}
+	if err != nil {
+		s.log.Error("node call failed; will retry", "call", a.kind, "node", a.spec.Name+a.name, "instance-id", a.inst.ID, "error", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch a.kind {
+	case "create":
+		a.inst.node.created = true
+		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID)
+		if s.opts.Timing.UninitializedTaintDelayMin >= 0 {
+			a.inst.node.taintAt = s.clock.Now().Add(s.taintDelayLocked())
+		}
+	case "untaint":
+		a.inst.node.taintRemoved = true
+		s.log.Info("node initialized", "node", a.name, "instance-id", a.inst.ID)
+	case "delete":
+		a.inst.node.deleted = true
+		s.log.Info("node deleted", "node", a.name, "instance-id", a.inst.ID)
+	}
+}
+
+func (s *Simulator) taintDelayLocked() time.Duration {
+	lo, hi := s.opts.Timing.UninitializedTaintDelayMin, s.opts.Timing.UninitializedTaintDelayMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(s.rng.Int63n(int64(hi-lo)+1))
+}

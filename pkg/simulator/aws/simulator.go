@@ -1,0 +1,293 @@
+package awssim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/dovetail/dovetail/pkg/catalog"
+)
+
+// Options configure a Simulator. Zero values get the defaults named on each field.
+type Options struct {
+	// Region is the simulated region (default us-west-2). It must exist in the catalog.
+	Region string
+	// Zones limits the simulated availability zones (default: the first three zones of Region in the catalog).
+	Zones []string
+	// ClusterName names the EKS cluster and the karpenter.sh/discovery tag value (default "dovetail").
+	ClusterName string
+	// ClusterEndpoint is the API server URL EKS DescribeCluster returns (default https://127.0.0.1:6443).
+	ClusterEndpoint string
+	// ClusterCA is the PEM CA bundle EKS DescribeCluster returns (base64-encoded on the wire).
+	ClusterCA []byte
+	// KubernetesVersion is the cluster version used for EKS and the SSM AMI parameters (default 1.34).
+	KubernetesVersion string
+	// ServiceCIDR is the cluster service CIDR EKS returns (default 10.100.0.0/16).
+	ServiceCIDR string
+	// Queues are SQS queues created in every account (default: one named ClusterName).
+	Queues []string
+	// Clock drives the instance lifecycle, SQS visibility and long polls (default: the real clock).
+	Clock clock.WithTicker
+	// Nodes receives Node create/delete/untaint calls (default: none; instances run without Nodes).
+	Nodes NodeSink
+	// Timing sets lifecycle durations.
+	Timing Timing
+	// Catalog is the instance catalog (default: catalog.Load()).
+	Catalog *catalog.Catalog
+	// Logger receives simulator logs (default: discard).
+	Logger *slog.Logger
+	// Seed seeds the random source for throttling faults and taint delays (default 1).
+	Seed int64
+}
+
+// Timing holds the instance lifecycle durations.
+type Timing struct {
+	// Pending is how long an instance stays pending before running (default 2s).
+	Pending time.Duration
+	// ShuttingDown is how long an instance stays shutting-down before terminated (default 2s).
+	ShuttingDown time.Duration
+	// TerminatedRetention is how long terminated instances stay visible (default 1m).
+	TerminatedRetention time.Duration
+	// UninitializedTaintDelayMin/Max bound the delay, after the Node is created, before the
+	// node.cloudprovider.kubernetes.io/uninitialized taint is removed; a random value in [Min,Max] is used
+	// (default 1s for both). A negative Min keeps the taint forever.
+	UninitializedTaintDelayMin time.Duration
+	UninitializedTaintDelayMax time.Duration
+	// Tick is how often Run advances the lifecycle (default 100ms).
+	Tick time.Duration
+}
+
+// Simulator is the in-memory AWS. It is an http.Handler serving every simulated service on one endpoint.
+type Simulator struct {
+	opts    Options
+	cat     *catalog.Catalog
+	clock   clock.WithTicker
+	log     *slog.Logger
+	zones   []catalog.Zone
+	started time.Time
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	accounts map[string]*account
+	faults   faults
+	seq      uint64
+	// wake is closed and replaced whenever an SQS message is sent, waking long polls.
+	wake chan struct{}
+}
+
+// New builds a Simulator, filling defaults and validating options.
+func New(opts Options) (*Simulator, error) {
+	if opts.Region == "" {
+		opts.Region = "us-west-2"
+	}
+	if opts.ClusterName == "" {
+		opts.ClusterName = "dovetail"
+	}
+	if opts.ClusterEndpoint == "" {
+		opts.ClusterEndpoint = "https://127.0.0.1:6443"
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = "1.34"
+	}
+	if !regexp.MustCompile(`^1\.\d+$`).MatchString(opts.KubernetesVersion) {
+		return nil, fmt.Errorf("kubernetes version %q must look like 1.34", opts.KubernetesVersion)
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.100.0.0/16"
+	}
+	if len(opts.Queues) == 0 {
+		opts.Queues = []string{opts.ClusterName}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	t := &opts.Timing
+	if t.Pending == 0 {
+		t.Pending = 2 * time.Second
+	}
+	if t.ShuttingDown == 0 {
+		t.ShuttingDown = 2 * time.Second
+	}
+	if t.TerminatedRetention == 0 {
+		t.TerminatedRetention = time.Minute
+	}
+	if t.UninitializedTaintDelayMin == 0 && t.UninitializedTaintDelayMax == 0 {
+		t.UninitializedTaintDelayMin, t.UninitializedTaintDelayMax = time.Second, time.Second
+	}
+	if t.UninitializedTaintDelayMax < t.UninitializedTaintDelayMin {
+		t.UninitializedTaintDelayMax = t.UninitializedTaintDelayMin
+	}
+	if t.Tick == 0 {
+		t.Tick = 100 * time.Millisecond
+	}
+	if t.Pending < 0 || t.ShuttingDown < 0 || t.TerminatedRetention < 0 || t.Tick < 0 {
+		return nil, fmt.Errorf("timing durations must not be negative: %+v", *t)
+	}
+	cat := opts.Catalog
+	if cat == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, fmt.Errorf("loading instance catalog: %w", err)
+		}
+		cat = c
+	}
+	region, ok := cat.Region(opts.Region)
+	if !ok {
+		return nil, fmt.Errorf("region %q is not in the instance catalog", opts.Region)
+	}
+	var zones []catalog.Zone
+	if len(opts.Zones) == 0 {
+		zones = append(zones, region.Zones[:min(3, len(region.Zones))]...)
+	} else {
+		for _, name := range opts.Zones {
+			found := false
+			for _, z := range region.Zones {
+				if z.Name == name {
+					zones = append(zones, z)
+					found = true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("zone %q is not a zone of region %s in the catalog", name, opts.Region)
+			}
+		}
+	}
+	s := &Simulator{
+		opts:     opts,
+		cat:      cat,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		zones:    zones,
+		started:  opts.Clock.Now(),
+		rng:      rand.New(rand.NewSource(opts.Seed)),
+		accounts: map[string]*account{},
+		wake:     make(chan struct{}),
+	}
+	return s, nil
+}
+
+// Region returns the simulated region.
+func (s *Simulator) Region() string { return s.opts.Region }
+
+// Catalog returns the instance catalog the simulator serves.
+func (s *Simulator) Catalog() *catalog.Catalog { return s.cat }
+
+// ServeHTTP routes a request to the simulated service it is addressed to.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, adminPrefix) {
+		s.serveAdmin(w, r)
+		return
+	}
+	acct := s.accountFor(r)
+	target := r.Header.Get("X-Amz-Target")
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/clusters/"):
+		s.serveEKS(w, r, acct)
+	case strings.HasPrefix(target, "AmazonSSM."):
+		s.serveJSON(w, r, acct, "1.1", strings.TrimPrefix(target, "AmazonSSM."), s.ssmHandlers())
+	case strings.HasPrefix(target, "AWSPriceListService."):
+		s.serveJSON(w, r, acct, "1.1", strings.TrimPrefix(target, "AWSPriceListService."), s.pricingHandlers())
+	case strings.HasPrefix(target, "AmazonSQS."):
+		s.serveJSON(w, r, acct, "1.0", strings.TrimPrefix(target, "AmazonSQS."), s.sqsHandlers())
+	case r.Method == http.MethodPost:
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "cannot parse form: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		p := newParams(r.PostForm)
+		switch p.get("Version") {
+		case ec2Version:
+			s.serveEC2(w, r, acct, p)
+		case iamVersion:
+			s.serveIAM(w, r, acct, p)
+		default:
+			s.log.Warn("request for an unknown service", "version", p.get("Version"), "action", p.get("Action"))
+			http.Error(w, fmt.Sprintf("awssim: unknown API version %q (action %q)", p.get("Version"), p.get("Action")),
+				http.StatusBadRequest)
+		}
+	default:
+		http.Error(w, fmt.Sprintf("awssim: no service for %s %s", r.Method, r.URL.Path), http.StatusNotFound)
+	}
+}
+
+var credentialRE = regexp.MustCompile(`Credential=([^/,\s]+)/`)
+
+// accountFor returns the account of a request: the SigV4 access key id, or "default" when unsigned.
+func (s *Simulator) accountFor(r *http.Request) *account {
+	key := "default"
+	if m := credentialRE.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		key = m[1]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accountLocked(key)
+}
+
+func (s *Simulator) accountLocked(key string) *account {
+	if a, ok := s.accounts[key]; ok {
+		return a
+	}
+	a := s.newAccount(key)
+	s.accounts[key] = a
+	return a
+}
+
+// accountNumber maps an access key id to a 12-digit account number (itself when it already is one).
+func accountNumber(key string) string {
+	if regexp.MustCompile(`^\d{12}$`).MatchString(key) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	n := uint64(0)
+	for _, b := range sum[:8] {
+		n = n<<8 | uint64(b)
+	}
+	return fmt.Sprintf("%012d", n%1_000_000_000_000)
+}
+
+// nextID returns a fresh resource id with the given prefix, e.g. i-0000000000000001a.
+func (s *Simulator) nextIDLocked(prefix string) string {
+	s.seq++
+	return fmt.Sprintf("%s-%017x", prefix, 0x0a000000000000+s.seq)
+}
+
+func (s *Simulator) requestID() string {
+	s.mu.Lock()
+	s.seq++
+	n := s.seq
+	s.mu.Unlock()
+	sum := sha256.Sum256(fmt.Appendf(nil, "req-%d", n))
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// Run advances the instance lifecycle every Timing.Tick until ctx is done.
+func (s *Simulator) Run(ctx context.Context) error {
+	t := s.clock.NewTicker(s.opts.Timing.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			s.Step(ctx)
+		}
+	}
+}

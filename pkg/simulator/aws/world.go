@@ -1,0 +1,231 @@
+package awssim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// account is the state of one simulated AWS account (one access key id).
+type account struct {
+	key    string
+	number string
+
+	vpcID        string
+	subnets      []*subnet
+	sgs          []*securityGroup
+	images       []*image
+	ssm          map[string]*ssmParam
+	templates    map[string]*launchTemplate // by name
+	instances    map[string]*instance
+	profiles     map[string]*instanceProfile
+	roles        map[string]*role
+	queues       map[string]*queue
+	reservations []*capacityReservation
+	amiRelease   int
+}
+
+type subnet struct {
+	ID, Zone, ZoneID string
+	CIDR             netip.Prefix
+	MapPublicIP      bool
+	Tags             tagSet
+	used             map[int]bool
+	next             int
+	// maxAvailable caps the free address count (fault injection for IP exhaustion); -1 means no cap.
+	maxAvailable int
+}
+
+func (sn *subnet) size() int { return 1 << (32 - sn.CIDR.Bits()) }
+
+// available is the free address count as EC2 reports it (5 addresses reserved per subnet).
+func (sn *subnet) available() int {
+	n := sn.size() - 5 - len(sn.used)
+	if sn.maxAvailable >= 0 && sn.maxAvailable < n {
+		n = sn.maxAvailable
+	}
+	return max(n, 0)
+}
+
+// allocate returns a free private IP, or false when the subnet is exhausted.
+func (sn *subnet) allocate() (netip.Addr, bool) {
+	if sn.available() <= 0 {
+		return netip.Addr{}, false
+	}
+	n := sn.size()
+	for i := 0; i < n; i++ {
+		off := 4 + (sn.next+i)%(n-5)
+		if !sn.used[off] {
+			sn.used[off] = true
+			sn.next = off - 4 + 1
+			if sn.maxAvailable > 0 {
+				sn.maxAvailable--
+			}
+			return addrAt(sn.CIDR, off), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func (sn *subnet) release(ip string) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !sn.CIDR.Contains(a) {
+		return
+	}
+	base := sn.CIDR.Masked().Addr().As4()
+	b := a.As4()
+	off := int(b[2]-base[2])<<8 | int(b[3]-base[3])
+	delete(sn.used, off)
+}
+
+func addrAt(p netip.Prefix, off int) netip.Addr {
+	b := p.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += uint32(off)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+type securityGroup struct {
+	ID, Name, Description string
+	Tags                  tagSet
+}
+
+type image struct {
+	ID, Name, Arch, Description string
+	OwnerID, OwnerAlias         string
+	Created                     time.Time
+	Deprecation                 time.Time
+	Tags                        tagSet
+}
+
+type ssmParam struct {
+	Name, Value, DataType string
+	Version               int64
+	Modified              time.Time
+}
+
+type capacityReservation struct {
+	ID, InstanceType, Zone, State string
+	Total, Available             int
+	End                          time.Time
+	Tags                         tagSet
+}
+
+const (
+	amazonOwnerID       = "602401143452"
+	bottlerocketOwnerID = "092701018921"
+)
+
+func (s *Simulator) newAccount(key string) *account {
+	a := &account{
+		key:       key,
+		number:    accountNumber(key),
+		ssm:       map[string]*ssmParam{},
+		templates: map[string]*launchTemplate{},
+		instances: map[string]*instance{},
+		profiles:  map[string]*instanceProfile{},
+		roles:     map[string]*role{},
+		queues:    map[string]*queue{},
+	}
+	now := s.clock.Now()
+	a.vpcID = s.nextIDLocked("vpc")
+	cluster := s.opts.ClusterName
+	for i, z := range s.zones {
+		sn := &subnet{
+			ID:           s.nextIDLocked("subnet"),
+			Zone:         z.Name,
+			ZoneID:       z.ID,
+			CIDR:         netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i * 64), 0}), 18),
+			used:         map[int]bool{},
+			maxAvailable: -1,
+			Tags: newTagSet([]Tag{
+				{Key: "karpenter.sh/discovery", Value: cluster},
+				{Key: "Name", Value: fmt.Sprintf("%s-private-%s", cluster, z.Name)},
+				{Key: "kubernetes.io/role/internal-elb", Value: "1"},
+			}),
+		}
+		a.subnets = append(a.subnets, sn)
+	}
+	a.sgs = []*securityGroup{
+		{ID: s.nextIDLocked("sg"), Name: "default", Description: "default VPC security group", Tags: tagSet{}},
+		{ID: s.nextIDLocked("sg"), Name: cluster + "-node", Description: "nodes of cluster " + cluster,
+			Tags: newTagSet([]Tag{{Key: "karpenter.sh/discovery", Value: cluster}, {Key: "Name", Value: cluster + "-node"}})},
+	}
+	for _, r := range []string{"KarpenterNodeRole-" + cluster, cluster + "-node-role", "dovetail-node"} {
+		a.roles[r] = &role{Name: r, ID: "AROA" + shortHash(a.number+r, 17), Created: now}
+	}
+	for _, q := range s.opts.Queues {
+		a.queues[q] = newQueue(q)
+	}
+	s.releaseAMIsLocked(a, now.Add(-30*24*time.Hour))
+	s.releaseAMIsLocked(a, now.Add(-24*time.Hour))
+	return a
+}
+
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+// releaseAMIsLocked publishes a new release of every simulated AMI family and points the SSM "latest"
+// parameters at it (the previous release's versioned parameters stay).
+func (s *Simulator) releaseAMIsLocked(a *account, at time.Time) {
+	a.amiRelease++
+	k8s := s.opts.KubernetesVersion
+	date := at.UTC().Format("20060102")
+	brVersion := fmt.Sprintf("1.%d.0", 40+a.amiRelease)
+	put := func(name, value string) {
+		p, ok := a.ssm[name]
+		if !ok {
+			p = &ssmParam{Name: name, DataType: "aws:ec2:image"}
+			a.ssm[name] = p
+		}
+		p.Value = value
+		p.Version++
+		p.Modified = at
+	}
+	add := func(name, arch, owner, desc string) string {
+		img := &image{ID: "ami-" + shortHash(a.number+name, 17), Name: name, Arch: arch, Description: desc,
+			OwnerID: owner, OwnerAlias: "amazon", Created: at, Deprecation: at.Add(2 * 365 * 24 * time.Hour),
+			Tags: tagSet{}}
+		a.images = append(a.images, img)
+		return img.ID
+	}
+	for _, arch := range []string{"x86_64", "arm64"} {
+		for _, variant := range []string{"standard", "nvidia", "neuron"} {
+			if variant == "neuron" && arch == "arm64" {
+				continue
+			}
+			name := fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s-v%s", arch, variant, k8s, date)
+			id := add(name, arch, amazonOwnerID, "EKS-optimized Kubernetes node based on Amazon Linux 2023")
+			base := fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s", k8s, arch, variant)
+			put(base+"/recommended/image_id", id)
+			put(base+"/"+name+"/image_id", id)
+		}
+		// Amazon Linux 2.
+		al2Names := map[string]string{"x86_64": "amazon-linux-2", "arm64": "amazon-linux-2-arm64"}
+		al2Image := map[string]string{"x86_64": "amazon-eks-node", "arm64": "amazon-eks-arm64-node"}
+		name := fmt.Sprintf("%s-%s-v%s", al2Image[arch], k8s, date)
+		id := add(name, arch, amazonOwnerID, "EKS Kubernetes Worker AMI with AmazonLinux2 image")
+		put(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/recommended/image_id", k8s, al2Names[arch]), id)
+		put(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/%s/image_id", k8s, al2Names[arch], name), id)
+		if arch == "x86_64" {
+			name := fmt.Sprintf("amazon-eks-gpu-node-%s-v%s", k8s, date)
+			id := add(name, arch, amazonOwnerID, "EKS Kubernetes Worker AMI with AmazonLinux2 image, GPU")
+			put(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2-gpu/recommended/image_id", k8s), id)
+			put(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2-gpu/%s/image_id", k8s, name), id)
+		}
+		// Bottlerocket.
+		for _, flavor := range []string{"", "-nvidia"} {
+			name := fmt.Sprintf("bottlerocket-aws-k8s-%s%s-%s-v%s-%s", k8s, flavor, arch, brVersion, shortHash(date, 8))
+			id := add(name, arch, bottlerocketOwnerID, "Bottlerocket OS")
+			base := fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s", k8s, flavor, arch)
+			put(base+"/latest/image_id", id)
+			put(base+"/"+brVersion+"/image_id", id)
+		}
+	}
+	sort.Slice(a.images, func(i, j int) bool { return a.images[i].Name < a.images[j].Name })
+}
