@@ -1,0 +1,118 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodeclaim.lifecycle"
+
+// RegistrationTimeout is how long a launched NodeClaim may wait for its Node before it is deleted.
+const RegistrationTimeout = 15 * time.Minute
+
+// Requeue intervals while waiting on the cloud or the kubelet.
+const (
+	nodeClassRequeue    = 10 * time.Second
+	registrationRequeue = 10 * time.Second
+)
+
+// Controller runs the NodeClaim lifecycle.
+type Controller struct {
+	deps deps.Deps
+}
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Register adds the controller to the manager: it watches NodeClaims and the Nodes that match them.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return builder.ControllerManagedBy(m).Named(Name).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
+		Complete(c)
+}
+
+func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	}
+	return out
+}
+
+// step is one lifecycle phase. It may change nc (status and metadata) and asks to stop the pass by returning
+// done (the NodeClaim was deleted or must wait).
+type step func(ctx context.Context, nc *karpv1.NodeClaim) (result reconcile.Result, done bool, err error)
+
+// Reconcile advances the NodeClaim as far as it can in one pass.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, Name)
+	nc := &karpv1.NodeClaim{}
+	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+		if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
+		}
+	}
+	for _, s := range []step{c.launch, c.register, c.initialize} {
+		res, done, err := s(ctx, nc)
+		if err != nil || done {
+			return res, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// patchStatus writes nc's status if it differs from stored, with optimistic locking.
+func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeClaim) error {
+	if equalStatus(stored, nc) {
+		return nil
+	}
+	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
+	}
+	return nil
+}
+
+func (c *Controller) since(nc *karpv1.NodeClaim) time.Duration {
+	return c.deps.Clock.Since(nc.CreationTimestamp.Time)
+}
+
+// deleteNodeClaim deletes nc, leaving cleanup to the termination controller.
+func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim: %w", err)
+	}
+	return nil
+}

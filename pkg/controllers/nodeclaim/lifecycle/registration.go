@@ -1,0 +1,169 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/operator/index"
+)
+
+// register finds the Node of a launched NodeClaim, adopts it and syncs it.
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+	if nc.IsTrue(karpv1.ConditionTypeRegistered) {
+		return reconcile.Result{}, false, nil
+	}
+	logger := log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.NodePoolName())
+	stored := nc.DeepCopy()
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, true, err
+	}
+	if node == nil {
+		if age := c.since(nc); age >= RegistrationTimeout {
+			logger.Info("node did not register in time, deleting nodeclaim", "provider-id", nc.Status.ProviderID, "age", age.String())
+			c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, karpv1.ReasonRegistrationTimeout,
+				"No Node with providerID %s registered within %s; deleting the NodeClaim", nc.Status.ProviderID, RegistrationTimeout)
+			nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistrationTimeout,
+				fmt.Sprintf("no Node registered within %s", RegistrationTimeout))
+			if err := c.patchStatus(ctx, stored, nc); err != nil {
+				logger.Error(err, "recording registration timeout")
+			}
+			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+		}
+		nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonNodeNotFound,
+			fmt.Sprintf("waiting for a Node with providerID %s to join the cluster", nc.Status.ProviderID))
+		wait := RegistrationTimeout - c.since(nc)
+		if wait > registrationRequeue {
+			wait = registrationRequeue
+		}
+		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
+	}
+	if err := c.syncNode(ctx, nc, node); err != nil {
+		return reconcile.Result{}, true, err
+	}
+	nc.Status.NodeName = node.Name
+	nc.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
+	if err := c.patchStatus(ctx, stored, nc); err != nil {
+		return reconcile.Result{}, true, err
+	}
+	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
+	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
+	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID)
+	return reconcile.Result{}, false, nil
+}
+
+// nodeFor returns the Node whose spec.providerID is the NodeClaim's, nil if none yet.
+func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.deps.Client.List(ctx, nodes, client.MatchingFields{index.NodeProviderID: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodes by provider ID: %w", err)
+	}
+	switch len(nodes.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &nodes.Items[0], nil
+	}
+	return nil, fmt.Errorf("%d nodes have providerID %s", len(nodes.Items), nc.Status.ProviderID)
+}
+
+// syncNode adopts the Node and applies the NodeClaim's labels, annotations and taints to it. The patch is
+// computed from the Node just read and sent with optimistic locking, so a taint another controller removed
+// meanwhile (the cloud controller manager's uninitialized taint) is never written back: on conflict the pass
+// fails and is retried on a fresh copy.
+func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	before := node.DeepCopy()
+	desired := DesiredNode(nc, node)
+	if equalNodeMeta(before, desired) {
+		return nil
+	}
+	if err := c.deps.Client.Patch(ctx, desired, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("syncing node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// DesiredNode returns node with the NodeClaim's registration applied: the unregistered taint removed, the
+// NodeClaim's taints and startup taints added unless present (or the node opts out with
+// karpenter.sh/do-not-sync-taints), labels and annotations copied, karpenter.sh/registered=true, the
+// termination finalizer and an owner reference to the NodeClaim. It starts from the node's current taints and
+// never adds node.cloudprovider.kubernetes.io/uninitialized.
+func DesiredNode(nc *karpv1.NodeClaim, node *corev1.Node) *corev1.Node {
+	out := node.DeepCopy()
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.UnregisteredTaintKey {
+			continue
+		}
+		taints = append(taints, t)
+	}
+	if node.Labels[karpv1.NodeDoNotSyncTaintsLabelKey] != "true" {
+		for _, t := range append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...) {
+			if t.Key == karpv1.CloudProviderUninitializedTaintKey || t.Key == karpv1.UnregisteredTaintKey {
+				continue
+			}
+			if !hasTaint(taints, t) {
+				taints = append(taints, t)
+			}
+		}
+	}
+	out.Spec.Taints = taints
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		out.Labels[k] = v
+	}
+	out.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	for k, v := range nc.Annotations {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	controllerutil.AddFinalizer(out, karpv1.TerminationFinalizer)
+	owner := metav1.OwnerReference{
+		APIVersion:         karpv1.SchemeGroupVersion.String(),
+		Kind:               "NodeClaim",
+		Name:               nc.Name,
+		UID:                nc.UID,
+		BlockOwnerDeletion: ptr.To(true),
+	}
+	found := false
+	for _, o := range out.OwnerReferences {
+		if o.UID == nc.UID {
+			found = true
+		}
+	}
+	if !found {
+		out.OwnerReferences = append(out.OwnerReferences, owner)
+	}
+	return out
+}
+
+// hasTaint matches by key and effect, as the kubelet and scheduler do.
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+func equalNodeMeta(a, b *corev1.Node) bool {
+	return fmt.Sprint(a.Labels, a.Annotations, a.Finalizers, a.OwnerReferences, a.Spec.Taints) ==
+		fmt.Sprint(b.Labels, b.Annotations, b.Finalizers, b.OwnerReferences, b.Spec.Taints)
+}
