@@ -1,0 +1,716 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Solve plans where the snapshot's pending pods go: onto existing nodes and in-flight NodeClaims first, then onto
+// new NodeClaims from the NodePools (highest weight first), choosing instance types to keep the hourly price low.
+// It never modifies the snapshot. The plan is deterministic for a given snapshot and options.
+func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
+	start := time.Now()
+	if snap == nil {
+		return nil, fmt.Errorf("nil snapshot")
+	}
+	if opts.MaxInstanceTypes <= 0 {
+		opts.MaxInstanceTypes = 60
+	}
+	s := newSolver(ctx, snap, opts)
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	for _, c := range s.classes {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("solve interrupted: %w", err)
+		}
+		s.placeClass(c)
+	}
+	plan := s.plan()
+	plan.Duration = time.Since(start)
+	return plan, nil
+}
+
+type narrowKey struct{ sig, cons int }
+
+type pinKey struct {
+	sig int
+	pin string
+}
+
+type solver struct {
+	ctx  context.Context
+	snap *Snapshot
+	opts Options
+	dims *Dims
+
+	pools         []*poolInfo
+	daemonSets    []*dsInfo
+	sigs          map[string]*sig
+	sigList       []*sig
+	narrowCache   map[narrowKey]narrowResult
+	pinCache      map[pinKey]*sig
+	groups        []*group
+	groupIDs      map[string]*group
+	constraintIDs map[string]int
+	classes       []*class
+	existing      []*candidate
+	nodes         []*candidate // existing first, then planned in creation order
+	staticSigs    map[string]int
+	existCompat   map[[2]int]string
+	vol           *volumeIndex
+
+	failures map[*podInfo]string
+}
+
+type narrowResult struct {
+	sig    *sig
+	reason string
+}
+
+// candidate is an existing node, an in-flight NodeClaim or a planned NodeClaim.
+type candidate struct {
+	idx       int
+	name      string
+	existing  *StateNode
+	labels    map[string]string
+	staticSig int
+	alloc     Vec
+	sig       *sig
+	ptr       int
+	used      Vec
+	ports     []hostPort
+	volumes   map[string]bool
+	volCount  map[string]int
+	volLimits map[string]int
+	pods      []*podInfo
+}
+
+func (n *candidate) taints() []corev1.Taint {
+	if n.existing != nil {
+		return n.existing.Taints
+	}
+	return n.sig.pool.taints
+}
+
+// capacityNow is what pods may use on the node at its current cheapest option.
+func (n *candidate) capacityNow() Vec {
+	if n.existing != nil {
+		return n.alloc
+	}
+	return n.sig.opts[n.ptr].t.avail
+}
+
+func (n *candidate) price() float64 {
+	if n.existing != nil {
+		return 0
+	}
+	return n.sig.opts[n.ptr].price
+}
+
+func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
+	return &solver{ctx: ctx, snap: snap, opts: opts, sigs: map[string]*sig{}, narrowCache: map[narrowKey]narrowResult{},
+		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, constraintIDs: map[string]int{},
+		staticSigs: map[string]int{}, existCompat: map[[2]int]string{}, failures: map[*podInfo]string{}}
+}
+
+func (s *solver) prepare() error {
+	s.dims = NewDims(s.extendedResources()...)
+	s.vol = newVolumeIndex(s.snap)
+	s.prepareDaemonSets()
+	if err := s.preparePools(); err != nil {
+		return err
+	}
+	s.prepareExisting()
+	s.buildClasses()
+	s.countExistingPods()
+	s.computeUniverses()
+	return nil
+}
+
+func (s *solver) extendedResources() []corev1.ResourceName {
+	set := map[corev1.ResourceName]bool{}
+	addList := func(l corev1.ResourceList) {
+		for n := range l {
+			if !isFixed(n) && n != ResourceNodes {
+				set[n] = true
+			}
+		}
+	}
+	for _, p := range s.snap.Pods {
+		if p != nil {
+			addList(PodRequests(p))
+		}
+	}
+	for _, n := range s.snap.Nodes {
+		if n != nil {
+			addList(n.Allocatable)
+		}
+	}
+	for _, its := range s.snap.InstanceTypes {
+		for _, it := range its {
+			if it != nil {
+				addList(it.Capacity)
+			}
+		}
+	}
+	for _, np := range s.snap.NodePools {
+		if np != nil {
+			addList(np.Limits)
+		}
+	}
+	out := make([]corev1.ResourceName, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (s *solver) prepareExisting() {
+	nodes := make([]*StateNode, 0, len(s.snap.Nodes))
+	for _, n := range s.snap.Nodes {
+		if n != nil && !n.MarkedForDeletion {
+			nodes = append(nodes, n)
+		}
+	}
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if nodes[i].InFlight != nodes[j].InFlight {
+			return !nodes[i].InFlight
+		}
+		return nodes[i].Name < nodes[j].Name
+	})
+	for _, sn := range nodes {
+		n := &candidate{idx: len(s.nodes), name: sn.Name, existing: sn, labels: sn.Labels, used: s.dims.Zero(),
+			alloc: s.dims.MustFromList(sn.Allocatable), volumes: map[string]bool{}, volCount: map[string]int{}, volLimits: sn.VolumeLimits}
+		if n.labels == nil {
+			n.labels = map[string]string{}
+		}
+		if _, ok := n.labels[labelHostname]; !ok && !sn.InFlight {
+			n.labels = copyLabels(n.labels)
+			n.labels[labelHostname] = sn.Name
+		}
+		n.staticSig = s.staticSigFor(n)
+		for _, pod := range sn.Pods {
+			if pod == nil {
+				continue
+			}
+			n.used.Add(s.dims.MustFromList(PodRequests(pod)))
+			n.ports = append(n.ports, podHostPorts(pod)...)
+			_, uses, _ := s.podVolumes(pod)
+			for _, u := range uses {
+				if !n.volumes[u.id] {
+					n.volumes[u.id] = true
+					n.volCount[u.driver]++
+				}
+			}
+			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					s.affinityGroup(kindAnti, pod, t)
+				}
+			}
+		}
+		s.existing = append(s.existing, n)
+		s.nodes = append(s.nodes, n)
+	}
+}
+
+func copyLabels(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *solver) staticSigFor(n *candidate) int {
+	var b strings.Builder
+	keys := make([]string, 0, len(n.labels))
+	for k := range n.labels {
+		if k != labelHostname {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k + "=" + n.labels[k] + ",")
+	}
+	for _, t := range n.existing.Taints {
+		fmt.Fprintf(&b, "|%s=%s:%s", t.Key, t.Value, t.Effect)
+	}
+	k := b.String()
+	id, ok := s.staticSigs[k]
+	if !ok {
+		id = len(s.staticSigs)
+		s.staticSigs[k] = id
+	}
+	return id
+}
+
+// countExistingPods records pods already on nodes in every topology group.
+func (s *solver) countExistingPods() {
+	for _, n := range s.existing {
+		for _, pod := range n.existing.Pods {
+			if pod == nil {
+				continue
+			}
+			for _, g := range s.groups {
+				v, ok := n.labels[g.key]
+				if !ok {
+					continue
+				}
+				isM := g.matchesPod(pod.Namespace, pod.Labels) && g.eligible(n)
+				isC := false
+				if g.kind == kindAnti {
+					if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+						for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+							if s.affinityGroup(kindAnti, pod, t) == g {
+								isC = true
+							}
+						}
+					}
+				}
+				if isM || isC {
+					g.record(v, isC, isM)
+					if isC {
+						g.constrainedTotal-- // existing pods are not planned; only their domain matters
+					}
+				}
+			}
+		}
+	}
+}
+
+// placeClass places every pod of the class, relaxing preferences when a pod does not fit.
+func (s *solver) placeClass(c *class) {
+	if c.err != "" {
+		for _, p := range c.pods {
+			s.failures[p] = c.err
+		}
+		return
+	}
+	pending := c.pods
+	for len(pending) > 0 {
+		n := s.placeBatch(c, pending)
+		if n > 0 {
+			pending = pending[n:]
+			continue
+		}
+		if s.relax(c) {
+			continue
+		}
+		reason := s.explainClass(c)
+		for _, p := range pending {
+			s.failures[p] = reason
+		}
+		return
+	}
+}
+
+// attempt is the outcome of trying one pod of a class on one node.
+type attempt struct {
+	ok        bool
+	permanent bool // the node will never take this class
+	sig       *sig
+	ptr       int
+	pins      map[string]string
+	delta     float64
+	reason    string
+}
+
+// try evaluates placing one pod of c on n. With grow false it only accepts the node's current option.
+func (s *solver) try(c *class, n *candidate, grow bool) attempt {
+	if n.existing != nil {
+		return s.tryExisting(c, n)
+	}
+	nr := s.narrow(n.sig, c.cur)
+	if nr.sig == nil {
+		return attempt{permanent: true, reason: nr.reason}
+	}
+	g := nr.sig
+	if !Fits(n.used, c.req, g.maxAvl) {
+		return attempt{permanent: true, reason: "resources"}
+	}
+	if portConflict(n.ports, c.ports) {
+		return attempt{permanent: true, reason: "host port conflict"}
+	}
+	if g == n.sig && !grow && !Fits(n.used, c.req, n.sig.opts[n.ptr].t.avail) {
+		return attempt{reason: "no slack"}
+	}
+	pins, why := s.topologyCheck(c, n, g)
+	if why != "" {
+		return attempt{reason: why, permanent: c.permanentTopology(why)}
+	}
+	if len(pins) > 0 {
+		g = s.pin(g, pins)
+		if g == nil {
+			return attempt{reason: "topology domain has no instance type"}
+		}
+	}
+	ptr := -1
+	for i, o := range g.opts {
+		if Fits(n.used, c.req, o.t.avail) && s.withinLimits(n, o.t) {
+			ptr = i
+			break
+		}
+	}
+	if ptr < 0 {
+		return attempt{reason: "resources"}
+	}
+	delta := g.opts[ptr].price - n.price()
+	if !grow && delta > 1e-12 {
+		return attempt{reason: "no slack"}
+	}
+	if len(g.pool.minVals) > 0 && s.opts.MinValuesPolicy != MinValuesPolicyBest {
+		need := n.used.Clone()
+		need.Add(c.req)
+		if k, _, _ := minValuesShort(g.pool, g.reqs, g.opts, func(t *itInfo) bool { return need.LessEq(t.avail) }); k != "" {
+			return attempt{reason: "minValues " + k}
+		}
+	}
+	return attempt{ok: true, sig: g, ptr: ptr, pins: pins, delta: delta}
+}
+
+func (c *class) permanentTopology(why string) bool {
+	// anti-affinity and hostname spread counts only grow on a node, so a refusal there is final
+	return strings.Contains(why, "anti-affinity") || strings.Contains(why, "on "+labelHostname)
+}
+
+func (s *solver) tryExisting(c *class, n *candidate) attempt {
+	key := [2]int{c.cur.id, n.staticSig}
+	why, ok := s.existCompat[key]
+	if !ok {
+		why = s.existingStatic(c, n)
+		s.existCompat[key] = why
+	}
+	if why != "" {
+		return attempt{permanent: true, reason: why}
+	}
+	if r, ok := c.cur.reqs[labelHostname]; ok && !r.Matches(n.labels[labelHostname], true) {
+		return attempt{permanent: true, reason: "hostname"}
+	}
+	if !Fits(n.used, c.req, n.alloc) {
+		return attempt{permanent: true, reason: "resources"}
+	}
+	if portConflict(n.ports, c.ports) {
+		return attempt{permanent: true, reason: "host port conflict"}
+	}
+	if !s.volumesFit(n, c) {
+		return attempt{permanent: true, reason: "volume attach limit"}
+	}
+	if _, why := s.topologyCheck(c, n, nil); why != "" {
+		return attempt{reason: why, permanent: c.permanentTopology(why)}
+	}
+	return attempt{ok: true}
+}
+
+func (s *solver) existingStatic(c *class, n *candidate) string {
+	for k, r := range c.cur.reqs {
+		if k == labelHostname {
+			continue
+		}
+		v, ok := n.labels[k]
+		if !r.Matches(v, ok) {
+			return "requirement " + r.String()
+		}
+	}
+	if t := untolerated(n.existing.Taints, c.tolerations); t != nil {
+		return fmt.Sprintf("taint %s", taintString(t))
+	}
+	return ""
+}
+
+func taintString(t *corev1.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}
+
+func portConflict(have, want []hostPort) bool {
+	for _, w := range want {
+		for _, h := range have {
+			if w.conflicts(h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *solver) withinLimits(n *candidate, t *itInfo) bool {
+	p := n.sig.pool
+	cur := n.sig.opts[n.ptr].t
+	for i, lim := range p.limited {
+		if lim && p.used[i]-cur.capacity[i]+t.capacity[i] > p.limits[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// narrow intersects a sig with a class's requirements.
+func (s *solver) narrow(g *sig, cons *constraints) narrowResult {
+	k := narrowKey{g.id, cons.id}
+	if r, ok := s.narrowCache[k]; ok {
+		return r
+	}
+	r := s.computeNarrow(g, cons)
+	s.narrowCache[k] = r
+	return r
+}
+
+func (s *solver) computeNarrow(g *sig, cons *constraints) narrowResult {
+	p := g.pool
+	reqs := g.reqs
+	changed := false
+	for _, k := range cons.reqs.Keys() {
+		r := cons.reqs[k]
+		if have, ok := reqs[k]; ok {
+			m := have.Intersect(r)
+			if !m.Satisfiable() || (!m.HasValues() && !have.AllowAbsent) {
+				return narrowResult{reason: fmt.Sprintf("requirement %s conflicts with NodePool %s", r, have)}
+			}
+			if !m.Equal(have) {
+				if !changed {
+					reqs = reqs.Copy()
+					changed = true
+				}
+				reqs[k] = m
+			}
+			continue
+		}
+		if p.typeKeys[k] && k != labelHostname {
+			if !changed {
+				reqs = reqs.Copy()
+				changed = true
+			}
+			reqs[k] = r
+			continue
+		}
+		if !r.AllowAbsent {
+			return narrowResult{reason: fmt.Sprintf("requirement %s: NodePool %s does not set label %s", r, p.np.Name, k)}
+		}
+	}
+	if !changed {
+		return narrowResult{sig: g}
+	}
+	ng := s.sigFor(p, reqs)
+	if ng.err != "" {
+		return narrowResult{reason: ng.err}
+	}
+	return narrowResult{sig: ng}
+}
+
+func (s *solver) pin(g *sig, pins map[string]string) *sig {
+	keys := make([]string, 0, len(pins))
+	for k := range pins {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + pins[k] + ";")
+	}
+	pk := pinKey{g.id, b.String()}
+	if out, ok := s.pinCache[pk]; ok {
+		return out
+	}
+	reqs := g.reqs.Copy()
+	for _, k := range keys {
+		reqs.Add(In(k, pins[k]))
+	}
+	out := s.sigFor(g.pool, reqs)
+	if out.err != "" || len(out.opts) == 0 {
+		out = nil
+	}
+	s.pinCache[pk] = out
+	return out
+}
+
+// commit places pod p of class c on node n as evaluated by a.
+func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
+	if n.existing == nil {
+		pool := n.sig.pool
+		old := n.sig.opts[n.ptr].t
+		n.sig, n.ptr = a.sig, a.ptr
+		nw := n.sig.opts[n.ptr].t
+		pool.used.Sub(old.capacity)
+		pool.used.Add(nw.capacity)
+	}
+	n.used.Add(c.req)
+	n.ports = append(n.ports, c.ports...)
+	for _, u := range c.volumes {
+		if !n.volumes[u.id] {
+			n.volumes[u.id] = true
+			n.volCount[u.driver]++
+		}
+	}
+	n.pods = append(n.pods, p)
+	s.recordTopology(c, n)
+}
+
+// placeBatch places pods of c: first into room nodes already have (existing nodes, then planned nodes at their
+// current cheapest option), then by growing one planned node or opening a new one, whichever raises the hourly
+// price least. It returns how many pods it placed; the caller calls again until all are placed or none fit.
+func (s *solver) placeBatch(c *class, pods []*podInfo) int {
+	placed := 0
+	// bring nodes opened since the class last looked into its live list
+	for ; c.seen < len(s.nodes); c.seen++ {
+		c.live = append(c.live, s.nodes[c.seen])
+	}
+	var growable []*candidate
+	keep := c.live[:0]
+	i := 0
+	for ; i < len(c.live); i++ {
+		n := c.live[i]
+		if placed == len(pods) {
+			break
+		}
+		if n.existing == nil && !Fits(n.used, c.req, n.capacityNow()) {
+			// no room at the current option: only growth can help; cheap permanent check first
+			if !Fits(n.used, c.req, n.sig.maxAvl) {
+				continue
+			}
+			keep = append(keep, n)
+			growable = append(growable, n)
+			continue
+		}
+		a := s.try(c, n, false)
+		for a.ok && placed < len(pods) {
+			s.commit(c, pods[placed], n, a)
+			placed++
+			a = s.try(c, n, false)
+		}
+		if a.permanent {
+			continue
+		}
+		keep = append(keep, n)
+		if n.existing == nil && !a.ok {
+			growable = append(growable, n)
+		}
+	}
+	keep = append(keep, c.live[i:]...)
+	c.live = keep
+	if placed > 0 {
+		return placed
+	}
+	// growth or a new node, for one step; the caller rescans since topology counts changed
+	best := s.bestGrowth(c, growable)
+	nn, na := s.newNodeFor(c)
+	if best == nil || (nn != nil && na.delta < best.a.delta-1e-9) {
+		if nn == nil {
+			return 0
+		}
+		s.addNode(nn)
+		best = &growItem{n: nn, a: na}
+	}
+	n, a := best.n, best.a
+	for a.ok && placed < len(pods) {
+		s.commit(c, pods[placed], n, a)
+		placed++
+		a = s.try(c, n, false)
+	}
+	return placed
+}
+
+// growthCandidates is how many of the cheapest growable planned nodes bestGrowth evaluates.
+const growthCandidates = 8
+
+// bestGrowth returns the planned node among the cheapest growable ones whose growth to fit one more pod of c
+// costs least.
+func (s *solver) bestGrowth(c *class, growable []*candidate) *growItem {
+	sort.SliceStable(growable, func(i, j int) bool {
+		pi, pj := growable[i].price(), growable[j].price()
+		if pi != pj {
+			return pi < pj
+		}
+		return growable[i].idx < growable[j].idx
+	})
+	var best *growItem
+	found := 0
+	for _, n := range growable {
+		a := s.try(c, n, true)
+		if !a.ok {
+			continue
+		}
+		if best == nil || a.delta < best.a.delta-1e-12 {
+			best = &growItem{n: n, a: a}
+		}
+		found++
+		if found >= growthCandidates {
+			break
+		}
+	}
+	return best
+}
+
+type growItem struct {
+	n *candidate
+	a attempt
+}
+
+func (s *solver) addNode(n *candidate) {
+	n.idx = len(s.nodes)
+	s.nodes = append(s.nodes, n)
+	p := n.sig.pool
+	p.nodes++
+	p.used.Add(n.sig.opts[n.ptr].t.capacity)
+}
+
+// newNodeFor returns a fresh planned node from the first NodePool (by weight) that can take one pod of c, with
+// the attempt to place it.
+func (s *solver) newNodeFor(c *class) (*candidate, attempt) {
+	for _, p := range s.pools {
+		if p.limNodes >= 0 && p.nodes+1 > p.limNodes {
+			continue
+		}
+		if untolerated(p.taints, c.tolerations) != nil {
+			continue
+		}
+		base := s.sigFor(p, p.reqs)
+		if base.err != "" {
+			continue
+		}
+		nr := s.narrow(base, c.cur)
+		if nr.sig == nil || !Fits(s.dims.Zero(), c.req, nr.sig.maxAvl) {
+			continue
+		}
+		// start from the cheapest option within limits so growth accounting has a baseline
+		ptr := -1
+		for i, o := range nr.sig.opts {
+			if c.req.LessEq(o.t.avail) && s.fitsPoolLimits(p, o.t) {
+				ptr = i
+				break
+			}
+		}
+		if ptr < 0 {
+			continue
+		}
+		n := &candidate{name: fmt.Sprintf("%s-%d", p.np.Name, len(s.nodes)+1), sig: nr.sig, ptr: ptr, used: s.dims.Zero(),
+			volumes: map[string]bool{}, volCount: map[string]int{}}
+		// account the baseline as if already added, so try() computes limits against it
+		p.used.Add(n.sig.opts[n.ptr].t.capacity)
+		a := s.try(c, n, true)
+		p.used.Sub(n.sig.opts[n.ptr].t.capacity)
+		if !a.ok {
+			continue
+		}
+		a.delta = a.sig.opts[a.ptr].price
+		return n, a
+	}
+	return nil, attempt{}
+}
+
+func (s *solver) fitsPoolLimits(p *poolInfo, t *itInfo) bool {
+	for i, lim := range p.limited {
+		if lim && p.used[i]+t.capacity[i] > p.limits[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,447 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+type groupKind int
+
+const (
+	kindSpread groupKind = iota
+	kindAffinity
+	kindAnti
+)
+
+// group tracks one topology constraint shared by pods: a spread constraint, a pod affinity term or a pod
+// anti-affinity term, with the count of matching pods per domain (value of the topology key).
+//
+// Invariants kept for every planned pod p the group constrains, with all other pods in place (so the kube-scheduler
+// accepts p whatever order the pods are bound in):
+//   - spread: count(domain(p)) <= min over eligible domains + maxSkew (hostname: count <= maxSkew, as a new node
+//     is always an eligible domain with zero pods);
+//   - affinity: another matching pod shares p's domain, or no other matching pod exists and p matches itself;
+//   - anti-affinity: no other matching pod shares p's domain, and p shares no domain with a pod whose anti-affinity
+//     term matches p.
+type group struct {
+	id          int
+	kind        groupKind
+	key         string
+	namespaces  map[string]bool // nil: all namespaces
+	selector    labels.Selector
+	maxSkew     int
+	minDomains  int
+	filter      Requirements
+	taintsHonor bool
+	tolerations []corev1.Toleration
+
+	counts           map[string]int
+	constrained      map[string]int
+	total            int
+	constrainedTotal int
+	universe         []string
+}
+
+func (g *group) String() string {
+	switch g.kind {
+	case kindSpread:
+		return fmt.Sprintf("topology spread on %s (maxSkew %d, selector %s)", g.key, g.maxSkew, g.selector)
+	case kindAffinity:
+		return fmt.Sprintf("pod affinity on %s (selector %s)", g.key, g.selector)
+	default:
+		return fmt.Sprintf("pod anti-affinity on %s (selector %s)", g.key, g.selector)
+	}
+}
+
+func (g *group) internKey() string {
+	var ns []string
+	for n := range g.namespaces {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	f := ""
+	if g.filter != nil {
+		f = g.filter.String()
+	}
+	return fmt.Sprintf("%d|%s|%v|%v|%s|%d|%d|%s|%v|%s", g.kind, g.key, g.namespaces == nil, strings.Join(ns, ","),
+		g.selector.String(), g.maxSkew, g.minDomains, f, g.taintsHonor, tolerationsKey(g.tolerations))
+}
+
+func (s *solver) internGroup(g *group) *group {
+	k := g.internKey()
+	if old, ok := s.groupIDs[k]; ok {
+		return old
+	}
+	g.id = len(s.groups)
+	g.counts = map[string]int{}
+	g.constrained = map[string]int{}
+	s.groupIDs[k] = g
+	s.groups = append(s.groups, g)
+	return g
+}
+
+func (g *group) matchesPod(namespace string, podLabels map[string]string) bool {
+	if g.namespaces != nil && !g.namespaces[namespace] {
+		return false
+	}
+	return g.selector.Matches(labels.Set(podLabels))
+}
+
+// eligible reports whether pods on a node count for a spread group (node inclusion policies). For planned nodes
+// whose labels are not fully decided yet it answers for the requirements they already have.
+func (g *group) eligible(n *candidate) bool { return g.eligibleUnder(n, n.sig) }
+
+func (g *group) eligibleUnder(n *candidate, under *sig) bool {
+	if g.kind != kindSpread {
+		return true
+	}
+	if g.filter != nil {
+		if n.existing != nil {
+			if !g.filter.MatchesLabels(n.labels) {
+				return false
+			}
+		} else if k := under.reqs.Conflict(g.filter); k != "" {
+			return false
+		}
+	}
+	if g.taintsHonor && untolerated(n.taints(), g.tolerations) != nil {
+		return false
+	}
+	return true
+}
+
+// minCount returns the smallest count over the group's eligible domains (0 for hostname and when there are fewer
+// domains than minDomains). delta adds to one domain first.
+func (g *group) minCount(domain string, delta int) int {
+	if g.key == labelHostname || len(g.universe) < g.minDomains || len(g.universe) == 0 {
+		return 0
+	}
+	m := -1
+	for _, d := range g.universe {
+		c := g.counts[d]
+		if d == domain {
+			c += delta
+		}
+		if m < 0 || c < m {
+			m = c
+		}
+	}
+	return m
+}
+
+// allows reports whether placing a pod that the group constrains (isC) and/or that matches its selector (isM)
+// into domain keeps the group's invariant.
+func (g *group) allows(domain string, isC, isM bool) bool {
+	inc := 0
+	if isM {
+		inc = 1
+	}
+	switch g.kind {
+	case kindSpread:
+		if !isC && (!isM || g.constrained[domain] == 0) {
+			return true
+		}
+		return g.counts[domain]+inc <= g.minCount(domain, inc)+g.maxSkew
+	case kindAffinity:
+		if isC && g.counts[domain] == 0 && !(g.total == 0 && isM) {
+			return false
+		}
+		if isM && !isC && g.total == 1 && g.constrainedTotal == 1 && g.constrained[domain] == 0 {
+			return false // the lone constrained pod relies on being the only match
+		}
+		return true
+	default:
+		if isC && g.counts[domain] > 0 {
+			return false
+		}
+		if isM && g.constrained[domain] > 0 {
+			return false
+		}
+		return true
+	}
+}
+
+func (g *group) record(domain string, isC, isM bool) {
+	if isM {
+		g.counts[domain]++
+		g.total++
+	}
+	if isC {
+		g.constrained[domain]++
+		g.constrainedTotal++
+	}
+}
+
+// computeUniverses fills each spread group's eligible domains: values of its key on eligible existing nodes plus
+// the values NodePools compatible with its node filter can launch into.
+func (s *solver) computeUniverses() {
+	for _, g := range s.groups {
+		if g.kind != kindSpread || g.key == labelHostname {
+			continue
+		}
+		set := map[string]bool{}
+		for _, n := range s.existing {
+			if v, ok := n.labels[g.key]; ok && g.eligible(n) {
+				set[v] = true
+			}
+		}
+		for _, p := range s.pools {
+			reqs := p.reqs
+			if g.filter != nil {
+				if p.reqs.Conflict(g.filter) != "" {
+					continue
+				}
+				reqs = p.reqs.Intersect(g.filter)
+			}
+			if g.taintsHonor && untolerated(p.taints, g.tolerations) != nil {
+				continue
+			}
+			for _, v := range s.launchableValues(p, reqs, g.key) {
+				set[v] = true
+			}
+		}
+		for v := range set {
+			g.universe = append(g.universe, v)
+		}
+		sort.Strings(g.universe)
+	}
+}
+
+// launchableValues returns the values of key a node of pool p under reqs could get.
+func (s *solver) launchableValues(p *poolInfo, reqs Requirements, key string) []string {
+	r := reqs[key]
+	if p.nodeKeys[key] {
+		if r == nil {
+			return nil
+		}
+		return r.Values()
+	}
+	set := map[string]bool{}
+	for _, t := range p.types {
+		if !nonNegative(t.avail) {
+			continue
+		}
+		if _, ok := p.typeCompatible(t, reqs); !ok {
+			continue
+		}
+		switch key {
+		case labelZone, labelCapacityType:
+			zr, ct := reqs[labelZone], reqs[labelCapacityType]
+			for _, o := range t.offers {
+				if (zr == nil || zr.Has(o.Zone)) && (ct == nil || ct.Has(o.CapacityType)) {
+					if key == labelZone {
+						set[o.Zone] = true
+					} else {
+						set[o.CapacityType] = true
+					}
+				}
+			}
+		default:
+			if v, ok := t.labels[key]; ok {
+				set[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// domainChoices returns the values node n may have for key: one value when decided, several when a planned node
+// may still be narrowed, none when the node will not carry the label.
+func (s *solver) domainChoices(n *candidate, key string) []string {
+	return s.sigDomainChoices(n, n.sig, key)
+}
+
+// sigDomainChoices is domainChoices for a planned node under sig g (which may be a narrowing of its own).
+func (s *solver) sigDomainChoices(n *candidate, g *sig, key string) []string {
+	if key == labelHostname {
+		return []string{n.name}
+	}
+	if n.existing != nil {
+		if v, ok := n.labels[key]; ok {
+			return []string{v}
+		}
+		return nil
+	}
+	if r := g.reqs[key]; r != nil && r.Finite() {
+		if vs := r.Values(); len(vs) <= 1 {
+			return vs
+		}
+	}
+	if vs, ok := g.choices[key]; ok {
+		return vs
+	}
+	vs := s.computeSigChoices(g, key)
+	if g.choices == nil {
+		g.choices = map[string][]string{}
+	}
+	g.choices[key] = vs
+	return vs
+}
+
+func (s *solver) computeSigChoices(g *sig, key string) []string {
+	p := g.pool
+	if p.nodeKeys[key] {
+		if r := g.reqs[key]; r != nil {
+			return r.Values()
+		}
+		return nil
+	}
+	if !p.typeKeys[key] {
+		return nil
+	}
+	set := map[string]bool{}
+	zr, ct := g.reqs[labelZone], g.reqs[labelCapacityType]
+	for _, o := range g.opts {
+		switch key {
+		case labelZone, labelCapacityType:
+			for _, off := range o.t.offers {
+				if (zr == nil || zr.Has(off.Zone)) && (ct == nil || ct.Has(off.CapacityType)) {
+					if key == labelZone {
+						set[off.Zone] = true
+					} else {
+						set[off.CapacityType] = true
+					}
+				}
+			}
+		default:
+			if v, ok := o.t.labels[key]; ok {
+				set[v] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topologyCheck decides the domain of node n for every topology key that matters to class c and reports whether
+// c may go there. pins lists keys whose value had to be chosen for a planned node.
+func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pins map[string]string, reason string) {
+	cons := c.cur.groups
+	if len(cons) == 0 && len(c.matchedBy) == 0 {
+		return nil, ""
+	}
+	byKey := map[string][]*group{}
+	var keys []string
+	add := func(g *group) {
+		if _, ok := byKey[g.key]; !ok {
+			keys = append(keys, g.key)
+		}
+		byKey[g.key] = append(byKey[g.key], g)
+	}
+	for _, g := range cons {
+		add(g)
+	}
+	for _, g := range c.matchedBy {
+		add(g)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		gs := byKey[key]
+		choices := s.sigDomainChoices(n, g0, key)
+		if len(choices) == 0 {
+			for _, g := range gs {
+				if isConstraint(cons, g) {
+					return nil, fmt.Sprintf("node has no %s label for %s", key, g)
+				}
+			}
+			continue
+		}
+		if len(choices) > 1 {
+			choices = orderChoices(choices, gs)
+		}
+		chosen, why := "", ""
+		for _, d := range choices {
+			ok := true
+			for _, g := range gs {
+				isC := isConstraint(cons, g)
+				isM := containsGroup(c.matchedBy, g) && g.eligibleUnder(n, g0)
+				if !g.allows(d, isC, isM) {
+					ok = false
+					why = g.String()
+					break
+				}
+			}
+			if ok {
+				chosen = d
+				break
+			}
+		}
+		if chosen == "" {
+			return nil, "would violate " + why
+		}
+		if len(choices) > 1 || (n.existing == nil && key != labelHostname && !decided(g0, key)) {
+			if pins == nil {
+				pins = map[string]string{}
+			}
+			pins[key] = chosen
+		}
+	}
+	return pins, ""
+}
+
+func decided(g *sig, key string) bool {
+	r := g.reqs[key]
+	return r != nil && len(r.Values()) == 1
+}
+
+func orderChoices(choices []string, gs []*group) []string {
+	out := append([]string(nil), choices...)
+	for _, g := range gs {
+		if g.kind == kindSpread {
+			sort.SliceStable(out, func(i, j int) bool { return g.counts[out[i]] < g.counts[out[j]] })
+			return out
+		}
+		if g.kind == kindAffinity {
+			sort.SliceStable(out, func(i, j int) bool { return g.counts[out[i]] > g.counts[out[j]] })
+			return out
+		}
+	}
+	return out
+}
+
+func isConstraint(cons []*group, g *group) bool { return containsGroup(cons, g) }
+
+func containsGroup(gs []*group, g *group) bool {
+	for _, x := range gs {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}
+
+// recordTopology counts a pod of class c placed on node n (whose labels are decided for the keys involved).
+func (s *solver) recordTopology(c *class, n *candidate) {
+	for _, g := range s.groupsOf(c) {
+		choices := s.domainChoices(n, g.key)
+		if len(choices) != 1 {
+			continue
+		}
+		isC := isConstraint(c.cur.groups, g)
+		isM := containsGroup(c.matchedBy, g) && g.eligible(n)
+		g.record(choices[0], isC, isM)
+	}
+}
+
+func (s *solver) groupsOf(c *class) []*group {
+	out := append([]*group(nil), c.cur.groups...)
+	for _, g := range c.matchedBy {
+		if !containsGroup(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

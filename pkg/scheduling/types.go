@@ -1,0 +1,154 @@
+package scheduling
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+)
+
+// Snapshot is everything a solve looks at. It is read, never modified.
+type Snapshot struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Nodes are existing Nodes and in-flight NodeClaims, each with the pods bound or nominated to it.
+	Nodes []*StateNode
+	// NodePools are the pools new NodeClaims may come from.
+	NodePools []*NodePool
+	// InstanceTypes are the instance types each NodePool may launch, keyed by NodePool name.
+	InstanceTypes map[string][]*cloudprovider.InstanceType
+	// DaemonSets add their pod's requests to every new node they would run on.
+	DaemonSets []*appsv1.DaemonSet
+	// Volume objects the pods refer to.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+}
+
+// StateNode is an existing Node or an in-flight NodeClaim as the scheduler sees it.
+type StateNode struct {
+	// Name is the Node name, or the NodeClaim name while in flight.
+	Name   string
+	Labels map[string]string
+	// Taints are the taints pods must tolerate (for in-flight claims: taints without startup taints).
+	Taints      []corev1.Taint
+	Allocatable corev1.ResourceList
+	// Pods are the pods bound (or nominated) to the node; their requests, ports, volumes and labels count.
+	Pods []*corev1.Pod
+	// InFlight marks a NodeClaim that has not registered a Node yet.
+	InFlight bool
+	// NodePool is the owning NodePool, if any.
+	NodePool string
+	// VolumeLimits caps attachable volumes per CSI driver (from CSINode); absent drivers are unlimited.
+	VolumeLimits map[string]int
+	// MarkedForDeletion nodes receive no pods.
+	MarkedForDeletion bool
+}
+
+// NodeSelectorRequirementWithMinValues is a node selector requirement plus the minimum number of distinct values
+// a NodeClaim's instance-type options must keep for its key.
+type NodeSelectorRequirementWithMinValues struct {
+	corev1.NodeSelectorRequirement
+	MinValues *int
+}
+
+// NodePool is the scheduler's view of a NodePool: only what placement needs, independent of the CRD types.
+type NodePool struct {
+	Name          string
+	Weight        int32
+	Requirements  []NodeSelectorRequirementWithMinValues
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// Limits caps the total capacity (cpu, memory, nodes, ...) of the pool's nodes; absent names are unlimited.
+	Limits corev1.ResourceList
+	// Usage is the capacity the pool's existing and in-flight nodes already hold, plus "nodes" (their count).
+	Usage corev1.ResourceList
+}
+
+// ResourceNodes is the pseudo-resource that limits a NodePool's node count.
+const ResourceNodes corev1.ResourceName = "nodes"
+
+// Preference policies.
+const (
+	PreferencePolicyRespect = "Respect"
+	PreferencePolicyIgnore  = "Ignore"
+	MinValuesPolicyStrict   = "Strict"
+	MinValuesPolicyBest     = "BestEffort"
+)
+
+// Options tune a solve. The zero value means Respect, Strict and 60 options per NodeClaim.
+type Options struct {
+	// PreferencePolicy is Respect (preferences are tried, then relaxed one at a time) or Ignore.
+	PreferencePolicy string
+	// MinValuesPolicy is Strict (a NodeClaim that would break minValues is not planned) or BestEffort.
+	MinValuesPolicy string
+	// MaxInstanceTypes caps the instance-type options per NodeClaim (cheapest first); default 60.
+	MaxInstanceTypes int
+}
+
+// Plan is the result of a solve. Its order is deterministic for a given snapshot.
+type Plan struct {
+	// Placements put pods on existing nodes or in-flight NodeClaims.
+	Placements []Placement
+	// NodeClaims are the new nodes to launch.
+	NodeClaims []*NodeClaimPlan
+	// Unschedulable lists pods that could not be placed, each with a reason.
+	Unschedulable []PodError
+	// Cost is the hourly price of the new NodeClaims at their cheapest option.
+	Cost float64
+	// LowerBound is a lower bound on the hourly cost of any plan placing the same pods on new nodes.
+	LowerBound float64
+	// Ratio is Cost / LowerBound (1 when both are zero).
+	Ratio float64
+	// Duration is the wall time of the solve.
+	Duration time.Duration
+}
+
+// Placement binds a pod to an existing node or in-flight NodeClaim.
+type Placement struct {
+	Pod  types.NamespacedName
+	Node string
+}
+
+// PodError says why a pod could not be placed.
+type PodError struct {
+	Pod    types.NamespacedName
+	Reason string
+}
+
+// NodeClaimPlan is one node to launch.
+type NodeClaimPlan struct {
+	// Name is a placeholder unique within the plan ("<nodepool>-<n>"); the controller picks the real name.
+	Name     string
+	NodePool string
+	// Requirements narrow the NodePool's requirements by the pods' needs and include instance-type In options.
+	Requirements  []NodeSelectorRequirementWithMinValues
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// InstanceTypeOptions are the instance types that fit every pod, cheapest first (at most MaxInstanceTypes,
+	// more when minValues needs them).
+	InstanceTypeOptions []InstanceTypeOption
+	// InstanceType, Zone, CapacityType and Price describe the cheapest option, used for cost and simulation.
+	InstanceType string
+	Zone         string
+	CapacityType string
+	Price        float64
+	// Pods are the pods planned onto the node.
+	Pods []types.NamespacedName
+	// Requests are the pods' requests plus DaemonSet overhead on the cheapest option.
+	Requests corev1.ResourceList
+}
+
+// InstanceTypeOption is one launchable instance type for a NodeClaim and its cheapest compatible offering.
+type InstanceTypeOption struct {
+	Name         string
+	Zone         string
+	CapacityType string
+	Price        float64
+}
