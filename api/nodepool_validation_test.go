@@ -161,7 +161,6 @@ spec:
 		{name: "requirement In without values", base: b, patch: `spec: {template: {spec: {requirements: [{key: kubernetes.io/os, operator: In}]}}}`, want: "operator In needs at least one value"},
 		{name: "requirement Gt not a number", base: b, patch: `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["four"]}]}}}`, want: "Gt and Lt need exactly one value, a non-negative integer"},
 		{name: "requirement Lt two values", base: b, patch: `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["4", "8"]}]}}}`, want: "Gt and Lt need exactly one value"},
-		{name: "requirement Exists with values", base: b, patch: `spec: {template: {spec: {requirements: [{key: kubernetes.io/os, operator: Exists, values: [linux]}]}}}`, want: "Exists and DoesNotExist take no values"},
 		{name: "minValues above number of values", base: b, patch: `spec: {template: {spec: {requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large], minValues: 2}]}}}`, want: "minValues must not exceed the number of values"},
 		{name: "minValues 0", base: b, patch: `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 0}]}}}`, want: "minValues in body should be greater than or equal to 1"},
 		{name: "minValues 51", base: b, patch: `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: Exists, minValues: 51}]}}}`, want: "minValues in body should be less than or equal to 50"},

@@ -307,10 +307,10 @@ type MetadataOptions struct {
 // BlockDeviceMapping attaches an EBS volume at a device name.
 type BlockDeviceMapping struct {
 	// DeviceName is the device the volume is attached at, e.g. /dev/xvda.
-	// +required
+	// +optional
 	DeviceName *string `json:"deviceName,omitempty"`
 	// EBS describes the volume.
-	// +required
+	// +optional
 	EBS *BlockDevice `json:"ebs,omitempty"`
 	// RootVolume marks the volume the node uses as its root (and ephemeral storage) volume.
 	// +optional

@@ -51,7 +51,6 @@ type NodeClaimSpec struct {
 	// The key, operator and values of each requirement are checked by rules hack/crdpatch adds.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || (has(x.values) && size(x.values) > 0))",message="requirements: operator In needs at least one value"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt']) || (has(x.values) && size(x.values) == 1 && x.values[0].matches('^[0-9]+$')))",message="requirements: operators Gt and Lt need exactly one value, a non-negative integer"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Exists', 'DoesNotExist']) || !has(x.values) || size(x.values) == 0)",message="requirements: operators Exists and DoesNotExist take no values"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || !has(x.minValues) || (has(x.values) && size(x.values) >= x.minValues))",message="requirements: minValues must not exceed the number of values of an In requirement"
 	// +kubebuilder:validation:MaxItems:=100
 	// +required
