@@ -264,9 +264,9 @@ func Labels(info Info, os string) map[string]string {
 	}
 	l := map[string]string{
 		corev1.LabelInstanceTypeStable: info.Name,
-		corev1.LabelOSStable:                 os,
-		awsv1.LabelInstanceCPU:               strconv.FormatInt(info.VCPU, 10),
-		awsv1.LabelInstanceMemory:            strconv.FormatInt(info.MemoryMiB, 10),
+		corev1.LabelOSStable:           os,
+		awsv1.LabelInstanceCPU:         strconv.FormatInt(info.VCPU, 10),
+		awsv1.LabelInstanceMemory:      strconv.FormatInt(info.MemoryMiB, 10),
 	}
 	if arch := KubeArch(info.Architectures); arch != "" {
 		l[corev1.LabelArchStable] = arch

@@ -1,0 +1,197 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
+	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail/dovetail/pkg/providers/aws/pricing"
+	"github.com/dovetail/dovetail/pkg/providers/aws/resolve"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
+	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
+	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
+	"github.com/dovetail/dovetail/pkg/settings"
+)
+
+// ProviderName is what Name returns.
+const ProviderName = "aws"
+
+// Options are what NewCloudProvider needs.
+type Options struct {
+	// Settings are the operator's settings: ClusterName (required), ClusterEndpoint, ClusterCABundle,
+	// VMMemoryOverheadPercent, ReservedENIs and IsolatedVPC are read.
+	Settings *settings.Settings
+	// ClusterUID identifies this cluster uniquely (the kube-system namespace UID). Required: every instance,
+	// launch template and instance profile is tagged with it, and only resources carrying it are acted on.
+	ClusterUID string
+	// KubeClient reads EC2NodeClasses.
+	KubeClient client.Reader
+	// Clock drives every cache TTL (default: the real clock).
+	Clock clock.Clock
+	// AWSConfig is the SDK configuration; nil loads it with config.LoadDefaultConfig (AWS_REGION,
+	// AWS_ENDPOINT_URL*, credentials chain).
+	AWSConfig *awssdk.Config
+	// KubernetesVersion (e.g. "1.34") selects AMI alias parameters; empty asks EKS DescribeCluster.
+	KubernetesVersion string
+	// ServiceCIDR is the cluster's service CIDR for the node bootstrap; empty asks EKS, then uses 10.100.0.0/16.
+	ServiceCIDR string
+}
+
+// CloudProvider is the AWS implementation of cloudprovider.CloudProvider. It also resolves EC2NodeClasses for
+// the node class controller (NodeClassResolver) and tags instances for the lifecycle controller (TagInstance).
+type CloudProvider struct {
+	kube          client.Reader
+	settings      *settings.Settings
+	cluster       tags.Cluster
+	clients       *sdk.Clients
+	clock         clock.Clock
+	unavailable   *unavailable.Cache
+	instanceTypes *instancetype.Provider
+	instances     *instance.Provider
+	templates     *launchtemplate.Provider
+	resolver      *resolve.Resolver
+	clusterInfo   *clusterInfoSource
+}
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// NewCloudProvider builds the AWS cloud provider. It makes no AWS call: cluster details (endpoint, CA,
+// Kubernetes version) are fetched on first use.
+func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error) {
+	if opts.Settings == nil || opts.Settings.ClusterName == "" {
+		return nil, fmt.Errorf("aws cloud provider: settings with a cluster name are required")
+	}
+	if opts.ClusterUID == "" {
+		return nil, fmt.Errorf("aws cloud provider: a cluster UID is required (the kube-system namespace UID)")
+	}
+	if opts.KubeClient == nil {
+		return nil, fmt.Errorf("aws cloud provider: a Kubernetes client is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	var cfg awssdk.Config
+	if opts.AWSConfig != nil {
+		cfg = *opts.AWSConfig
+	} else {
+		loaded, err := sdk.LoadConfig(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		cfg = loaded
+	}
+	if cfg.Region == "" {
+		return nil, fmt.Errorf("aws cloud provider: no AWS region: set AWS_REGION")
+	}
+	return newWithClients(opts, sdk.NewClients(cfg)), nil
+}
+
+func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
+	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
+	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
+	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
+	return &CloudProvider{
+		kube:          opts.KubeClient,
+		settings:      opts.Settings,
+		cluster:       cluster,
+		clients:       clients,
+		clock:         opts.Clock,
+		unavailable:   cache,
+		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
+		instances:     instance.NewProvider(clients.EC2, cluster, cache),
+		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
+		resolver:      resolve.New(clients, cluster, opts.Clock),
+		clusterInfo: &clusterInfoSource{
+			eks: clients.EKS, name: opts.Settings.ClusterName,
+			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,
+			version: opts.KubernetesVersion, serviceCIDR: opts.ServiceCIDR,
+		},
+	}
+}
+
+// Name returns "aws".
+func (p *CloudProvider) Name() string { return ProviderName }
+
+// Region returns the AWS region the provider works in.
+func (p *CloudProvider) Region() string { return p.clients.Region }
+
+// MarkOfferingUnavailable makes an offering unavailable for a while, for example after a spot interruption.
+func (p *CloudProvider) MarkOfferingUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string) {
+	p.unavailable.MarkUnavailable(ctx, reason, unavailable.Offering{InstanceType: instanceType, Zone: zone, CapacityType: capacityType})
+}
+
+// nodeClass reads the EC2NodeClass a NodePool or NodeClaim refers to.
+func (p *CloudProvider) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
+	if ref == nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("no nodeClassRef"))
+	}
+	if ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeClassRef %s/%s is not a %s EC2NodeClass", ref.Group, ref.Kind, awsv1.Group))
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q not found", ref.Name))
+		}
+		return nil, fmt.Errorf("reading EC2NodeClass %q: %w", ref.Name, err)
+	}
+	return nc, nil
+}
+
+// GetInstanceTypes returns the instance types the NodePool's EC2NodeClass can launch, with offerings in the
+// zones of its subnets.
+func (p *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	nc, err := p.nodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	return p.instanceTypesFor(ctx, nc)
+}
+
+func (p *CloudProvider) instanceTypesFor(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	if len(nc.Status.Subnets) == 0 {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q has no resolved subnets", nc.Name))
+	}
+	seen := map[string]bool{}
+	var zones []string
+	for _, s := range nc.Status.Subnets {
+		if !seen[s.Zone] {
+			seen[s.Zone] = true
+			zones = append(zones, s.Zone)
+		}
+	}
+	return p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones})
+}
+
+func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Settings {
+	s := instancetype.Settings{
+		VMMemoryOverheadPercent: p.settings.VMMemoryOverheadPercent,
+		ReservedENIs:            p.settings.ReservedENIs,
+		EphemeralStorage:        launchtemplate.EphemeralStorage(nc),
+	}
+	if f := nc.AMIFamily(); f == awsv1.AMIFamilyWindows2019 || f == awsv1.AMIFamilyWindows2022 {
+		s.OS = karpv1.OSWindows
+	}
+	return s
+}
+
+func kubeletOf(nc *awsv1.EC2NodeClass) instancetype.Kubelet {
+	k := nc.Spec.Kubelet
+	if k == nil {
+		return instancetype.Kubelet{}
+	}
+	return instancetype.Kubelet{
+		MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore,
+		KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard,
+	}
+}

@@ -1,0 +1,360 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
+	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail/dovetail/pkg/providers/aws/requirements"
+	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
+)
+
+// Create launches an instance for the NodeClaim: it selects offerings, makes sure the launch templates exist,
+// calls CreateFleet and returns the NodeClaim with providerID, imageID, capacity, allocatable and labels set.
+func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	if err := readyForLaunch(nc); err != nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(err)
+	}
+	its, err := p.instanceTypesFor(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
+	its = fitting(its, nodeClaim.Spec.Resources.Requests)
+	ct, choices, err := instance.SelectOverrides(instance.SelectInput{
+		Requirements: reqs, InstanceTypes: its, Subnets: nc.Status.Subnets, SubnetUsable: p.subnetUsable,
+	})
+	if err != nil {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s: %w", nodeClaim.Name, err))
+	}
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	info, err := p.clusterInfo.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var launched *instance.Instance
+	var images map[string]string
+	for attempt := 0; ; attempt++ {
+		var ltByType map[string]string
+		ltByType, images, choices, err = p.launchTemplates(ctx, nc, nodeClaim, ct, choices, byName, info)
+		if err != nil {
+			return nil, err
+		}
+		launched, err = p.instances.Launch(ctx, instance.FleetRequest{
+			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType,
+			Tags: p.cluster.ForInstance(tags.Instance{
+				NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
+			}),
+		})
+		if err == nil {
+			break
+		}
+		if errors.Is(err, instance.ErrLaunchTemplateNotFound) && attempt == 0 {
+			log.FromContext(ctx).Info("launch template vanished; recreating", "nodeclaim", nodeClaim.Name)
+			p.templates.InvalidateAll()
+			continue
+		}
+		return nil, err
+	}
+	it := byName[launched.Type]
+	if it == nil {
+		return nil, fmt.Errorf("CreateFleet launched %s (%s), which was not among the offered types", launched.ID, launched.Type)
+	}
+	log.FromContext(ctx).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance-id", launched.ID,
+		"instance-type", launched.Type, "zone", launched.Zone, "capacity-type", launched.CapacityType)
+	out := nodeClaim.DeepCopy()
+	out.Status.ProviderID = launched.ProviderID()
+	out.Status.ImageID = images[launched.Type]
+	out.Status.Capacity = it.Capacity.DeepCopy()
+	out.Status.Allocatable = it.Allocatable()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range p.instanceLabels(it.Labels, launched, nc) {
+		out.Labels[k] = v
+	}
+	return out, nil
+}
+
+func readyForLaunch(nc *awsv1.EC2NodeClass) error {
+	switch {
+	case len(nc.Status.Subnets) == 0:
+		return fmt.Errorf("EC2NodeClass %q has no resolved subnets", nc.Name)
+	case len(nc.Status.SecurityGroups) == 0:
+		return fmt.Errorf("EC2NodeClass %q has no resolved security groups", nc.Name)
+	case len(nc.Status.AMIs) == 0:
+		return fmt.Errorf("EC2NodeClass %q has no resolved AMIs", nc.Name)
+	case nc.InstanceProfileName() == "":
+		return fmt.Errorf("EC2NodeClass %q has no instance profile yet", nc.Name)
+	}
+	return nil
+}
+
+func (p *CloudProvider) subnetUsable(id string) bool { return !p.unavailable.IsSubnetUnavailable(id) }
+
+// fitting keeps the instance types whose allocatable resources hold the requests.
+func fitting(its []*cloudprovider.InstanceType, requests corev1.ResourceList) []*cloudprovider.InstanceType {
+	if len(requests) == 0 {
+		return its
+	}
+	var out []*cloudprovider.InstanceType
+	for _, it := range its {
+		alloc := it.Allocatable()
+		ok := true
+		for name, q := range requests {
+			if a, has := alloc[name]; (!has && !q.IsZero()) || (has && a.Cmp(q) < 0) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// instanceLabels are the labels a launched NodeClaim carries: its instance type's, and the offering's zone,
+// zone id, region and capacity type.
+func (p *CloudProvider) instanceLabels(typeLabels map[string]string, inst *instance.Instance, nc *awsv1.EC2NodeClass) map[string]string {
+	out := map[string]string{}
+	for k, v := range typeLabels {
+		out[k] = v
+	}
+	out[corev1.LabelTopologyZone] = inst.Zone
+	out[corev1.LabelTopologyRegion] = p.clients.Region
+	out[karpv1.CapacityTypeLabelKey] = inst.CapacityType
+	if nc != nil {
+		for _, s := range nc.Status.Subnets {
+			if s.Zone == inst.Zone && s.ZoneID != "" {
+				out[awsv1.LabelTopologyZoneID] = s.ZoneID
+				break
+			}
+		}
+	}
+	return out
+}
+
+// templateGroup is a set of instance types that share one launch template: same image, max pods and reserved
+// resources (the kubelet configuration in the user data must match what the instance type offers).
+type templateGroup struct {
+	image    string
+	maxPods  int64
+	reserved string
+}
+
+// launchTemplates makes sure a launch template exists for every chosen instance type and returns instance type
+// → template name and instance type → image id. Choices without a compatible AMI are dropped.
+func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, capacityType string,
+	choices []instance.Choice, byName map[string]*cloudprovider.InstanceType, info ClusterInfo) (map[string]string, map[string]string, []instance.Choice, error) {
+	groups := map[templateGroup][]string{}
+	images := map[string]string{}
+	for _, c := range choices {
+		if _, done := images[c.InstanceType]; done {
+			continue
+		}
+		it := byName[c.InstanceType]
+		ami, ok := amiFor(nc.Status.AMIs, it.Labels)
+		if !ok {
+			continue
+		}
+		images[c.InstanceType] = ami
+		g := templateGroup{image: ami, maxPods: it.Capacity.Pods().Value(), reserved: quantities(it.Overhead.KubeReserved)}
+		groups[g] = append(groups[g], c.InstanceType)
+	}
+	if len(groups) == 0 {
+		return nil, nil, nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no AMI of EC2NodeClass %q is compatible with the %d chosen instance types", nc.Name, len(choices)))
+	}
+	keys := make([]templateGroup, 0, len(groups))
+	for g := range groups {
+		keys = append(keys, g)
+	}
+	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+	sgs := make([]string, 0, len(nc.Status.SecurityGroups))
+	for _, g := range nc.Status.SecurityGroups {
+		sgs = append(sgs, g.ID)
+	}
+	ltByType := map[string]string{}
+	for _, g := range keys {
+		it := byName[groups[g][0]]
+		b := p.bootstrap(nc, nodeClaim, capacityType, it, info)
+		userData, err := b.Render()
+		if err != nil {
+			return nil, nil, nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q user data: %w", nc.Name, err))
+		}
+		name, err := p.templates.Ensure(ctx, launchtemplate.Spec{
+			NodeClass: nc, ImageID: g.image, UserData: userData, SecurityGroupIDs: sgs, InstanceProfile: nc.InstanceProfileName(),
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, t := range groups[g] {
+			ltByType[t] = name
+		}
+	}
+	kept := choices[:0:0]
+	for _, c := range choices {
+		if _, ok := ltByType[c.InstanceType]; ok {
+			kept = append(kept, c)
+		}
+	}
+	return ltByType, images, kept, nil
+}
+
+// amiFor returns the first AMI whose requirements the instance type's labels satisfy.
+func amiFor(amis []awsv1.AMI, labels map[string]string) (string, bool) {
+	for _, a := range amis {
+		if requirements.Matches(a.Requirements, labels, nil) {
+			return a.ID, true
+		}
+	}
+	return "", false
+}
+
+func quantities(l corev1.ResourceList) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		q := l[corev1.ResourceName(k)]
+		parts = append(parts, k+"="+q.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// bootstrap assembles the node bootstrap for one launch template.
+func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, capacityType string, it *cloudprovider.InstanceType, info ClusterInfo) launchtemplate.Bootstrap {
+	family := nc.AMIFamily()
+	if family == "" {
+		family = awsv1.AMIFamilyCustom
+	}
+	kc := launchtemplate.KubeletConfig{
+		MaxPods:      int32(it.Capacity.Pods().Value()),
+		ClusterDNS:   []string{info.ClusterDNS},
+		KubeReserved: stringMap(it.Overhead.KubeReserved),
+		EvictionHard: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"},
+	}
+	if k := nc.Spec.Kubelet; k != nil {
+		if len(k.ClusterDNS) > 0 {
+			kc.ClusterDNS = k.ClusterDNS
+		}
+		if len(k.SystemReserved) > 0 {
+			kc.SystemReserved = k.SystemReserved
+		}
+		for sig, v := range k.EvictionHard {
+			kc.EvictionHard[sig] = v
+		}
+		kc.EvictionSoft = k.EvictionSoft
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			kc.EvictionSoftGracePeriod = map[string]string{}
+			for sig, d := range k.EvictionSoftGracePeriod {
+				kc.EvictionSoftGracePeriod[sig] = d.Duration.String()
+			}
+		}
+		kc.EvictionMaxPodGracePeriod = k.EvictionMaxPodGracePeriod
+		kc.ImageGCHighThresholdPercent = k.ImageGCHighThresholdPercent
+		kc.ImageGCLowThresholdPercent = k.ImageGCLowThresholdPercent
+		kc.CPUCFSQuota = k.CPUCFSQuota
+	}
+	taints := []corev1.Taint{karpv1.UnregisteredNoExecuteTaint()}
+	taints = append(taints, nodeClaim.Spec.Taints...)
+	taints = append(taints, nodeClaim.Spec.StartupTaints...)
+	b := launchtemplate.Bootstrap{
+		Family: family, ClusterName: p.cluster.Name, Endpoint: info.Endpoint, CABundle: info.CABundle,
+		ServiceCIDR: info.ServiceCIDR, Kubelet: kc, Labels: NodeLabels(nodeClaim, capacityType), Taints: taints,
+	}
+	if nc.Spec.UserData != nil {
+		b.UserData = *nc.Spec.UserData
+	}
+	return b
+}
+
+func stringMap(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, q := range l {
+		out[string(k)] = q.String()
+	}
+	return out
+}
+
+// kubeletLabelDomains are the kubernetes.io domains whose labels a kubelet may set on its own Node.
+var kubeletLabelDomains = map[string]bool{
+	"kubernetes.io": true, "node.kubernetes.io": true, "topology.kubernetes.io": true,
+	"beta.kubernetes.io": true, "failure-domain.beta.kubernetes.io": true,
+}
+
+// NodeLabels returns the labels the kubelet registers the Node with: the NodeClaim's labels, the values its
+// requirements pin to one value, and the capacity type. Labels a kubelet may not set on itself (other
+// kubernetes.io/k8s.io domains, the hostname) are left for the controller to sync after registration.
+func NodeLabels(nodeClaim *karpv1.NodeClaim, capacityType string) map[string]string {
+	out := map[string]string{}
+	for k, v := range requirements.SingleValues(karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)) {
+		out[k] = v
+	}
+	for k, v := range nodeClaim.Labels {
+		out[k] = v
+	}
+	out[karpv1.CapacityTypeLabelKey] = capacityType
+	for k := range out {
+		if k == corev1.LabelHostname {
+			delete(out, k)
+			continue
+		}
+		domain := karpv1.LabelDomain(k)
+		if (karpv1.InDomain(domain, karpv1.LabelDomainKubernetes) || karpv1.InDomain(domain, karpv1.LabelDomainK8s)) &&
+			!kubeletLabelDomains[domain] && !strings.HasSuffix(domain, ".kubelet.kubernetes.io") && !strings.HasSuffix(domain, ".node.kubernetes.io") {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// nodeClaimFromInstance is the NodeClaim-shaped view of an instance for Get and List.
+func (p *CloudProvider) nodeClaimFromInstance(ctx context.Context, inst *instance.Instance) *karpv1.NodeClaim {
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              inst.Tags[awsv1.TagNodeClaim],
+			CreationTimestamp: metav1.NewTime(inst.LaunchTime),
+			Labels:            map[string]string{},
+		},
+		Status: karpv1.NodeClaimStatus{ProviderID: inst.ProviderID(), ImageID: inst.ImageID},
+	}
+	if name := inst.Tags[awsv1.TagNodeClass]; name != "" {
+		nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: name}
+	}
+	var typeLabels map[string]string
+	if info, ok, err := p.instanceTypes.Info(ctx, inst.Type); err == nil && ok {
+		typeLabels = instancetype.Labels(info, "")
+	} else {
+		typeLabels = map[string]string{corev1.LabelInstanceTypeStable: inst.Type}
+	}
+	for k, v := range p.instanceLabels(typeLabels, inst, nil) {
+		nc.Labels[k] = v
+	}
+	if np := inst.Tags[awsv1.TagNodePool]; np != "" {
+		nc.Labels[karpv1.NodePoolLabelKey] = np
+	}
+	return nc
+}

@@ -1,0 +1,98 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+)
+
+// Get returns the NodeClaim-shaped view of the instance with that provider ID, or a NotFoundError when it is
+// gone or not this cluster's.
+func (p *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	id, err := instance.ParseProviderID(providerID)
+	if err != nil {
+		return nil, cloudprovider.NewNotFoundError(err)
+	}
+	inst, err := p.instances.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.nodeClaimFromInstance(ctx, inst), nil
+}
+
+// List returns every live instance this cluster launched (carrying its identity tag), as NodeClaims.
+func (p *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	insts, err := p.instances.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*karpv1.NodeClaim, 0, len(insts))
+	for _, inst := range insts {
+		out = append(out, p.nodeClaimFromInstance(ctx, inst))
+	}
+	return out, nil
+}
+
+// Delete terminates the NodeClaim's instance. It returns a NotFoundError once the instance is shutting down,
+// terminated, unknown or not this cluster's, so callers can call it until then.
+func (p *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	if nodeClaim.Status.ProviderID == "" {
+		return cloudprovider.NewNotFoundError(fmt.Errorf("NodeClaim %s has no provider ID", nodeClaim.Name))
+	}
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return cloudprovider.NewNotFoundError(err)
+	}
+	return p.instances.Terminate(ctx, id)
+}
+
+// TagInstance adds or replaces tags on an instance of this cluster (for example Name=<node name> after the
+// node registers). It returns a NotFoundError when the instance is gone or not this cluster's.
+func (p *CloudProvider) TagInstance(ctx context.Context, instanceID string, tags map[string]string) error {
+	return p.instances.Tag(ctx, instanceID, tags)
+}
+
+// IsDrifted reports whether the NodeClaim's instance no longer matches its EC2NodeClass: its image is no longer
+// among the resolved AMIs, its subnet no longer selected, or its security groups differ from the selected ones.
+func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return "", err
+	}
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return "", cloudprovider.NewNotFoundError(err)
+	}
+	inst, err := p.instances.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return Drift(nc, inst), nil
+}
+
+// Drift compares an instance with its node class's resolved status. Unresolved parts of the status never count
+// as drift.
+func Drift(nc *awsv1.EC2NodeClass, inst *instance.Instance) cloudprovider.DriftReason {
+	if len(nc.Status.AMIs) > 0 && inst.ImageID != "" && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == inst.ImageID }) {
+		return karpv1.ReasonAMIDrifted
+	}
+	if len(nc.Status.Subnets) > 0 && inst.SubnetID != "" && !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
+		return karpv1.ReasonSubnetDrifted
+	}
+	if len(nc.Status.SecurityGroups) > 0 && len(inst.SecurityGroupIDs) > 0 {
+		want := make([]string, 0, len(nc.Status.SecurityGroups))
+		for _, g := range nc.Status.SecurityGroups {
+			want = append(want, g.ID)
+		}
+		slices.Sort(want)
+		if !slices.Equal(want, inst.SecurityGroupIDs) {
+			return karpv1.ReasonSecurityGroupDrifted
+		}
+	}
+	return ""
+}
