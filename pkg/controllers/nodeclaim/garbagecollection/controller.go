@@ -1,0 +1,106 @@
+package garbagecollection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodeclaim.garbagecollection"
+
+// LeakGracePeriod is how old an instance without a NodeClaim must be before it is terminated; it covers the
+// time between the cloud launching it and the lifecycle controller recording its provider ID.
+const LeakGracePeriod = 30 * time.Second
+
+// Interval is the time between two passes.
+const Interval = 30 * time.Second
+
+// Controller garbage-collects NodeClaims and instances.
+type Controller struct {
+	deps deps.Deps
+}
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Register runs a pass every Interval (on the injected clock) while the manager is leader.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
+		for {
+			if err := c.Reconcile(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "garbage collection pass failed")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.deps.Clock.After(Interval):
+			}
+		}
+	}))
+}
+
+// Reconcile runs one pass.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	ctx = metrics.WithController(ctx, Name)
+	logger := log.FromContext(ctx)
+	instances, err := c.deps.CloudProvider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, claims); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	claimed := map[string]bool{}
+	for _, nc := range claims.Items {
+		if nc.Status.ProviderID != "" {
+			claimed[nc.Status.ProviderID] = true
+		}
+	}
+	live := map[string]bool{}
+	var errs []error
+	for _, inst := range instances {
+		id := inst.Status.ProviderID
+		live[id] = true
+		if claimed[id] || c.deps.Clock.Since(inst.CreationTimestamp.Time) < LeakGracePeriod {
+			continue
+		}
+		logger.Info("terminating instance without a nodeclaim", "provider-id", id, "nodeclaim", inst.Name)
+		if err := c.deps.CloudProvider.Delete(ctx, inst); err != nil && !cloudprovider.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("terminating leaked instance %s: %w", id, err))
+		}
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		id := nc.Status.ProviderID
+		if id == "" || live[id] || !nc.DeletionTimestamp.IsZero() || !nc.IsTrue(karpv1.ConditionTypeLaunched) {
+			continue
+		}
+		// Confirm with a direct lookup: List may lag behind a launch.
+		if _, err := c.deps.CloudProvider.Get(ctx, id); err == nil || !cloudprovider.IsNotFound(err) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("looking up instance %s: %w", id, err))
+			}
+			continue
+		}
+		logger.Info("deleting nodeclaim whose instance is gone", "nodeclaim", nc.Name, "provider-id", id, "nodepool", nc.NodePoolName())
+		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotFound", "Instance %s no longer exists; deleting the NodeClaim", id)
+		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

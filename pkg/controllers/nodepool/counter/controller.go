@@ -1,0 +1,124 @@
+package counter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodepool.counter"
+
+// ResourceNodes is the "nodes" entry of status.resources and limits.
+const ResourceNodes corev1.ResourceName = "nodes"
+
+// Controller counts a NodePool's resources.
+type Controller struct {
+	deps deps.Deps
+}
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Register adds the controller; NodeClaim changes enqueue their NodePool.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return builder.ControllerManagedBy(m).Named(Name).
+		For(&karpv1.NodePool{}).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if pool := o.GetLabels()[karpv1.NodePoolLabelKey]; pool != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			}
+			return nil
+		})).
+		Complete(c)
+}
+
+// Reconcile updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	claims := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, claims, client.MatchingLabels{karpv1.NodePoolLabelKey: req.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	np := &karpv1.NodePool{}
+	err := c.deps.Client.Get(ctx, req.NamespacedName, np)
+	if client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, fmt.Errorf("getting nodepool: %w", err)
+	}
+	if err != nil || !np.DeletionTimestamp.IsZero() {
+		c.forget(req.Name)
+		return reconcile.Result{}, c.deleteClaims(ctx, req.Name, claims.Items)
+	}
+	resources := corev1.ResourceList{}
+	var nodes int64
+	for _, nc := range claims.Items {
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		nodes++
+		for name, q := range nc.Status.Capacity {
+			sum := resources[name]
+			sum.Add(q)
+			resources[name] = sum
+		}
+	}
+	resources[ResourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	c.export(np, resources)
+	if np.Status.Nodes != nil && *np.Status.Nodes == nodes && equality.Semantic.DeepEqual(np.Status.Resources, resources) {
+		return reconcile.Result{}, nil
+	}
+	stored := np.DeepCopy()
+	np.Status.Resources = resources
+	np.Status.Nodes = &nodes
+	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) deleteClaims(ctx context.Context, pool string, claims []karpv1.NodeClaim) error {
+	var errs []error
+	for i := range claims {
+		nc := &claims[i]
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		log.FromContext(ctx).Info("deleting nodeclaim of deleted nodepool", "nodeclaim", nc.Name, "nodepool", pool)
+		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList) {
+	m := c.deps.Metrics
+	m.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
+	m.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
+	for name, q := range usage {
+		m.NodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+	}
+	for name, q := range np.Spec.Limits {
+		m.NodePoolLimit.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+	}
+}
+
+func (c *Controller) forget(pool string) {
+	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
+	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
+}

@@ -1,0 +1,151 @@
+package readiness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodepool.readiness"
+
+// Controller sets NodePool readiness conditions.
+type Controller struct {
+	deps deps.Deps
+}
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Register adds the controller; EC2NodeClass changes enqueue the NodePools that reference them.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return builder.ControllerManagedBy(m).Named(Name).
+		For(&karpv1.NodePool{}).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.nodeClassToNodePools)).
+		Complete(c)
+}
+
+func (c *Controller) nodeClassToNodePools(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &karpv1.NodePoolList{}
+	if err := c.deps.Client.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, np := range list.Items {
+		if ref := np.NodeClassRef(); ref != nil && ref.Name == o.GetName() && ref.Group == awsv1.Group {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: np.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile evaluates the conditions.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &karpv1.NodePool{}
+	if err := c.deps.Client.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !np.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	stored := np.DeepCopy()
+	if msg := Validate(np); msg != "" {
+		np.SetFalse(karpv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationFailed, msg)
+	} else {
+		np.SetTrue(karpv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
+	}
+	if err := c.nodeClassReady(ctx, np); err != nil {
+		return reconcile.Result{}, err
+	}
+	if conditionsEqual(stored.Status.Conditions, np.Status.Conditions) && stored.Status.NodeClassObservedGeneration == np.Status.NodeClassObservedGeneration {
+		return reconcile.Result{}, nil
+	}
+	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) nodeClassReady(ctx context.Context, np *karpv1.NodePool) error {
+	ref := np.NodeClassRef()
+	if ref == nil {
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNodeClassNotFound, "spec.template.spec.nodeClassRef is not set")
+		return nil
+	}
+	if ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNodeClassNotFound,
+			fmt.Sprintf("node class kind %s.%s is not supported; use EC2NodeClass.%s", ref.Kind, ref.Group, awsv1.Group))
+		return nil
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("getting EC2NodeClass %s: %w", ref.Name, err)
+		}
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNodeClassNotFound, fmt.Sprintf("EC2NodeClass %q not found", ref.Name))
+		return nil
+	}
+	np.Status.NodeClassObservedGeneration = nc.Generation
+	ready := nc.GetCondition(karpv1.ConditionTypeReady)
+	switch {
+	case !nc.DeletionTimestamp.IsZero():
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNotReady, fmt.Sprintf("EC2NodeClass %q is being deleted", ref.Name))
+	case ready == nil:
+		np.SetCondition(karpv1.ConditionTypeNodeClassReady, metav1.ConditionUnknown, karpv1.ReasonUnknown,
+			fmt.Sprintf("EC2NodeClass %q has no Ready condition yet", ref.Name))
+	case ready.Status == metav1.ConditionTrue:
+		np.SetTrue(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNodeClassReady)
+	default:
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNotReady,
+			fmt.Sprintf("EC2NodeClass %q is not ready: %s", ref.Name, ready.Message))
+	}
+	return nil
+}
+
+// Validate returns why the NodePool's template cannot be used, or "". The API server's schema rejects most
+// invalid NodePools; this catches label keys reserved for Dovetail or the cloud.
+func Validate(np *karpv1.NodePool) string {
+	policy := awsv1.LabelPolicy()
+	var problems []string
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.Key == karpv1.NodePoolLabelKey {
+			continue
+		}
+		if err := policy.ValidateRequirementKey(r.Key); err != nil {
+			problems = append(problems, "requirement "+err.Error())
+		}
+	}
+	for k := range np.Spec.Template.Labels {
+		if err := policy.ValidateTemplateLabelKey(k); err != nil {
+			problems = append(problems, "template label "+err.Error())
+		}
+	}
+	sort.Strings(problems)
+	return strings.Join(problems, "; ")
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	strip := func(in []metav1.Condition) []metav1.Condition {
+		out := make([]metav1.Condition, len(in))
+		for i, c := range in {
+			c.LastTransitionTime = metav1.Time{}
+			out[i] = c
+		}
+		return out
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
