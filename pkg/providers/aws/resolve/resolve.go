@@ -38,6 +38,9 @@ type NoMatchError struct {
 	Terms string
 }
 
+// NoMatch marks the error as "selectors matched nothing" for callers that test with an interface.
+func (e *NoMatchError) NoMatch() bool { return true }
+
 func (e *NoMatchError) Error() string {
 	return fmt.Sprintf("no %s matched %s %s", e.What, e.Field, e.Terms)
 }

@@ -1,0 +1,274 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "nodeclass.status"
+
+// Condition and reasons this controller sets besides the readiness conditions of the API.
+const (
+	// ConditionTypeTerminating is True while a deleted EC2NodeClass waits for the NodeClaims that use it.
+	ConditionTypeTerminating  = "Terminating"
+	ReasonWaitingOnNodeClaims = "WaitingOnNodeClaims"
+	ReasonCleaningUp          = "CleaningUp"
+	ReasonResolutionFailed    = "ResolutionFailed"
+	ReasonNotSupported        = "NotSupported"
+)
+
+// Requeue intervals: resolved classes are refreshed (new AMIs, subnets) every resyncPeriod; failures sooner.
+const (
+	resyncPeriod  = 5 * time.Minute
+	retryPeriod   = 30 * time.Second
+	waitingPeriod = 15 * time.Second
+)
+
+// Resolver is what this controller needs from the cloud provider to resolve and clean up an EC2NodeClass.
+// The AWS provider (pkg/providers/aws) implements it.
+type Resolver interface {
+	ResolveSubnets(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.Subnet, error)
+	ResolveSecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.SecurityGroup, error)
+	ResolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error)
+	ResolveInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
+	ValidateNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error
+	DeleteNodeClassResources(ctx context.Context, nc *awsv1.EC2NodeClass) error
+}
+
+// Controller keeps EC2NodeClass status (subnets, security groups, AMIs, instance profile, conditions) current
+// and runs the karpenter.k8s.aws/termination finalizer.
+type Controller struct {
+	deps     deps.Deps
+	resolver Resolver
+}
+
+// NewController returns the controller, taking the resolver from the cloud provider in d (unwrapping the
+// metrics instrumentation). Register fails when the cloud provider cannot resolve EC2NodeClasses.
+func NewController(d deps.Deps) *Controller {
+	return &Controller{deps: d, resolver: resolverOf(d.CloudProvider)}
+}
+
+// New returns the controller with an explicit resolver (tests, other wiring).
+func New(d deps.Deps, r Resolver) *Controller { return &Controller{deps: d, resolver: r} }
+
+func resolverOf(cp cloudprovider.CloudProvider) Resolver {
+	for cp != nil {
+		if r, ok := cp.(Resolver); ok {
+			return r
+		}
+		w, ok := cp.(*metrics.InstrumentedCloudProvider)
+		if !ok {
+			return nil
+		}
+		cp = w.CloudProvider
+	}
+	return nil
+}
+
+// Register adds the controller to the manager; it watches EC2NodeClasses and the NodeClaims that use them.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	if c.resolver == nil {
+		return fmt.Errorf("%s: the cloud provider cannot resolve EC2NodeClasses", Name)
+	}
+	return builder.ControllerManagedBy(m).Named(Name).
+		For(&awsv1.EC2NodeClass{}).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodeClaimToNodeClass)).
+		Complete(c)
+}
+
+func nodeClaimToNodeClass(_ context.Context, o client.Object) []reconcile.Request {
+	nc, ok := o.(*karpv1.NodeClaim)
+	if !ok || !refersToNodeClass(nc) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}}}
+}
+
+func refersToNodeClass(nc *karpv1.NodeClaim) bool {
+	r := nc.Spec.NodeClassRef
+	return r != nil && r.Group == awsv1.Group && r.Kind == "EC2NodeClass"
+}
+
+// Reconcile resolves one EC2NodeClass into its status, or runs its finalizer when it is being deleted.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, Name)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("ec2nodeclass", req.Name))
+	nc := &awsv1.EC2NodeClass{}
+	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		orig := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, awsv1.TerminationFinalizer)
+		if err := c.deps.Client.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	orig := nc.DeepCopy()
+	failed := c.resolve(ctx, nc)
+	if !equality.Semantic.DeepEqual(orig.Status, nc.Status) {
+		if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if failed {
+		return reconcile.Result{RequeueAfter: retryPeriod}, nil
+	}
+	return reconcile.Result{RequeueAfter: resyncPeriod}, nil
+}
+
+// resolve fills the status and its conditions; it reports whether anything failed.
+func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
+	failed := false
+	step := func(condition, notFoundReason string, run func() error) {
+		err := run()
+		switch {
+		case err == nil:
+			nc.SetTrue(condition, karpv1.ReasonReady)
+		case cloudprovider.IsThrottled(err):
+			failed = true
+			nc.SetCondition(condition, metav1.ConditionUnknown, ReasonResolutionFailed, err.Error())
+		default:
+			failed = true
+			reason := notFoundReason
+			if !isNoMatch(err) {
+				reason = ReasonResolutionFailed
+			}
+			log.FromContext(ctx).Info("resolving EC2NodeClass failed", "condition", condition, "error", err.Error())
+			nc.SetFalse(condition, reason, err.Error())
+		}
+	}
+	step(awsv1.ConditionTypeSubnetsReady, awsv1.ReasonSubnetsNotFound, func() error {
+		s, err := c.resolver.ResolveSubnets(ctx, nc)
+		if err == nil || isNoMatch(err) {
+			nc.Status.Subnets = s
+		}
+		return err
+	})
+	step(awsv1.ConditionTypeSecurityGroupsReady, awsv1.ReasonSecurityGroupsNotFound, func() error {
+		g, err := c.resolver.ResolveSecurityGroups(ctx, nc)
+		if err == nil || isNoMatch(err) {
+			nc.Status.SecurityGroups = g
+		}
+		return err
+	})
+	step(awsv1.ConditionTypeAMIsReady, awsv1.ReasonAMINotFound, func() error {
+		a, err := c.resolver.ResolveAMIs(ctx, nc)
+		if err == nil || isNoMatch(err) {
+			nc.Status.AMIs = a
+		}
+		return err
+	})
+	step(awsv1.ConditionTypeInstanceProfileReady, awsv1.ReasonInstanceProfileError, func() error {
+		name, err := c.resolver.ResolveInstanceProfile(ctx, nc)
+		if err == nil {
+			nc.Status.InstanceProfile = name
+		}
+		return err
+	})
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		nc.SetFalse(awsv1.ConditionTypeCapacityReservationsReady, ReasonNotSupported,
+			"capacityReservationSelectorTerms are not supported by Dovetail yet; remove them to use this EC2NodeClass")
+	} else {
+		nc.SetTrue(awsv1.ConditionTypeCapacityReservationsReady, karpv1.ReasonReady)
+	}
+	if err := c.resolver.ValidateNodeClass(ctx, nc); err != nil {
+		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationFailed, err.Error())
+	} else {
+		nc.SetTrue(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
+	}
+	return failed
+}
+
+// finalize keeps the finalizer while NodeClaims use the class; then deletes the class's AWS resources and
+// removes the finalizer.
+func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, claims); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	var users []string
+	for i := range claims.Items {
+		if refersToNodeClass(&claims.Items[i]) && claims.Items[i].Spec.NodeClassRef.Name == nc.Name {
+			users = append(users, claims.Items[i].Name)
+		}
+	}
+	orig := nc.DeepCopy()
+	if len(users) > 0 {
+		sort.Strings(users)
+		msg := fmt.Sprintf("waiting for %d NodeClaim(s) using this EC2NodeClass to be deleted: %s", len(users), nameList(users, 10))
+		nc.SetCondition(ConditionTypeTerminating, metav1.ConditionTrue, ReasonWaitingOnNodeClaims, msg)
+		if err := c.patchStatus(ctx, orig, nc); err != nil {
+			return reconcile.Result{}, err
+		}
+		if c.deps.Recorder != nil && !equality.Semantic.DeepEqual(orig.Status.Conditions, nc.Status.Conditions) {
+			c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonWaitingOnNodeClaims, msg)
+		}
+		return reconcile.Result{RequeueAfter: waitingPeriod}, nil
+	}
+	nc.SetCondition(ConditionTypeTerminating, metav1.ConditionTrue, ReasonCleaningUp, "deleting launch templates and the instance profile Dovetail created")
+	if err := c.patchStatus(ctx, orig, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.resolver.DeleteNodeClassResources(ctx, nc); err != nil {
+		if c.deps.Recorder != nil {
+			c.deps.Recorder.Event(nc, corev1.EventTypeWarning, "CleanupFailed", err.Error())
+		}
+		return reconcile.Result{}, fmt.Errorf("deleting AWS resources of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	before := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, awsv1.TerminationFinalizer)
+	if err := c.deps.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("removed finalizer after cleaning up AWS resources")
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) patchStatus(ctx context.Context, orig, nc *awsv1.EC2NodeClass) error {
+	if equality.Semantic.DeepEqual(orig.Status, nc.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(c.deps.Client.Status().Patch(ctx, nc, client.MergeFrom(orig)))
+}
+
+func nameList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}
+
+// isNoMatch reports whether err says selector terms matched nothing (as opposed to an AWS failure).
+func isNoMatch(err error) bool {
+	var nm interface{ NoMatch() bool }
+	return errors.As(err, &nm) && nm.NoMatch()
+}
