@@ -137,6 +137,17 @@ spec:
 		{name: "user tags", base: b, patch: `spec: {tags: {Name: custom, example.com/cost-center: "42", kubernetes.io/role: x}}`},
 		{name: "update to another role", base: b, update: `spec: {role: OtherRole}`},
 		{name: "context and monitoring", base: b, patch: `spec: {context: lt-context, detailedMonitoring: false, associatePublicIPAddress: false}`},
+		{name: "bottlerocket with toml user data", base: b, patch: `
+spec:
+  amiSelectorTerms: [{alias: bottlerocket@latest}]
+  userData: |
+    [settings.kubernetes]
+    max-pods = 110
+  blockDeviceMappings:
+    - {deviceName: /dev/xvda, ebs: {volumeSize: 4Gi, volumeType: gp3, encrypted: true}}
+    - {deviceName: /dev/xvdb, ebs: {volumeSize: 20Gi, volumeType: gp3, encrypted: true}, rootVolume: true}`},
+		{name: "windows2019 alias", base: b, patch: `spec: {amiSelectorTerms: [{alias: windows2019@latest}]}`},
+		{name: "instance profile update keeps instance profile", base: b, patch: `spec: {role: null, instanceProfile: ProfileA}`, update: `spec: {instanceProfile: ProfileB}`},
 		{name: "custom family with ssm parameter", base: b, patch: `spec: {amiFamily: Custom, amiSelectorTerms: [{ssmParameter: /my/ami/id}]}`},
 
 		// Rejected.

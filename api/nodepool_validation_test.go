@@ -146,6 +146,9 @@ spec:
 		{name: "taints with every effect", base: b, patch: `spec: {template: {spec: {taints: [{key: a, effect: NoSchedule}, {key: example.com/b, value: v1, effect: PreferNoSchedule}, {key: c, effect: NoExecute}]}}}`},
 		{name: "limits with extended resource", base: b, patch: `spec: {limits: {cpu: "100", memory: 400Gi, nvidia.com/gpu: "8", nodes: "20"}}`},
 		{name: "update of nodeClassRef name", base: b, update: `spec: {template: {spec: {nodeClassRef: {name: other}}}}`},
+		{name: "50 budgets", base: b, patch: `spec: {disruption: {budgets: [` + repeatTerm(`{nodes: "1"}`, 50) + `]}}`},
+		{name: "100 requirements", base: b, patch: `spec: {template: {spec: {requirements: [` + repeatTerm(`{key: example.com/x, operator: Exists}`, 100) + `]}}}`},
+		{name: "taint with timeAdded", base: b, patch: `spec: {template: {spec: {taints: [{key: a, effect: NoExecute, timeAdded: "2026-01-01T00:00:00Z"}]}}}`},
 
 		// Rejected.
 		{name: "weight 0", base: b, patch: `spec: {weight: 0}`, want: "spec.weight in body should be greater than or equal to 1"},
@@ -190,6 +193,8 @@ spec:
 		{name: "replicas negative", base: b, patch: `spec: {replicas: -1}`, want: "spec.replicas in body should be greater than or equal to 0"},
 		{name: "update nodeClassRef group", base: b, update: `spec: {template: {spec: {nodeClassRef: {group: example.com}}}}`, want: "spec.template.spec.nodeClassRef.group is immutable"},
 		{name: "update nodeClassRef kind", base: b, update: `spec: {template: {spec: {nodeClassRef: {kind: OtherNodeClass}}}}`, want: "spec.template.spec.nodeClassRef.kind is immutable"},
+		{name: "51 budgets", base: b, patch: `spec: {disruption: {budgets: [` + repeatTerm(`{nodes: "1"}`, 51) + `]}}`, want: "must have at most 50 items"},
+		{name: "101 requirements", base: b, patch: `spec: {template: {spec: {requirements: [` + repeatTerm(`{key: example.com/x, operator: Exists}`, 101) + `]}}}`, want: "must have at most 100 items"},
 		{name: "update dynamic to static", base: b, update: `spec: {replicas: 3}`, want: "spec.replicas cannot be added or removed after creation"},
 	}
 }
