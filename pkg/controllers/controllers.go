@@ -1,0 +1,59 @@
+// Package controllers lists every controller the operator runs and registers them with the manager.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+)
+
+// Registrar is what every controller package's Controller implements.
+type Registrar interface {
+	Register(ctx context.Context, m manager.Manager) error
+}
+
+// Named is a controller with its name, for error messages.
+type Named struct {
+	Name       string
+	Controller Registrar
+}
+
+// New returns every controller, in registration order.
+//
+// TODO(lead): add the controllers that do not exist yet, each as <pkg>.NewController(d):
+//   - pkg/controllers/nodeclass/status (EC2NodeClass resolution: subnets, security groups, AMIs, instance profile)
+//   - pkg/controllers/nodeclass/termination (EC2NodeClass finalizer) if the nodeclass helper adds it
+//   - interruption (SQS), disruption (consolidation, drift, expiration), node repair, when they land
+func New(d deps.Deps) []Named {
+	return []Named{
+		{provisioning.Name, provisioning.NewController(d)},
+		{lifecycle.Name, lifecycle.NewController(d)},
+		{garbagecollection.Name, garbagecollection.NewController(d)},
+		{hash.Name, hash.NewController(d)},
+		{counter.Name, counter.NewController(d)},
+		{readiness.Name, readiness.NewController(d)},
+		{"nodeclaim.termination", nodeclaimtermination.NewController(d)},
+		{"node.termination", nodetermination.NewController(d)},
+	}
+}
+
+// Register registers every controller from New with the manager.
+func Register(ctx context.Context, m manager.Manager, d deps.Deps) error {
+	for _, c := range New(d) {
+		if err := c.Controller.Register(ctx, m); err != nil {
+			return fmt.Errorf("registering controller %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws"
+	"github.com/dovetail/dovetail/pkg/settings"
+)
+
+// cloudProviderOptions are what the operator hands the cloud provider constructor.
+type cloudProviderOptions struct {
+	Settings   *settings.Settings
+	ClusterUID string
+	Reader     client.Reader
+	Clock      clock.Clock
+}
+
+// newCloudProvider builds the AWS cloud provider (pkg/providers/aws). The SDK configuration (AWS_REGION,
+// AWS_ENDPOINT_URL*, credentials) is loaded by the provider itself.
+//
+// LEAD: this is the one place where the provider is wired; keep it in sync with aws.Options.
+func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovider.CloudProvider, error) {
+	cp, err := aws.NewCloudProvider(ctx, aws.Options{
+		Settings:   o.Settings,
+		ClusterUID: o.ClusterUID,
+		KubeClient: o.Reader,
+		Clock:      o.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)
+	}
+	return cp, nil
+}

@@ -1,0 +1,203 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
+	"github.com/dovetail/dovetail/pkg/settings"
+)
+
+// LeaderElectionID names the Lease the replicas compete for.
+const LeaderElectionID = "dovetail-leader-election"
+
+// DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
+const DefaultNamespace = "kube-system"
+
+// Options are what Run needs besides settings; zero values mean production defaults.
+type Options struct {
+	// Getenv reads POD_NAMESPACE (default os.Getenv via the caller).
+	Getenv func(string) string
+	// RestConfig is the API server connection; nil means ctrl.GetConfig (KUBECONFIG or in-cluster).
+	RestConfig *rest.Config
+	// LogWriter receives the logs (default stderr).
+	LogWriter io.Writer
+}
+
+// NewLogger returns a JSON zap logger at the settings' level.
+func NewLogger(level string, w io.Writer) logr.Logger {
+	lvl := zapcore.InfoLevel
+	switch level {
+	case "debug":
+		lvl = zapcore.DebugLevel
+	case "warn":
+		lvl = zapcore.WarnLevel
+	case "error":
+		lvl = zapcore.ErrorLevel
+	}
+	opts := []zap.Opts{zap.Level(lvl)}
+	if w != nil {
+		opts = append(opts, zap.WriteTo(w))
+	}
+	return zap.New(opts...)
+}
+
+// NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1 and karpenter.k8s.aws/v1 types.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, s *settings.Settings, opts Options) error {
+	logger := NewLogger(s.LogLevel, opts.LogWriter)
+	ctrl.SetLogger(logger)
+	ctx = log.IntoContext(ctx, logger)
+
+	cfg := opts.RestConfig
+	if cfg == nil {
+		var err error
+		if cfg, err = ctrl.GetConfig(); err != nil {
+			return fmt.Errorf("loading Kubernetes client configuration (KUBECONFIG or in-cluster): %w", err)
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(s.KubeClientQPS), s.KubeClientBurst
+	cfg.UserAgent = "dovetail"
+
+	mgr, err := NewManager(cfg, s, opts.Getenv)
+	if err != nil {
+		return err
+	}
+	d, err := NewDeps(ctx, mgr, cfg, s)
+	if err != nil {
+		return err
+	}
+	if err := controllers.Register(ctx, mgr, d); err != nil {
+		return err
+	}
+	logger.Info("starting dovetail", "cluster-name", s.ClusterName, "cloud-provider", d.CloudProvider.Name(),
+		"leader-election", !s.DisableLeaderElection, "metrics-port", s.MetricsPort, "health-probe-port", s.HealthProbePort)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// NewManager builds the controller-runtime manager: scheme, leader election, probes, metrics, field indexes.
+func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	namespace := DefaultNamespace
+	if getenv != nil && getenv("POD_NAMESPACE") != "" {
+		namespace = getenv("POD_NAMESPACE")
+	}
+	metricsOpts := metricsserver.Options{BindAddress: fmt.Sprintf(":%d", s.MetricsPort)}
+	if s.EnableProfiling {
+		metricsOpts.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        fmt.Sprintf(":%d", s.HealthProbePort),
+		LeaderElection:                !s.DisableLeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       namespace,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// NewDeps builds the shared controller dependencies: clients, clock, recorder, metrics and the instrumented
+// cloud provider (which needs the cluster UID, read before the manager starts).
+func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *settings.Settings) (deps.Deps, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return deps.Deps{}, fmt.Errorf("creating Kubernetes clientset: %w", err)
+	}
+	uid, err := ClusterUID(ctx, mgr.GetAPIReader())
+	if err != nil {
+		return deps.Deps{}, err
+	}
+	m, err := metrics.New(ctrlmetrics.Registry)
+	if err != nil {
+		return deps.Deps{}, err
+	}
+	clk := clock.RealClock{}
+	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk})
+	if err != nil {
+		return deps.Deps{}, err
+	}
+	return deps.Deps{
+		Client:        mgr.GetClient(),
+		KubeClient:    kube,
+		CloudProvider: metrics.Instrument(cp, m),
+		Clock:         clk,
+		Recorder:      mgr.GetEventRecorderFor("dovetail"),
+		Settings:      s,
+		Metrics:       m,
+	}, nil
+}
+
+// ClusterUID returns the UID of the kube-system namespace, which identifies the cluster for the cloud provider.
+func ClusterUID(ctx context.Context, r client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace for the cluster UID: %w", err)
+	}
+	if ns.UID == "" {
+		return "", fmt.Errorf("the kube-system namespace has no UID")
+	}
+	return string(ns.UID), nil
+}
