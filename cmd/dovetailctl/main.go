@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dovetail/dovetail/pkg/cli/teardown"
 )
 
 func main() {
@@ -16,6 +18,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	// Subcommands: one line each, from pkg/cli/<name>.NewCommand().
+	root.AddCommand(teardown.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dovetailctl:", err)
 		os.Exit(1)
