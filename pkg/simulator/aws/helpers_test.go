@@ -64,9 +64,9 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 
 func sdkConfig(url, key string) aws.Config {
 	return aws.Config{
-		Region:       "us-west-2",
-		Credentials:  credentials.NewStaticCredentialsProvider(key, "secret", ""),
-		BaseEndpoint: aws.String(url),
+		Region:           "us-west-2",
+		Credentials:      credentials.NewStaticCredentialsProvider(key, "secret", ""),
+		BaseEndpoint:     aws.String(url),
 		RetryMaxAttempts: 1,
 		HTTPClient:       &http.Client{},
 	}

@@ -22,19 +22,19 @@ var stateCodes = map[string]int64{StatePending: 0, StateRunning: 16, StateShutti
 // instance is a simulated EC2 instance.
 type instance struct {
 	ID, Type, Zone, ZoneID, SubnetID, ImageID, Arch string
-	PrivateIP, PrivateDNS                            string
-	Spot                                             bool
-	CapacityReservationID                            string
-	ReservationID                                    string
-	State                                            string
-	StateReason                                      string
-	LaunchTime, StateSince                           time.Time
-	Tags                                             tagSet
-	UserData                                         string
-	RootGiB                                          int
-	SecurityGroups                                   []string
-	ProfileName                                      string
-	LaunchTemplateID, LaunchTemplateName             string
+	PrivateIP, PrivateDNS                           string
+	Spot                                            bool
+	CapacityReservationID                           string
+	ReservationID                                   string
+	State                                           string
+	StateReason                                     string
+	LaunchTime, StateSince                          time.Time
+	Tags                                            tagSet
+	UserData                                        string
+	RootGiB                                         int
+	SecurityGroups                                  []string
+	ProfileName                                     string
+	LaunchTemplateID, LaunchTemplateName            string
 
 	node nodeProgress
 }

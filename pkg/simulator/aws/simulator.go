@@ -1,6 +1,7 @@
 package awssim
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,6 +48,9 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Logger receives simulator logs (default: discard).
 	Logger *slog.Logger
+	// ResponseDelay is a real-time pause before each response is sent (default 2ms; negative disables).
+	// See pace.
+	ResponseDelay time.Duration
 	// Seed seeds the random source for throttling faults and taint delays (default 1).
 	Seed int64
 }
@@ -114,6 +118,9 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.ResponseDelay == 0 {
+		opts.ResponseDelay = 2 * time.Millisecond
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1
@@ -195,6 +202,20 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAdmin(w, r)
 		return
 	}
+	// aws-sdk-go-v2 (smithy-go safeWriteToReadCloser) closes the request body as soon as the response
+	// arrives; if that happens before net/http's write loop has done its final read of the body, WriteTo
+	// returns io.EOF, the transport closes the connection, and the SDK fails decoding a complete response
+	// with "use of closed network connection". Real AWS is never fast enough to hit this; a loopback
+	// simulator is, so every response is paced by a small real-time delay (not simulated time).
+	if r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "awssim: reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	pace(s.opts.ResponseDelay)
 	acct := s.accountFor(r)
 	target := r.Header.Get("X-Amz-Target")
 	switch {
@@ -289,5 +310,11 @@ func (s *Simulator) Run(ctx context.Context) error {
 		case <-t.C():
 			s.Step(ctx)
 		}
+	}
+}
+
+func pace(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
 	}
 }

@@ -2,11 +2,11 @@ package awssim
 
 import "net/http"
 
-func (s *Simulator) pricingHandlers() map[string]jsonHandler { return nil }
-func (s *Simulator) sqsHandlers() map[string]jsonHandler     { return nil }
-func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, a *account) {}
+func (s *Simulator) pricingHandlers() map[string]jsonHandler                               { return nil }
+func (s *Simulator) sqsHandlers() map[string]jsonHandler                                   { return nil }
+func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, a *account)           {}
 func (s *Simulator) serveIAM(w http.ResponseWriter, r *http.Request, a *account, p params) {}
-func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request)                 {}
+func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request)                     {}
 
 const iamVersion = "2010-05-08"
 const adminPrefix = "/_awssim/"

@@ -109,9 +109,9 @@ type ssmParam struct {
 
 type capacityReservation struct {
 	ID, InstanceType, Zone, State string
-	Total, Available             int
-	End                          time.Time
-	Tags                         tagSet
+	Total, Available              int
+	End                           time.Time
+	Tags                          tagSet
 }
 
 const (
