@@ -1,0 +1,236 @@
+package status_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail/dovetail/pkg/providers/aws/resolve"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+type corev1Req = corev1.NodeSelectorRequirement
+
+// fakeResolver answers with fixed objects; subnets can be made to match nothing.
+type fakeResolver struct {
+	mu        sync.Mutex
+	noSubnets bool
+	deleted   []string
+}
+
+func (f *fakeResolver) ResolveSubnets(_ context.Context, _ *awsv1.EC2NodeClass) ([]awsv1.Subnet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noSubnets {
+		return nil, &resolve.NoMatchError{What: "subnets", Field: "subnetSelectorTerms", Terms: "[tags karpenter.sh/discovery=nowhere]"}
+	}
+	return []awsv1.Subnet{{ID: "subnet-1", Zone: "us-west-2a", ZoneID: "usw2-az1"}}, nil
+}
+
+func (f *fakeResolver) ResolveSecurityGroups(context.Context, *awsv1.EC2NodeClass) ([]awsv1.SecurityGroup, error) {
+	return []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}}, nil
+}
+
+func (f *fakeResolver) ResolveAMIs(context.Context, *awsv1.EC2NodeClass) ([]awsv1.AMI, error) {
+	return []awsv1.AMI{{ID: "ami-1", Name: "al2023", Requirements: []corev1Req{{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}}}}, nil
+}
+
+func (f *fakeResolver) ResolveInstanceProfile(context.Context, *awsv1.EC2NodeClass) (string, error) {
+	return "profile-1", nil
+}
+
+func (f *fakeResolver) ValidateNodeClass(context.Context, *awsv1.EC2NodeClass) error { return nil }
+
+func (f *fakeResolver) DeleteNodeClassResources(_ context.Context, nc *awsv1.EC2NodeClass) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, nc.Name)
+	return nil
+}
+
+func (f *fakeResolver) deletedNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.deleted...)
+}
+
+// start runs the controller against a fresh API server until the test ends.
+func start(t *testing.T, r status.Resolver) client.Client {
+	t.Helper()
+	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := test.StartEnv(t, s)
+	skip := true
+	mgr, err := manager.New(env.Config, manager.Options{
+		Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps.Deps{Client: mgr.GetClient(), Clock: clock.RealClock{}}
+	if err := status.New(d, r).Register(context.Background(), mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return env.Client
+}
+
+// eventually polls cond until it returns "" or the deadline passes, then fails with its last message.
+func eventually(t *testing.T, cond func() string) {
+	t.Helper()
+	msg := ""
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) {
+			msg = cond()
+			return msg == "", nil
+		})
+	if err != nil {
+		t.Fatalf("condition not met within 20s: %s", msg)
+	}
+}
+
+func TestStatusResolvedAndReady(t *testing.T) {
+	c := start(t, &fakeResolver{})
+	ctx := context.Background()
+	if err := c.Create(ctx, test.EC2NodeClass("default", "demo").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue {
+			return "not Ready: " + cmp.Diff(nil, nc.Status.Conditions)
+		}
+		if ready.ObservedGeneration != nc.Generation {
+			return "Ready observedGeneration is stale"
+		}
+		want := awsv1.EC2NodeClassStatus{
+			Subnets:         []awsv1.Subnet{{ID: "subnet-1", Zone: "us-west-2a", ZoneID: "usw2-az1"}},
+			SecurityGroups:  []awsv1.SecurityGroup{{ID: "sg-1", Name: "nodes"}},
+			AMIs:            []awsv1.AMI{{ID: "ami-1", Name: "al2023", Requirements: []corev1Req{{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}}}},
+			InstanceProfile: "profile-1",
+		}
+		got := nc.Status
+		got.Conditions = nil
+		if d := cmp.Diff(want, got); d != "" {
+			return "status (-want +got):\n" + d
+		}
+		if !strings.Contains(strings.Join(nc.Finalizers, ","), awsv1.TerminationFinalizer) {
+			return "finalizer missing"
+		}
+		return ""
+	})
+}
+
+func TestStatusNoSubnetsMessage(t *testing.T) {
+	c := start(t, &fakeResolver{noSubnets: true})
+	ctx := context.Background()
+	if err := c.Create(ctx, test.EC2NodeClass("default", "nowhere").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+			return err.Error()
+		}
+		sub := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeSubnetsReady)
+		ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady)
+		if sub == nil || sub.Status != metav1.ConditionFalse || sub.Reason != awsv1.ReasonSubnetsNotFound {
+			return "SubnetsReady not False/SubnetsNotFound"
+		}
+		if want := "no subnets matched subnetSelectorTerms [tags karpenter.sh/discovery=nowhere]"; sub.Message != want {
+			return "message " + sub.Message
+		}
+		if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "no subnets matched") {
+			return "Ready does not carry the subnet failure"
+		}
+		return ""
+	})
+}
+
+func TestFinalizerWaitsForNodeClaims(t *testing.T) {
+	r := &fakeResolver{}
+	c := start(t, r)
+	ctx := context.Background()
+	if err := c.Create(ctx, test.EC2NodeClass("default", "demo").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	claim := test.NodeClaim("default-abcde", "default").Obj()
+	if err := c.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+			return err.Error()
+		}
+		if len(nc.Finalizers) == 0 {
+			return "finalizer not added yet"
+		}
+		return ""
+	})
+	if err := c.Delete(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+			return err.Error()
+		}
+		cond := meta.FindStatusCondition(nc.Status.Conditions, status.ConditionTypeTerminating)
+		if cond == nil || cond.Reason != status.ReasonWaitingOnNodeClaims || !strings.Contains(cond.Message, "default-abcde") {
+			return "no Terminating condition naming the NodeClaim"
+		}
+		return ""
+	})
+	if got := r.deletedNames(); len(got) != 0 {
+		t.Fatalf("resources deleted while a NodeClaim uses the class: %v", got)
+	}
+	if err := c.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		err := c.Get(ctx, client.ObjectKey{Name: "default"}, &awsv1.EC2NodeClass{})
+		if err == nil {
+			return "EC2NodeClass still present"
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	if d := cmp.Diff([]string{"default"}, r.deletedNames()); d != "" {
+		t.Errorf("cleanup calls (-want +got):\n%s", d)
+	}
+}
