@@ -54,7 +54,9 @@ type Leftovers struct {
 }
 
 // Count is the number of resources left.
-func (l Leftovers) Count() int { return len(l.Instances) + len(l.LaunchTemplates) + len(l.InstanceProfiles) }
+func (l Leftovers) Count() int {
+	return len(l.Instances) + len(l.LaunchTemplates) + len(l.InstanceProfiles)
+}
 
 // All returns every resource left, instances first.
 func (l Leftovers) All() []Resource {

@@ -35,6 +35,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -301,7 +302,7 @@ func startControllers(t *testing.T, env *test.Env, cloud *fake.CloudProvider) {
 		t.Fatal(err)
 	}
 	d := deps.Deps{Client: mgr.GetClient(), KubeClient: cs, CloudProvider: cloud, Clock: clock.RealClock{},
-		Recorder: &record.FakeRecorder{}}
+		Recorder: &record.FakeRecorder{}, Metrics: metrics.NewForTest()}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := nodetermination.NewController(d).Register(ctx, mgr); err != nil {
 		t.Fatal(err)

@@ -79,16 +79,10 @@ func NewController(d deps.Deps) *Controller {
 		cloud:     d.CloudProvider,
 		clock:     d.Clock,
 		recorder:  d.Recorder,
+		metrics:   d.Metrics,
 		backoffs:  map[types.UID]backoff{},
 		events:    map[string]time.Time{},
 	}
-}
-
-// WithMetrics makes the controller record karpenter_nodes_terminated_total and
-// karpenter_nodes_termination_duration_seconds in m. Without it nothing is recorded.
-func (c *Controller) WithMetrics(m *metrics.Metrics) *Controller {
-	c.metrics = m
-	return c
 }
 
 // Register adds the controller to the manager: it watches Nodes, and NodeClaims mapped to their Node.
@@ -395,11 +389,11 @@ func (c *Controller) prune() {
 	}
 }
 
-var errNoDeps = errors.New("node termination controller needs a client, clientset, cloud provider, clock and recorder")
+var errNoDeps = errors.New("node termination controller needs a client, clientset, cloud provider, clock, recorder and metrics")
 
 // validate reports missing dependencies.
 func (c *Controller) validate() error {
-	if c.kube == nil || c.clientset == nil || c.cloud == nil || c.clock == nil || c.recorder == nil {
+	if c.kube == nil || c.clientset == nil || c.cloud == nil || c.clock == nil || c.recorder == nil || c.metrics == nil {
 		return errNoDeps
 	}
 	return nil

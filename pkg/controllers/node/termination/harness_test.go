@@ -25,6 +25,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -61,6 +62,7 @@ type harness struct {
 	clock    *clocktesting.FakeClock
 	cloud    *fake.CloudProvider
 	recorder *record.FakeRecorder
+	metrics  *metrics.Metrics
 	events   []string
 	nodes    *nodetermination.Controller
 	claims   *nodeclaimtermination.Controller
@@ -86,7 +88,8 @@ func newHarness(t *testing.T) *harness {
 		prefix:   fmt.Sprintf("t%d-", n),
 	}
 	h.cloud = fake.New(h.clock)
-	d := deps.Deps{Client: env.Client, KubeClient: cs, CloudProvider: h.cloud, Clock: h.clock, Recorder: h.recorder}
+	h.metrics = metrics.NewForTest()
+	d := deps.Deps{Client: env.Client, KubeClient: cs, CloudProvider: h.cloud, Clock: h.clock, Recorder: h.recorder, Metrics: h.metrics}
 	h.nodes = nodetermination.NewController(d)
 	h.claims = nodeclaimtermination.NewController(d)
 	h.must(h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -78,6 +79,15 @@ func TestNodeClaimDeletionDrainsInOrderAndReleasesFinalizersInOrder(t *testing.T
 	h.reconcileClaim()
 	if h.getClaim() != nil {
 		t.Errorf("nodeclaim still present after its node and instance are gone")
+	}
+	if got := testutil.ToFloat64(h.metrics.NodesTerminated.WithLabelValues("default")); got != 1 {
+		t.Errorf("karpenter_nodes_terminated_total{nodepool=default} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(h.metrics.NodeClaimsTerminated.WithLabelValues("default")); got != 1 {
+		t.Errorf("karpenter_nodeclaims_terminated_total{nodepool=default} = %v, want 1", got)
+	}
+	if got := testutil.CollectAndCount(h.metrics.NodesTerminationDuration); got != 1 {
+		t.Errorf("karpenter_nodes_termination_duration_seconds has %d series, want 1", got)
 	}
 	for _, name := range []string{"cni", "csi", "etcd"} {
 		if p := h.getPod(name); p == nil || p.DeletionTimestamp != nil {

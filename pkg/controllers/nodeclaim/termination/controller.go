@@ -54,20 +54,13 @@ type Controller struct {
 
 // NewController builds the controller from the shared dependencies.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{kube: d.Client, cloud: d.CloudProvider, clock: d.Clock, recorder: d.Recorder}
-}
-
-// WithMetrics makes the controller record karpenter_nodeclaims_terminated_total in m. Without it nothing is
-// recorded.
-func (c *Controller) WithMetrics(m *metrics.Metrics) *Controller {
-	c.metrics = m
-	return c
+	return &Controller{kube: d.Client, cloud: d.CloudProvider, clock: d.Clock, recorder: d.Recorder, metrics: d.Metrics}
 }
 
 // Register adds the controller to the manager: it watches NodeClaims, and Nodes mapped to their NodeClaim.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	if c.kube == nil || c.cloud == nil || c.clock == nil || c.recorder == nil {
-		return errors.New("nodeclaim termination controller needs a client, cloud provider, clock and recorder")
+	if c.kube == nil || c.cloud == nil || c.clock == nil || c.recorder == nil || c.metrics == nil {
+		return errors.New("nodeclaim termination controller needs a client, cloud provider, clock, recorder and metrics")
 	}
 	return ctrl.NewControllerManagedBy(m).
 		Named(Name).
