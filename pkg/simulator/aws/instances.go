@@ -36,7 +36,9 @@ type instance struct {
 	ProfileName                                     string
 	LaunchTemplateID, LaunchTemplateName            string
 
-	node nodeProgress
+	// terminateAt schedules an out-of-band termination (spot interruption).
+	terminateAt time.Time
+	node        nodeProgress
 }
 
 // nodeProgress tracks what the lifecycle has done to the instance's Node.

@@ -32,6 +32,10 @@ func (s *Simulator) advanceLocked() []nodeAction {
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]
 		for _, i := range a.sortedInstances() {
+			if !i.terminateAt.IsZero() && !now.Before(i.terminateAt) {
+				i.terminateAt = time.Time{}
+				s.beginTerminationLocked(i, "Server.SpotInstanceTermination: Spot instance termination")
+			}
 			switch i.State {
 			case StatePending:
 				if now.Sub(i.StateSince) >= tm.Pending {

@@ -155,7 +155,7 @@ func (s *Simulator) newAccount(key string) *account {
 			Tags: newTagSet([]Tag{{Key: "karpenter.sh/discovery", Value: cluster}, {Key: "Name", Value: cluster + "-node"}})},
 	}
 	for _, r := range []string{"KarpenterNodeRole-" + cluster, cluster + "-node-role", "dovetail-node"} {
-		a.roles[r] = &role{Name: r, ID: "AROA" + shortHash(a.number+r, 17), Created: now}
+		a.roles[r] = &role{Name: r, ID: "AROA" + shortHash(a.number+r, 17), Path: "/", Created: now, Tags: tagSet{}}
 	}
 	for _, q := range s.opts.Queues {
 		a.queues[q] = newQueue(q)

@@ -1,0 +1,356 @@
+package awssim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const adminPrefix = "/_awssim/"
+
+// InstanceInfo is an instance as the admin API and `awssim instances` show it.
+type InstanceInfo struct {
+	Account       string            `json:"account"`
+	ID            string            `json:"id"`
+	Type          string            `json:"type"`
+	Zone          string            `json:"zone"`
+	CapacityType  string            `json:"capacityType"`
+	State         string            `json:"state"`
+	PrivateIP     string            `json:"privateIp"`
+	NodeName      string            `json:"nodeName"`
+	NodeCreated   bool              `json:"nodeCreated"`
+	NodeReady     bool              `json:"nodeInitialized"`
+	UserDataError string            `json:"userDataError,omitempty"`
+	LaunchTime    time.Time         `json:"launchTime"`
+	Tags          map[string]string `json:"tags"`
+}
+
+// State is the simulator's state dump.
+type State struct {
+	Region    string         `json:"region"`
+	Cluster   string         `json:"cluster"`
+	Instances []InstanceInfo `json:"instances"`
+	Accounts  []AccountInfo  `json:"accounts"`
+	Faults    Faults         `json:"faults"`
+}
+
+// AccountInfo summarises one account.
+type AccountInfo struct {
+	Key              string         `json:"key"`
+	Number           string         `json:"number"`
+	LaunchTemplates  []string       `json:"launchTemplates"`
+	InstanceProfiles []string       `json:"instanceProfiles"`
+	Queues           map[string]int `json:"queues"`
+	Subnets          map[string]int `json:"subnetFreeIPs"`
+}
+
+// Instances lists every instance of every account, ordered by account then id.
+func (s *Simulator) Instances() []InstanceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []InstanceInfo
+	for _, key := range sortedKeys(s.accounts) {
+		for _, i := range s.accounts[key].sortedInstances() {
+			tags := map[string]string{}
+			for k, v := range i.Tags {
+				tags[k] = v
+			}
+			out = append(out, InstanceInfo{Account: key, ID: i.ID, Type: i.Type, Zone: i.Zone, CapacityType: i.capacityType(),
+				State: i.State, PrivateIP: i.PrivateIP, NodeName: i.PrivateDNS, NodeCreated: i.node.created && !i.node.deleted,
+				NodeReady: i.node.taintRemoved, UserDataError: i.node.userDataError, LaunchTime: i.LaunchTime, Tags: tags})
+		}
+	}
+	return out
+}
+
+// Snapshot returns the whole state dump.
+func (s *Simulator) Snapshot() State {
+	st := State{Region: s.opts.Region, Cluster: s.opts.ClusterName, Instances: s.Instances(), Faults: s.GetFaults()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for _, key := range sortedKeys(s.accounts) {
+		a := s.accounts[key]
+		ai := AccountInfo{Key: key, Number: a.number, LaunchTemplates: sortedKeys(a.templates),
+			InstanceProfiles: sortedKeys(a.profiles), Queues: map[string]int{}, Subnets: map[string]int{}}
+		for n, q := range a.queues {
+			visible := 0
+			for _, m := range q.messages {
+				if !now.Before(m.VisibleAt) {
+					visible++
+				}
+			}
+			ai.Queues[n] = visible
+		}
+		for _, sn := range a.subnets {
+			ai.Subnets[sn.ID+" ("+sn.Zone+")"] = sn.available()
+		}
+		st.Accounts = append(st.Accounts, ai)
+	}
+	return st
+}
+
+// TerminateInstance terminates an instance out of band (as EC2 would on a hardware failure or spot reclaim).
+func (s *Simulator) TerminateInstance(id, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, i := s.findInstanceLocked(id)
+	if i == nil {
+		return fmt.Errorf("instance %q not found in any account", id)
+	}
+	if reason == "" {
+		reason = "Server.InternalError: terminated out of band by awssim"
+	}
+	if !s.beginTerminationLocked(i, reason) {
+		return fmt.Errorf("instance %s is %s, not pending or running", id, i.State)
+	}
+	return nil
+}
+
+// SubnetIPRequest caps the free addresses of subnets (IP exhaustion).
+type SubnetIPRequest struct {
+	Account  string `json:"account,omitempty"`
+	SubnetID string `json:"subnetId,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+	// Available is the cap on free addresses; -1 removes the cap.
+	Available int `json:"available"`
+}
+
+// SetSubnetAvailableIPs applies a SubnetIPRequest; it returns how many subnets changed.
+func (s *Simulator) SetSubnetAvailableIPs(req SubnetIPRequest) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	accts, err := s.adminAccountsLocked(req.Account)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range accts {
+		for _, sn := range a.subnets {
+			if (req.SubnetID == "" || sn.ID == req.SubnetID) && (req.Zone == "" || sn.Zone == req.Zone) {
+				sn.maxAvailable = req.Available
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("no subnet matches id %q zone %q", req.SubnetID, req.Zone)
+	}
+	return n, nil
+}
+
+// CapacityReservationRequest creates a capacity reservation.
+type CapacityReservationRequest struct {
+	Account      string     `json:"account,omitempty"`
+	InstanceType string     `json:"instanceType"`
+	Zone         string     `json:"zone"`
+	Count        int        `json:"count"`
+	EndTime      *time.Time `json:"endTime,omitempty"`
+}
+
+// AddCapacityReservation creates an active targeted capacity reservation and returns its id.
+func (s *Simulator) AddCapacityReservation(req CapacityReservationRequest) (string, error) {
+	if _, ok := s.cat.Type(req.InstanceType); !ok {
+		return "", fmt.Errorf("instance type %q is not in the catalog", req.InstanceType)
+	}
+	if req.Count < 1 {
+		return "", fmt.Errorf("count must be positive, got %d", req.Count)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	for _, z := range s.zones {
+		found = found || z.Name == req.Zone
+	}
+	if !found {
+		return "", fmt.Errorf("zone %q is not simulated", req.Zone)
+	}
+	accts, err := s.adminAccountsLocked(req.Account)
+	if err != nil {
+		return "", err
+	}
+	if len(accts) != 1 {
+		return "", fmt.Errorf("%d accounts exist; name one", len(accts))
+	}
+	cr := &capacityReservation{ID: "cr-" + strings.TrimPrefix(s.nextIDLocked("x"), "x-"), InstanceType: req.InstanceType,
+		Zone: req.Zone, State: "active", Total: req.Count, Available: req.Count, Tags: tagSet{}}
+	if req.EndTime != nil {
+		cr.End = *req.EndTime
+	}
+	accts[0].reservations = append(accts[0].reservations, cr)
+	return cr.ID, nil
+}
+
+// ReleaseAMIs publishes a new release of every simulated AMI and moves the SSM "latest" parameters to it.
+func (s *Simulator) ReleaseAMIs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for _, a := range s.accounts {
+		s.releaseAMIsLocked(a, now)
+	}
+}
+
+// adminAccountsLocked resolves an admin account selector: a key, or "" for every account (creating the
+// default account when none exists yet).
+func (s *Simulator) adminAccountsLocked(key string) ([]*account, error) {
+	if key != "" {
+		return []*account{s.accountLocked(key)}, nil
+	}
+	if len(s.accounts) == 0 {
+		return []*account{s.accountLocked("default")}, nil
+	}
+	var out []*account
+	for _, k := range sortedKeys(s.accounts) {
+		out = append(out, s.accounts[k])
+	}
+	return out, nil
+}
+
+// serveAdmin is the JSON admin API under /_awssim/.
+func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, adminPrefix), "/")
+	route := r.Method + " " + path
+	switch {
+	case route == "GET state":
+		writeAdmin(w, http.StatusOK, s.Snapshot())
+	case route == "GET instances":
+		writeAdmin(w, http.StatusOK, s.Instances())
+	case route == "GET faults":
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "PUT faults":
+		var f Faults
+		if !readAdmin(w, r, &f) {
+			return
+		}
+		if err := validateFaults(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		s.SetFaults(f)
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "DELETE faults":
+		s.ClearFaults()
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "POST faults/capacity":
+		var f CapacityFault
+		if !readAdmin(w, r, &f) {
+			return
+		}
+		s.AddCapacityFault(f)
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "POST faults/throttle":
+		var t ThrottleFault
+		if !readAdmin(w, r, &t) {
+			return
+		}
+		f := s.GetFaults()
+		f.Throttle = t
+		if err := validateFaults(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		s.SetFaults(f)
+		writeAdmin(w, http.StatusOK, f)
+	case route == "POST faults/latency":
+		var body struct {
+			Latency Duration `json:"latency"`
+		}
+		if !readAdmin(w, r, &body) {
+			return
+		}
+		f := s.GetFaults()
+		f.Latency = body.Latency
+		if err := validateFaults(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		s.SetFaults(f)
+		writeAdmin(w, http.StatusOK, f)
+	case route == "POST faults/subnet-ips":
+		var req SubnetIPRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		n, err := s.SetSubnetAvailableIPs(req)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]int{"subnets": n})
+	case route == "POST events":
+		var req EventRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		body, err := s.SendEvent(req)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, json.RawMessage(body))
+	case route == "POST capacity-reservations":
+		var req CapacityReservationRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		id, err := s.AddCapacityReservation(req)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]string{"capacityReservationId": id})
+	case route == "POST amis/release":
+		s.ReleaseAMIs()
+		writeAdmin(w, http.StatusOK, map[string]string{"released": "ok"})
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "instances/") && strings.HasSuffix(path, "/terminate"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "instances/"), "/terminate")
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		if r.ContentLength > 0 && !readAdmin(w, r, &body) {
+			return
+		}
+		if err := s.TerminateInstance(id, body.Reason); err != nil {
+			adminError(w, http.StatusNotFound, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]string{"terminated": id})
+	default:
+		adminError(w, http.StatusNotFound, fmt.Errorf("no admin route %s %s", r.Method, r.URL.Path))
+	}
+}
+
+func validateFaults(f Faults) error {
+	if f.Throttle.Rate < 0 || f.Throttle.Rate > 1 {
+		return fmt.Errorf("throttle rate %v must be between 0 and 1", f.Throttle.Rate)
+	}
+	if f.Latency < 0 {
+		return fmt.Errorf("latency %v must not be negative", time.Duration(f.Latency))
+	}
+	return nil
+}
+
+func readAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		adminError(w, http.StatusBadRequest, fmt.Errorf("decoding request body: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeAdmin(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func adminError(w http.ResponseWriter, status int, err error) {
+	writeAdmin(w, status, map[string]string{"error": err.Error()})
+}
