@@ -1,0 +1,462 @@
+package aws_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
+	"github.com/dovetail/dovetail/pkg/settings"
+	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// world is one simulator behind an httptest server, shared by the providers of a test.
+type world struct {
+	sim   *awssim.Simulator
+	url   string
+	clock *clocktesting.FakeClock
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	sim, err := awssim.New(awssim.Options{Clock: clk, ClusterCA: []byte("CA"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("awssim.New: %v", err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return &world{sim: sim, url: srv.URL, clock: clk}
+}
+
+// sdkConfig is the configuration a real deployment would load from AWS_ENDPOINT_URL and static credentials.
+func (w *world) sdkConfig(account string) awssdk.Config {
+	return awssdk.Config{
+		Region:           "us-west-2",
+		Credentials:      credentials.NewStaticCredentialsProvider(account, "secret", ""),
+		BaseEndpoint:     awssdk.String(w.url),
+		RetryMaxAttempts: 1,
+		HTTPClient:       &http.Client{},
+	}
+}
+
+// provider is one cluster's cloud provider plus the objects it reads.
+type provider struct {
+	*aws.CloudProvider
+	kube client.Client
+	ec2  *ec2.Client
+}
+
+func (w *world) provider(t *testing.T, clusterUID string, objs ...client.Object) *provider {
+	t.Helper()
+	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	cfg := w.sdkConfig("AKIDACCOUNTA")
+	cp, err := aws.NewCloudProvider(context.Background(), aws.Options{
+		Settings: &settings.Settings{
+			ClusterName: "dovetail", ClusterEndpoint: "https://127.0.0.1:6443", ClusterCABundle: "Q0E=",
+			VMMemoryOverheadPercent: 0.075,
+			// The simulator's Pricing API is not served yet: on-demand prices are unknown, spot works.
+			IsolatedVPC: true,
+		},
+		ClusterUID: clusterUID, KubeClient: kube, Clock: w.clock, AWSConfig: &cfg,
+		KubernetesVersion: "1.34", ServiceCIDR: "10.100.0.0/16",
+	})
+	if err != nil {
+		t.Fatalf("NewCloudProvider: %v", err)
+	}
+	return &provider{CloudProvider: cp, kube: kube, ec2: ec2.NewFromConfig(cfg)}
+}
+
+// resolvedNodeClass resolves the default node class through the provider, as the status controller does.
+func (p *provider) resolvedNodeClass(t *testing.T) *awsv1.EC2NodeClass {
+	t.Helper()
+	ctx := context.Background()
+	nc := test.EC2NodeClass("default", "dovetail").Tag("team", "platform").Obj()
+	var err error
+	if nc.Status.Subnets, err = p.ResolveSubnets(ctx, nc); err != nil {
+		t.Fatalf("ResolveSubnets: %v", err)
+	}
+	if nc.Status.SecurityGroups, err = p.ResolveSecurityGroups(ctx, nc); err != nil {
+		t.Fatalf("ResolveSecurityGroups: %v", err)
+	}
+	if nc.Status.AMIs, err = p.ResolveAMIs(ctx, nc); err != nil {
+		t.Fatalf("ResolveAMIs: %v", err)
+	}
+	nc.Status.InstanceProfile = "dovetail-nodes"
+	if err := p.kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func TestResolveNodeClassAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	ctx := context.Background()
+	nc := p.resolvedNodeClass(t)
+
+	var zones []string
+	for _, s := range nc.Status.Subnets {
+		if !strings.HasPrefix(s.ID, "subnet-") || !strings.HasPrefix(s.ZoneID, "usw2-az") {
+			t.Errorf("subnet %+v lacks an id or zone id", s)
+		}
+		zones = append(zones, s.Zone)
+	}
+	if d := cmp.Diff([]string{"us-west-2a", "us-west-2b", "us-west-2c"}, slices.Compact(zones)); d != "" {
+		t.Errorf("subnet zones (-want +got):\n%s", d)
+	}
+	if len(nc.Status.SecurityGroups) == 0 {
+		t.Errorf("no security groups resolved")
+	}
+	arches := map[string]bool{}
+	for _, a := range nc.Status.AMIs {
+		for _, r := range a.Requirements {
+			if r.Key == corev1.LabelArchStable {
+				arches[r.Values[0]] = true
+			}
+		}
+	}
+	if !arches["amd64"] || !arches["arm64"] {
+		t.Errorf("AMIs %+v do not cover amd64 and arm64", nc.Status.AMIs)
+	}
+
+	missing := test.EC2NodeClass("missing", "nowhere").Obj()
+	_, err := p.ResolveSubnets(ctx, missing)
+	if want := "no subnets matched subnetSelectorTerms [tags karpenter.sh/discovery=nowhere]"; err == nil || err.Error() != want {
+		t.Errorf("ResolveSubnets(nowhere) error = %v, want %q", err, want)
+	}
+	old := test.EC2NodeClass("old", "dovetail").Alias("al2023@v19990101").Obj()
+	if _, err := p.ResolveAMIs(ctx, old); err == nil || !strings.Contains(err.Error(), "no AMIs matched amiSelectorTerms [alias al2023@v19990101] for Kubernetes 1.34") {
+		t.Errorf("ResolveAMIs(unknown version) error = %v", err)
+	}
+}
+
+func TestInstanceTypesFromSimulatorCatalog(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	its, err := p.GetInstanceTypes(context.Background(), test.NodePool("default").NodeClass("default").Obj())
+	if err != nil {
+		t.Fatalf("GetInstanceTypes: %v", err)
+	}
+	if len(its) < 300 {
+		t.Fatalf("got %d instance types, want the simulator's catalog (hundreds)", len(its))
+	}
+	var m5 *cloudprovider.InstanceType
+	for _, it := range its {
+		if it.Name == "m5.large" {
+			m5 = it
+		}
+	}
+	if m5 == nil {
+		t.Fatalf("m5.large missing")
+	}
+	got := map[string]string{}
+	for k, v := range m5.Capacity {
+		got[string(k)] = v.String()
+	}
+	if d := cmp.Diff(map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi"}, got); d != "" {
+		t.Errorf("m5.large capacity (-want +got):\n%s", d)
+	}
+	if m5.Labels[awsv1.LabelInstanceFamily] != "m5" || m5.Labels[corev1.LabelArchStable] != "amd64" {
+		t.Errorf("m5.large labels = %v", m5.Labels)
+	}
+	zones := map[string]bool{}
+	for _, o := range m5.Offerings {
+		if o.CapacityType == cloudprovider.CapacityTypeSpot && o.Available && o.Price > 0 {
+			zones[o.Zone] = true
+		}
+	}
+	if len(zones) != 3 {
+		t.Errorf("m5.large spot offerings in %v, want three zones", zones)
+	}
+}
+
+func claim(name string, types ...string) *karpv1.NodeClaim {
+	return test.NodeClaim(name, "default").
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand").
+		Label("team", "a").
+		Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).
+		Obj()
+}
+
+func describe(t *testing.T, p *provider, id string) ec2types.Instance {
+	t.Helper()
+	out, err := p.ec2.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil || len(out.Reservations) == 0 || len(out.Reservations[0].Instances) == 0 {
+		t.Fatalf("DescribeInstances(%s): %v", id, err)
+	}
+	return out.Reservations[0].Instances[0]
+}
+
+func TestCreateTagsUserDataGetAndDelete(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	ctx := context.Background()
+	created, err := p.Create(ctx, claim("default-abcde", "m5.large", "c5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	id, err := instance.ParseProviderID(created.Status.ProviderID)
+	if err != nil || !strings.HasPrefix(created.Status.ProviderID, "aws:///us-west-2") {
+		t.Fatalf("providerID %q: %v", created.Status.ProviderID, err)
+	}
+	for _, k := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, corev1.LabelArchStable, awsv1.LabelTopologyZoneID} {
+		if created.Labels[k] == "" {
+			t.Errorf("created NodeClaim lacks label %s: %v", k, created.Labels)
+		}
+	}
+	if created.Status.ImageID == "" || created.Status.Capacity.Cpu().IsZero() || created.Status.Allocatable.Memory().IsZero() {
+		t.Errorf("status lacks image, capacity or allocatable: %+v", created.Status)
+	}
+
+	inst := describe(t, p, id)
+	tags := map[string]string{}
+	for _, tg := range inst.Tags {
+		tags[awssdk.ToString(tg.Key)] = awssdk.ToString(tg.Value)
+	}
+	want := map[string]string{
+		"karpenter.sh/nodepool":          "default",
+		"karpenter.sh/nodeclaim":         "default-abcde",
+		"karpenter.k8s.aws/ec2nodeclass": "default",
+		"kubernetes.io/cluster/dovetail": "owned",
+		"eks:eks-cluster-name":           "dovetail",
+		"dovetail.sh/cluster-uid":        "uid-a",
+		"Name":                           "default-abcde",
+		"team":                           "platform",
+	}
+	for k, v := range want {
+		if tags[k] != v {
+			t.Errorf("instance tag %s = %q, want %q", k, tags[k], v)
+		}
+	}
+	if awssdk.ToString(inst.ImageId) != created.Status.ImageID {
+		t.Errorf("instance image %s, NodeClaim says %s", awssdk.ToString(inst.ImageId), created.Status.ImageID)
+	}
+
+	// The launch template's user data carries the NodeClaim's labels and taints in the bootstrap contract.
+	checkUserData(t, p, awssdk.ToString(inst.ImageId))
+
+	got, err := p.Get(ctx, created.Status.ProviderID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.Name != "default-abcde" || got.Labels[karpv1.NodePoolLabelKey] != "default" || got.Labels[corev1.LabelInstanceTypeStable] != created.Labels[corev1.LabelInstanceTypeStable] {
+		t.Errorf("Get = %+v", got.ObjectMeta)
+	}
+	if err := p.TagInstance(ctx, id, map[string]string{"Name": "ip-10-0-0-1.us-west-2.compute.internal"}); err != nil {
+		t.Fatalf("TagInstance: %v", err)
+	}
+	if err := p.Delete(ctx, created); err != nil {
+		t.Fatalf("first Delete: %v", err)
+	}
+	if err := p.Delete(ctx, created); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("second Delete = %v, want NotFound once the instance is shutting down", err)
+	}
+}
+
+func TestInsufficientCapacityMarksOfferingAndRetriesElsewhere(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	ctx := context.Background()
+	w.sim.AddCapacityFault(awssim.CapacityFault{InstanceType: "c5.large", CapacityType: "spot"})
+
+	// c5.large is cheaper than m5.large: the first launch may pick it, hit ICE everywhere and fail over.
+	var launched string
+	for attempt := 0; attempt < 3 && launched == ""; attempt++ {
+		created, err := p.Create(ctx, claim("default-ice", "c5.large", "m5.large"))
+		switch {
+		case err == nil:
+			launched = created.Labels[corev1.LabelInstanceTypeStable]
+		case cloudprovider.IsInsufficientCapacity(err):
+			continue
+		default:
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	if launched != "m5.large" {
+		t.Fatalf("launched %q, want m5.large after c5.large spot was refused", launched)
+	}
+	if !offeringUnavailable(t, p, "c5.large", "spot") {
+		t.Errorf("c5.large spot offerings still available after ICE")
+	}
+	// Only c5.large allowed: every offering is refused, so Create reports insufficient capacity.
+	if _, err := p.Create(ctx, claim("default-ice2", "c5.large")); !cloudprovider.IsInsufficientCapacity(err) {
+		t.Errorf("Create(c5.large only) = %v, want InsufficientCapacityError", err)
+	}
+	w.clock.Step(unavailable.DefaultTTL)
+	if offeringUnavailable(t, p, "c5.large", "spot") {
+		t.Errorf("c5.large spot offerings still unavailable after the TTL")
+	}
+}
+
+func offeringUnavailable(t *testing.T, p *provider, name, ct string) bool {
+	t.Helper()
+	its, err := p.GetInstanceTypes(context.Background(), test.NodePool("default").NodeClass("default").Obj())
+	if err != nil {
+		t.Fatalf("GetInstanceTypes: %v", err)
+	}
+	for _, it := range its {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == ct && o.Available {
+				return false
+			}
+		}
+		return true
+	}
+	t.Fatalf("instance type %s missing", name)
+	return false
+}
+
+func TestListAndDeleteRespectClusterIdentity(t *testing.T) {
+	w := newWorld(t)
+	a := w.provider(t, "uid-a")
+	b := w.provider(t, "uid-b") // same cluster name, another cluster
+	a.resolvedNodeClass(t)
+	b.resolvedNodeClass(t)
+	ctx := context.Background()
+	ca, err := a.Create(ctx, claim("a-1", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create(a): %v", err)
+	}
+	cb, err := b.Create(ctx, claim("b-1", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create(b): %v", err)
+	}
+	// An instance with the cluster name tag but no identity (made by hand or an older controller).
+	lts, err := a.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil || len(lts.LaunchTemplates) == 0 {
+		t.Fatalf("DescribeLaunchTemplates: %v", err)
+	}
+	fleet, err := a.ec2.CreateFleet(ctx, &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lts.LaunchTemplates[0].LaunchTemplateId, Version: awssdk.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, SubnetId: awssdk.String(subnetOf(t, a, ca))}},
+		}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: awssdk.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{
+			{Key: awssdk.String("kubernetes.io/cluster/dovetail"), Value: awssdk.String("owned")},
+			{Key: awssdk.String("karpenter.sh/nodepool"), Value: awssdk.String("default")},
+		}}},
+	})
+	if err != nil || len(fleet.Instances) == 0 {
+		t.Fatalf("CreateFleet without identity: %v %+v", err, fleet)
+	}
+	manual := fleet.Instances[0].InstanceIds[0]
+
+	listA, err := a.List(ctx)
+	if err != nil {
+		t.Fatalf("List(a): %v", err)
+	}
+	var ids []string
+	for _, c := range listA {
+		ids = append(ids, c.Status.ProviderID)
+	}
+	if d := cmp.Diff([]string{ca.Status.ProviderID}, ids); d != "" {
+		t.Errorf("cluster a lists (-want +got):\n%s", d)
+	}
+	if err := a.Delete(ctx, cb); !cloudprovider.IsNotFound(err) {
+		t.Errorf("a.Delete(b's instance) = %v, want NotFound", err)
+	}
+	idB, _ := instance.ParseProviderID(cb.Status.ProviderID)
+	if st := describe(t, b, idB).State.Name; st == ec2types.InstanceStateNameShuttingDown || st == ec2types.InstanceStateNameTerminated {
+		t.Errorf("b's instance is %s after a tried to delete it", st)
+	}
+	if _, err := a.Get(ctx, "aws:///us-west-2a/"+manual); !cloudprovider.IsNotFound(err) {
+		t.Errorf("a.Get(untagged-identity instance) = %v, want NotFound", err)
+	}
+	if st := describe(t, a, manual).State.Name; st == ec2types.InstanceStateNameShuttingDown || st == ec2types.InstanceStateNameTerminated {
+		t.Errorf("manual instance is %s", st)
+	}
+}
+
+// checkUserData finds the node class's launch template for the image and checks its bootstrap: the NodeClaim's
+// labels and taints, the unregistered taint and the kubelet's max pods, as the simulator will read them.
+func checkUserData(t *testing.T, p *provider, imageID string) {
+	t.Helper()
+	ctx := context.Background()
+	lts, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: awssdk.String("tag:karpenter.k8s.aws/ec2nodeclass"), Values: []string{"default"}},
+	}})
+	if err != nil || len(lts.LaunchTemplates) == 0 {
+		t.Fatalf("DescribeLaunchTemplates: %d templates, %v", len(lts.LaunchTemplates), err)
+	}
+	for _, lt := range lts.LaunchTemplates {
+		v, err := p.ec2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{
+			LaunchTemplateId: lt.LaunchTemplateId, Versions: []string{"$Latest"},
+		})
+		if err != nil || len(v.LaunchTemplateVersions) == 0 {
+			t.Fatalf("DescribeLaunchTemplateVersions(%s): %v", awssdk.ToString(lt.LaunchTemplateName), err)
+		}
+		data := v.LaunchTemplateVersions[0].LaunchTemplateData
+		if awssdk.ToString(data.ImageId) != imageID {
+			continue
+		}
+		b, err := awssim.ParseUserData(awssdk.ToString(data.UserData))
+		if err != nil {
+			t.Fatalf("simulator cannot parse the user data: %v", err)
+		}
+		for k, want := range map[string]string{"karpenter.sh/nodepool": "default", "team": "a", "karpenter.sh/capacity-type": "spot"} {
+			if b.Labels[k] != want {
+				t.Errorf("bootstrap label %s = %q, want %q (labels %v)", k, b.Labels[k], want, b.Labels)
+			}
+		}
+		var taints []string
+		for _, tn := range b.Taints {
+			taints = append(taints, tn.ToString())
+		}
+		if d := cmp.Diff([]string{"karpenter.sh/unregistered:NoExecute", "dedicated=gpu:NoSchedule"}, taints); d != "" {
+			t.Errorf("bootstrap taints (-want +got):\n%s", d)
+		}
+		if b.MaxPods == nil || *b.MaxPods != 29 {
+			t.Errorf("bootstrap maxPods = %v, want 29", b.MaxPods)
+		}
+		if b.ClusterName != "dovetail" {
+			t.Errorf("bootstrap cluster name = %q", b.ClusterName)
+		}
+		return
+	}
+	t.Errorf("no launch template of the node class uses image %s", imageID)
+}
+
+func subnetOf(t *testing.T, p *provider, c *karpv1.NodeClaim) string {
+	t.Helper()
+	id, err := instance.ParseProviderID(c.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awssdk.ToString(describe(t, p, id).SubnetId)
+}
