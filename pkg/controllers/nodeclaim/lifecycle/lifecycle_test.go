@@ -1,0 +1,321 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+const timeout = 20 * time.Second
+
+type harness struct {
+	t   *testing.T
+	env *test.ControllerEnv
+	c   *Controller
+	ctx context.Context
+}
+
+func newHarness(t *testing.T) *harness {
+	env := test.StartControllerEnv(t)
+	return &harness{t: t, env: env, c: NewController(env.Deps), ctx: context.Background()}
+}
+
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	if err := h.env.Env.Client.Create(h.ctx, obj); err != nil {
+		h.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// reconcileUntil runs Reconcile (ignoring transient errors such as stale-cache conflicts) until check holds
+// on the NodeClaim read from the API server.
+func (h *harness) reconcileUntil(name string, check func(nc *karpv1.NodeClaim) (bool, string)) *karpv1.NodeClaim {
+	h.t.Helper()
+	var last *karpv1.NodeClaim
+	test.Eventually(h.t, timeout, func() (bool, string) {
+		_, _ = h.c.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		nc := &karpv1.NodeClaim{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return false, err.Error()
+		}
+		last = nc
+		return check(nc)
+	})
+	return last
+}
+
+func (h *harness) node(name string) *corev1.Node {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: name}, n); err != nil {
+		h.t.Fatalf("getting node: %v", err)
+	}
+	return n
+}
+
+// updateNode applies mutate to a fresh copy of the node (spec and metadata, then status).
+func (h *harness) updateNode(name string, mutate func(n *corev1.Node)) {
+	h.t.Helper()
+	n := h.node(name)
+	mutate(n)
+	status := n.Status.DeepCopy()
+	if err := h.env.Env.Client.Update(h.ctx, n); err != nil {
+		h.t.Fatalf("updating node: %v", err)
+	}
+	n.Status = *status
+	if err := h.env.Env.Client.Status().Update(h.ctx, n); err != nil {
+		h.t.Fatalf("updating node status: %v", err)
+	}
+}
+
+func condition(nc *karpv1.NodeClaim, t string) (bool, string) {
+	c := nc.GetCondition(t)
+	if c == nil {
+		return false, t + " not set"
+	}
+	return c.Status == metav1.ConditionTrue, fmt.Sprintf("%s=%s %s: %s", t, c.Status, c.Reason, c.Message)
+}
+
+func conditionIs(t string, status metav1.ConditionStatus, reason, message string) func(*karpv1.NodeClaim) (bool, string) {
+	return func(nc *karpv1.NodeClaim) (bool, string) {
+		c := nc.GetCondition(t)
+		if c == nil {
+			return false, t + " not set"
+		}
+		got := fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
+		want := fmt.Sprintf("%s %s %s", status, reason, message)
+		return got == want, "got " + got + ", want " + want
+	}
+}
+
+// taintKeys lists key:effect of the node's taints, leaving out node.kubernetes.io/not-ready, which the API
+// server's admission adds to every new Node.
+func taintKeys(n *corev1.Node) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			continue
+		}
+		out = append(out, t.Key+":"+string(t.Effect))
+	}
+	return out
+}
+
+func hasEvent(h *harness, reason string) bool {
+	for {
+		select {
+		case e := <-h.env.Recorder.Events:
+			if strings.Contains(e, reason) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
+func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("gpu-claim", "default").
+		Taint("team", "a", corev1.TaintEffectNoSchedule).
+		StartupTaint("example.com/startup", "true", corev1.TaintEffectNoSchedule).
+		Requests(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}).Obj())
+
+	nc := h.reconcileUntil("gpu-claim", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	if got := nc.Labels[corev1.LabelInstanceTypeStable]; got != "fake-gpu" {
+		t.Errorf("instance type label = %q, want fake-gpu", got)
+	}
+	if nc.Status.ProviderID == "" || len(nc.Finalizers) == 0 || nc.Finalizers[0] != karpv1.TerminationFinalizer {
+		t.Errorf("launched nodeclaim: providerID %q finalizers %v", nc.Status.ProviderID, nc.Finalizers)
+	}
+	nc = h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, karpv1.ReasonNodeNotFound,
+		"waiting for a Node with providerID "+nc.Status.ProviderID+" to join the cluster"))
+
+	h.create(test.Node("gpu-node", nc.Status.ProviderID).
+		Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
+	nc = h.reconcileUntil("gpu-claim", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+	if nc.Status.NodeName != "gpu-node" {
+		t.Errorf("status.nodeName = %q", nc.Status.NodeName)
+	}
+	node := h.node("gpu-node")
+	wantTaints := []string{"node.cloudprovider.kubernetes.io/uninitialized:NoSchedule", "team:NoSchedule", "example.com/startup:NoSchedule"}
+	if diff := cmp.Diff(wantTaints, taintKeys(node)); diff != "" {
+		t.Errorf("node taints after registration (-want +got):\n%s", diff)
+	}
+	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" || node.Labels[karpv1.NodePoolLabelKey] != "default" {
+		t.Errorf("node labels %v", node.Labels)
+	}
+	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].Name != "gpu-claim" || len(node.Finalizers) != 1 {
+		t.Errorf("node owner %v finalizers %v", node.OwnerReferences, node.Finalizers)
+	}
+
+	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonNodeNotReady, "Node gpu-node is not Ready"))
+	// The kubelet reports Ready and the node lifecycle controller drops its not-ready taint.
+	h.updateNode("gpu-node", func(n *corev1.Node) {
+		n.Status.Conditions = test.Node("x", "").Ready(true).Obj().Status.Conditions
+		var kept []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		n.Spec.Taints = kept
+	})
+	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonStartupTaintsExist,
+		"Node gpu-node still has taint(s) example.com/startup=true:NoSchedule, node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"))
+	h.updateNode("gpu-node", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule}} })
+	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonResourcesNotReady,
+		"Node gpu-node has not registered resource(s) nvidia.com/gpu"))
+	h.updateNode("gpu-node", func(n *corev1.Node) {
+		n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("1")
+		n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
+	})
+	nc = h.reconcileUntil("gpu-claim", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeReady) })
+	if !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+		t.Errorf("Ready without Initialized: %v", nc.Status.Conditions)
+	}
+	if got := h.node("gpu-node").Labels[karpv1.NodeInitializedLabelKey]; got != "true" {
+		t.Errorf("initialized label = %q", got)
+	}
+	// The startup taint, once removed by its daemon, is not put back.
+	if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("gpu-node"))); diff != "" {
+		t.Errorf("taints after initialization (-want +got):\n%s", diff)
+	}
+}
+
+// TestTaintSyncNeverKeepsUninitialized covers both orders of registration and the cloud controller manager
+// removing its taint, plus a registration attempt computed from a stale copy of the Node.
+func TestTaintSyncNeverKeepsUninitialized(t *testing.T) {
+	h := newHarness(t)
+	launch := func(name string) *karpv1.NodeClaim {
+		h.create(test.NodeClaim(name, "default").Taint("team", "a", corev1.TaintEffectNoSchedule).Obj())
+		return h.reconcileUntil(name, func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	}
+	removeUninitialized := func(node string) {
+		h.updateNode(node, func(n *corev1.Node) {
+			var kept []corev1.Taint
+			for _, t := range n.Spec.Taints {
+				if t.Key != karpv1.CloudProviderUninitializedTaintKey {
+					kept = append(kept, t)
+				}
+			}
+			n.Spec.Taints = kept
+		})
+	}
+	registered := func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) }
+
+	t.Run("ccm first, then registration", func(t *testing.T) {
+		nc := launch("order-a")
+		h.create(test.Node("node-a", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
+		removeUninitialized("node-a")
+		h.reconcileUntil("order-a", registered)
+		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-a"))); diff != "" {
+			t.Errorf("taints (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("registration first, then ccm", func(t *testing.T) {
+		nc := launch("order-b")
+		h.create(test.Node("node-b", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
+		h.reconcileUntil("order-b", registered)
+		if diff := cmp.Diff([]string{"node.cloudprovider.kubernetes.io/uninitialized:NoSchedule", "team:NoSchedule"}, taintKeys(h.node("node-b"))); diff != "" {
+			t.Errorf("taints right after registration (-want +got):\n%s", diff)
+		}
+		removeUninitialized("node-b")
+		for i := 0; i < 5; i++ {
+			_, _ = h.c.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "order-b"}})
+		}
+		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-b"))); diff != "" {
+			t.Errorf("taints after the ccm removed its taint (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("stale node copy is rejected, not written back", func(t *testing.T) {
+		nc := launch("order-c")
+		h.create(test.Node("node-c", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
+		stale := h.node("node-c")
+		removeUninitialized("node-c")
+		err := h.c.syncNode(h.ctx, nc, stale)
+		if !apierrors.IsConflict(errors.Unwrap(err)) {
+			t.Fatalf("syncNode on a stale copy: got %v, want a conflict", err)
+		}
+		if diff := cmp.Diff([]string{karpv1.UnregisteredTaintKey + ":NoExecute"}, taintKeys(h.node("node-c"))); diff != "" {
+			t.Errorf("taints after rejected stale sync (-want +got):\n%s", diff)
+		}
+		h.reconcileUntil("order-c", registered)
+		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-c"))); diff != "" {
+			t.Errorf("taints after registration (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("uninitialized in the nodeclaim's taints is never added", func(t *testing.T) {
+		h.create(test.NodeClaim("order-d", "default").Taint(karpv1.CloudProviderUninitializedTaintKey, "true", corev1.TaintEffectNoSchedule).Obj())
+		nc := h.reconcileUntil("order-d", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+		h.create(test.Node("node-d", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+		h.reconcileUntil("order-d", registered)
+		if diff := cmp.Diff([]string(nil), taintKeys(h.node("node-d"))); diff != "" {
+			t.Errorf("taints (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestRegistrationTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("late", "default").Obj())
+	h.reconcileUntil("late", conditionIs(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, karpv1.ReasonNodeNotFound, ""+
+		"waiting for a Node with providerID fake:///test-zone-a/i-00000000000000001 to join the cluster"))
+	h.env.Clock.Step(14 * time.Minute)
+	nc := h.reconcileUntil("late", func(nc *karpv1.NodeClaim) (bool, string) { return true, "" })
+	if !nc.DeletionTimestamp.IsZero() {
+		t.Fatal("nodeclaim deleted before the registration timeout")
+	}
+	h.env.Clock.Step(2 * time.Minute)
+	h.reconcileUntil("late", func(nc *karpv1.NodeClaim) (bool, string) {
+		return !nc.DeletionTimestamp.IsZero(), "nodeclaim not deleted after 16 minutes"
+	})
+	if !hasEvent(h, karpv1.ReasonRegistrationTimeout) {
+		t.Error("no RegistrationTimeout event")
+	}
+}
+
+func TestLaunchFailures(t *testing.T) {
+	h := newHarness(t)
+	t.Run("insufficient capacity deletes the nodeclaim", func(t *testing.T) {
+		for _, z := range []string{"test-zone-a", "test-zone-b", "test-zone-c"} {
+			for _, ct := range []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
+				h.env.Cloud.SetUnavailable("fake-small", z, ct, true)
+			}
+		}
+		h.create(test.NodeClaim("ice", "default").Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "fake-small").Obj())
+		h.reconcileUntil("ice", func(nc *karpv1.NodeClaim) (bool, string) {
+			return !nc.DeletionTimestamp.IsZero(), "not deleted"
+		})
+		if !hasEvent(h, "InsufficientCapacityError") {
+			t.Error("no InsufficientCapacityError event")
+		}
+	})
+	t.Run("node class not ready keeps the nodeclaim", func(t *testing.T) {
+		h.env.Cloud.InjectError("Create", cloudprovider.NewNodeClassNotReadyError(errors.New("EC2NodeClass default has no subnets")))
+		h.create(test.NodeClaim("waiting", "default").Obj())
+		nc := h.reconcileUntil("waiting", conditionIs(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, karpv1.ReasonNodeClassNotReady,
+			"node class not ready: EC2NodeClass default has no subnets"))
+		if !nc.DeletionTimestamp.IsZero() {
+			t.Error("nodeclaim deleted")
+		}
+		// The next attempt succeeds.
+		h.reconcileUntil("waiting", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	})
+}
