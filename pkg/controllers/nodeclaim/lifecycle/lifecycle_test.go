@@ -179,7 +179,9 @@ func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
 	})
 	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonStartupTaintsExist,
 		"Node gpu-node still has taint(s) example.com/startup=true:NoSchedule, node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"))
-	h.updateNode("gpu-node", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule}} })
+	h.updateNode("gpu-node", func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule}}
+	})
 	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonResourcesNotReady,
 		"Node gpu-node has not registered resource(s) nvidia.com/gpu"))
 	h.updateNode("gpu-node", func(n *corev1.Node) {
