@@ -15,12 +15,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -92,17 +94,20 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(m).
 		Named(Name).
-		For(&corev1.Node{}).
+		For(&corev1.Node{}, builder.WithPredicates(deleting)).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			nc, ok := o.(*karpv1.NodeClaim)
 			if !ok || nc.Status.NodeName == "" {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Status.NodeName}}}
-		})).
+		}), builder.WithPredicates(deleting)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(c)
 }
+
+// deleting passes events of objects whose deletion was requested (and their final deletion).
+var deleting = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 
 // Reconcile moves a deleted Node one step further through termination.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -127,8 +132,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDeletingNodeClaim,
 				"Node was deleted: deleting its NodeClaim %s", nc.Name)
-			// The deletion timestamp (which fixes the termination deadline) is read back on the next pass.
-			return reconcile.Result{Requeue: true}, nil
+			// Read back the deletion timestamp, which fixes the termination deadline.
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return reconcile.Result{}, fmt.Errorf("reading back nodeclaim %s: %w", nc.Name, err)
+				}
+				nc = nil
+			}
 		}
 	}
 

@@ -13,12 +13,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -37,7 +39,6 @@ const PollInterval = 5 * time.Second
 // Event reasons.
 const (
 	ReasonDeletingNode          = "DeletingNode"
-	ReasonAwaitingNode          = "AwaitingNodeTermination"
 	ReasonTerminatingInstance   = "TerminatingInstance"
 	ReasonInvalidTerminationAnn = "InvalidTerminationTimestamp"
 	ReasonTerminated            = "Terminated"
@@ -64,11 +65,14 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(m).
 		Named(Name).
-		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNode)).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(deleting)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNode), builder.WithPredicates(deleting)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(c)
 }
+
+// deleting passes events of objects whose deletion was requested (and their final deletion).
+var deleting = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 
 // nodeClaimsOfNode maps a Node event to the NodeClaim with the same provider ID.
 func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
