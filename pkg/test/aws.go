@@ -10,7 +10,7 @@ import (
 type EC2NodeClassBuilder struct{ nc *awsv1.EC2NodeClass }
 
 // EC2NodeClass starts an EC2NodeClass using al2023@latest, subnets and security groups tagged
-// karpenter.sh/discovery=<discovery> and the role KarpenterNodeRole.
+// karpenter.sh/discovery=<discovery> and the role KarpenterNodeRole-<discovery>.
 func EC2NodeClass(name, discovery string) *EC2NodeClassBuilder {
 	tags := map[string]string{"karpenter.sh/discovery": discovery}
 	return &EC2NodeClassBuilder{nc: &awsv1.EC2NodeClass{
@@ -19,7 +19,7 @@ func EC2NodeClass(name, discovery string) *EC2NodeClassBuilder {
 			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
 			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: tags}},
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: tags}},
-			Role:                       "KarpenterNodeRole",
+			Role:                       "KarpenterNodeRole-" + discovery,
 		},
 	}}
 }

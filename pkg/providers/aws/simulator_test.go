@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
 	"github.com/dovetail/dovetail/pkg/settings"
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
@@ -78,14 +80,9 @@ func (w *world) provider(t *testing.T, clusterUID string, objs ...client.Object)
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
 	cfg := w.sdkConfig("AKIDACCOUNTA")
 	cp, err := aws.NewCloudProvider(context.Background(), aws.Options{
-		Settings: &settings.Settings{
-			ClusterName: "dovetail", ClusterEndpoint: "https://127.0.0.1:6443", ClusterCABundle: "Q0E=",
-			VMMemoryOverheadPercent: 0.075,
-			// The simulator's Pricing API is not served yet: on-demand prices are unknown, spot works.
-			IsolatedVPC: true,
-		},
+		// Endpoint, CA, Kubernetes version and service CIDR come from EKS DescribeCluster.
+		Settings:   &settings.Settings{ClusterName: "dovetail", VMMemoryOverheadPercent: 0.075},
 		ClusterUID: clusterUID, KubeClient: kube, Clock: w.clock, AWSConfig: &cfg,
-		KubernetesVersion: "1.34", ServiceCIDR: "10.100.0.0/16",
 	})
 	if err != nil {
 		t.Fatalf("NewCloudProvider: %v", err)
@@ -108,7 +105,9 @@ func (p *provider) resolvedNodeClass(t *testing.T) *awsv1.EC2NodeClass {
 	if nc.Status.AMIs, err = p.ResolveAMIs(ctx, nc); err != nil {
 		t.Fatalf("ResolveAMIs: %v", err)
 	}
-	nc.Status.InstanceProfile = "dovetail-nodes"
+	if nc.Status.InstanceProfile, err = p.ResolveInstanceProfile(ctx, nc); err != nil {
+		t.Fatalf("ResolveInstanceProfile: %v", err)
+	}
 	if err := p.kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +308,17 @@ func TestInsufficientCapacityMarksOfferingAndRetriesElsewhere(t *testing.T) {
 	if !offeringUnavailable(t, p, "c5.large", "spot") {
 		t.Errorf("c5.large spot offerings still available after ICE")
 	}
-	// Only c5.large allowed: every offering is refused, so Create reports insufficient capacity.
-	if _, err := p.Create(ctx, claim("default-ice2", "c5.large")); !cloudprovider.IsInsufficientCapacity(err) {
-		t.Errorf("Create(c5.large only) = %v, want InsufficientCapacityError", err)
+	// Only c5.large spot allowed: every offering is refused, so Create reports insufficient capacity.
+	spotOnly := test.NodeClaim("default-ice2", "default").
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large").
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot").Obj()
+	if _, err := p.Create(ctx, spotOnly); !cloudprovider.IsInsufficientCapacity(err) {
+		t.Errorf("Create(c5.large spot only) = %v, want InsufficientCapacityError", err)
+	}
+	// With on-demand allowed the same type launches on-demand.
+	created, err := p.Create(ctx, claim("default-ice3", "c5.large"))
+	if err != nil || created.Labels[karpv1.CapacityTypeLabelKey] != "on-demand" {
+		t.Errorf("Create(c5.large spot or on-demand) = %v, %v; want an on-demand launch", err, created)
 	}
 	w.clock.Step(unavailable.DefaultTTL)
 	if offeringUnavailable(t, p, "c5.large", "spot") {
@@ -459,4 +466,51 @@ func subnetOf(t *testing.T, p *provider, c *karpv1.NodeClaim) string {
 		t.Fatal(err)
 	}
 	return awssdk.ToString(describe(t, p, id).SubnetId)
+}
+
+func TestNodeClassCleanupDeletesOnlyOwnResources(t *testing.T) {
+	w := newWorld(t)
+	a := w.provider(t, "uid-a")
+	b := w.provider(t, "uid-b")
+	nca := a.resolvedNodeClass(t)
+	b.resolvedNodeClass(t)
+	ctx := context.Background()
+	if nca.Status.InstanceProfile == "" {
+		t.Fatalf("no instance profile resolved")
+	}
+	for _, p := range []*provider{a, b} {
+		if _, err := p.Create(ctx, claim("c", "m5.large")); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	count := func(uid string) int {
+		out, err := a.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+			{Name: awssdk.String("tag:dovetail.sh/cluster-uid"), Values: []string{uid}},
+		}})
+		if err != nil {
+			t.Fatalf("DescribeLaunchTemplates: %v", err)
+		}
+		return len(out.LaunchTemplates)
+	}
+	if count("uid-a") == 0 || count("uid-b") == 0 {
+		t.Fatalf("launch templates a=%d b=%d, want both clusters to have some", count("uid-a"), count("uid-b"))
+	}
+	if err := a.DeleteNodeClassResources(ctx, nca); err != nil {
+		t.Fatalf("DeleteNodeClassResources: %v", err)
+	}
+	if n := count("uid-a"); n != 0 {
+		t.Errorf("%d launch templates of cluster a left", n)
+	}
+	if count("uid-b") == 0 {
+		t.Errorf("cluster b's launch templates were deleted by cluster a")
+	}
+	cfg := w.sdkConfig("AKIDACCOUNTA")
+	_, err := iam.NewFromConfig(cfg).GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: awssdk.String(nca.Status.InstanceProfile)})
+	if sdk.ErrorCode(err) != "NoSuchEntity" {
+		t.Errorf("GetInstanceProfile after cleanup = %v, want NoSuchEntity", err)
+	}
+	// Deleting again is a no-op.
+	if err := a.DeleteNodeClassResources(ctx, nca); err != nil {
+		t.Errorf("second DeleteNodeClassResources: %v", err)
+	}
 }
