@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -42,6 +44,8 @@ type Registrar interface {
 // Everything stops when the test ends.
 func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) *ControllerEnv {
 	t.Helper()
+	// Controller logs are dropped: tests assert on objects, events and metrics.
+	ctrllog.SetLogger(logr.Discard())
 	scheme, err := NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
