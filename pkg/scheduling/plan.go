@@ -46,23 +46,22 @@ func lessKey(a, b types.NamespacedName) bool {
 func (s *solver) nodeClaimPlan(n *candidate) *NodeClaimPlan {
 	g := n.sig
 	p := g.pool
+	// the fitting options, cheapest first: up to MaxInstanceTypes, more while minValues needs them
 	var opts []sigOpt
 	for _, o := range g.opts[n.ptr:] {
-		if n.used.LessEq(o.t.avail) && s.optionWithinLimits(n, o.t) {
-			opts = append(opts, o)
+		if !n.used.LessEq(o.t.avail) || !s.optionWithinLimits(n, o.t) {
+			continue
 		}
-	}
-	keep := len(opts)
-	if keep > s.opts.MaxInstanceTypes {
-		keep = s.opts.MaxInstanceTypes
-		for keep < len(opts) {
-			if k, _, _ := minValuesShort(p, g.reqs, opts[:keep], nil); k == "" {
+		if len(opts) >= s.opts.MaxInstanceTypes {
+			if len(p.minVals) == 0 {
 				break
 			}
-			keep++
+			if k, _, _ := minValuesShort(p, g.reqs, opts, nil); k == "" {
+				break
+			}
 		}
+		opts = append(opts, o)
 	}
-	opts = opts[:keep]
 	cheapest := g.opts[n.ptr]
 	nc := &NodeClaimPlan{
 		Name:          n.name,

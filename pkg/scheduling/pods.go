@@ -45,10 +45,6 @@ type class struct {
 	level    int
 	maxLevel int
 	cur      *constraints
-
-	// live are the nodes that may still take pods of this class; seen counts solver nodes already considered.
-	live []*candidate
-	seen int
 }
 
 // constraints are a class's effective hard constraints at its current relaxation level.
@@ -57,6 +53,19 @@ type constraints struct {
 	reqs    Requirements
 	groups  []*group
 	relaxed []string
+	// topo lists, per topology key (sorted), every group that constrains or matches the class.
+	topo []keyGroups
+}
+
+// keyGroups are the groups on one topology key that concern a class: whether each constrains the class (isC) and
+// whether the class's pods match its selector (isM, before node eligibility).
+type keyGroups struct {
+	key    string
+	groups []*group
+	isC    []bool
+	isM    []bool
+	spread *group // first spread group, used to order domain choices
+	aff    *group // first affinity group
 }
 
 type hostPort struct {
@@ -215,6 +224,7 @@ func (s *solver) buildClasses() {
 				c.matchedBy = append(c.matchedBy, g)
 			}
 		}
+		c.cur = s.constraintsAt(c)
 	}
 	sort.SliceStable(s.classes, func(i, j int) bool {
 		a, b := s.classes[i], s.classes[j]
@@ -356,6 +366,7 @@ func (s *solver) constraintsAt(c *class) *constraints {
 			out.relaxed = append(out.relaxed, fmt.Sprintf("%d %s term(s)", d.n, d.what))
 		}
 	}
+	out.topo = topoGroups(out.groups, c.matchedBy)
 	key := out.reqs.String() + "|" + tolerationsKey(c.tolerations)
 	id, ok := s.constraintIDs[key]
 	if !ok {
@@ -363,6 +374,45 @@ func (s *solver) constraintsAt(c *class) *constraints {
 		s.constraintIDs[key] = id
 	}
 	out.id = id
+	return out
+}
+
+func topoGroups(cons, matched []*group) []keyGroups {
+	byKey := map[string]*keyGroups{}
+	var keys []string
+	add := func(g *group) {
+		kg, ok := byKey[g.key]
+		if !ok {
+			kg = &keyGroups{key: g.key}
+			byKey[g.key] = kg
+			keys = append(keys, g.key)
+		}
+		for _, x := range kg.groups {
+			if x == g {
+				return
+			}
+		}
+		kg.groups = append(kg.groups, g)
+		kg.isC = append(kg.isC, containsGroup(cons, g))
+		kg.isM = append(kg.isM, containsGroup(matched, g))
+		if g.kind == kindSpread && kg.spread == nil {
+			kg.spread = g
+		}
+		if g.kind == kindAffinity && kg.aff == nil {
+			kg.aff = g
+		}
+	}
+	for _, g := range cons {
+		add(g)
+	}
+	for _, g := range matched {
+		add(g)
+	}
+	sort.Strings(keys)
+	out := make([]keyGroups, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
 	return out
 }
 
@@ -381,7 +431,6 @@ func (s *solver) relax(c *class) bool {
 	}
 	c.level++
 	c.cur = s.constraintsAt(c)
-	c.live, c.seen = nil, 0 // relaxed constraints may fit nodes refused before
 	return true
 }
 

@@ -71,10 +71,10 @@ func (s *solver) explainPool(c *class, p *poolInfo) string {
 		}
 		return "limits exceeded (" + strings.Join(lims, ", ") + ")"
 	}
-	n := &candidate{name: p.np.Name + "-explain", sig: g, used: s.dims.Zero(), volumes: map[string]bool{}, volCount: map[string]int{}}
+	n := &candidate{idx: len(s.nodes), name: p.np.Name + "-explain", sig: g, used: s.dims.Zero(), volumes: map[string]bool{}, volCount: map[string]int{}}
 	for i, o := range g.opts {
 		if c.req.LessEq(o.t.avail) {
-			n.ptr = i
+			n.ptr, n.cost = i, o.price
 			break
 		}
 	}
@@ -82,5 +82,5 @@ func (s *solver) explainPool(c *class, p *poolInfo) string {
 	if a.ok {
 		return "fits on a new node but was not placed (internal ordering); retry"
 	}
-	return a.reason
+	return a.why()
 }

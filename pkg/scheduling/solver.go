@@ -39,8 +39,8 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 type narrowKey struct{ sig, cons int }
 
 type pinKey struct {
-	sig int
-	pin string
+	sig        int
+	key, value string
 }
 
 type solver struct {
@@ -66,6 +66,10 @@ type solver struct {
 	vol           *volumeIndex
 
 	failures map[*podInfo]string
+	// order holds planned nodes by current price; mark[idx]==stamp flags nodes the current class may grow.
+	order []*candidate
+	mark  []uint32
+	stamp uint32
 }
 
 type narrowResult struct {
@@ -81,6 +85,7 @@ type candidate struct {
 	labels    map[string]string
 	staticSig int
 	alloc     Vec
+	cost      float64
 	sig       *sig
 	ptr       int
 	used      Vec
@@ -106,12 +111,7 @@ func (n *candidate) capacityNow() Vec {
 	return n.sig.opts[n.ptr].t.avail
 }
 
-func (n *candidate) price() float64 {
-	if n.existing != nil {
-		return 0
-	}
-	return n.sig.opts[n.ptr].price
-}
+func (n *candidate) price() float64 { return n.cost }
 
 func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
 	return &solver{ctx: ctx, snap: snap, opts: opts, sigs: map[string]*sig{}, narrowCache: map[narrowKey]narrowResult{},
@@ -216,6 +216,7 @@ func (s *solver) prepareExisting() {
 		}
 		s.existing = append(s.existing, n)
 		s.nodes = append(s.nodes, n)
+		s.mark = append(s.mark, 0)
 	}
 }
 
@@ -275,7 +276,7 @@ func (s *solver) countExistingPods() {
 					}
 				}
 				if isM || isC {
-					g.record(v, isC, isM)
+					g.record(v, n.idx, isC, isM)
 					if isC {
 						g.constrainedTotal-- // existing pods are not planned; only their domain matters
 					}
@@ -317,9 +318,16 @@ type attempt struct {
 	permanent bool // the node will never take this class
 	sig       *sig
 	ptr       int
-	pins      map[string]string
 	delta     float64
 	reason    string
+	topo      *topoFailure
+}
+
+func (a attempt) why() string {
+	if a.topo != nil {
+		return a.topo.String()
+	}
+	return a.reason
 }
 
 // try evaluates placing one pod of c on n. With grow false it only accepts the node's current option.
@@ -341,15 +349,9 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 	if g == n.sig && !grow && !Fits(n.used, c.req, n.sig.opts[n.ptr].t.avail) {
 		return attempt{reason: "no slack"}
 	}
-	pins, why := s.topologyCheck(c, n, g)
-	if why != "" {
-		return attempt{reason: why, permanent: c.permanentTopology(why)}
-	}
-	if len(pins) > 0 {
-		g = s.pin(g, pins)
-		if g == nil {
-			return attempt{reason: "topology domain has no instance type"}
-		}
+	g, fail := s.topologyCheck(c, n, g)
+	if fail != nil {
+		return attempt{topo: fail, permanent: fail.permanent()}
 	}
 	ptr := -1
 	for i, o := range g.opts {
@@ -372,12 +374,7 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 			return attempt{reason: "minValues " + k}
 		}
 	}
-	return attempt{ok: true, sig: g, ptr: ptr, pins: pins, delta: delta}
-}
-
-func (c *class) permanentTopology(why string) bool {
-	// anti-affinity and hostname spread counts only grow on a node, so a refusal there is final
-	return strings.Contains(why, "anti-affinity") || strings.Contains(why, "on "+labelHostname)
+	return attempt{ok: true, sig: g, ptr: ptr, delta: delta}
 }
 
 func (s *solver) tryExisting(c *class, n *candidate) attempt {
@@ -402,8 +399,8 @@ func (s *solver) tryExisting(c *class, n *candidate) attempt {
 	if !s.volumesFit(n, c) {
 		return attempt{permanent: true, reason: "volume attach limit"}
 	}
-	if _, why := s.topologyCheck(c, n, nil); why != "" {
-		return attempt{reason: why, permanent: c.permanentTopology(why)}
+	if _, fail := s.topologyCheck(c, n, nil); fail != nil {
+		return attempt{topo: fail, permanent: fail.permanent()}
 	}
 	return attempt{ok: true}
 }
@@ -506,24 +503,14 @@ func (s *solver) computeNarrow(g *sig, cons *constraints) narrowResult {
 	return narrowResult{sig: ng}
 }
 
-func (s *solver) pin(g *sig, pins map[string]string) *sig {
-	keys := make([]string, 0, len(pins))
-	for k := range pins {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + pins[k] + ";")
-	}
-	pk := pinKey{g.id, b.String()}
+// pin narrows a sig to one value of a topology key.
+func (s *solver) pin(g *sig, key, value string) *sig {
+	pk := pinKey{g.id, key, value}
 	if out, ok := s.pinCache[pk]; ok {
 		return out
 	}
 	reqs := g.reqs.Copy()
-	for _, k := range keys {
-		reqs.Add(In(k, pins[k]))
-	}
+	reqs.Add(In(key, value))
 	out := s.sigFor(g.pool, reqs)
 	if out.err != "" || len(out.opts) == 0 {
 		out = nil
@@ -541,6 +528,11 @@ func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
 		nw := n.sig.opts[n.ptr].t
 		pool.used.Sub(old.capacity)
 		pool.used.Add(nw.capacity)
+		if p := n.sig.opts[n.ptr].price; p != n.cost {
+			oldCost := n.cost
+			n.cost = p
+			s.reorder(n, oldCost)
+		}
 	}
 	n.used.Add(c.req)
 	n.ports = append(n.ports, c.ports...)
@@ -555,29 +547,20 @@ func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
 }
 
 // placeBatch places pods of c: first into room nodes already have (existing nodes, then planned nodes at their
-// current cheapest option), then by growing one planned node or opening a new one, whichever raises the hourly
-// price least. It returns how many pods it placed; the caller calls again until all are placed or none fit.
+// current cheapest option), then step by step by growing one planned node or opening a new one, whichever raises
+// the hourly price least. It returns how many pods it placed; the caller relaxes preferences when none fit.
 func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 	placed := 0
-	// bring nodes opened since the class last looked into its live list
-	for ; c.seen < len(s.nodes); c.seen++ {
-		c.live = append(c.live, s.nodes[c.seen])
-	}
-	var growable []*candidate
-	keep := c.live[:0]
-	i := 0
-	for ; i < len(c.live); i++ {
-		n := c.live[i]
+	s.stamp++
+	for _, n := range s.nodes {
 		if placed == len(pods) {
 			break
 		}
 		if n.existing == nil && !Fits(n.used, c.req, n.capacityNow()) {
 			// no room at the current option: only growth can help; cheap permanent check first
-			if !Fits(n.used, c.req, n.sig.maxAvl) {
-				continue
+			if Fits(n.used, c.req, n.sig.maxAvl) {
+				s.mark[n.idx] = s.stamp
 			}
-			keep = append(keep, n)
-			growable = append(growable, n)
 			continue
 		}
 		a := s.try(c, n, false)
@@ -586,34 +569,27 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 			placed++
 			a = s.try(c, n, false)
 		}
-		if a.permanent {
-			continue
-		}
-		keep = append(keep, n)
-		if n.existing == nil && !a.ok {
-			growable = append(growable, n)
+		if !a.permanent && n.existing == nil {
+			s.mark[n.idx] = s.stamp
 		}
 	}
-	keep = append(keep, c.live[i:]...)
-	c.live = keep
-	if placed > 0 {
-		return placed
-	}
-	// growth or a new node, for one step; the caller rescans since topology counts changed
-	best := s.bestGrowth(c, growable)
-	nn, na := s.newNodeFor(c)
-	if best == nil || (nn != nil && na.delta < best.a.delta-1e-9) {
-		if nn == nil {
-			return 0
+	for placed < len(pods) {
+		best := s.bestGrowth(c)
+		nn, na := s.newNodeFor(c)
+		if best == nil || (nn != nil && na.delta < best.a.delta*newNodeBias-1e-9) {
+			if nn == nil {
+				return placed
+			}
+			s.addNode(nn)
+			s.mark[nn.idx] = s.stamp
+			best = &growItem{n: nn, a: na}
 		}
-		s.addNode(nn)
-		best = &growItem{n: nn, a: na}
-	}
-	n, a := best.n, best.a
-	for a.ok && placed < len(pods) {
-		s.commit(c, pods[placed], n, a)
-		placed++
-		a = s.try(c, n, false)
+		n, a := best.n, best.a
+		for a.ok && placed < len(pods) {
+			s.commit(c, pods[placed], n, a)
+			placed++
+			a = s.try(c, n, false)
+		}
 	}
 	return placed
 }
@@ -621,25 +597,31 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 // growthCandidates is how many of the cheapest growable planned nodes bestGrowth evaluates.
 const growthCandidates = 8
 
-// bestGrowth returns the planned node among the cheapest growable ones whose growth to fit one more pod of c
-// costs least.
-func (s *solver) bestGrowth(c *class, growable []*candidate) *growItem {
-	sort.SliceStable(growable, func(i, j int) bool {
-		pi, pj := growable[i].price(), growable[j].price()
-		if pi != pj {
-			return pi < pj
-		}
-		return growable[i].idx < growable[j].idx
-	})
+// newNodeBias: a new node must cost less than this fraction of the cheapest growth to be preferred, since a
+// grown node's extra room is usually filled by later pods while a new node starts with the per-node overhead.
+const newNodeBias = 0.8
+
+// bestGrowth returns, among the cheapest planned nodes marked for the current class, the one whose growth to fit
+// one more pod raises the price least (0 when it still has room).
+func (s *solver) bestGrowth(c *class) *growItem {
 	var best *growItem
 	found := 0
-	for _, n := range growable {
+	for _, n := range s.order {
+		if s.mark[n.idx] != s.stamp {
+			continue
+		}
 		a := s.try(c, n, true)
 		if !a.ok {
+			if a.permanent {
+				s.mark[n.idx] = 0
+			}
 			continue
 		}
 		if best == nil || a.delta < best.a.delta-1e-12 {
 			best = &growItem{n: n, a: a}
+			if a.delta <= 1e-12 {
+				break
+			}
 		}
 		found++
 		if found >= growthCandidates {
@@ -647,6 +629,29 @@ func (s *solver) bestGrowth(c *class, growable []*candidate) *growItem {
 		}
 	}
 	return best
+}
+
+// reorder keeps s.order sorted by (price, index) after n's price changed from old.
+func (s *solver) reorder(n *candidate, old float64) {
+	less := func(p float64, idx int, m *candidate) bool {
+		if p != m.cost {
+			return p < m.cost
+		}
+		return idx < m.idx
+	}
+	if old >= 0 {
+		at := sort.Search(len(s.order), func(i int) bool { return !less(s.order[i].cost, s.order[i].idx, &candidate{cost: old, idx: n.idx}) })
+		for at < len(s.order) && s.order[at] != n {
+			at++
+		}
+		if at < len(s.order) {
+			s.order = append(s.order[:at], s.order[at+1:]...)
+		}
+	}
+	at := sort.Search(len(s.order), func(i int) bool { return less(n.cost, n.idx, s.order[i]) })
+	s.order = append(s.order, nil)
+	copy(s.order[at+1:], s.order[at:])
+	s.order[at] = n
 }
 
 type growItem struct {
@@ -657,6 +662,9 @@ type growItem struct {
 func (s *solver) addNode(n *candidate) {
 	n.idx = len(s.nodes)
 	s.nodes = append(s.nodes, n)
+	s.mark = append(s.mark, 0)
+	n.cost = n.sig.opts[n.ptr].price
+	s.reorder(n, -1)
 	p := n.sig.pool
 	p.nodes++
 	p.used.Add(n.sig.opts[n.ptr].t.capacity)
@@ -691,8 +699,8 @@ func (s *solver) newNodeFor(c *class) (*candidate, attempt) {
 		if ptr < 0 {
 			continue
 		}
-		n := &candidate{name: fmt.Sprintf("%s-%d", p.np.Name, len(s.nodes)+1), sig: nr.sig, ptr: ptr, used: s.dims.Zero(),
-			volumes: map[string]bool{}, volCount: map[string]int{}}
+		n := &candidate{idx: len(s.nodes), name: fmt.Sprintf("%s-%d", p.np.Name, len(s.nodes)+1), sig: nr.sig, ptr: ptr, used: s.dims.Zero(),
+			volumes: map[string]bool{}, volCount: map[string]int{}, cost: nr.sig.opts[ptr].price}
 		// account the baseline as if already added, so try() computes limits against it
 		p.used.Add(n.sig.opts[n.ptr].t.capacity)
 		a := s.try(c, n, true)

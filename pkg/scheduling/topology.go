@@ -44,6 +44,12 @@ type group struct {
 	total            int
 	constrainedTotal int
 	universe         []string
+	// hostname groups count per node index instead (domains are nodes)
+	hostCounts      []int32
+	hostConstrained []int32
+	// spread groups on other keys keep the universe's counts in a slice for a fast minimum
+	uindex map[string]int
+	ucount []int
 }
 
 func (g *group) String() string {
@@ -115,15 +121,15 @@ func (g *group) eligibleUnder(n *candidate, under *sig) bool {
 }
 
 // minCount returns the smallest count over the group's eligible domains (0 for hostname and when there are fewer
-// domains than minDomains). delta adds to one domain first.
+// domains than minDomains), as if delta were added to domain first.
 func (g *group) minCount(domain string, delta int) int {
 	if g.key == labelHostname || len(g.universe) < g.minDomains || len(g.universe) == 0 {
 		return 0
 	}
+	at, in := g.uindex[domain]
 	m := -1
-	for _, d := range g.universe {
-		c := g.counts[d]
-		if d == domain {
+	for i, c := range g.ucount {
+		if in && i == at {
 			c += delta
 		}
 		if m < 0 || c < m {
@@ -133,42 +139,88 @@ func (g *group) minCount(domain string, delta int) int {
 	return m
 }
 
+func (g *group) count(domain string, node int) int {
+	if g.key == labelHostname {
+		if node < len(g.hostCounts) {
+			return int(g.hostCounts[node])
+		}
+		return 0
+	}
+	return g.counts[domain]
+}
+
+func (g *group) constrainedIn(domain string, node int) int {
+	if g.key == labelHostname {
+		if node < len(g.hostConstrained) {
+			return int(g.hostConstrained[node])
+		}
+		return 0
+	}
+	return g.constrained[domain]
+}
+
 // allows reports whether placing a pod that the group constrains (isC) and/or that matches its selector (isM)
-// into domain keeps the group's invariant.
-func (g *group) allows(domain string, isC, isM bool) bool {
+// into domain (node index node for hostname groups) keeps the group's invariant.
+func (g *group) allows(domain string, node int, isC, isM bool) bool {
 	inc := 0
 	if isM {
 		inc = 1
 	}
 	switch g.kind {
 	case kindSpread:
-		if !isC && (!isM || g.constrained[domain] == 0) {
+		if !isC && !isM {
 			return true
 		}
+		if g.key == labelHostname {
+			if !isC && g.constrainedIn(domain, node) == 0 {
+				return true // a node without constrained pods may hold any number of matching pods
+			}
+			return g.count(domain, node)+inc <= g.maxSkew
+		}
+		// Matching pods keep other domains balanced too: if they piled up in one zone, pods the group constrains
+		// could only go to the emptiest zone and a second group could then block that one.
 		return g.counts[domain]+inc <= g.minCount(domain, inc)+g.maxSkew
 	case kindAffinity:
-		if isC && g.counts[domain] == 0 && !(g.total == 0 && isM) {
+		if isC && g.count(domain, node) == 0 && !(g.total == 0 && isM) {
 			return false
 		}
-		if isM && !isC && g.total == 1 && g.constrainedTotal == 1 && g.constrained[domain] == 0 {
+		if isM && !isC && g.total == 1 && g.constrainedTotal == 1 && g.constrainedIn(domain, node) == 0 {
 			return false // the lone constrained pod relies on being the only match
 		}
 		return true
 	default:
-		if isC && g.counts[domain] > 0 {
+		if isC && g.count(domain, node) > 0 {
 			return false
 		}
-		if isM && g.constrained[domain] > 0 {
+		if isM && g.constrainedIn(domain, node) > 0 {
 			return false
 		}
 		return true
 	}
 }
 
-func (g *group) record(domain string, isC, isM bool) {
+func (g *group) record(domain string, node int, isC, isM bool) {
+	if g.key == labelHostname {
+		for len(g.hostCounts) <= node {
+			g.hostCounts = append(g.hostCounts, 0)
+			g.hostConstrained = append(g.hostConstrained, 0)
+		}
+		if isM {
+			g.hostCounts[node]++
+			g.total++
+		}
+		if isC {
+			g.hostConstrained[node]++
+			g.constrainedTotal++
+		}
+		return
+	}
 	if isM {
 		g.counts[domain]++
 		g.total++
+		if i, ok := g.uindex[domain]; ok {
+			g.ucount[i]++
+		}
 	}
 	if isC {
 		g.constrained[domain]++
@@ -208,6 +260,12 @@ func (s *solver) computeUniverses() {
 			g.universe = append(g.universe, v)
 		}
 		sort.Strings(g.universe)
+		g.uindex = make(map[string]int, len(g.universe))
+		g.ucount = make([]int, len(g.universe))
+		for i, v := range g.universe {
+			g.uindex[v] = i
+			g.ucount[i] = g.counts[v]
+		}
 	}
 }
 
@@ -327,50 +385,33 @@ func (s *solver) computeSigChoices(g *sig, key string) []string {
 }
 
 // topologyCheck decides the domain of node n for every topology key that matters to class c and reports whether
-// c may go there. pins lists keys whose value had to be chosen for a planned node.
-func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pins map[string]string, reason string) {
-	cons := c.cur.groups
-	if len(cons) == 0 && len(c.matchedBy) == 0 {
-		return nil, ""
-	}
-	byKey := map[string][]*group{}
-	var keys []string
-	add := func(g *group) {
-		if _, ok := byKey[g.key]; !ok {
-			keys = append(keys, g.key)
-		}
-		byKey[g.key] = append(byKey[g.key], g)
-	}
-	for _, g := range cons {
-		add(g)
-	}
-	for _, g := range c.matchedBy {
-		add(g)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		gs := byKey[key]
-		choices := s.sigDomainChoices(n, g0, key)
+// c may go there. pins lists keys whose value had to be chosen for a planned node (under sig g0).
+func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fail *topoFailure) {
+	pinned = g0
+	for ki := range c.cur.topo {
+		kg := &c.cur.topo[ki]
+		choices := s.sigDomainChoices(n, g0, kg.key)
 		if len(choices) == 0 {
-			for _, g := range gs {
-				if isConstraint(cons, g) {
-					return nil, fmt.Sprintf("node has no %s label for %s", key, g)
+			for i, g := range kg.groups {
+				if kg.isC[i] {
+					return nil, &topoFailure{g: g, missing: true}
 				}
 			}
 			continue
 		}
-		if len(choices) > 1 {
-			choices = orderChoices(choices, gs)
+		var ordered [8]string
+		if len(choices) > 1 && len(choices) <= len(ordered) {
+			choices = orderChoices(ordered[:0], choices, kg)
 		}
-		chosen, why := "", ""
+		chosen := ""
+		var why *group
 		for _, d := range choices {
 			ok := true
-			for _, g := range gs {
-				isC := isConstraint(cons, g)
-				isM := containsGroup(c.matchedBy, g) && g.eligibleUnder(n, g0)
-				if !g.allows(d, isC, isM) {
+			for i, g := range kg.groups {
+				isM := kg.isM[i] && g.eligibleUnder(n, g0)
+				if !g.allows(d, n.idx, kg.isC[i], isM) {
 					ok = false
-					why = g.String()
+					why = g
 					break
 				}
 			}
@@ -380,36 +421,72 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pins map[string
 			}
 		}
 		if chosen == "" {
-			return nil, "would violate " + why
+			return nil, &topoFailure{g: why}
 		}
-		if len(choices) > 1 || (n.existing == nil && key != labelHostname && !decided(g0, key)) {
-			if pins == nil {
-				pins = map[string]string{}
+		if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !decided(pinned, kg.key)) {
+			pinned = s.pin(pinned, kg.key, chosen)
+			if pinned == nil {
+				return nil, &topoFailure{g: why, noType: true, key: kg.key, value: chosen}
 			}
-			pins[key] = chosen
 		}
 	}
-	return pins, ""
+	return pinned, nil
+}
+
+// topoFailure says which group refused a node; the message is built only when a reason is reported.
+type topoFailure struct {
+	g       *group
+	missing bool
+	noType  bool
+	key     string
+	value   string
+}
+
+func (f *topoFailure) String() string {
+	switch {
+	case f.missing:
+		return fmt.Sprintf("node has no %s label for %s", f.g.key, f.g)
+	case f.noType:
+		return fmt.Sprintf("no instance type for %s=%s", f.key, f.value)
+	default:
+		return "would violate " + f.g.String()
+	}
+}
+
+// permanent reports whether the refusal can never lift for the node (counts on a node only grow).
+func (f *topoFailure) permanent() bool {
+	if f.missing {
+		return true
+	}
+	return f.g != nil && f.g.key == labelHostname && (f.g.kind == kindAnti || f.g.kind == kindSpread)
+}
+
+// orderChoices sorts domain choices: fewest matching pods first for spread, most first for affinity.
+func orderChoices(buf, choices []string, kg *keyGroups) []string {
+	buf = append(buf, choices...)
+	g, desc := kg.spread, false
+	if g == nil {
+		g, desc = kg.aff, true
+	}
+	if g == nil {
+		return buf
+	}
+	for i := 1; i < len(buf); i++ {
+		for j := i; j > 0; j-- {
+			a, b := g.counts[buf[j-1]], g.counts[buf[j]]
+			if (!desc && b < a) || (desc && b > a) {
+				buf[j-1], buf[j] = buf[j], buf[j-1]
+				continue
+			}
+			break
+		}
+	}
+	return buf
 }
 
 func decided(g *sig, key string) bool {
 	r := g.reqs[key]
 	return r != nil && len(r.Values()) == 1
-}
-
-func orderChoices(choices []string, gs []*group) []string {
-	out := append([]string(nil), choices...)
-	for _, g := range gs {
-		if g.kind == kindSpread {
-			sort.SliceStable(out, func(i, j int) bool { return g.counts[out[i]] < g.counts[out[j]] })
-			return out
-		}
-		if g.kind == kindAffinity {
-			sort.SliceStable(out, func(i, j int) bool { return g.counts[out[i]] > g.counts[out[j]] })
-			return out
-		}
-	}
-	return out
 }
 
 func isConstraint(cons []*group, g *group) bool { return containsGroup(cons, g) }
@@ -425,23 +502,22 @@ func containsGroup(gs []*group, g *group) bool {
 
 // recordTopology counts a pod of class c placed on node n (whose labels are decided for the keys involved).
 func (s *solver) recordTopology(c *class, n *candidate) {
-	for _, g := range s.groupsOf(c) {
-		choices := s.domainChoices(n, g.key)
+	for ki := range c.cur.topo {
+		kg := &c.cur.topo[ki]
+		choices := s.domainChoices(n, kg.key)
 		if len(choices) != 1 {
 			continue
 		}
-		isC := isConstraint(c.cur.groups, g)
-		isM := containsGroup(c.matchedBy, g) && g.eligible(n)
-		g.record(choices[0], isC, isM)
+		for i, g := range kg.groups {
+			g.record(choices[0], n.idx, kg.isC[i], kg.isM[i] && g.eligible(n))
+		}
 	}
 }
 
 func (s *solver) groupsOf(c *class) []*group {
-	out := append([]*group(nil), c.cur.groups...)
-	for _, g := range c.matchedBy {
-		if !containsGroup(out, g) {
-			out = append(out, g)
-		}
+	var out []*group
+	for _, kg := range c.cur.topo {
+		out = append(out, kg.groups...)
 	}
 	return out
 }

@@ -266,7 +266,10 @@ func SchedInstanceType(name, cpu, memory string) *SchedInstanceTypeBuilder {
 }
 
 // Label sets a label.
-func (b *SchedInstanceTypeBuilder) Label(k, v string) *SchedInstanceTypeBuilder { b.it.Labels[k] = v; return b }
+func (b *SchedInstanceTypeBuilder) Label(k, v string) *SchedInstanceTypeBuilder {
+	b.it.Labels[k] = v
+	return b
+}
 
 // Capacity sets one capacity entry.
 func (b *SchedInstanceTypeBuilder) Capacity(name corev1.ResourceName, q string) *SchedInstanceTypeBuilder {
@@ -318,7 +321,9 @@ func SchedNode(name, cpu, memory string) *SchedNodeBuilder {
 func (b *SchedNodeBuilder) Label(k, v string) *SchedNodeBuilder { b.n.Labels[k] = v; return b }
 
 // Zone sets the zone label.
-func (b *SchedNodeBuilder) Zone(z string) *SchedNodeBuilder { return b.Label(corev1.LabelTopologyZone, z) }
+func (b *SchedNodeBuilder) Zone(z string) *SchedNodeBuilder {
+	return b.Label(corev1.LabelTopologyZone, z)
+}
 
 // Taint adds a taint.
 func (b *SchedNodeBuilder) Taint(key, value string, effect corev1.TaintEffect) *SchedNodeBuilder {

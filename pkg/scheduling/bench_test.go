@@ -1,0 +1,85 @@
+package scheduling_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// benchmarkSnapshot is the mixed workload of count pods against the benchmark instance types.
+func benchmarkSnapshot(count int) *scheduling.Snapshot {
+	np := test.SchedNodePool("default").
+		Requirement("karpenter.sh/capacity-type", corev1.NodeSelectorOpIn, "spot", "on-demand").
+		Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux").Obj()
+	return &scheduling.Snapshot{
+		Pods:          test.DiversePods(count, 42),
+		NodePools:     []*scheduling.NodePool{np},
+		InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": test.BenchmarkInstanceTypes()},
+	}
+}
+
+// BenchmarkScheduling solves the mixed workload at several sizes and reports pods/s, nodes, cost, the ratio to the
+// LP lower bound and peak RSS. Every plan is validated by the oracle (set DOVETAIL_BENCH_ORACLE=0 to skip).
+func BenchmarkScheduling(b *testing.B) {
+	for _, n := range []int{1000, 5000, 20000, 50000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			snap := benchmarkSnapshot(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var plan *scheduling.Plan
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				var err error
+				plan, err = scheduling.Solve(context.Background(), snap, scheduling.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			elapsed := time.Since(start) / time.Duration(b.N)
+			b.StopTimer()
+			b.ReportMetric(float64(n)/elapsed.Seconds(), "pods/s")
+			b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")
+			b.ReportMetric(plan.Cost, "$/h")
+			b.ReportMetric(plan.Ratio, "lp-ratio")
+			b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
+			b.ReportMetric(peakRSSMiB(), "peak-MiB")
+			if os.Getenv("DOVETAIL_BENCH_ORACLE") != "0" {
+				if v := oracle.Check(snap, plan); len(v) > 0 {
+					b.Fatalf("%d oracle violations, first: %s", len(v), v[0])
+				}
+				b.ReportMetric(0, "violations")
+			}
+			if len(plan.Unschedulable) > 0 {
+				b.Logf("first unschedulable: %s: %s", plan.Unschedulable[0].Pod, plan.Unschedulable[0].Reason)
+			}
+		})
+	}
+}
+
+// peakRSSMiB returns the process's peak resident set size (VmHWM) in MiB, or 0 where /proc is unavailable.
+func peakRSSMiB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%f kB", &kb); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
