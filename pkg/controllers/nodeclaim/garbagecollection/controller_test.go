@@ -1,0 +1,83 @@
+package garbagecollection
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func launched(name, providerID string) *karpv1.NodeClaim {
+	nc := test.NodeClaim(name, "default").ProviderID(providerID).Finalizer(karpv1.TerminationFinalizer).Obj()
+	nc.SetTrue(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunched)
+	return nc
+}
+
+func TestGarbageCollection(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	kept := cloud.AddInstance(test.NodeClaim("kept", "default").Obj())
+	leaked := cloud.AddInstance(test.NodeClaim("leaked", "default").Obj())
+	gone := "fake:///test-zone-a/i-gone"
+
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		launched("kept", kept),
+		launched("gone", gone),
+		// Not launched yet: never deleted for a missing instance.
+		test.NodeClaim("pending", "default").Obj(),
+	).Build()
+	c := NewController(deps.Deps{Client: kube, CloudProvider: cloud, Clock: clk, Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	clk.Step(LeakGracePeriod + time.Second)
+	// Launched after the clock moved: still within the grace period.
+	young := cloud.AddInstance(test.NodeClaim("young", "default").Obj())
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := kube.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	var deleting, live []string
+	for _, nc := range list.Items {
+		if nc.DeletionTimestamp != nil {
+			deleting = append(deleting, nc.Name)
+		} else {
+			live = append(live, nc.Name)
+		}
+	}
+	sort.Strings(live)
+	if diff := cmp.Diff([]string{"gone"}, deleting); diff != "" {
+		t.Errorf("deleted nodeclaims (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"kept", "pending"}, live); diff != "" {
+		t.Errorf("remaining nodeclaims (-want +got):\n%s", diff)
+	}
+	// The young instance is collected once it is past the grace period.
+	clk.Step(LeakGracePeriod)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("second Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked, young}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances after grace period (-want +got):\n%s", diff)
+	}
+}
