@@ -104,7 +104,7 @@ func (s *Simulator) GetFaults() Faults {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.faults
-	f.Capacity = append([]CapacityFault(nil), f.Capacity...)
+	f.Capacity = append([]CapacityFault{}, f.Capacity...)
 	return f
 }
 

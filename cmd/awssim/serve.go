@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
+	"github.com/dovetail/dovetail/pkg/simulator/aws/kube"
+)
+
+type serveOptions struct {
+	listen            string
+	kubeconfig        string
+	region            string
+	zones             []string
+	clusterName       string
+	clusterEndpoint   string
+	clusterCAFile     string
+	kubernetesVersion string
+	serviceCIDR       string
+	queues            []string
+	pending           time.Duration
+	shuttingDown      time.Duration
+	retention         time.Duration
+	taintDelay        string
+	tick              time.Duration
+	seed              int64
+	logLevel          string
+	responseDelay     time.Duration
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the simulated AWS APIs and the /_awssim/ admin API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:4566", "address to listen on")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster that receives the kwok Nodes (empty: no Nodes are created)")
+	f.StringVar(&o.region, "region", "us-west-2", "simulated region (must be in the instance catalog)")
+	f.StringSliceVar(&o.zones, "zones", nil, "simulated zones (default: the region's first three)")
+	f.StringVar(&o.clusterName, "cluster-name", "dovetail", "EKS cluster name and karpenter.sh/discovery tag value")
+	f.StringVar(&o.clusterEndpoint, "cluster-endpoint", "", "API server URL EKS DescribeCluster returns (default: the kubeconfig's server, else https://127.0.0.1:6443)")
+	f.StringVar(&o.clusterCAFile, "cluster-ca-file", "", "PEM CA bundle EKS DescribeCluster returns (default: the kubeconfig's CA)")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "1.34", "cluster Kubernetes version (EKS and SSM AMI parameters)")
+	f.StringVar(&o.serviceCIDR, "service-cidr", "10.100.0.0/16", "service CIDR EKS DescribeCluster returns")
+	f.StringSliceVar(&o.queues, "queues", nil, "SQS queues created in every account (default: the cluster name)")
+	f.DurationVar(&o.pending, "pending-duration", 2*time.Second, "time an instance stays pending before running (and its Node appears)")
+	f.DurationVar(&o.shuttingDown, "shutting-down-duration", 2*time.Second, "time an instance stays shutting-down before terminated (and its Node is deleted)")
+	f.DurationVar(&o.retention, "terminated-retention", time.Minute, "time terminated instances stay visible")
+	f.StringVar(&o.taintDelay, "uninitialized-taint-delay", "1s", "delay before the uninitialized taint is removed: a duration, MIN-MAX for a random delay, or 'never'")
+	f.DurationVar(&o.tick, "tick", 100*time.Millisecond, "lifecycle tick interval")
+	f.Int64Var(&o.seed, "seed", 1, "random seed (throttling faults, taint delays)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.DurationVar(&o.responseDelay, "response-delay", 2*time.Millisecond, "real-time pause before each response (works around an SDK race on loopback; 0 keeps the default, negative disables)")
+	return cmd
+}
+
+func parseTaintDelay(s string) (time.Duration, time.Duration, error) {
+	if s == "never" {
+		return -1, -1, nil
+	}
+	lo, hi, isRange := strings.Cut(s, "-")
+	min, err := time.ParseDuration(lo)
+	if err != nil {
+		return 0, 0, fmt.Errorf("--uninitialized-taint-delay %q: %w", s, err)
+	}
+	max := min
+	if isRange {
+		if max, err = time.ParseDuration(hi); err != nil {
+			return 0, 0, fmt.Errorf("--uninitialized-taint-delay %q: %w", s, err)
+		}
+	}
+	if min < 0 || max < min {
+		return 0, 0, fmt.Errorf("--uninitialized-taint-delay %q: want MIN<=MAX, both >= 0", s)
+	}
+	return min, max, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (o *serveOptions) run(ctx context.Context) error {
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	tmin, tmax, err := parseTaintDelay(o.taintDelay)
+	if err != nil {
+		return err
+	}
+	for name, d := range map[string]time.Duration{"--pending-duration": o.pending, "--shutting-down-duration": o.shuttingDown,
+		"--terminated-retention": o.retention, "--tick": o.tick} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return fmt.Errorf("--listen %q: %w", o.listen, err)
+	}
+	opts := awssim.Options{
+		Region: o.region, Zones: o.zones, ClusterName: o.clusterName, ClusterEndpoint: o.clusterEndpoint,
+		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, Queues: o.queues, Logger: logger, Seed: o.seed,
+		ResponseDelay: o.responseDelay,
+		Timing: awssim.Timing{Pending: o.pending, ShuttingDown: o.shuttingDown, TerminatedRetention: o.retention,
+			UninitializedTaintDelayMin: tmin, UninitializedTaintDelayMax: tmax, Tick: o.tick},
+	}
+	if o.clusterCAFile != "" {
+		ca, err := os.ReadFile(o.clusterCAFile)
+		if err != nil {
+			return fmt.Errorf("--cluster-ca-file: %w", err)
+		}
+		opts.ClusterCA = ca
+	}
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("building Kubernetes client: %w", err)
+		}
+		opts.Nodes = kube.New(cs)
+		if opts.ClusterEndpoint == "" {
+			opts.ClusterEndpoint = cfg.Host
+		}
+		if opts.ClusterCA == nil {
+			opts.ClusterCA = cfg.CAData
+			if len(opts.ClusterCA) == 0 && cfg.CAFile != "" {
+				if opts.ClusterCA, err = os.ReadFile(cfg.CAFile); err != nil {
+					return fmt.Errorf("reading the kubeconfig's CA file: %w", err)
+				}
+			}
+		}
+	} else {
+		logger.Warn("no --kubeconfig: instances will run without Nodes")
+	}
+	sim, err := awssim.New(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 2)
+	go func() { done <- sim.Run(ctx) }()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			done <- err
+		}
+	}()
+	logger.Info("awssim serving", "listen", ln.Addr().String(), "region", o.region, "cluster", o.clusterName,
+		"kubernetes-version", o.kubernetesVersion, "nodes", o.kubeconfig != "")
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	logger.Info("awssim stopped")
+	return nil
+}
