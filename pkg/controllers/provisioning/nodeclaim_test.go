@@ -1,0 +1,54 @@
+package provisioning
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func TestBuildNodeClaim(t *testing.T) {
+	np := test.NodePool("web").Label("team", "a").Taint("dedicated", "web", corev1.TaintEffectNoSchedule).
+		StartupTaint("cilium", "", corev1.TaintEffectNoExecute).ExpireAfter("24h").Obj()
+	np.UID = "np-uid"
+	np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+	reqs := []karpv1.NodeSelectorRequirementWithMinValues{karpv1.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")}
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	nc := BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: reqs, Requests: requests})
+
+	if nc.GenerateName != "web-" || nc.Name != "" {
+		t.Errorf("name %q generateName %q", nc.Name, nc.GenerateName)
+	}
+	if diff := cmp.Diff(map[string]string{"team": "a", karpv1.NodePoolLabelKey: "web"}, nc.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{karpv1.NodePoolHashAnnotationKey: hash.Compute(np), karpv1.NodePoolHashVersionAnnotationKey: hash.Version}, nc.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].UID != "np-uid" || nc.OwnerReferences[0].Kind != "NodePool" {
+		t.Errorf("owner references %v", nc.OwnerReferences)
+	}
+	if diff := cmp.Diff([]string{karpv1.TerminationFinalizer}, nc.Finalizers); diff != "" {
+		t.Errorf("finalizers (-want +got):\n%s", diff)
+	}
+	want := karpv1.NodeClaimSpec{
+		Taints:                 np.Spec.Template.Spec.Taints,
+		StartupTaints:          np.Spec.Template.Spec.StartupTaints,
+		Requirements:           reqs,
+		Resources:              karpv1.ResourceRequirements{Requests: requests},
+		NodeClassRef:           np.Spec.Template.Spec.NodeClassRef,
+		ExpireAfter:            np.Spec.Template.Spec.ExpireAfter,
+		TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
+	}
+	if diff := cmp.Diff(want, nc.Spec); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+}
