@@ -324,3 +324,26 @@ func (h *harness) expectDeleted(name string, grace int64) {
 		h.t.Errorf("pod %s deleted with a %d s grace, want %d", name, *p.DeletionGracePeriodSeconds, grace)
 	}
 }
+
+// A Node with the finalizer but no NodeClaim (e.g. the NodeClaim was force-removed): it is still drained and its
+// instance terminated.
+func TestNodeWithoutNodeClaimIsDrainedAndTerminated(t *testing.T) {
+	h := newHarness(t)
+	providerID := h.cloud.AddInstance(test.TerminationNodeClaim(h.prefix+"gone-claim", "default", nil))
+	node := test.TerminationNode(h.prefix+"node", providerID, "default")
+	h.must(h.c.Create(h.ctx, node))
+	h.pod(test.DrainPod("web"))
+	h.must(h.c.Delete(h.ctx, node))
+	for i := 0; i < 5 && h.getNode() != nil; i++ {
+		h.reconcileNode()
+	}
+	if h.getNode() != nil {
+		t.Fatalf("node without a nodeclaim still present")
+	}
+	if h.getPod("web") != nil {
+		t.Errorf("pod not evicted")
+	}
+	if got := h.cloud.Deleted(); !slices.Equal(got, []string{providerID}) {
+		t.Errorf("terminated %v, want [%s]", got, providerID)
+	}
+}
