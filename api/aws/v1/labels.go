@@ -90,7 +90,8 @@ func LabelPolicy() karpv1.LabelPolicy {
 	return p
 }
 
-// IsRestrictedLabel returns an error if key may not be used in a NodePool requirement on AWS.
+// IsRestrictedLabel returns an error if key may not be used in a NodePool requirement or template label on
+// AWS (the rule the NodePool CRD enforces).
 func IsRestrictedLabel(key string) error {
-	return LabelPolicy().ValidateRequirementKey(key)
+	return LabelPolicy().ValidateNodePoolRequirementKey(key)
 }

@@ -124,7 +124,9 @@ func DefaultLabelPolicy() LabelPolicy {
 	}
 }
 
-// ValidateRequirementKey returns an error if key may not be used in a NodePool or NodeClaim requirement.
+// ValidateRequirementKey returns an error if key may not be used in a NodeClaim requirement (or a pod's node
+// selector that Dovetail schedules). karpenter.sh/nodepool is allowed here: Dovetail writes it into the
+// requirements of the NodeClaims it creates.
 func (p LabelPolicy) ValidateRequirementKey(key string) error {
 	if p.Restricted.Has(key) {
 		return fmt.Errorf("label %q is restricted", key)
@@ -146,17 +148,23 @@ func (p LabelPolicy) ValidateRequirementKey(key string) error {
 	return nil
 }
 
-// ValidateTemplateLabelKey returns an error if key may not be set in a NodePool's template labels. It is
-// ValidateRequirementKey plus karpenter.sh/nodepool, which Dovetail sets itself.
-func (p LabelPolicy) ValidateTemplateLabelKey(key string) error {
+// ValidateNodePoolRequirementKey returns an error if key may not be used in a NodePool's template
+// requirements: ValidateRequirementKey plus karpenter.sh/nodepool, which Dovetail sets itself.
+func (p LabelPolicy) ValidateNodePoolRequirementKey(key string) error {
 	if key == NodePoolLabelKey {
-		return fmt.Errorf("label %q is set by Dovetail and may not be set in a template", key)
+		return fmt.Errorf("label %q is set by Dovetail and may not be used in a NodePool", key)
 	}
 	return p.ValidateRequirementKey(key)
 }
 
-// IsRestrictedLabel returns an error if key may not be used in a requirement under the provider-independent
-// policy. AWS-aware code should use awsv1.LabelPolicy().ValidateRequirementKey.
+// ValidateTemplateLabelKey returns an error if key may not be set in a NodePool's template labels. The rules
+// are those of ValidateNodePoolRequirementKey.
+func (p LabelPolicy) ValidateTemplateLabelKey(key string) error {
+	return p.ValidateNodePoolRequirementKey(key)
+}
+
+// IsRestrictedLabel returns an error if key may not be used in a NodePool requirement or template label under
+// the provider-independent policy. AWS-aware code should use awsv1.IsRestrictedLabel.
 func IsRestrictedLabel(key string) error {
-	return DefaultLabelPolicy().ValidateRequirementKey(key)
+	return DefaultLabelPolicy().ValidateNodePoolRequirementKey(key)
 }

@@ -10,8 +10,8 @@ func TestDefaultLabelPolicy(t *testing.T) {
 	p := karpv1.DefaultLabelPolicy()
 	cases := []struct {
 		key          string
-		requirement  bool // allowed in requirements
-		templateOnly bool // allowed in template labels
+		requirement  bool // allowed in NodeClaim requirements
+		templateOnly bool // allowed in NodePool requirements and template labels
 	}{
 		{key: "kubernetes.io/arch", requirement: true, templateOnly: true},
 		{key: "node.kubernetes.io/instance-type", requirement: true, templateOnly: true},
@@ -36,6 +36,9 @@ func TestDefaultLabelPolicy(t *testing.T) {
 			}
 			if err := p.ValidateTemplateLabelKey(tc.key); (err == nil) != tc.templateOnly {
 				t.Errorf("ValidateTemplateLabelKey(%q) = %v, want allowed=%v", tc.key, err, tc.templateOnly)
+			}
+			if err := p.ValidateNodePoolRequirementKey(tc.key); (err == nil) != tc.templateOnly {
+				t.Errorf("ValidateNodePoolRequirementKey(%q) = %v, want allowed=%v", tc.key, err, tc.templateOnly)
 			}
 		})
 	}
