@@ -67,9 +67,11 @@ func (s *clusterInfoSource) get(ctx context.Context) (ClusterInfo, error) {
 	if info.ServiceCIDR == "" {
 		info.ServiceCIDR = defaultServiceCIDR
 	}
-	for name, v := range map[string]string{"endpoint": info.Endpoint, "CA bundle": info.CABundle, "Kubernetes version": info.KubernetesVersion} {
-		if v == "" {
-			return ClusterInfo{}, fmt.Errorf("cluster %s: no %s from settings or EKS DescribeCluster", s.name, name)
+	for _, f := range []struct{ name, value string }{
+		{"endpoint", info.Endpoint}, {"CA bundle", info.CABundle}, {"Kubernetes version", info.KubernetesVersion},
+	} {
+		if f.value == "" {
+			return ClusterInfo{}, fmt.Errorf("cluster %s: no %s from settings or EKS DescribeCluster", s.name, f.name)
 		}
 	}
 	dns, err := ClusterDNS(info.ServiceCIDR)

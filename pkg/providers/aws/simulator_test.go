@@ -41,7 +41,7 @@ type world struct {
 	clock *clocktesting.FakeClock
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 	sim, err := awssim.New(awssim.Options{Clock: clk, ClusterCA: []byte("CA"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -71,7 +71,7 @@ type provider struct {
 	ec2  *ec2.Client
 }
 
-func (w *world) provider(t *testing.T, clusterUID string, objs ...client.Object) *provider {
+func (w *world) provider(t testing.TB, clusterUID string, objs ...client.Object) *provider {
 	t.Helper()
 	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
@@ -91,7 +91,7 @@ func (w *world) provider(t *testing.T, clusterUID string, objs ...client.Object)
 }
 
 // resolvedNodeClass resolves the default node class through the provider, as the status controller does.
-func (p *provider) resolvedNodeClass(t *testing.T) *awsv1.EC2NodeClass {
+func (p *provider) resolvedNodeClass(t testing.TB) *awsv1.EC2NodeClass {
 	t.Helper()
 	ctx := context.Background()
 	nc := test.EC2NodeClass("default", "dovetail").Tag("team", "platform").Obj()
@@ -512,5 +512,24 @@ func TestNodeClassCleanupDeletesOnlyOwnResources(t *testing.T) {
 	// Deleting again is a no-op.
 	if err := a.DeleteNodeClassResources(ctx, nca); err != nil {
 		t.Errorf("second DeleteNodeClassResources: %v", err)
+	}
+}
+
+// BenchmarkGetInstanceTypes measures a warm GetInstanceTypes call (descriptions and prices cached), which the
+// scheduler makes for every NodePool on every provisioning pass.
+func BenchmarkGetInstanceTypes(b *testing.B) {
+	w := newWorld(b)
+	p := w.provider(b, "uid-a")
+	p.resolvedNodeClass(b)
+	np := test.NodePool("default").NodeClass("default").Obj()
+	ctx := context.Background()
+	if _, err := p.GetInstanceTypes(ctx, np); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.GetInstanceTypes(ctx, np); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
