@@ -104,6 +104,9 @@ func ComputeReady(conditions []metav1.Condition, observedGeneration int64, depen
 		case c.Status == metav1.ConditionFalse:
 			ready.Status = metav1.ConditionFalse
 			ready.Reason = c.Reason
+			if ready.Reason == "" {
+				ready.Reason = ReasonNotReady
+			}
 			ready.Message = t + ": " + c.Message
 			return ready
 		case c.Status != metav1.ConditionTrue:
