@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy functions and CRD manifests from the API types in api/. Deterministic: running it
 # twice leaves the tree unchanged. `make generate` calls it; `make verify` runs it and checks git diff.
+#   1. controller-gen writes api/*/v1/zz_generated.deepcopy.go and config/crd/<group>_<plural>.yaml;
+#   2. hack/crdpatch adds the schema rules controller-gen cannot express (fields of embedded core types).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-go tool controller-gen object paths=./api/...
 rm -f config/crd/*.yaml
-go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
+go tool controller-gen object crd paths=./api/... output:crd:artifacts:config=config/crd
 go run ./hack/crdpatch config/crd
