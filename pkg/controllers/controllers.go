@@ -16,6 +16,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 )
 
 // Registrar is what every controller package's Controller implements.
@@ -38,6 +39,7 @@ type Named struct {
 func New(d deps.Deps) []Named {
 	return []Named{
 		{provisioning.Name, provisioning.NewController(d)},
+		{podmetrics.Name, podmetrics.NewController(d)},
 		{lifecycle.Name, lifecycle.NewController(d)},
 		{garbagecollection.Name, garbagecollection.NewController(d)},
 		{hash.Name, hash.NewController(d)},

@@ -1,0 +1,60 @@
+package podmetrics
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func running(name, node string, created, started time.Time) *corev1.Pod {
+	p := test.Pod(name).NodeName(node).Phase(corev1.PodRunning).Obj()
+	p.UID = types.UID("uid-" + name)
+	p.CreationTimestamp = metav1.NewTime(created)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{
+		Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
+	return p
+}
+
+func TestStartupDuration(t *testing.T) {
+	created := time.Unix(1000, 0)
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		test.Node("ours", "fake:///a/i-1").Label(karpv1.NodeRegisteredLabelKey, "true").Obj(),
+		test.Node("theirs", "fake:///a/i-2").Obj(),
+		running("on-ours", "ours", created, created.Add(42*time.Second)),
+		running("on-theirs", "theirs", created, created.Add(7*time.Second)),
+		test.Pod("pending").Obj(),
+	).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	for _, name := range []string{"on-ours", "on-ours", "on-theirs", "pending", "missing"} {
+		if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}); err != nil {
+			t.Fatalf("Reconcile %s: %v", name, err)
+		}
+	}
+	ch := make(chan prometheus.Metric, 1)
+	m.PodsStartupDuration.Collect(ch)
+	var out dto.Metric
+	if err := (<-ch).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := [2]float64{float64(out.GetSummary().GetSampleCount()), out.GetSummary().GetSampleSum()}, [2]float64{1, 42}; got != want {
+		t.Errorf("startup summary (count, sum) = %v, want %v", got, want)
+	}
+}
