@@ -59,7 +59,11 @@ func (d NillableDuration) String() string {
 }
 
 // UnmarshalJSON accepts a JSON string holding "Never" or a Go duration.
+// JSON null leaves the value unchanged.
 func (d *NillableDuration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"720h\" or \"Never\": %w", err)
@@ -92,8 +96,12 @@ func (d NillableDuration) IsZero() bool { return d.Duration == nil && len(d.Raw)
 // NeverDuration returns an explicit "Never".
 func NeverDuration() NillableDuration { return NillableDuration{Raw: []byte(`"` + Never + `"`)} }
 
-// ToUnstructured lets the unstructured converter produce the same text as MarshalJSON.
+// ToUnstructured lets the unstructured converter produce the same text as MarshalJSON. A zero value becomes
+// nil, which the API server drops before applying the field's default.
 func (d NillableDuration) ToUnstructured() interface{} {
+	if d.IsZero() {
+		return nil
+	}
 	b, err := d.MarshalJSON()
 	if err != nil {
 		return d.String()

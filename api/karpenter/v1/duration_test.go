@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
@@ -44,6 +46,10 @@ func TestNillableDurationJSON(t *testing.T) {
 }
 
 func TestNillableDurationRejectsBadInput(t *testing.T) {
+	var null karpv1.NillableDuration
+	if err := json.Unmarshal([]byte(`null`), &null); err != nil || !null.IsZero() {
+		t.Errorf("Unmarshal(null) = %+v, %v; want a zero value and no error", null, err)
+	}
 	for _, in := range []string{`"30d"`, `"never"`, `5`, `""`} {
 		var d karpv1.NillableDuration
 		if err := json.Unmarshal([]byte(in), &d); err == nil {
@@ -88,5 +94,26 @@ func TestNillableDurationZeroIsOmitted(t *testing.T) {
 	}
 	if m["expireAfter"] != karpv1.Never {
 		t.Errorf("explicit Never written as %v", m["expireAfter"])
+	}
+}
+
+func TestNillableDurationUnstructured(t *testing.T) {
+	in := karpv1.NodeClaimTemplateSpec{ExpireAfter: karpv1.MustParseNillableDuration("24h")}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&in)
+	if err != nil {
+		t.Fatalf("ToUnstructured: %v", err)
+	}
+	if u["expireAfter"] != "24h" {
+		t.Errorf("unstructured expireAfter = %#v, want \"24h\"", u["expireAfter"])
+	}
+	if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&karpv1.NodeClaimTemplateSpec{}); err != nil || u["expireAfter"] != nil {
+		t.Errorf("zero expireAfter converted to %#v (err %v), want nil", u["expireAfter"], err)
+	}
+	var out karpv1.NodeClaimTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]interface{}{"expireAfter": "Never"}, &out); err != nil {
+		t.Fatalf("FromUnstructured: %v", err)
+	}
+	if !out.ExpireAfter.IsNever() || out.ExpireAfter.IsZero() {
+		t.Errorf("FromUnstructured Never = %+v", out.ExpireAfter)
 	}
 }
