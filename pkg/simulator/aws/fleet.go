@@ -167,6 +167,8 @@ func (c *candidate) overridesXML() *el {
 // it cannot launch.
 func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 	switch {
+	case c.lt != nil:
+		// Already resolved (RunInstances builds an anonymous template).
 	case c.ltSpec.get("LaunchTemplateId") != "":
 		c.lt = a.templateByID(c.ltSpec.get("LaunchTemplateId"))
 		if c.lt == nil {
