@@ -310,4 +310,3 @@ func newAMICommand(c *client) *cobra.Command {
 	})
 	return cmd
 }
-

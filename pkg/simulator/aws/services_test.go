@@ -302,7 +302,9 @@ func TestThrottlingPerService(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.sim.SetFaults(Faults{Throttle: ThrottleFault{Rate: 1}})
-	isThrottle := func(err error) bool { return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool() }
+	isThrottle := func(err error) bool {
+		return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool()
+	}
 	_, err := e.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/x")})
 	if !isThrottle(err) {
 		t.Errorf("SSM: %v not throttling", err)
