@@ -65,19 +65,19 @@ func (t *Teardown) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.printf("cluster %q: %d NodePools, %d NodeClaims, %d Nodes, %d EC2NodeClasses", t.Cluster.Name,
-		len(inv.NodePools), len(inv.NodeClaims), len(inv.Nodes), len(inv.NodeClasses))
+	t.printf("cluster %q: %s, %s, %s, %s", t.Cluster.Name, plural(len(inv.NodePools), "NodePool"),
+		plural(len(inv.NodeClaims), "NodeClaim"), plural(len(inv.Nodes), "Node"), plural(len(inv.NodeClasses), "EC2NodeClass"))
 	if t.DryRun {
 		return t.dryRun(ctx, inv)
 	}
 
-	t.printf("step 1/5: stopping provisioning for %d NodePools (limits set to zero)", len(inv.NodePools))
+	t.printf("step 1/5: stopping provisioning for %s (limits set to zero)", plural(len(inv.NodePools), "NodePool"))
 	for i := range inv.NodePools {
 		if err := t.stopProvisioning(ctx, &inv.NodePools[i]); err != nil {
 			return err
 		}
 	}
-	t.printf("step 2/5: deleting %d NodePools and %d NodeClaims", len(inv.NodePools), len(inv.NodeClaims))
+	t.printf("step 2/5: deleting %s and %s", plural(len(inv.NodePools), "NodePool"), plural(len(inv.NodeClaims), "NodeClaim"))
 	for i := range inv.NodePools {
 		if err := t.deleteObject(ctx, &inv.NodePools[i]); err != nil {
 			return err
@@ -86,6 +86,15 @@ func (t *Teardown) Run(ctx context.Context) error {
 	for i := range inv.NodeClaims {
 		if err := t.deleteObject(ctx, &inv.NodeClaims[i]); err != nil {
 			return err
+		}
+	}
+	// Nodes whose NodeClaim is gone still hold the termination finalizer: deleting them drains them and
+	// terminates their instances. (Nodes of live NodeClaims are deleted by the NodeClaim's termination anyway.)
+	for i := range inv.Nodes {
+		if hasString(inv.Nodes[i].Finalizers, karpv1.TerminationFinalizer) {
+			if err := t.deleteObject(ctx, &inv.Nodes[i]); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -98,7 +107,7 @@ func (t *Teardown) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.printf("step 4/5: deleting %d EC2NodeClasses (their instance profiles and launch templates go with them)", len(inv.NodeClasses))
+	t.printf("step 4/5: deleting %s (their instance profiles and launch templates go with them)", plural(len(inv.NodeClasses), "EC2NodeClass"))
 	for i := range inv.NodeClasses {
 		if err := t.deleteObject(ctx, &inv.NodeClasses[i]); err != nil {
 			return err
@@ -155,8 +164,8 @@ func (t *Teardown) finish(ctx context.Context, start time.Time, problem string) 
 	if problem == "" {
 		problem = "resources remain"
 	}
-	t.printf("teardown incomplete after %s: %s; %d resources left", elapsed, problem, len(remaining))
-	return fmt.Errorf("%w: %s (%d resources left)", ErrIncomplete, problem, len(remaining))
+	t.printf("teardown incomplete after %s: %s; %s left", elapsed, problem, plural(len(remaining), "resource"))
+	return fmt.Errorf("%w: %s (%s left)", ErrIncomplete, problem, plural(len(remaining), "resource"))
 }
 
 func (t *Teardown) dryRun(ctx context.Context, inv inventory) error {
@@ -197,11 +206,11 @@ func (t *Teardown) waitForNodes(ctx context.Context, start, deadline time.Time) 
 					msg = fmt.Sprintf(", instances unknown (%v)", err)
 				} else {
 					instances = len(l.Instances)
-					msg = fmt.Sprintf(", %d instances", instances)
+					msg = ", " + plural(instances, "instance")
 				}
 			}
-			t.printf("  [%s] remaining: %d NodeClaims (%d terminating), %d Nodes%s", t.elapsed(start),
-				len(inv.NodeClaims), terminating(inv.NodeClaims), len(inv.Nodes), msg)
+			t.printf("  [%s] remaining: %s (%d terminating), %s%s", t.elapsed(start),
+				plural(len(inv.NodeClaims), "NodeClaim"), terminating(inv.NodeClaims), plural(len(inv.Nodes), "Node"), msg)
 			if len(inv.NodeClaims) == 0 && len(inv.Nodes) == 0 && instances == 0 {
 				return true
 			}
@@ -223,7 +232,7 @@ func (t *Teardown) waitForNodeClasses(ctx context.Context, start, deadline time.
 		if err := t.Kube.List(ctx, list); err != nil {
 			t.printf("  [%s] listing EC2NodeClasses failed: %v", t.elapsed(start), err)
 		} else {
-			t.printf("  [%s] remaining: %d EC2NodeClasses", t.elapsed(start), len(list.Items))
+			t.printf("  [%s] remaining: %s", t.elapsed(start), plural(len(list.Items), "EC2NodeClass"))
 			if len(list.Items) == 0 {
 				return true
 			}
@@ -414,4 +423,15 @@ func nodeClassNames(inv inventory) (out []string) {
 		out = append(out, o.Name)
 	}
 	return out
+}
+
+// plural renders a count with a noun, e.g. "1 NodePool", "2 NodePools", "3 EC2NodeClasses".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
