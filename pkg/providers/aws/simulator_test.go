@@ -533,3 +533,18 @@ func BenchmarkGetInstanceTypes(b *testing.B) {
 		}
 	}
 }
+
+func TestThrottlingSurfacesAsThrottledError(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	w.sim.SetFaults(awssim.Faults{Throttle: awssim.ThrottleFault{Rate: 1, Actions: []string{"CreateFleet"}}})
+	_, err := p.Create(context.Background(), claim("default-throttled", "m5.large"))
+	if !cloudprovider.IsThrottled(err) {
+		t.Fatalf("Create under CreateFleet throttling = %v, want ThrottledError", err)
+	}
+	w.sim.ClearFaults()
+	if _, err := p.Create(context.Background(), claim("default-throttled", "m5.large")); err != nil {
+		t.Fatalf("Create after throttling stopped: %v", err)
+	}
+}
