@@ -151,8 +151,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if gone {
-		c.recorder.Eventf(node, corev1.EventTypeNormal, ReasonInstanceGone,
-			"Instance %q no longer exists: releasing the node without draining", providerID)
+		msg := fmt.Sprintf("Instance %s no longer exists: releasing the node without draining", providerID)
+		if providerID == "" {
+			msg = "Node has no provider ID, so there is no instance to drain or terminate: releasing it"
+		}
+		c.recorder.Event(node, corev1.EventTypeNormal, ReasonInstanceGone, msg)
 		return reconcile.Result{}, c.finish(ctx, node)
 	}
 
