@@ -39,6 +39,7 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	its = fitting(its, nodeClaim.Spec.Resources.Requests)
 	ct, choices, err := instance.SelectOverrides(instance.SelectInput{
 		Requirements: reqs, InstanceTypes: its, Subnets: nc.Status.Subnets, SubnetUsable: p.subnetUsable,
+		MinValues: minValues(nodeClaim.Spec.Requirements),
 	})
 	if err != nil {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s: %w", nodeClaim.Name, err))
@@ -357,4 +358,15 @@ func (p *CloudProvider) nodeClaimFromInstance(ctx context.Context, inst *instanc
 		nc.Labels[karpv1.NodePoolLabelKey] = np
 	}
 	return nc
+}
+
+// minValues returns the largest minValues per requirement key.
+func minValues(reqs []karpv1.NodeSelectorRequirementWithMinValues) map[string]int {
+	out := map[string]int{}
+	for _, r := range reqs {
+		if r.MinValues != nil && *r.MinValues > out[r.Key] {
+			out[r.Key] = *r.MinValues
+		}
+	}
+	return out
 }

@@ -38,6 +38,9 @@ type SelectInput struct {
 	SubnetUsable func(id string) bool
 	// Max bounds the number of instance types; zero means MaxInstanceTypes.
 	Max int
+	// MinValues maps a label key to the number of distinct values the kept instance types must still offer
+	// (the requirements' minValues); truncation to Max keeps the cheapest types that satisfy them.
+	MinValues map[string]int
 }
 
 // capacityTypePreference is the order capacity types are tried in: reserved capacity is already paid for, spot
@@ -135,14 +138,24 @@ func SelectOverrides(in SelectInput) (string, []Choice, error) {
 	}
 	for _, ct := range capacityTypePreference {
 		if choices := byCapacityType[ct]; len(choices) > 0 {
-			return ct, cheapest(choices, max), nil
+			return ct, cheapest(choices, max, in.MinValues, labelsByType(compatible)), nil
 		}
 	}
 	return "", nil, fmt.Errorf("no available offering of %d compatible instance types matches the zone and capacity-type requirements", len(compatible))
 }
 
-// cheapest keeps the choices of the max instance types with the lowest price and sorts them by price.
-func cheapest(choices []Choice, max int) []Choice {
+func labelsByType(its []*cloudprovider.InstanceType) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(its))
+	for _, it := range its {
+		out[it.Name] = it.Labels
+	}
+	return out
+}
+
+// cheapest keeps the choices of the max instance types with the lowest price, sorted by price. Types needed to
+// keep minValues distinct values of a key are kept first (the cheapest type of each new value), so truncation
+// never breaks a minValues requirement the full set met.
+func cheapest(choices []Choice, max int, minValues map[string]int, labels map[string]map[string]string) []Choice {
 	minPrice := map[string]float64{}
 	for _, c := range choices {
 		if p, ok := minPrice[c.InstanceType]; !ok || c.Price < p {
@@ -159,11 +172,30 @@ func cheapest(choices []Choice, max int) []Choice {
 		}
 		return types[i] < types[j]
 	})
-	if len(types) > max {
-		types = types[:max]
-	}
 	keep := map[string]bool{}
+	for _, key := range sortedKeys(minValues) {
+		seen := map[string]bool{}
+		for _, t := range types {
+			if keep[t] {
+				if v, ok := labels[t][key]; ok {
+					seen[v] = true
+				}
+			}
+		}
+		for _, t := range types {
+			if len(seen) >= minValues[key] {
+				break
+			}
+			if v, ok := labels[t][key]; ok && !seen[v] {
+				seen[v] = true
+				keep[t] = true
+			}
+		}
+	}
 	for _, t := range types {
+		if len(keep) >= max {
+			break
+		}
 		keep[t] = true
 	}
 	var out []Choice
@@ -182,5 +214,14 @@ func cheapest(choices []Choice, max int) []Choice {
 		}
 		return a.Zone < b.Zone
 	})
+	return out
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -50,6 +50,7 @@ func TestSelectOverrides(t *testing.T) {
 		types      []*cloudprovider.InstanceType
 		usable     func(string) bool
 		max        int
+		minVal     map[string]int
 		wantCT     string
 		want       []string // type/zone/subnet
 		wantErrSub string
@@ -98,6 +99,14 @@ func TestSelectOverrides(t *testing.T) {
 			want:   []string{"m6g.large/us-west-2a/subnet-a", "c5.large/us-west-2a/subnet-a"},
 		},
 		{
+			name:   "truncation keeps minValues families",
+			types:  types,
+			max:    1,
+			minVal: map[string]int{corev1.LabelArchStable: 2},
+			wantCT: spot,
+			want:   []string{"m6g.large/us-west-2a/subnet-a", "c5.large/us-west-2a/subnet-a"},
+		},
+		{
 			name:       "nothing compatible",
 			reqs:       []corev1.NodeSelectorRequirement{req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "s390x")},
 			types:      types,
@@ -112,7 +121,7 @@ func TestSelectOverrides(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ct, choices, err := SelectOverrides(SelectInput{Requirements: tc.reqs, InstanceTypes: tc.types, Subnets: subnets, SubnetUsable: tc.usable, Max: tc.max})
+			ct, choices, err := SelectOverrides(SelectInput{Requirements: tc.reqs, InstanceTypes: tc.types, Subnets: subnets, SubnetUsable: tc.usable, Max: tc.max, MinValues: tc.minVal})
 			if tc.wantErrSub != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErrSub) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErrSub)
