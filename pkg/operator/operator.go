@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,6 +83,7 @@ func NewScheme() (*runtime.Scheme, error) {
 func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	logger := NewLogger(s.LogLevel, opts.LogWriter)
 	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 	ctx = log.IntoContext(ctx, logger)
 
 	cfg := opts.RestConfig
