@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,11 +61,35 @@ type Provider struct {
 	ec2         sdk.EC2API
 	cluster     tags.Cluster
 	unavailable *unavailable.Cache
+
+	// owned remembers instances seen carrying this cluster's identity (the tag is set at launch and never
+	// changed by Dovetail), so Terminate can skip a DescribeInstances call; entries go when the instance is gone.
+	mu    sync.Mutex
+	owned map[string]struct{}
 }
 
 // NewProvider returns an instance provider; refused offerings are recorded in cache.
 func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache) *Provider {
-	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache}
+	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, owned: map[string]struct{}{}}
+}
+
+func (p *Provider) remember(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.owned[id] = struct{}{}
+}
+
+func (p *Provider) forget(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.owned, id)
+}
+
+func (p *Provider) knownOwned(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.owned[id]
+	return ok
 }
 
 // liveStates are the instance states List reports.
@@ -130,6 +155,7 @@ func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error
 		if it == "" {
 			it = o.instanceType
 		}
+		p.remember(fi.InstanceIds[0])
 		return &Instance{
 			ID: fi.InstanceIds[0], Type: it, Zone: zone, SubnetID: o.subnetID,
 			CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: r.Tags,
@@ -189,6 +215,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		if sdk.IsNotFound(err) {
+			p.forget(id)
 			return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
 		}
 		return nil, sdk.Wrap(err, "describing instance %s", id)
@@ -200,6 +227,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 			}
 			inst := convert(i)
 			if inst.State == string(ec2types.InstanceStateNameTerminated) {
+				p.forget(id)
 				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is terminated", id))
 			}
 			if o := p.cluster.Owner(inst.Tags); o != tags.Owned {
@@ -207,6 +235,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 					"instance-id", id, "ownership", ownershipName(o))
 				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is not owned by this cluster (%s)", id, ownershipName(o)))
 			}
+			p.remember(id)
 			return inst, nil
 		}
 	}
@@ -233,6 +262,7 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 				inst := convert(i)
 				switch o := p.cluster.Owner(inst.Tags); o {
 				case tags.Owned:
+					p.remember(inst.ID)
 					out = append(out, inst)
 				case tags.NameOnly:
 					log.FromContext(ctx).Info("instance tagged with this cluster's name lacks its identity tag; leaving it alone",
@@ -248,21 +278,38 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 	return out, nil
 }
 
-// Terminate terminates the instance if it is owned by this cluster. It returns a NotFoundError once the
-// instance is shutting down, terminated, unknown or not this cluster's.
+// Terminate terminates the instance if it is owned by this cluster. It returns nil when it started the
+// termination and a NotFoundError once the instance is shutting down, terminated, unknown or not this cluster's.
+// Ownership is checked with DescribeInstances unless the instance was already seen carrying this cluster's UID.
 func (p *Provider) Terminate(ctx context.Context, id string) error {
-	inst, err := p.Get(ctx, id)
+	if !p.knownOwned(id) {
+		inst, err := p.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
+			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is shutting down", id))
+		}
+	}
+	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
-		return err
-	}
-	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
-		return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is shutting down", id))
-	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
 		if sdk.IsNotFound(err) {
+			p.forget(id)
 			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
 		}
 		return sdk.Wrap(err, "terminating instance %s", id)
+	}
+	for _, c := range out.TerminatingInstances {
+		if aws.ToString(c.InstanceId) != id || c.PreviousState == nil {
+			continue
+		}
+		switch c.PreviousState.Name {
+		case ec2types.InstanceStateNameShuttingDown, ec2types.InstanceStateNameTerminated:
+			if c.PreviousState.Name == ec2types.InstanceStateNameTerminated {
+				p.forget(id)
+			}
+			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is already %s", id, c.PreviousState.Name))
+		}
 	}
 	log.FromContext(ctx).Info("terminating instance", "instance-id", id)
 	return nil
