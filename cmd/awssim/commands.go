@@ -81,6 +81,24 @@ func newFaultCommand(c *client) *cobra.Command {
 		},
 	}
 
+	consistency := &cobra.Command{
+		Use:   "consistency DURATION",
+		Short: "DescribeInstances by id answers InvalidInstanceID.NotFound for instances younger than DURATION (0 turns it off)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := time.ParseDuration(args[0])
+			if err != nil || d < 0 {
+				return fmt.Errorf("consistency %q must be a non-negative duration like 2s", args[0])
+			}
+			var out json.RawMessage
+			if err := c.do("POST", "faults/consistency", map[string]awssim.Duration{"notFoundAfterLaunch": awssim.Duration(d)}, &out); err != nil {
+				return err
+			}
+			printJSON(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+
 	var ips awssim.SubnetIPRequest
 	subnetIPs := &cobra.Command{
 		Use:   "subnet-ips",
@@ -122,7 +140,7 @@ func newFaultCommand(c *client) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(capacity, throttle, latency, subnetIPs, clear, show)
+	cmd.AddCommand(capacity, throttle, latency, consistency, subnetIPs, clear, show)
 	return cmd
 }
 

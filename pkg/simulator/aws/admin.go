@@ -269,6 +269,21 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.SetFaults(f)
 		writeAdmin(w, http.StatusOK, f)
+	case route == "POST faults/consistency":
+		var body struct {
+			NotFoundAfterLaunch Duration `json:"notFoundAfterLaunch"`
+		}
+		if !readAdmin(w, r, &body) {
+			return
+		}
+		f := s.GetFaults()
+		f.NotFoundAfterLaunch = body.NotFoundAfterLaunch
+		if err := validateFaults(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		s.SetFaults(f)
+		writeAdmin(w, http.StatusOK, f)
 	case route == "POST faults/subnet-ips":
 		var req SubnetIPRequest
 		if !readAdmin(w, r, &req) {
@@ -327,8 +342,9 @@ func validateFaults(f Faults) error {
 	if f.Throttle.Rate < 0 || f.Throttle.Rate > 1 {
 		return fmt.Errorf("throttle rate %v must be between 0 and 1", f.Throttle.Rate)
 	}
-	if f.Latency < 0 {
-		return fmt.Errorf("latency %v must not be negative", time.Duration(f.Latency))
+	if f.Latency < 0 || f.NotFoundAfterLaunch < 0 {
+		return fmt.Errorf("durations must not be negative (latency %v, notFoundAfterLaunch %v)",
+			time.Duration(f.Latency), time.Duration(f.NotFoundAfterLaunch))
 	}
 	return nil
 }

@@ -534,3 +534,16 @@ func TestAccountsAreIsolated(t *testing.T) {
 		t.Errorf("account B sees templates %+v, %v", lts, err)
 	}
 }
+
+func TestEventualConsistencyFault(t *testing.T) {
+	e := newEnv(t)
+	e.launchTemplate(t, "lt-ec", "x86_64", "")
+	e.sim.SetFaults(Faults{NotFoundAfterLaunch: Duration(2 * time.Second)})
+	id := launchOne(t, e, "lt-ec", "m5.large", "us-west-2a", ec2types.DefaultTargetCapacityTypeOnDemand)
+	_, err := e.ec2.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	assertCode(t, err, "InvalidInstanceID.NotFound")
+	e.advance(2 * time.Second)
+	if _, err := e.ec2.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}}); err != nil {
+		t.Errorf("after the consistency window: %v", err)
+	}
+}

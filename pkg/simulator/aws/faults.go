@@ -35,6 +35,9 @@ type Faults struct {
 	Throttle ThrottleFault   `json:"throttle"`
 	// Latency is added to every AWS call.
 	Latency Duration `json:"latency"`
+	// NotFoundAfterLaunch makes DescribeInstances by instance id answer InvalidInstanceID.NotFound for instances
+	// younger than this (EC2's eventual consistency).
+	NotFoundAfterLaunch Duration `json:"notFoundAfterLaunch,omitempty"`
 }
 
 type faults = Faults

@@ -153,9 +153,11 @@ func (s *Simulator) describeInstances(_ *http.Request, a *account, p params) ([]
 	var selected []*instance
 	if len(ids) > 0 {
 		var missing []string
+		young := time.Duration(s.faults.NotFoundAfterLaunch)
+		now := s.clock.Now()
 		for _, id := range ids {
 			i, ok := a.instances[id]
-			if !ok {
+			if !ok || (young > 0 && now.Sub(i.LaunchTime) < young) {
 				missing = append(missing, id)
 				continue
 			}
