@@ -25,3 +25,22 @@ func DebugFirstFailure(snap *Snapshot) string {
 	}
 	return ""
 }
+
+// DebugGroups solves snap and describes every topology group afterwards.
+func DebugGroups(snap *Snapshot) string {
+	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
+	if err := s.prepare(); err != nil {
+		return err.Error()
+	}
+	out := ""
+	for _, g := range s.groups {
+		out += fmt.Sprintf("before: %s universe %v ucount %v counts %v minDomains %d\n", g, g.universe, g.ucount, g.counts, g.minDomains)
+	}
+	for _, c := range s.classes {
+		s.placeClass(c)
+	}
+	for _, g := range s.groups {
+		out += fmt.Sprintf("after: %s universe %v ucount %v counts %v\n", g, g.universe, g.ucount, g.counts)
+	}
+	return out
+}

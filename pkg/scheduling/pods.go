@@ -53,6 +53,11 @@ type constraints struct {
 	reqs    Requirements
 	groups  []*group
 	relaxed []string
+	// tolerations are the class's tolerations (part of the constraint identity).
+	tolerations []corev1.Toleration
+	// affinity are the hard pod affinity groups; selfAffine says the class matches every one of them.
+	affinity   []*group
+	selfAffine bool
 	// topo lists, per topology key (sorted), every group that constrains or matches the class.
 	topo []keyGroups
 }
@@ -168,7 +173,13 @@ func classKey(pod *corev1.Pod) string {
 			write(&c.Ports[j])
 		}
 	}
-	for n, q := range pod.Spec.Overhead {
+	ovKeys := make([]string, 0, len(pod.Spec.Overhead))
+	for n := range pod.Spec.Overhead {
+		ovKeys = append(ovKeys, string(n))
+	}
+	sort.Strings(ovKeys)
+	for _, n := range ovKeys {
+		q := pod.Spec.Overhead[corev1.ResourceName(n)]
 		fmt.Fprintf(&b, "%s=%s,", n, q.String())
 	}
 	nsKeys := make([]string, 0, len(pod.Spec.NodeSelector))
@@ -259,6 +270,8 @@ func (s *solver) initClass(c *class, pod *corev1.Pod) {
 		c.err = verr
 	}
 	c.volumes = uses
+	// topology spread counts nodes by the pod's own node affinity, without volume topology
+	affinityTerms := append([]Requirements(nil), terms...)
 	for i := range terms {
 		terms[i] = terms[i].Intersect(volReqs)
 	}
@@ -297,7 +310,7 @@ func (s *solver) initClass(c *class, pod *corev1.Pod) {
 		}
 	}
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		g := s.spreadGroup(pod, tsc, terms[0])
+		g := s.spreadGroup(pod, tsc, affinityTerms)
 		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
 			c.spreadSoft = append(c.spreadSoft, g)
 			continue
@@ -345,7 +358,7 @@ func (s *solver) constraintsAt(c *class) *constraints {
 	dropAnti := take(len(c.antiSoft))
 	dropPref := take(len(c.prefTerms))
 	dropSpread := take(len(c.spreadSoft))
-	out := &constraints{reqs: c.reqTerms[dropReq]}
+	out := &constraints{reqs: c.reqTerms[dropReq], tolerations: c.tolerations}
 	if dropReq > 0 {
 		out.relaxed = append(out.relaxed, fmt.Sprintf("%d required node affinity term(s)", dropReq))
 	}
@@ -367,6 +380,15 @@ func (s *solver) constraintsAt(c *class) *constraints {
 		}
 	}
 	out.topo = topoGroups(out.groups, c.matchedBy)
+	out.selfAffine = true
+	for _, g := range out.groups {
+		if g.kind == kindAffinity {
+			out.affinity = append(out.affinity, g)
+			if !containsGroup(c.matchedBy, g) {
+				out.selfAffine = false
+			}
+		}
+	}
 	key := out.reqs.String() + "|" + tolerationsKey(c.tolerations)
 	id, ok := s.constraintIDs[key]
 	if !ok {
@@ -474,7 +496,7 @@ func (s *solver) affinityGroup(kind groupKind, pod *corev1.Pod, t corev1.PodAffi
 	return s.internGroup(&group{kind: kind, key: t.TopologyKey, namespaces: ns, selector: sel})
 }
 
-func (s *solver) spreadGroup(pod *corev1.Pod, tsc corev1.TopologySpreadConstraint, term Requirements) *group {
+func (s *solver) spreadGroup(pod *corev1.Pod, tsc corev1.TopologySpreadConstraint, terms []Requirements) *group {
 	sel := selectorFor(tsc.LabelSelector)
 	for _, k := range tsc.MatchLabelKeys {
 		if v, ok := pod.Labels[k]; ok {
@@ -489,7 +511,7 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc corev1.TopologySpreadConstrain
 		g.minDomains = int(*tsc.MinDomains)
 	}
 	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
-		g.filter = term
+		g.filter = terms
 	}
 	if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
 		g.taintsHonor = true

@@ -55,21 +55,27 @@ func (s *solver) explainPool(c *class, p *poolInfo) string {
 	if p.limNodes >= 0 && p.nodes+1 > p.limNodes {
 		return fmt.Sprintf("limit of %d nodes reached", p.limNodes)
 	}
-	fits := false
+	fitsAlone, fitsLimits := false, false
 	for _, o := range g.opts {
-		if c.req.LessEq(o.t.avail) && s.fitsPoolLimits(p, o.t) {
-			fits = true
-			break
+		if c.req.LessEq(o.t.avail) {
+			fitsAlone = true
+			if s.fitsPoolLimits(p, o.t) {
+				fitsLimits = true
+				break
+			}
 		}
 	}
-	if !fits {
+	if !fitsAlone {
+		return fmt.Sprintf("no instance type allowed by NodePool %s fits requests %s", p.np.Name, s.dims.Format(c.req))
+	}
+	if !fitsLimits {
 		var lims []string
 		for i, lim := range p.limited {
 			if lim {
-				lims = append(lims, fmt.Sprintf("%s %s of %s used", s.dims.Name(i), s.dims.FormatValue(i, p.used[i]), s.dims.FormatValue(i, p.limits[i])))
+				lims = append(lims, fmt.Sprintf("%s %s of %s in use", s.dims.Name(i), s.dims.FormatValue(i, p.used[i]), s.dims.FormatValue(i, p.limits[i])))
 			}
 		}
-		return "limits exceeded (" + strings.Join(lims, ", ") + ")"
+		return "every instance type that fits would exceed the NodePool's limits (" + strings.Join(lims, ", ") + ")"
 	}
 	n := &candidate{idx: len(s.nodes), name: p.np.Name + "-explain", sig: g, used: s.dims.Zero(), volumes: map[string]bool{}, volCount: map[string]int{}}
 	for i, o := range g.opts {

@@ -463,6 +463,9 @@ func (s *solver) narrow(g *sig, cons *constraints) narrowResult {
 
 func (s *solver) computeNarrow(g *sig, cons *constraints) narrowResult {
 	p := g.pool
+	if t := untolerated(p.taints, cons.tolerations); t != nil {
+		return narrowResult{reason: fmt.Sprintf("pod does not tolerate taint %s", taintString(t))}
+	}
 	reqs := g.reqs
 	changed := false
 	for _, k := range cons.reqs.Keys() {

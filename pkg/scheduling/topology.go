@@ -35,7 +35,7 @@ type group struct {
 	selector    labels.Selector
 	maxSkew     int
 	minDomains  int
-	filter      Requirements
+	filter      []Requirements // ORed node affinity terms (nodeAffinityPolicy Honor); nil: every node
 	taintsHonor bool
 	tolerations []corev1.Toleration
 
@@ -70,8 +70,8 @@ func (g *group) internKey() string {
 	}
 	sort.Strings(ns)
 	f := ""
-	if g.filter != nil {
-		f = g.filter.String()
+	for _, t := range g.filter {
+		f += "{" + t.String() + "}"
 	}
 	return fmt.Sprintf("%d|%s|%v|%v|%s|%d|%d|%s|%v|%s", g.kind, g.key, g.namespaces == nil, strings.Join(ns, ","),
 		g.selector.String(), g.maxSkew, g.minDomains, f, g.taintsHonor, tolerationsKey(g.tolerations))
@@ -106,11 +106,18 @@ func (g *group) eligibleUnder(n *candidate, under *sig) bool {
 		return true
 	}
 	if g.filter != nil {
-		if n.existing != nil {
-			if !g.filter.MatchesLabels(n.labels) {
-				return false
+		ok := false
+		for _, t := range g.filter {
+			if n.existing != nil {
+				ok = t.MatchesLabels(n.labels)
+			} else {
+				ok = under.reqs.Conflict(t) == ""
 			}
-		} else if k := under.reqs.Conflict(g.filter); k != "" {
+			if ok {
+				break
+			}
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -161,7 +168,7 @@ func (g *group) constrainedIn(domain string, node int) int {
 
 // allows reports whether placing a pod that the group constrains (isC) and/or that matches its selector (isM)
 // into domain (node index node for hostname groups) keeps the group's invariant.
-func (g *group) allows(domain string, node int, isC, isM bool) bool {
+func (g *group) allows(domain string, node int, isC, isM, first bool) bool {
 	inc := 0
 	if isM {
 		inc = 1
@@ -181,7 +188,7 @@ func (g *group) allows(domain string, node int, isC, isM bool) bool {
 		// could only go to the emptiest zone and a second group could then block that one.
 		return g.counts[domain]+inc <= g.minCount(domain, inc)+g.maxSkew
 	case kindAffinity:
-		if isC && g.count(domain, node) == 0 && !(g.total == 0 && isM) {
+		if isC && g.count(domain, node) == 0 && !first {
 			return false
 		}
 		if isM && !isC && g.total == 1 && g.constrainedTotal == 1 && g.constrainedIn(domain, node) == 0 {
@@ -242,18 +249,24 @@ func (s *solver) computeUniverses() {
 			}
 		}
 		for _, p := range s.pools {
-			reqs := p.reqs
-			if g.filter != nil {
-				if p.reqs.Conflict(g.filter) != "" {
-					continue
-				}
-				reqs = p.reqs.Intersect(g.filter)
-			}
 			if g.taintsHonor && untolerated(p.taints, g.tolerations) != nil {
 				continue
 			}
-			for _, v := range s.launchableValues(p, reqs, g.key) {
-				set[v] = true
+			terms := g.filter
+			if terms == nil {
+				terms = []Requirements{nil}
+			}
+			for _, t := range terms {
+				reqs := p.reqs
+				if t != nil {
+					if p.reqs.Conflict(t) != "" {
+						continue
+					}
+					reqs = p.reqs.Intersect(t)
+				}
+				for _, v := range s.launchableValues(p, reqs, g.key) {
+					set[v] = true
+				}
 			}
 		}
 		for v := range set {
@@ -388,6 +401,14 @@ func (s *solver) computeSigChoices(g *sig, key string) []string {
 // c may go there. pins lists keys whose value had to be chosen for a planned node (under sig g0).
 func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fail *topoFailure) {
 	pinned = g0
+	// a pod may start a series of pods with affinity to each other only if no pod anywhere matches any of its
+	// affinity terms and it matches all of them itself
+	first := c.cur.selfAffine
+	for _, g := range c.cur.affinity {
+		if g.total > 0 {
+			first = false
+		}
+	}
 	for ki := range c.cur.topo {
 		kg := &c.cur.topo[ki]
 		choices := s.sigDomainChoices(n, g0, kg.key)
@@ -409,7 +430,7 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fa
 			ok := true
 			for i, g := range kg.groups {
 				isM := kg.isM[i] && g.eligibleUnder(n, g0)
-				if !g.allows(d, n.idx, kg.isC[i], isM) {
+				if !g.allows(d, n.idx, kg.isC[i], isM, first) {
 					ok = false
 					why = g
 					break

@@ -9,7 +9,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -51,7 +53,12 @@ func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) 
 		t.Fatal(err)
 	}
 	env := StartEnv(t, scheme)
-	mgr, err := manager.New(env.Config, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := manager.New(env.Config, manager.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Several tests of one binary register controllers with the same names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

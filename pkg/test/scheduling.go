@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -426,3 +427,9 @@ func (b *SchedNodePoolBuilder) Usage(name corev1.ResourceName, q string) *SchedN
 
 // Obj returns the NodePool view.
 func (b *SchedNodePoolBuilder) Obj() *scheduling.NodePool { return b.np }
+
+// SchedDaemonSet wraps a pod template as a DaemonSet in the pod's namespace.
+func SchedDaemonSet(pod *corev1.Pod) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels}, Spec: pod.Spec}}}
+}

@@ -87,8 +87,13 @@ func newTopology(c *checker) *topology {
 		if a == nil || a.PodAntiAffinity == nil {
 			continue
 		}
+		seen := map[string]bool{}
 		for _, at := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			tm := affinityTerm(p.p, at)
+			if seen[tm.id()] {
+				continue // a pod repeating a term still counts once
+			}
+			seen[tm.id()] = true
 			o, ok := t.anti[tm.id()]
 			if !ok {
 				o = &antiOwners{term: tm, byDomain: map[string]int{}}
