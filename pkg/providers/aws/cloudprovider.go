@@ -108,7 +108,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		clock:         opts.Clock,
 		unavailable:   cache,
 		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
-		instances:     instance.NewProvider(clients.EC2, cluster, cache),
+		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
 		clusterInfo: &clusterInfoSource{

@@ -548,3 +548,23 @@ func TestThrottlingSurfacesAsThrottledError(t *testing.T) {
 		t.Fatalf("Create after throttling stopped: %v", err)
 	}
 }
+
+func TestJustLaunchedInstanceIsNotReportedGone(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	ctx := context.Background()
+	w.sim.SetFaults(awssim.Faults{NotFoundAfterLaunch: awssim.Duration(5 * time.Second)})
+	created, err := p.Create(ctx, claim("default-young", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	_, err = p.Get(ctx, created.Status.ProviderID)
+	if err == nil || cloudprovider.IsNotFound(err) {
+		t.Fatalf("Get right after launch = %v, want a retryable error, not NotFound", err)
+	}
+	w.clock.Step(6 * time.Second)
+	if _, err := p.Get(ctx, created.Status.ProviderID); err != nil {
+		t.Fatalf("Get once visible: %v", err)
+	}
+}

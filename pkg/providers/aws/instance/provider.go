@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -62,21 +63,45 @@ type Provider struct {
 	cluster     tags.Cluster
 	unavailable *unavailable.Cache
 
+	clock       clock.Clock
+
 	// owned remembers instances seen carrying this cluster's identity (the tag is set at launch and never
 	// changed by Dovetail), so Terminate can skip a DescribeInstances call; entries go when the instance is gone.
+	// The value is the launch time for instances this provider launched, zero for others.
 	mu    sync.Mutex
-	owned map[string]struct{}
+	owned map[string]time.Time
 }
 
+// ConsistencyWindow is how long after a launch EC2 may still answer "instance not found" (its describe calls
+// are eventually consistent). Within it such answers are errors to retry, not proof the instance is gone.
+const ConsistencyWindow = time.Minute
+
 // NewProvider returns an instance provider; refused offerings are recorded in cache.
-func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache) *Provider {
-	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, owned: map[string]struct{}{}}
+func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache, clk clock.Clock) *Provider {
+	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, clock: clk, owned: map[string]time.Time{}}
 }
 
 func (p *Provider) remember(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.owned[id] = struct{}{}
+	if _, ok := p.owned[id]; !ok {
+		p.owned[id] = time.Time{}
+	}
+}
+
+func (p *Provider) rememberLaunch(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.owned[id] = p.clock.Now()
+}
+
+// notVisibleYet reports whether a "not found" answer for id may be EC2's eventual consistency: this provider
+// launched it less than ConsistencyWindow ago.
+func (p *Provider) notVisibleYet(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.owned[id]
+	return ok && !t.IsZero() && p.clock.Since(t) < ConsistencyWindow
 }
 
 func (p *Provider) forget(id string) {
@@ -155,7 +180,7 @@ func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error
 		if it == "" {
 			it = o.instanceType
 		}
-		p.remember(fi.InstanceIds[0])
+		p.rememberLaunch(fi.InstanceIds[0])
 		return &Instance{
 			ID: fi.InstanceIds[0], Type: it, Zone: zone, SubnetID: o.subnetID,
 			CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: r.Tags,
@@ -215,6 +240,9 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		if sdk.IsNotFound(err) {
+			if p.notVisibleYet(id) {
+				return nil, fmt.Errorf("instance %s was launched less than %s ago and is not visible yet: %w", id, ConsistencyWindow, err)
+			}
 			p.forget(id)
 			return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
 		}
@@ -294,6 +322,9 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		if sdk.IsNotFound(err) {
+			if p.notVisibleYet(id) {
+				return fmt.Errorf("instance %s was launched less than %s ago and is not visible yet: %w", id, ConsistencyWindow, err)
+			}
 			p.forget(id)
 			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
 		}
