@@ -63,7 +63,7 @@ type Provider struct {
 	cluster     tags.Cluster
 	unavailable *unavailable.Cache
 
-	clock       clock.Clock
+	clock clock.Clock
 
 	// owned remembers instances seen carrying this cluster's identity (the tag is set at launch and never
 	// changed by Dovetail), so Terminate can skip a DescribeInstances call; entries go when the instance is gone.
