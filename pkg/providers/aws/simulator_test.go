@@ -93,8 +93,13 @@ func (w *world) provider(t testing.TB, clusterUID string, objs ...client.Object)
 // resolvedNodeClass resolves the default node class through the provider, as the status controller does.
 func (p *provider) resolvedNodeClass(t testing.TB) *awsv1.EC2NodeClass {
 	t.Helper()
+	return p.resolve(t, test.EC2NodeClass("default", "dovetail").Tag("team", "platform").Obj())
+}
+
+// resolve fills the node class's status through the provider and stores it.
+func (p *provider) resolve(t testing.TB, nc *awsv1.EC2NodeClass) *awsv1.EC2NodeClass {
+	t.Helper()
 	ctx := context.Background()
-	nc := test.EC2NodeClass("default", "dovetail").Tag("team", "platform").Obj()
 	var err error
 	if nc.Status.Subnets, err = p.ResolveSubnets(ctx, nc); err != nil {
 		t.Fatalf("ResolveSubnets: %v", err)
@@ -445,7 +450,8 @@ func checkUserData(t *testing.T, p *provider, imageID string) {
 		for _, tn := range b.Taints {
 			taints = append(taints, tn.ToString())
 		}
-		if d := cmp.Diff([]string{"karpenter.sh/unregistered:NoExecute", "dedicated=gpu:NoSchedule"}, taints); d != "" {
+		slices.Sort(taints)
+		if d := cmp.Diff([]string{"dedicated=gpu:NoSchedule", "karpenter.sh/unregistered:NoExecute"}, taints); d != "" {
 			t.Errorf("bootstrap taints (-want +got):\n%s", d)
 		}
 		if b.MaxPods == nil || *b.MaxPods != 29 {
@@ -566,5 +572,20 @@ func TestJustLaunchedInstanceIsNotReportedGone(t *testing.T) {
 	w.clock.Step(6 * time.Second)
 	if _, err := p.Get(ctx, created.Status.ProviderID); err != nil {
 		t.Fatalf("Get once visible: %v", err)
+	}
+}
+
+func TestBottlerocketBootstrapAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolve(t, test.EC2NodeClass("default", "dovetail").Alias("bottlerocket@latest").
+		UserData("[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n").Obj())
+	created, err := p.Create(context.Background(), claim("default-br", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	checkUserData(t, p, created.Status.ImageID)
+	if eph := created.Status.Capacity[corev1.ResourceEphemeralStorage]; eph.String() != "20Gi" {
+		t.Errorf("ephemeral-storage = %s, want the 20Gi Bottlerocket data volume", eph.String())
 	}
 }
