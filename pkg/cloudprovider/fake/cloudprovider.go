@@ -146,7 +146,7 @@ func (f *CloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karp
 	if err := f.popErr("Create"); err != nil {
 		return nil, err
 	}
-	reqs := karpv1.NodeSelectorRequirements(nc.Spec.Requirements)
+	reqs := f.cloudRequirementsLocked(nc)
 	var compatible, available []candidate
 	for _, it := range f.instanceTypes {
 		if !fits(it.Allocatable(), nc.Spec.Resources.Requests) {
@@ -192,6 +192,25 @@ func (f *CloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karp
 	f.instances[out.Status.ProviderID] = out.DeepCopy()
 	f.created = append(f.created, out.DeepCopy())
 	return out, nil
+}
+
+// cloudRequirementsLocked keeps the requirements on keys the cloud knows (instance type labels, zone, capacity
+// type); others, such as karpenter.sh/nodepool or custom template labels, become node labels and do not
+// constrain the launch.
+func (f *CloudProvider) cloudRequirementsLocked(nc *karpv1.NodeClaim) []corev1.NodeSelectorRequirement {
+	known := map[string]bool{corev1.LabelTopologyZone: true, karpv1.CapacityTypeLabelKey: true}
+	for _, it := range f.instanceTypes {
+		for k := range it.Labels {
+			known[k] = true
+		}
+	}
+	var out []corev1.NodeSelectorRequirement
+	for _, r := range karpv1.NodeSelectorRequirements(nc.Spec.Requirements) {
+		if known[r.Key] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Delete terminates the instance; it returns a NotFoundError when there is none.
