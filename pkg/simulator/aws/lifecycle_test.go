@@ -212,3 +212,25 @@ func TestRunStopsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestRunAdvancesLifecycle(t *testing.T) {
+	e := newEnv(t)
+	e.launchTemplate(t, "lt-run-loop", "x86_64", "")
+	id := launchOne(t, e, "lt-run-loop", "m5.large", "us-west-2a", ec2types.DefaultTargetCapacityTypeOnDemand)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.sim.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !instanceByID(t, e, id).NodeCreated {
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not create the node")
+		}
+		if e.clock.HasWaiters() {
+			e.clock.Step(100 * time.Millisecond)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := instanceByID(t, e, id).State; got != StateRunning {
+		t.Errorf("state = %s", got)
+	}
+}

@@ -39,7 +39,7 @@ type Options struct {
 	// Queues are SQS queues created in every account (default: one named ClusterName).
 	Queues []string
 	// Clock drives the instance lifecycle, SQS visibility and long polls (default: the real clock).
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// Nodes receives Node create/delete/untaint calls (default: none; instances run without Nodes).
 	Nodes NodeSink
 	// Timing sets lifecycle durations.
@@ -76,7 +76,7 @@ type Timing struct {
 type Simulator struct {
 	opts    Options
 	cat     *catalog.Catalog
-	clock   clock.WithTicker
+	clock   clock.Clock
 	log     *slog.Logger
 	zones   []catalog.Zone
 	started time.Time
@@ -301,11 +301,11 @@ func (s *Simulator) requestID() string {
 
 // Run advances the instance lifecycle every Timing.Tick until ctx is done.
 func (s *Simulator) Run(ctx context.Context) error {
-	t := s.clock.NewTicker(s.opts.Timing.Tick)
-	defer t.Stop()
 	for {
+		t := s.clock.NewTimer(s.opts.Timing.Tick)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C():
 			s.Step(ctx)
