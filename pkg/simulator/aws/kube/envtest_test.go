@@ -61,7 +61,7 @@ func TestSimulatorCreatesNodesInAPIServer(t *testing.T) {
 	out, err := ec2c.CreateFleet(ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("lt-envtest"), Version: aws.String("$Latest")},
-			Overrides: []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "c5.large", AvailabilityZone: aws.String("us-west-2b")}}}},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "c5.large", AvailabilityZone: aws.String("us-west-2b")}}}},
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand}})
 	if err != nil || len(out.Instances) != 1 {
