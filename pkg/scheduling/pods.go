@@ -293,7 +293,7 @@ func (s *solver) initClass(c *class, pod *corev1.Pod) {
 				c.affHard = append(c.affHard, s.affinityGroup(kindAffinity, pod, t))
 			}
 			for _, t := range sortedWeighted(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
-				c.affSoft = append(c.affSoft, s.affinityGroup(kindAffinity, pod, t))
+				c.affSoft = append(c.affSoft, s.softAffinityGroup(kindAffinity, pod, t))
 			}
 		}
 		if a.PodAntiAffinity != nil {
@@ -305,7 +305,7 @@ func (s *solver) initClass(c *class, pod *corev1.Pod) {
 				}
 			}
 			for _, t := range sortedWeighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) {
-				c.antiSoft = append(c.antiSoft, s.affinityGroup(kindAnti, pod, t))
+				c.antiSoft = append(c.antiSoft, s.softAffinityGroup(kindAnti, pod, t))
 			}
 		}
 	}
@@ -468,6 +468,14 @@ func selectorFor(sel *metav1.LabelSelector) labels.Selector {
 }
 
 func (s *solver) affinityGroup(kind groupKind, pod *corev1.Pod, t corev1.PodAffinityTerm) *group {
+	return s.internGroup(affinityTermGroup(kind, pod, t, false))
+}
+
+func (s *solver) softAffinityGroup(kind groupKind, pod *corev1.Pod, t corev1.PodAffinityTerm) *group {
+	return s.internGroup(affinityTermGroup(kind, pod, t, true))
+}
+
+func affinityTermGroup(kind groupKind, pod *corev1.Pod, t corev1.PodAffinityTerm, soft bool) *group {
 	sel := selectorFor(t.LabelSelector)
 	for _, k := range t.MatchLabelKeys {
 		if v, ok := pod.Labels[k]; ok {
@@ -493,7 +501,7 @@ func (s *solver) affinityGroup(kind groupKind, pod *corev1.Pod, t corev1.PodAffi
 			ns[pod.Namespace] = true
 		}
 	}
-	return s.internGroup(&group{kind: kind, key: t.TopologyKey, namespaces: ns, selector: sel})
+	return &group{kind: kind, key: t.TopologyKey, namespaces: ns, selector: sel, soft: soft}
 }
 
 func (s *solver) spreadGroup(pod *corev1.Pod, tsc corev1.TopologySpreadConstraint, terms []Requirements) *group {
@@ -506,7 +514,7 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc corev1.TopologySpreadConstrain
 		}
 	}
 	g := &group{kind: kindSpread, key: tsc.TopologyKey, namespaces: map[string]bool{pod.Namespace: true}, selector: sel,
-		maxSkew: int(tsc.MaxSkew), minDomains: 1}
+		maxSkew: int(tsc.MaxSkew), minDomains: 1, soft: tsc.WhenUnsatisfiable == corev1.ScheduleAnyway}
 	if tsc.MinDomains != nil {
 		g.minDomains = int(*tsc.MinDomains)
 	}

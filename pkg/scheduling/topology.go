@@ -35,6 +35,9 @@ type group struct {
 	selector    labels.Selector
 	maxSkew     int
 	minDomains  int
+	// soft groups come from preferences (ScheduleAnyway, preferred pod (anti-)affinity): they bind only the pods
+	// that hold the preference, never pods that merely match the selector.
+	soft        bool
 	filter      []Requirements // ORed node affinity terms (nodeAffinityPolicy Honor); nil: every node
 	taintsHonor bool
 	tolerations []corev1.Toleration
@@ -73,8 +76,8 @@ func (g *group) internKey() string {
 	for _, t := range g.filter {
 		f += "{" + t.String() + "}"
 	}
-	return fmt.Sprintf("%d|%s|%v|%v|%s|%d|%d|%s|%v|%s", g.kind, g.key, g.namespaces == nil, strings.Join(ns, ","),
-		g.selector.String(), g.maxSkew, g.minDomains, f, g.taintsHonor, tolerationsKey(g.tolerations))
+	return fmt.Sprintf("%d|%s|%v|%v|%s|%d|%d|%s|%v|%s|%v", g.kind, g.key, g.namespaces == nil, strings.Join(ns, ","),
+		g.selector.String(), g.maxSkew, g.minDomains, f, g.taintsHonor, tolerationsKey(g.tolerations), g.soft)
 }
 
 func (s *solver) internGroup(g *group) *group {
@@ -169,6 +172,9 @@ func (g *group) constrainedIn(domain string, node int) int {
 // allows reports whether placing a pod that the group constrains (isC) and/or that matches its selector (isM)
 // into domain (node index node for hostname groups) keeps the group's invariant.
 func (g *group) allows(domain string, node int, isC, isM, first bool) bool {
+	if !isC && g.soft {
+		return true
+	}
 	inc := 0
 	if isM {
 		inc = 1
