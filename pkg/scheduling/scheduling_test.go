@@ -253,7 +253,9 @@ func TestTopologySpread(t *testing.T) {
 			zones: map[string]int{"b": 3}},
 		{name: "custom topology key", tc: tcase{
 			pools: []*scheduling.NodePool{test.SchedNodePool("default").Requirement("rack", corev1.NodeSelectorOpIn, "r1", "r2").Obj()},
-			pods:  spread(4, func(b *test.SchedPodBuilder) *test.SchedPodBuilder { return b.Spread("rack", 1, corev1.DoNotSchedule, "app", "web") })},
+			pods: spread(4, func(b *test.SchedPodBuilder) *test.SchedPodBuilder {
+				return b.Spread("rack", 1, corev1.DoNotSchedule, "app", "web")
+			})},
 			nodes: 2},
 		{name: "ScheduleAnyway relaxed when a zone is impossible", tc: tcase{pods: spread(3, func(b *test.SchedPodBuilder) *test.SchedPodBuilder {
 			return b.Zone("a").SpreadConstraint(corev1.TopologySpreadConstraint{TopologyKey: zoneKey, MaxSkew: 1, WhenUnsatisfiable: corev1.ScheduleAnyway,
@@ -298,10 +300,10 @@ func TestPodAffinity(t *testing.T) {
 		})
 	}
 	cases := []struct {
-		name   string
-		tc     tcase
-		zones  int
-		nodes  int
+		name    string
+		tc      tcase
+		zones   int
+		nodes   int
 		unsched int
 	}{
 		{name: "zonal self-affinity keeps one zone", tc: tcase{pods: web(6, func(b *test.SchedPodBuilder) *test.SchedPodBuilder { return b.PodAffinity(zoneKey, "app", "web") })}, zones: 1},

@@ -28,13 +28,13 @@ const (
 //   - anti-affinity: no other matching pod shares p's domain, and p shares no domain with a pod whose anti-affinity
 //     term matches p.
 type group struct {
-	id          int
-	kind        groupKind
-	key         string
-	namespaces  map[string]bool // nil: all namespaces
-	selector    labels.Selector
-	maxSkew     int
-	minDomains  int
+	id         int
+	kind       groupKind
+	key        string
+	namespaces map[string]bool // nil: all namespaces
+	selector   labels.Selector
+	maxSkew    int
+	minDomains int
 	// soft groups come from preferences (ScheduleAnyway, preferred pod (anti-)affinity): they bind only the pods
 	// that hold the preference, never pods that merely match the selector.
 	soft        bool
