@@ -126,12 +126,12 @@ func Validate(np *karpv1.NodePool) string {
 			continue
 		}
 		if err := policy.ValidateRequirementKey(r.Key); err != nil {
-			problems = append(problems, "requirement "+err.Error())
+			problems = append(problems, "requirements: "+err.Error())
 		}
 	}
 	for k := range np.Spec.Template.Labels {
 		if err := policy.ValidateTemplateLabelKey(k); err != nil {
-			problems = append(problems, "template label "+err.Error())
+			problems = append(problems, "template labels: "+err.Error())
 		}
 	}
 	sort.Strings(problems)

@@ -1,0 +1,86 @@
+package readiness
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func nodeClass(name string, ready *metav1.ConditionStatus, msg string) *awsv1.EC2NodeClass {
+	nc := test.EC2NodeClass(name, "c").Obj()
+	if ready != nil {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeReady, Status: *ready, Reason: "R", Message: msg})
+	}
+	return nc
+}
+
+func TestReadiness(t *testing.T) {
+	yes, no := metav1.ConditionTrue, metav1.ConditionFalse
+	tests := []struct {
+		name     string
+		np       *karpv1.NodePool
+		classes  []client.Object
+		want     string // Ready status/reason: message
+		wantNCR  string
+		wantVald string
+	}{
+		{"ready", test.NodePool("p").Obj(), []client.Object{nodeClass("default", &yes, "")},
+			"True/Ready: ", "True/NodeClassReady: ", "True/ValidationSucceeded: "},
+		{"node class missing", test.NodePool("p").Obj(), nil,
+			`False/NodeClassNotFound: NodeClassReady: EC2NodeClass "default" not found`,
+			`False/NodeClassNotFound: EC2NodeClass "default" not found`, "True/ValidationSucceeded: "},
+		{"node class not ready", test.NodePool("p").Obj(), []client.Object{nodeClass("default", &no, "no subnets match")},
+			`False/NotReady: NodeClassReady: EC2NodeClass "default" is not ready: no subnets match`,
+			`False/NotReady: EC2NodeClass "default" is not ready: no subnets match`, "True/ValidationSucceeded: "},
+		{"node class without conditions", test.NodePool("p").Obj(), []client.Object{nodeClass("default", nil, "")},
+			`Unknown/AwaitingReconciliation: NodeClassReady: EC2NodeClass "default" has no Ready condition yet`,
+			`Unknown/AwaitingReconciliation: EC2NodeClass "default" has no Ready condition yet`, "True/ValidationSucceeded: "},
+		{"restricted label", test.NodePool("p").Label("kubernetes.io/hostname", "x").Obj(), []client.Object{nodeClass("default", &yes, "")},
+			`False/ValidationFailed: ValidationSucceeded: template labels: label "kubernetes.io/hostname" is restricted`,
+			"True/NodeClassReady: ", `False/ValidationFailed: template labels: label "kubernetes.io/hostname" is restricted`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).
+				WithObjects(append(tt.classes, tt.np)...).Build()
+			c := NewController(deps.Deps{Client: kube})
+			if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			np := &karpv1.NodePool{}
+			if err := kube.Get(context.Background(), client.ObjectKey{Name: "p"}, np); err != nil {
+				t.Fatal(err)
+			}
+			got := [3]string{cond(np, karpv1.ConditionTypeReady), cond(np, karpv1.ConditionTypeNodeClassReady), cond(np, karpv1.ConditionTypeValidationSucceeded)}
+			if diff := cmp.Diff([3]string{tt.want, tt.wantNCR, tt.wantVald}, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func cond(np *karpv1.NodePool, t string) string {
+	c := np.GetCondition(t)
+	if c == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
+}
+
