@@ -83,4 +83,3 @@ func cond(np *karpv1.NodePool, t string) string {
 	}
 	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
 }
-
