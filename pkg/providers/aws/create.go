@@ -90,6 +90,11 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = NodeClassHash(nc)
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = NodeClassHashVersion
 	for k, v := range p.instanceLabels(it.Labels, launched, nc) {
 		out.Labels[k] = v
 	}

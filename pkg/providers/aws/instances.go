@@ -57,8 +57,9 @@ func (p *CloudProvider) TagInstance(ctx context.Context, instanceID string, tags
 	return p.instances.Tag(ctx, instanceID, tags)
 }
 
-// IsDrifted reports whether the NodeClaim's instance no longer matches its EC2NodeClass: its image is no longer
-// among the resolved AMIs, its subnet no longer selected, or its security groups differ from the selected ones.
+// IsDrifted reports whether the NodeClaim's instance no longer matches its EC2NodeClass: the class's static
+// fields changed since launch (NodeClassHash), its image is no longer among the resolved AMIs, its subnet no
+// longer selected, or its security groups differ from the selected ones.
 func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
@@ -67,6 +68,11 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
 	if err != nil {
 		return "", cloudprovider.NewNotFoundError(err)
+	}
+	if nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == NodeClassHashVersion {
+		if h := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; h != "" && h != NodeClassHash(nc) {
+			return karpv1.ReasonNodeClassDrifted, nil
+		}
 	}
 	inst, err := p.instances.Get(ctx, id)
 	if err != nil {

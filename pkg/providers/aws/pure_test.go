@@ -88,3 +88,23 @@ func TestFitting(t *testing.T) {
 		t.Errorf("fitting gpu=1 kept %v, want only gpu", got)
 	}
 }
+
+func TestNodeClassHash(t *testing.T) {
+	base := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
+		SubnetSelectorTerms: []awsv1.SubnetSelectorTerm{{ID: "subnet-1"}},
+		Tags:                map[string]string{"a": "1"},
+	}}
+	selectorsChanged := base.DeepCopy()
+	selectorsChanged.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: "subnet-2"}}
+	tagsChanged := base.DeepCopy()
+	tagsChanged.Spec.Tags["a"] = "2"
+	userData := "x"
+	userDataChanged := base.DeepCopy()
+	userDataChanged.Spec.UserData = &userData
+	if NodeClassHash(base) != NodeClassHash(selectorsChanged) {
+		t.Errorf("selector terms changed the hash; they are compared through status")
+	}
+	if NodeClassHash(base) == NodeClassHash(tagsChanged) || NodeClassHash(base) == NodeClassHash(userDataChanged) {
+		t.Errorf("tags or user data did not change the hash")
+	}
+}

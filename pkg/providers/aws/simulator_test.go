@@ -276,6 +276,27 @@ func TestCreateTagsUserDataGetAndDelete(t *testing.T) {
 	if got.Name != "default-abcde" || got.Labels[karpv1.NodePoolLabelKey] != "default" || got.Labels[corev1.LabelInstanceTypeStable] != created.Labels[corev1.LabelInstanceTypeStable] {
 		t.Errorf("Get = %+v", got.ObjectMeta)
 	}
+	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != "" {
+		t.Errorf("IsDrifted right after launch = %q, %v; want not drifted", reason, err)
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.kube.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.AMIs = []awsv1.AMI{{ID: "ami-newer"}}
+	if err := p.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonAMIDrifted {
+		t.Errorf("IsDrifted after an AMI change = %q, %v; want %s", reason, err, karpv1.ReasonAMIDrifted)
+	}
+	nc.Spec.Tags["team"] = "other"
+	if err := p.kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonNodeClassDrifted {
+		t.Errorf("IsDrifted after a tags change = %q, %v; want %s", reason, err, karpv1.ReasonNodeClassDrifted)
+	}
 	if err := p.TagInstance(ctx, id, map[string]string{"Name": "ip-10-0-0-1.us-west-2.compute.internal"}); err != nil {
 		t.Fatalf("TagInstance: %v", err)
 	}

@@ -1,0 +1,39 @@
+package aws
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+)
+
+// NodeClassHashVersion changes when the hash below changes meaning; NodeClaims with another version are not
+// compared (they would all look drifted).
+const NodeClassHashVersion = "v1"
+
+// NodeClassHash hashes the EC2NodeClass fields that are fixed at launch and not re-resolved: user data, AMI
+// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy and
+// context. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
+func NodeClassHash(nc *awsv1.EC2NodeClass) string {
+	s := nc.Spec
+	b, err := json.Marshal(struct {
+		AMIFamily                *string
+		UserData                 *string
+		Tags                     map[string]string
+		Kubelet                  *awsv1.KubeletConfiguration
+		BlockDeviceMappings      []*awsv1.BlockDeviceMapping
+		MetadataOptions          *awsv1.MetadataOptions
+		DetailedMonitoring       *bool
+		AssociatePublicIPAddress *bool
+		InstanceStorePolicy      *awsv1.InstanceStorePolicy
+		Context                  *string
+	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet, s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
+		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context})
+	if err != nil {
+		// Every field is plain data; Marshal cannot fail on them.
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
