@@ -328,3 +328,24 @@ func newAMICommand(c *client) *cobra.Command {
 	})
 	return cmd
 }
+
+func newSpotPriceCommand(c *client) *cobra.Command {
+	cmd := &cobra.Command{Use: "spot-price", Short: "Change simulated spot prices"}
+	var req awssim.SpotPriceRequest
+	set := &cobra.Command{
+		Use: "set", Short: "Set the spot price of --type in --zone (--price 0 restores the catalog price)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out json.RawMessage
+			if err := c.do("POST", "spot-prices", req, &out); err != nil {
+				return err
+			}
+			printJSON(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&req.InstanceType, "type", "", "instance type")
+	set.Flags().StringVar(&req.Zone, "zone", "", "zone")
+	set.Flags().Float64Var(&req.Price, "price", 0, "hourly USD price")
+	cmd.AddCommand(set)
+	return cmd
+}

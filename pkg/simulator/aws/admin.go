@@ -317,6 +317,16 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeAdmin(w, http.StatusOK, map[string]string{"capacityReservationId": id})
+	case route == "POST spot-prices":
+		var req SpotPriceRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		if err := s.SetSpotPrice(req); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, req)
 	case route == "POST amis/release":
 		s.ReleaseAMIs()
 		writeAdmin(w, http.StatusOK, map[string]string{"released": "ok"})

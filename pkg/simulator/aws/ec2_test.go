@@ -547,3 +547,31 @@ func TestEventualConsistencyFault(t *testing.T) {
 		t.Errorf("after the consistency window: %v", err)
 	}
 }
+
+func TestSpotPriceOverrideChangesFleetChoice(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.launchTemplate(t, "lt-spot", "x86_64", "")
+	sub := e.subnetIDs(t)["us-west-2a"]
+	ovs := []ec2types.FleetLaunchTemplateOverridesRequest{override("m5.large", sub), override("c5.large", sub)}
+	first, err := e.ec2.CreateFleet(ctx, fleetInput("lt-spot", ec2types.DefaultTargetCapacityTypeSpot, ovs...))
+	if err != nil || len(first.Instances) != 1 {
+		t.Fatalf("fleet = %+v, %v", first, err)
+	}
+	cheap := string(first.Instances[0].InstanceType)
+	if err := e.sim.SetSpotPrice(SpotPriceRequest{InstanceType: cheap, Zone: "us-west-2a", Price: 99}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.ec2.CreateFleet(ctx, fleetInput("lt-spot", ec2types.DefaultTargetCapacityTypeSpot, ovs...))
+	if err != nil || len(second.Instances) != 1 || string(second.Instances[0].InstanceType) == cheap {
+		t.Fatalf("after raising %s: %+v, %v", cheap, second, err)
+	}
+	hist, err := e.ec2.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{InstanceTypes: []ec2types.InstanceType{ec2types.InstanceType(cheap)},
+		AvailabilityZone: aws.String("us-west-2a")})
+	if err != nil || len(hist.SpotPriceHistory) != 1 || aws.ToString(hist.SpotPriceHistory[0].SpotPrice) != "99.000000" {
+		t.Errorf("history = %+v, %v", hist, err)
+	}
+	if err := e.sim.SetSpotPrice(SpotPriceRequest{InstanceType: "m5.nope", Zone: "us-west-2a", Price: 1}); err == nil {
+		t.Error("unknown type accepted")
+	}
+}

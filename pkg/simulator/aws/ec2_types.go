@@ -254,7 +254,7 @@ func (s *Simulator) describeSpotPriceHistory(_ *http.Request, _ *account, p para
 			if zoneFilter != "" && z.Name != zoneFilter {
 				continue
 			}
-			price, ok := t.SpotPrice(s.opts.Region, z.Name)
+			price, ok := s.spotPrice(t, z.Name)
 			if !ok || !t.OfferedIn(s.opts.Region, z.Name) {
 				continue
 			}
@@ -290,4 +290,52 @@ func (s *Simulator) describeSpotPriceHistory(_ *http.Request, _ *account, p para
 			T("spotPrice", fmt.Sprintf("%.6f", r.price)), TS("timestamp", now), T("availabilityZone", r.zone)))
 	}
 	return []*el{List("spotPriceHistorySet", "item", items), next}, nil
+}
+
+// spotPrice is the current spot price of a type in a zone: an admin override, else the catalog's.
+func (s *Simulator) spotPrice(t *catalog.InstanceType, zone string) (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spotPriceLocked(t, zone)
+}
+
+func (s *Simulator) spotPriceLocked(t *catalog.InstanceType, zone string) (float64, bool) {
+	base, ok := t.SpotPrice(s.opts.Region, zone)
+	if !ok {
+		return 0, false
+	}
+	if p, ok := s.spotOverrides[t.Name+"/"+zone]; ok {
+		return p, true
+	}
+	return base, true
+}
+
+// SpotPriceRequest sets the spot price of an instance type in a zone (price 0 restores the catalog price).
+type SpotPriceRequest struct {
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	Price        float64 `json:"price"`
+}
+
+// SetSpotPrice overrides a spot price, e.g. to make consolidation or price-based choices observable.
+func (s *Simulator) SetSpotPrice(req SpotPriceRequest) error {
+	t, ok := s.cat.Type(req.InstanceType)
+	if !ok {
+		return fmt.Errorf("instance type %q is not in the catalog", req.InstanceType)
+	}
+	if _, ok := t.SpotPrice(s.opts.Region, req.Zone); !ok {
+		return fmt.Errorf("%s has no spot offering in zone %q", req.InstanceType, req.Zone)
+	}
+	if req.Price < 0 {
+		return fmt.Errorf("price %v must not be negative", req.Price)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := req.InstanceType + "/" + req.Zone
+	if req.Price == 0 {
+		delete(s.spotOverrides, key)
+		return nil
+	}
+	s.spotOverrides[key] = req.Price
+	return nil
 }

@@ -254,7 +254,7 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 		return
 	}
 	if c.spot {
-		price, ok := t.SpotPrice(s.opts.Region, c.zone)
+		price, ok := s.spotPriceLocked(t, c.zone)
 		if !ok {
 			c.fail("Unsupported", "Spot is not offered for %s in %s", c.typeName, c.zone)
 			return

@@ -85,7 +85,9 @@ type Simulator struct {
 	rng      *rand.Rand
 	accounts map[string]*account
 	faults   faults
-	seq      uint64
+	// spotOverrides maps "type/zone" to an admin-set spot price.
+	spotOverrides map[string]float64
+	seq           uint64
 	// wake is closed and replaced whenever an SQS message is sent, waking long polls.
 	wake chan struct{}
 }
@@ -177,15 +179,16 @@ func New(opts Options) (*Simulator, error) {
 		}
 	}
 	s := &Simulator{
-		opts:     opts,
-		cat:      cat,
-		clock:    opts.Clock,
-		log:      opts.Logger,
-		zones:    zones,
-		started:  opts.Clock.Now(),
-		rng:      rand.New(rand.NewSource(opts.Seed)),
-		accounts: map[string]*account{},
-		wake:     make(chan struct{}),
+		opts:          opts,
+		cat:           cat,
+		clock:         opts.Clock,
+		log:           opts.Logger,
+		zones:         zones,
+		started:       opts.Clock.Now(),
+		rng:           rand.New(rand.NewSource(opts.Seed)),
+		accounts:      map[string]*account{},
+		spotOverrides: map[string]float64{},
+		wake:          make(chan struct{}),
 	}
 	return s, nil
 }
