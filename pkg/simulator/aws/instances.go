@@ -78,6 +78,10 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 		}
 		groups = append(groups, E("item", T("groupId", id), T("groupName", name)))
 	}
+	hypervisor := "nitro"
+	if t, ok := s.cat.Type(i.Type); ok && t.Hypervisor != "" {
+		hypervisor = t.Hypervisor
+	}
 	var profile *el
 	if i.ProfileName != "" {
 		profile = E("iamInstanceProfile", T("arn", fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", a.number, i.ProfileName)),
@@ -91,7 +95,7 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 		E("monitoring", T("state", "disabled")), T("subnetId", i.SubnetID), T("vpcId", a.vpcID),
 		T("privateIpAddress", i.PrivateIP), B("sourceDestCheck", true), List("groupSet", "item", groups),
 		reason, T("architecture", i.Arch), T("rootDeviceType", "ebs"), T("rootDeviceName", "/dev/xvda"),
-		T("virtualizationType", "hvm"), lifecycle, spotReq, tagSetXML("tagSet", i.Tags), T("hypervisor", "xen"), profile,
+		T("virtualizationType", "hvm"), lifecycle, spotReq, tagSetXML("tagSet", i.Tags), T("hypervisor", hypervisor), profile,
 		B("ebsOptimized", true), B("enaSupport", true), cr, T("bootMode", "uefi"), T("platformDetails", "Linux/UNIX"),
 		E("metadataOptions", T("state", "applied"), T("httpTokens", "required"), I("httpPutResponseHopLimit", 1), T("httpEndpoint", "enabled")),
 		E("privateDnsNameOptions", T("hostnameType", "ip-name")))

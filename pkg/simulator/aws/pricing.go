@@ -62,8 +62,17 @@ func (s *Simulator) pricingGetProducts(_ *http.Request, _ *account, body []byte)
 		attrs  map[string]string
 	}
 	var matched []product
+	onlyRegion := ""
+	for _, f := range in.Filters {
+		if (f.Type == "TERM_MATCH" || f.Type == "EQUALS") && f.Field == "regionCode" {
+			onlyRegion = f.Value
+		}
+	}
 	for ri := range s.cat.Regions {
 		region := s.cat.Regions[ri].Name
+		if onlyRegion != "" && !strings.EqualFold(region, onlyRegion) {
+			continue
+		}
 		for i := range s.cat.Types {
 			t := &s.cat.Types[i]
 			if _, ok := t.OnDemandPrice(region); !ok {
