@@ -3,6 +3,7 @@ package awssim
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -124,8 +125,8 @@ func (s *Simulator) SendEvent(req EventRequest) (string, error) {
 			"service":           "EC2",
 			"eventTypeCode":     "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
 			"eventTypeCategory": "scheduledChange",
-			"startTime":         start.Format(time.RFC1123),
-			"endTime":           end.Format(time.RFC1123),
+			"startTime":         start.Format(http.TimeFormat),
+			"endTime":           end.Format(http.TimeFormat),
 			"eventDescription": []map[string]string{{"language": "en_US",
 				"latestDescription": "EC2 has detected degradation of the underlying hardware hosting your instance; it is scheduled for retirement."}},
 			"affectedEntities": []map[string]string{{"entityValue": req.InstanceID}},
