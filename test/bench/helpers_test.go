@@ -1,0 +1,175 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/test/e2e/framework"
+)
+
+// setupPool applies a NodePool and EC2NodeClass named name (the example pool adjusted by opts) without limits and
+// with consolidation off, so neither caps nor reshapes what a benchmark measures, and a namespace of the same name.
+// The cleanup deletes the namespace's Deployments first (so nodes drain empty) and then the NodePool, and waits
+// until its NodeClaims are gone.
+func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
+	t.Helper()
+	ctx := context.Background()
+	if err := framework.EnsureNamespace(ctx, env.Client, name); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.NodePool(name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "NodePool" {
+			continue
+		}
+		unstructured.RemoveNestedField(o.Object, "spec", "limits")
+		disruption := map[string]any{
+			"consolidationPolicy": "WhenEmptyOrUnderutilized",
+			"consolidateAfter":    "Never",
+			"budgets":             []any{map[string]any{"nodes": "10%"}},
+		}
+		if err := unstructured.SetNestedMap(o.Object, disruption, "spec", "disruption"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Client.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(name)); err != nil {
+			t.Errorf("cleanup: deleting deployments in %s: %v", name, err)
+		}
+		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := env.Client.Delete(ctx, pool); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)
+			return
+		}
+		start := time.Now()
+		err := framework.Poll(ctx, 15*time.Minute, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+			claims, err := env.NodeClaims(ctx, name)
+			return len(claims) == 0, fmt.Sprintf("%d nodeclaims left", len(claims)), err
+		})
+		if err != nil {
+			t.Errorf("cleanup of nodepool %s: %v", name, err)
+			return
+		}
+		t.Logf("cleanup: nodepool %s and its nodes removed in %.1fs", name, time.Since(start).Seconds())
+	})
+	// Without a Ready EC2NodeClass nothing launches; say so at once rather than after the workload's timeout.
+	err = framework.Poll(ctx, 2*time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		nc := &awsv1.EC2NodeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(nc.Status.Conditions, "Ready")
+		if ready == nil {
+			return false, "EC2NodeClass " + name + " has no Ready condition", nil
+		}
+		return ready.Status == metav1.ConditionTrue, fmt.Sprintf("EC2NodeClass %s Ready=%s %s: %s", name, ready.Status, ready.Reason, ready.Message), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the EC2NodeClass: %v", err)
+	}
+}
+
+// deployment returns a Deployment of replicas pods with the given requests on the pool's nodes; its pods carry
+// the label bench=<group> besides app=<name>.
+func deployment(namespace, name, group, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	d := framework.Deployment(namespace, name, pool, replicas, cpu, memory)
+	d.Spec.Template.Labels["bench"] = group
+	return d
+}
+
+// utilisation returns the requested share of the allocatable cpu and memory of the pool's nodes: the sum of the
+// requests of the pods bound to them over the sum of their allocatable.
+func utilisation(ctx context.Context, pool, namespace string) (cpu, mem float64, err error) {
+	nodes, err := env.Nodes(ctx, pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	byName := map[string]bool{}
+	var allocCPU, allocMem int64
+	for i := range nodes {
+		byName[nodes[i].Name] = true
+		allocCPU += nodes[i].Status.Allocatable.Cpu().MilliValue()
+		allocMem += nodes[i].Status.Allocatable.Memory().Value()
+	}
+	pods, err := env.Pods(ctx, namespace, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	var reqCPU, reqMem int64
+	for i := range pods {
+		p := &pods[i]
+		if !byName[p.Spec.NodeName] || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			reqCPU += c.Resources.Requests.Cpu().MilliValue()
+			reqMem += c.Resources.Requests.Memory().Value()
+		}
+	}
+	if allocCPU == 0 || allocMem == 0 {
+		return 0, 0, fmt.Errorf("nodepool %s: no allocatable capacity on %d nodes", pool, len(nodes))
+	}
+	return float64(reqCPU) / float64(allocCPU), float64(reqMem) / float64(allocMem), nil
+}
+
+// firstNodeClaimCreated returns the earliest creationTimestamp of the pool's NodeClaims (second precision).
+func firstNodeClaimCreated(claims []karpv1.NodeClaim) time.Time {
+	var first time.Time
+	for i := range claims {
+		if c := claims[i].CreationTimestamp.Time; first.IsZero() || c.Before(first) {
+			first = c
+		}
+	}
+	return first
+}
+
+// controllerMemory starts following the controller's memory: it resets the peak and samples RSS every 250 ms.
+// The returned function stops sampling and reports current RSS, VmHWM (peak since the reset) and the sampled peak.
+func controllerMemory(t *testing.T) func() map[string]any {
+	t.Helper()
+	pid, err := controllerPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset := resetPeak(pid)
+	if !reset {
+		t.Logf("could not reset the controller's VmHWM (clear_refs); the peak includes earlier benchmarks")
+	}
+	sampler := sampleMemory(context.Background(), pid, 250*time.Millisecond)
+	return func() map[string]any {
+		peak, err := sampler.Stop()
+		if err != nil {
+			t.Errorf("sampling the controller's memory: %v", err)
+		}
+		m, err := readMemory(pid)
+		if err != nil {
+			t.Errorf("reading the controller's memory: %v", err)
+		}
+		return map[string]any{
+			"controllerRSSMiB":        mib(m.RSS),
+			"controllerPeakRSSMiB":    mib(m.HWM),
+			"controllerSampledRSSMiB": mib(peak),
+			"controllerPeakWasReset":  reset,
+		}
+	}
+}

@@ -1,0 +1,250 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/test/e2e/framework"
+)
+
+// TestMassDeletion (issue 5): 1,000 replicas two to a node on 500 on-demand m5.large nodes, under a
+// PodDisruptionBudget with maxUnavailable 10%; every NodeClaim is deleted at once. It reports the seconds until
+// every old instance is terminated and every old NodeClaim gone, counted from the deletion and from the last
+// pod leaving an old node (the last eviction the budget allowed), the lowest availability seen by a watch (the
+// budget allows 900), and the controller's memory. Targets: < 60 s after the last eviction, RSS < 200 MB.
+// It fails when the budget is violated or the workload never converges.
+func TestMassDeletion(t *testing.T) {
+	ctx := context.Background()
+	const (
+		pool     = "massdelete"
+		replicas = 1000
+		nodes    = 500
+	)
+	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{"on-demand"}})
+	tracker, err := trackPods(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tracker.Stop()
+	tracker.expect(replicas)
+
+	// m5.large has ~1.93 allocatable cores: with 700m per pod two replicas fit a node.
+	labels := map[string]string{"app": "web"}
+	applied := time.Now()
+	if err := env.Client.Create(ctx, deployment(pool, "web", pool, pool, replicas, "700m", "512Mi")); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pool, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &intstr.IntOrString{Type: intstr.String, StrVal: "10%"},
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := env.Client.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	waitAllRunning(t, tracker, replicas, applied, 20*time.Minute)
+	initial, _ := tracker.allRunning()
+	t.Logf("%d replicas Running %.1fs after apply", replicas, initial.Sub(applied).Seconds())
+	// The eviction API consults the budget's status: wait until the disruption controller counted every replica.
+	minHealthy := replicas - replicas/10
+	if err := framework.Poll(ctx, 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		got := &policyv1.PodDisruptionBudget{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got)
+		return err == nil && got.Status.CurrentHealthy >= replicas && got.Status.DesiredHealthy == int32(minHealthy),
+			fmt.Sprintf("pdb healthy %d desired %d", got.Status.CurrentHealthy, got.Status.DesiredHealthy), err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	claims, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) < nodes {
+		t.Fatalf("expected at least %d nodeclaims for %d replicas of 700m on m5.large, got %d", nodes, replicas, len(claims))
+	}
+	oldClaims, oldNodes, oldInstances := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i := range claims {
+		oldClaims[claims[i].Name] = true
+		if claims[i].Status.NodeName != "" {
+			oldNodes[claims[i].Status.NodeName] = true
+		}
+		if claims[i].Status.ProviderID != "" {
+			oldInstances[framework.InstanceID(claims[i].Status.ProviderID)] = true
+		}
+	}
+
+	stopMemory := controllerMemory(t)
+	tracker.watchNodes(oldNodes)
+	tracker.armMin()
+	deleted := time.Now()
+	if err := deleteAll(ctx, claims, 16); err != nil {
+		t.Fatal(err)
+	}
+	deleteCalls := time.Since(deleted)
+	t.Logf("deleted %d nodeclaims in %.1fs", len(claims), deleteCalls.Seconds())
+
+	var done time.Time
+	lastLog := time.Now()
+	err = framework.Poll(ctx, 30*time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		left, err := oldLeft(ctx, pool, oldClaims)
+		if err != nil {
+			return false, "", err
+		}
+		alive, err := liveInstances(ctx, oldInstances)
+		if err != nil {
+			return false, "", err
+		}
+		onOld, _ := tracker.liveOnWatched()
+		_, running, available := tracker.counts()
+		status := fmt.Sprintf("+%.0fs: %d old nodeclaims, %d old instances not terminated, %d pods on old nodes; %d Running, %d available",
+			time.Since(deleted).Seconds(), left, alive, onOld, running, available)
+		if time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			t.Log(status)
+		}
+		if left == 0 && alive == 0 {
+			done = time.Now()
+			return true, status, nil
+		}
+		return false, status, nil
+	})
+	memory := stopMemory()
+	if err != nil {
+		t.Fatalf("deleting %d nodeclaims: %v", len(claims), err)
+	}
+	_, lastEviction := tracker.liveOnWatched()
+	if lastEviction.IsZero() { // no pod ever left an old node (there were none to drain)
+		lastEviction = deleted
+	}
+	lowest, lowestAt := tracker.lowest()
+
+	tracker.expect(replicas)
+	waitAllRunning(t, tracker, replicas, deleted, 15*time.Minute)
+	rerun, _ := tracker.allRunning()
+
+	if lowest < minHealthy {
+		t.Errorf("PodDisruptionBudget violated: availability dropped to %d at +%.1fs (maxUnavailable 10%% keeps %d)",
+			lowest, lowestAt.Sub(deleted).Seconds(), minHealthy)
+	}
+	figures := map[string]any{
+		"replicas":                     replicas,
+		"nodeClaimsDeleted":            len(claims),
+		"secondsDeleteCalls":           seconds(deleteCalls),
+		"secondsDeleteToAllGone":       seconds(done.Sub(deleted)),
+		"secondsDeleteToLastEviction":  seconds(lastEviction.Sub(deleted)),
+		"secondsLastEvictionToAllGone": seconds(done.Sub(lastEviction)),
+		"secondsDeleteToAllRunningNew": seconds(rerun.Sub(deleted)),
+		"lowestAvailable":              lowest,
+		"budgetMinAvailable":           minHealthy,
+		"budgetViolated":               lowest < minHealthy,
+		"secondsApplyToInitialRunning": seconds(initial.Sub(applied)),
+	}
+	for k, v := range memory {
+		figures[k] = v
+	}
+	t.Logf("mass deletion of %d nodeclaims: all gone %.1fs after deletion, %.1fs after the last eviction (at +%.1fs); replacements all Running at +%.1fs",
+		len(claims), seconds(done.Sub(deleted)), seconds(done.Sub(lastEviction)), seconds(lastEviction.Sub(deleted)), seconds(rerun.Sub(deleted)))
+	t.Logf("lowest availability %d (budget keeps %d); controller memory: RSS %v MiB, peak %v MiB, sampled peak %v MiB",
+		lowest, minHealthy, memory["controllerRSSMiB"], memory["controllerPeakRSSMiB"], memory["controllerSampledRSSMiB"])
+	report(t, result{
+		Name:    "mass-deletion-500-nodes",
+		Figures: figures,
+		Targets: map[string]any{"secondsLastEvictionToAllGone": "< 60", "controllerPeakRSSMiB": "< 200", "budgetViolated": false},
+	})
+}
+
+// waitAllRunning waits until the tracker has seen n pods Running, logging progress every 10 s, and fails the test
+// after timeout.
+func waitAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, timeout time.Duration) {
+	t.Helper()
+	lastLog := time.Now()
+	err := framework.Poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		at, running := tracker.allRunning()
+		status := fmt.Sprintf("%d/%d pods Running at +%.0fs", running, n, time.Since(since).Seconds())
+		if time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			t.Log(status)
+		}
+		return !at.IsZero(), status, nil
+	})
+	if err != nil {
+		t.Fatalf("%d pods never all Running: %v", n, err)
+	}
+}
+
+// deleteAll deletes the NodeClaims with a few workers, as a user's `kubectl delete nodeclaims --all` would.
+func deleteAll(ctx context.Context, claims []karpv1.NodeClaim, workers int) error {
+	work := make(chan *karpv1.NodeClaim)
+	errs := make(chan error, len(claims))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				if err := env.Client.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+					errs <- fmt.Errorf("deleting nodeclaim %s: %w", c.Name, err)
+				}
+			}
+		}()
+	}
+	for i := range claims {
+		work <- &claims[i]
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when the channel is empty
+}
+
+// oldLeft counts the NodeClaims of the pool that are in old.
+func oldLeft(ctx context.Context, pool string, old map[string]bool) (int, error) {
+	claims, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range claims {
+		if old[claims[i].Name] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// liveInstances counts the instances in ids that the simulator does not report terminated (or has forgotten).
+func liveInstances(ctx context.Context, ids map[string]bool) (int, error) {
+	var all []string
+	for id := range ids {
+		all = append(all, id)
+	}
+	n := 0
+	for start := 0; start < len(all); start += 200 {
+		chunk := all[start:min(start+200, len(all))]
+		states, err := env.InstanceStates(ctx, chunk...)
+		if err != nil {
+			return 0, err
+		}
+		for _, id := range chunk {
+			if s, ok := states[id]; ok && s != "terminated" {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,175 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/dovetail/dovetail/test/e2e/framework"
+)
+
+// podState is what the tracker keeps of a pod.
+type podState struct {
+	node      string
+	running   bool // phase Running and not being deleted
+	available bool // Ready and not being deleted (framework.PodAvailable)
+	// live: bound to node, not being deleted and not finished, i.e. it still has to leave the node.
+	live bool
+}
+
+// podTracker follows the pods of a namespace through a watch, so the benchmarks see every transition (rather
+// than samples) without listing a thousand pods every few hundred milliseconds.
+type podTracker struct {
+	stop chan struct{}
+
+	mu        sync.Mutex
+	pods      map[string]podState
+	running   int
+	available int
+	// target and allRunningAt: the first time running reached target.
+	target       int
+	allRunningAt time.Time
+	// minAvailable is the lowest availability since armMin (-1 before).
+	minAvailable   int
+	minAvailableAt time.Time
+	// watched nodes: lastLeftAt is the last time a live pod stopped being live on one of them.
+	watched    map[string]bool
+	lastLeftAt time.Time
+}
+
+// trackPods starts watching the pods of namespace; Stop ends it.
+func trackPods(ctx context.Context, namespace string) (*podTracker, error) {
+	tr := &podTracker{stop: make(chan struct{}), pods: map[string]podState{}, minAvailable: -1}
+	factory := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithNamespace(namespace))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { tr.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
+		DeleteFunc: func(obj any) { tr.observe(obj, true) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	factory.Start(tr.stop)
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		close(tr.stop)
+		return nil, fmt.Errorf("pods of %s: cache did not sync", namespace)
+	}
+	return tr, nil
+}
+
+// Stop ends the watch.
+func (tr *podTracker) Stop() { close(tr.stop) }
+
+func (tr *podTracker) observe(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tomb.Obj, true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	var now podState
+	if !deleted {
+		now = podState{
+			node:      pod.Spec.NodeName,
+			running:   pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning,
+			available: framework.PodAvailable(pod),
+			live: pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
+				pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed,
+		}
+	}
+	at := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	before := tr.pods[pod.Name]
+	if deleted {
+		delete(tr.pods, pod.Name)
+	} else {
+		tr.pods[pod.Name] = now
+	}
+	tr.running += b2i(now.running) - b2i(before.running)
+	tr.available += b2i(now.available) - b2i(before.available)
+	if tr.target > 0 && tr.running >= tr.target && tr.allRunningAt.IsZero() {
+		tr.allRunningAt = at
+	}
+	if tr.minAvailable >= 0 && tr.available < tr.minAvailable {
+		tr.minAvailable, tr.minAvailableAt = tr.available, at
+	}
+	if before.live && tr.watched[before.node] && !(now.live && now.node == before.node) {
+		tr.lastLeftAt = at
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// expect sets how many Running pods count as "all Running" and clears the time that was reached.
+func (tr *podTracker) expect(n int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.target, tr.allRunningAt = n, time.Time{}
+	if tr.running >= n {
+		tr.allRunningAt = time.Now()
+	}
+}
+
+// allRunning returns when the target was reached (zero if not yet) and the current count.
+func (tr *podTracker) allRunning() (time.Time, int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.allRunningAt, tr.running
+}
+
+// armMin starts tracking the lowest availability from now on.
+func (tr *podTracker) armMin() {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.minAvailable, tr.minAvailableAt = tr.available, time.Now()
+}
+
+// lowest returns the lowest availability since armMin and when it was first reached.
+func (tr *podTracker) lowest() (int, time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.minAvailable, tr.minAvailableAt
+}
+
+// watchNodes makes the tracker record when pods leave these nodes.
+func (tr *podTracker) watchNodes(nodes map[string]bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.watched, tr.lastLeftAt = nodes, time.Time{}
+}
+
+// liveOnWatched counts the pods still live on the watched nodes and returns the last time one left.
+func (tr *podTracker) liveOnWatched() (int, time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, s := range tr.pods {
+		if s.live && tr.watched[s.node] {
+			n++
+		}
+	}
+	return n, tr.lastLeftAt
+}
+
+// counts returns the pods known, Running and available.
+func (tr *podTracker) counts() (pods, running, available int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.pods), tr.running, tr.available
+}
