@@ -575,3 +575,23 @@ func TestSpotPriceOverrideChangesFleetChoice(t *testing.T) {
 		t.Error("unknown type accepted")
 	}
 }
+
+func TestNewValidatesOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{"unknown region", Options{Region: "mars-1"}},
+		{"unknown zone", Options{Zones: []string{"us-west-2z"}}},
+		{"bad version", Options{KubernetesVersion: "v1"}},
+		{"bad queue", Options{Queues: []string{"has space"}}},
+		{"negative timing", Options{Timing: Timing{Pending: -time.Second}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.opts); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}

@@ -115,6 +115,11 @@ func New(opts Options) (*Simulator, error) {
 	if len(opts.Queues) == 0 {
 		opts.Queues = []string{opts.ClusterName}
 	}
+	for _, q := range opts.Queues {
+		if !sqsNameRE.MatchString(q) {
+			return nil, fmt.Errorf("queue name %q must be 1-80 characters of letters, digits, - and _", q)
+		}
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
