@@ -44,8 +44,12 @@ func TestWalkingSkeleton(t *testing.T) {
 }
 
 func walkingSkeleton(t *testing.T, s solver.Solver) {
+	var prov *provisioning.Controller
 	env := test.StartControllerEnv(t,
-		func(d deps.Deps) test.Registrar { return provisioning.NewController(d).WithSolver(s) },
+		func(d deps.Deps) test.Registrar {
+			prov = provisioning.NewController(d).WithSolver(s)
+			return prov
+		},
 		func(d deps.Deps) test.Registrar { return lifecycle.NewController(d) },
 		func(d deps.Deps) test.Registrar { return hash.NewController(d) },
 		func(d deps.Deps) test.Registrar { return counter.NewController(d) },
@@ -142,6 +146,14 @@ func walkingSkeleton(t *testing.T, s solver.Solver) {
 		return np.Status.Nodes != nil && *np.Status.Nodes == 1 && nodes.Value() == 1 && cpu.String() == "2",
 			fmt.Sprintf("nodepool status %+v", np.Status.Resources)
 	})
+
+	// The pod is still pending (no kube-scheduler here): another pass must count the node, not launch again.
+	must(t, prov.Schedule(ctx))
+	list := &karpv1.NodeClaimList{}
+	must(t, kube.List(ctx, list))
+	if len(list.Items) != 1 {
+		t.Errorf("%d nodeclaims after a second pass, want 1", len(list.Items))
+	}
 
 	events := drain(env)
 	for _, want := range []string{"Nominated Pod should schedule on: nodeclaim/" + nc.Name, "FailedScheduling Failed to find capacity"} {

@@ -17,8 +17,8 @@ import (
 	"github.com/dovetail/dovetail/pkg/operator/index"
 )
 
-// snapshot gathers pending pods, usable NodePools with their instance types and usage, and in-flight
-// NodeClaims.
+// snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
+// those NodePools with the room they have left.
 func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 	logger := log.FromContext(ctx)
 	var in solver.Input
@@ -84,7 +84,9 @@ func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 
 	for i := range ncList.Items {
 		nc := &ncList.Items[i]
-		if !nc.DeletionTimestamp.IsZero() || nc.IsTrue(karpv1.ConditionTypeInitialized) {
+		// Initialized NodeClaims stay in: until the kube-scheduler binds the pods meant for them, they must not
+		// be provisioned for again.
+		if !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		its, ok := typesByPool[nc.NodePoolName()]
@@ -103,7 +105,7 @@ func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 	return in, nil
 }
 
-// inFlight describes a NodeClaim that is not initialized yet: its expected labels and the room left on it.
+// inFlight describes a NodeClaim: its expected labels and the room left on it.
 func (c *Controller) inFlight(ctx context.Context, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) (*solver.InFlightClaim, error) {
 	labels := map[string]string{}
 	for _, r := range nc.Spec.Requirements {

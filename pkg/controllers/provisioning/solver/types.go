@@ -20,7 +20,7 @@ type Input struct {
 	Pods []*corev1.Pod
 	// NodePools are the NodePools that may launch capacity, with what they can launch.
 	NodePools []NodePoolOption
-	// InFlight are NodeClaims whose nodes are not yet initialized and can still take pods.
+	// InFlight are the NodeClaims (launching, registering or running) that can still take pods.
 	InFlight []InFlightClaim
 }
 
@@ -33,7 +33,7 @@ type NodePoolOption struct {
 	Usage corev1.ResourceList
 }
 
-// InFlightClaim is a NodeClaim that is launching or registering, with the room it has left for pods.
+// InFlightClaim is a NodeClaim, launching or running, with the room it has left for pods.
 type InFlightClaim struct {
 	NodeClaim *karpv1.NodeClaim
 	// Labels are the labels its node will have (known after launch, otherwise from single-valued requirements).
@@ -46,7 +46,7 @@ type InFlightClaim struct {
 
 // Plan is a Solver's decision.
 type Plan struct {
-	// Existing maps a pod (namespace/name) to the in-flight NodeClaim it is expected to land on.
+	// Existing maps a pod (namespace/name) to the existing NodeClaim it is expected to land on.
 	Existing map[string]string
 	// NewNodeClaims are NodeClaims to create.
 	NewNodeClaims []NewNodeClaim

@@ -71,8 +71,9 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	return out
 }
 
-// Snapshot converts the provisioner's input. In-flight NodeClaims become in-flight StateNodes whose allocatable
-// is the room left (pods already bound were subtracted by the provisioner).
+// Snapshot converts the provisioner's input. NodeClaims become StateNodes named after the NodeClaim (so placements
+// map back to it), in flight until registered, whose allocatable is the room left (the provisioner already
+// subtracted the pods bound to their nodes).
 func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePoolOption) {
 	snap := &scheduling.Snapshot{Pods: in.Pods, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
 	pools := map[string]solver.NodePoolOption{}
@@ -101,7 +102,7 @@ func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 			Labels:      f.Labels,
 			Taints:      f.Taints,
 			Allocatable: f.Available,
-			InFlight:    true,
+			InFlight:    f.NodeClaim.Status.NodeName == "",
 			NodePool:    f.NodeClaim.NodePoolName(),
 		})
 	}
