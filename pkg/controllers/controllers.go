@@ -12,6 +12,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
+	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
@@ -32,10 +33,8 @@ type Named struct {
 
 // New returns every controller, in registration order.
 //
-// TODO(lead): add the controllers that do not exist yet, each as <pkg>.NewController(d):
-//   - pkg/controllers/nodeclass/status (EC2NodeClass resolution: subnets, security groups, AMIs, instance profile)
-//   - pkg/controllers/nodeclass/termination (EC2NodeClass finalizer) if the nodeclass helper adds it
-//   - interruption (SQS), disruption (consolidation, drift, expiration), node repair, when they land
+// TODO(lead): add the controllers that do not exist yet, each as {<pkg>.Name, <pkg>.NewController(d)}:
+// interruption (SQS), disruption (consolidation, drift, expiration), node repair, when they land.
 func New(d deps.Deps) []Named {
 	return []Named{
 		{provisioning.Name, provisioning.NewController(d)},
@@ -47,6 +46,7 @@ func New(d deps.Deps) []Named {
 		{readiness.Name, readiness.NewController(d)},
 		{"nodeclaim.termination", nodeclaimtermination.NewController(d)},
 		{"node.termination", nodetermination.NewController(d)},
+		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
 	}
 }
 
