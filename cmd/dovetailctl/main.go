@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	"github.com/dovetail/dovetail/pkg/cli/teardown"
 )
 
@@ -18,6 +19,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	// Subcommands: one line each, from pkg/cli/<name>.NewCommand().
+	root.AddCommand(simulate.NewCommand())
 	root.AddCommand(teardown.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dovetailctl:", err)

@@ -3,11 +3,14 @@ package scheduling
 import "math"
 
 // lowerBound returns a lower bound on the hourly cost of new nodes for the pods this plan puts on new nodes.
-// It is the best of two relaxations, each a valid bound on its own:
+// It is the best of three relaxations, each a valid bound on its own:
 //   - for every pair of resource dimensions, the exact optimum of the linear program "buy fractional amounts of
 //     instance types (each at its cheapest available offering, capacity net of DaemonSet overhead) to cover the
 //     pods' total requests" — with two constraints an optimal basis uses at most two types, so enumerating single
 //     types and pairs solves it exactly;
+//   - per resource dimension, every pod pays at least its request times the lowest price per unit of that
+//     resource among the instance types it fits on (a node's pods never request more than it offers), which
+//     keeps the bound honest for pods only large types can hold;
 //   - pods with required hostname anti-affinity against each other need one node each.
 func (s *solver) lowerBound() float64 {
 	total := s.dims.Zero()
@@ -34,21 +37,17 @@ func (s *solver) lowerBound() float64 {
 	byName := map[string]*col{}
 	var names []string
 	for _, p := range s.pools {
-		for _, t := range p.types {
-			if len(t.offers) == 0 || !nonNegative(t.avail) {
-				continue
-			}
-			price := math.Inf(1)
-			for _, o := range t.offers {
-				price = math.Min(price, o.Price)
-			}
+		// only what the NodePool may launch: its requirements' instance types at their cheapest allowed offering
+		base := s.sigFor(p, p.reqs)
+		for _, o := range base.opts {
+			t := o.t
 			c, ok := byName[t.name]
 			if !ok {
-				byName[t.name] = &col{price: price, cap: t.avail.Clone()}
+				byName[t.name] = &col{price: o.price, cap: t.avail.Clone()}
 				names = append(names, t.name)
 				continue
 			}
-			c.price = math.Min(c.price, price)
+			c.price = math.Min(c.price, o.price)
 			c.cap.MaxInto(t.avail)
 		}
 	}
@@ -102,6 +101,35 @@ func (s *solver) lowerBound() float64 {
 				best = math.Max(best, lp)
 			}
 		}
+	}
+	// per-pod, per-dimension unit prices over the types each class fits
+	perClass := make([]int, len(s.classes))
+	for _, n := range s.nodes[len(s.existing):] {
+		for _, p := range n.pods {
+			perClass[p.class.id]++
+		}
+	}
+	for _, i := range dims {
+		sum := 0.0
+		for id, k := range perClass {
+			c := s.classes[id]
+			if k == 0 {
+				continue
+			}
+			if c.req[i] == 0 {
+				continue
+			}
+			unit := math.Inf(1)
+			for _, t := range cols {
+				if t.cap[i] > 0 && c.req.LessEq(t.cap) {
+					unit = math.Min(unit, t.price/float64(t.cap[i]))
+				}
+			}
+			if !math.IsInf(unit, 1) {
+				sum += float64(k) * float64(c.req[i]) * unit
+			}
+		}
+		best = math.Max(best, sum)
 	}
 	cheapest := math.Inf(1)
 	for _, t := range cols {

@@ -1,0 +1,145 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/adapt"
+)
+
+type clusterState struct {
+	snapshot    *scheduling.Snapshot
+	nodePools   []*karpv1.NodePool
+	nodeClasses []*awsv1.EC2NodeClass
+}
+
+// clusterSnapshot reads pending pods, nodes with their pods, in-flight NodeClaims, NodePools, EC2NodeClasses,
+// DaemonSets and volume objects from the cluster the kubeconfig points at.
+func clusterSnapshot(ctx context.Context, kubeconfig string) (*clusterState, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: loading kubeconfig: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	return readCluster(ctx, c)
+}
+
+func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
+	var (
+		pods    corev1.PodList
+		nodes   corev1.NodeList
+		claims  karpv1.NodeClaimList
+		pools   karpv1.NodePoolList
+		classes awsv1.EC2NodeClassList
+		dss     appsv1.DaemonSetList
+		pvcs    corev1.PersistentVolumeClaimList
+		pvs     corev1.PersistentVolumeList
+		scs     storagev1.StorageClassList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"pods", &pods}, {"nodes", &nodes}, {"nodeclaims", &claims}, {"nodepools", &pools}, {"ec2nodeclasses", &classes},
+		{"daemonsets", &dss}, {"persistentvolumeclaims", &pvcs}, {"persistentvolumes", &pvs}, {"storageclasses", &scs}} {
+		if err := c.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("--from-cluster: listing %s: %w", l.what, err)
+		}
+	}
+	out := &clusterState{snapshot: &scheduling.Snapshot{}}
+	snap := out.snapshot
+	bound := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName != "" {
+			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+			continue
+		}
+		if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
+			continue
+		}
+		snap.Pods = append(snap.Pods, p)
+	}
+	capacities := map[string][]corev1.ResourceList{}
+	registered := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		snap.Nodes = append(snap.Nodes, adapt.Node(n, bound[n.Name]))
+		registered[n.Spec.ProviderID] = true
+		if pool := n.Labels[karpv1.NodePoolLabelKey]; pool != "" {
+			capacities[pool] = append(capacities[pool], n.Status.Capacity)
+		}
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.DeletionTimestamp != nil || nc.Status.NodeName != "" || (nc.Status.ProviderID != "" && registered[nc.Status.ProviderID]) {
+			continue
+		}
+		snap.Nodes = append(snap.Nodes, adapt.InFlightNodeClaim(nc))
+		if pool := nc.Labels[karpv1.NodePoolLabelKey]; pool != "" {
+			capacities[pool] = append(capacities[pool], nc.Status.Capacity)
+		}
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.DeletionTimestamp != nil {
+			continue
+		}
+		out.nodePools = append(out.nodePools, np)
+		snap.NodePools = append(snap.NodePools, adapt.NodePool(np, adapt.Usage(capacities[np.Name])))
+	}
+	for i := range classes.Items {
+		out.nodeClasses = append(out.nodeClasses, &classes.Items[i])
+	}
+	for i := range dss.Items {
+		snap.DaemonSets = append(snap.DaemonSets, &dss.Items[i])
+	}
+	for i := range pvcs.Items {
+		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, &pvcs.Items[i])
+	}
+	for i := range pvs.Items {
+		snap.PersistentVolumes = append(snap.PersistentVolumes, &pvs.Items[i])
+	}
+	for i := range scs.Items {
+		snap.StorageClasses = append(snap.StorageClasses, &scs.Items[i])
+	}
+	if len(out.nodePools) == 0 {
+		return nil, fmt.Errorf("--from-cluster: the cluster has no NodePools")
+	}
+	return out, nil
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
