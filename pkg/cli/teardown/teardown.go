@@ -192,6 +192,7 @@ func (t *Teardown) dryRun(ctx context.Context, inv inventory) error {
 // waitForNodes polls until no NodeClaim, Node or live instance of the cluster remains, printing progress.
 func (t *Teardown) waitForNodes(ctx context.Context, start, deadline time.Time) bool {
 	lastDetail := time.Time{}
+	shown := map[string]string{}
 	for {
 		inv, err := t.inventory(ctx)
 		if err != nil {
@@ -214,10 +215,11 @@ func (t *Teardown) waitForNodes(ctx context.Context, start, deadline time.Time) 
 			if len(inv.NodeClaims) == 0 && len(inv.Nodes) == 0 && instances == 0 {
 				return true
 			}
-			if t.Clock.Since(lastDetail) >= 6*t.Interval {
+			full := t.Clock.Since(lastDetail) >= 6*t.Interval
+			if full {
 				lastDetail = t.Clock.Now()
-				t.details(inv)
 			}
+			t.details(inv, shown, full)
 		}
 		if !t.sleep(ctx, deadline) {
 			return false
@@ -259,17 +261,22 @@ func (t *Teardown) sleep(ctx context.Context, deadline time.Time) bool {
 	}
 }
 
-// details prints why up to five NodeClaims are still there, from the conditions the termination controllers
-// write.
-func (t *Teardown) details(inv inventory) {
-	for i, nc := range inv.NodeClaims {
-		if i == 5 {
-			t.printf("    ... and %d more", len(inv.NodeClaims)-5)
+// details prints why NodeClaims are still there, from the conditions the termination controllers write: the
+// ones whose reason changed since last printed, or (full) up to five of all of them.
+func (t *Teardown) details(inv inventory, shown map[string]string, full bool) {
+	printed := 0
+	for _, nc := range inv.NodeClaims {
+		r := blockingReason(&nc)
+		if !full && shown[nc.Name] == r {
+			continue
+		}
+		shown[nc.Name] = r
+		if printed == 5 {
+			t.printf("    ... and more")
 			return
 		}
-		if r := blockingReason(&nc); r != "" {
-			t.printf("    NodeClaim %s%s", nc.Name, r)
-		}
+		printed++
+		t.printf("    NodeClaim %s%s", nc.Name, r)
 	}
 }
 

@@ -68,9 +68,11 @@ type Controller struct {
 	events   map[string]time.Time
 }
 
+// backoff remembers refused evictions of one pod: how many in a row, when to retry, and why (for messages).
 type backoff struct {
 	failures int
 	next     time.Time
+	reason   string
 }
 
 // NewController builds the controller from the shared dependencies.

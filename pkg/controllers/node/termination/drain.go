@@ -53,14 +53,22 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 			return drainResult{}, err
 		}
 	}
+	// Why each pod still holds the node, for the Drained condition.
+	held := map[*corev1.Pod]string{}
 	for _, pod := range plan.Evict {
-		next, err := c.evict(ctx, node, pod)
+		next, reason, err := c.evict(ctx, node, pod)
 		if err != nil {
 			return drainResult{}, err
+		}
+		if reason != "" {
+			held[pod] = reason
 		}
 		if next != nil && (res.nextAt == nil || next.Before(*res.nextAt)) {
 			res.nextAt = next
 		}
+	}
+	for _, pod := range plan.DoNotDisrupt {
+		held[pod] = karpv1.DoNotDisruptAnnotationKey
 	}
 	for _, pod := range plan.DoNotDisrupt {
 		msg := fmt.Sprintf("Pod %s/%s has %s=%s: it is not evicted", pod.Namespace, pod.Name,
@@ -81,10 +89,10 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 		switch {
 		case !plan.Drained() && termination.Expired(deadline, now):
 			reason = "TerminationGracePeriodElapsed"
-			msg = fmt.Sprintf("terminationGracePeriod ended with %d pods left: %s", len(plan.Remaining), podList(plan.Remaining))
+			msg = fmt.Sprintf("terminationGracePeriod ended with %s left: %s", podCount(len(plan.Remaining)), podList(plan.Remaining, held))
 		case !plan.Drained():
 			status, reason = metav1.ConditionFalse, "Draining"
-			msg = fmt.Sprintf("Waiting for %d pods to leave the node: %s", len(plan.Remaining), podList(plan.Remaining))
+			msg = fmt.Sprintf("Waiting for %s to leave the node: %s", podCount(len(plan.Remaining)), podList(plan.Remaining, held))
 			if len(plan.DoNotDisrupt) > 0 {
 				reason = "DoNotDisrupt"
 			}
@@ -122,16 +130,31 @@ func (c *Controller) deletePod(ctx context.Context, node *corev1.Node, d termina
 	return nil
 }
 
-// podList names up to five pods.
-func podList(pods []*corev1.Pod) string {
+// podList names up to five pods, each with why it is held when known.
+func podList(list []*corev1.Pod, held map[*corev1.Pod]string) string {
 	const max = 5
 	var names []string
-	for i, p := range pods {
+	for i, p := range list {
 		if i == max {
-			names = append(names, fmt.Sprintf("and %d more", len(pods)-max))
+			names = append(names, fmt.Sprintf("and %d more", len(list)-max))
 			break
 		}
-		names = append(names, p.Namespace+"/"+p.Name)
+		name := p.Namespace + "/" + p.Name
+		switch {
+		case held[p] != "":
+			name += " (" + held[p] + ")"
+		case termination.IsTerminating(p):
+			name += " (terminating)"
+		}
+		names = append(names, name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// podCount renders a pod count.
+func podCount(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
 }

@@ -17,16 +17,16 @@ import (
 	"github.com/dovetail/dovetail/pkg/termination"
 )
 
-// evict asks the Eviction API to evict the pod, unless a previous refusal's backoff has not run out. It returns
-// when the pod should be tried again after a refusal (nil when it need not be).
-func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (*time.Time, error) {
+// evict asks the Eviction API to evict the pod, unless a previous refusal's backoff has not run out. After a
+// refusal it returns when to try again and why the pod is held (nil and "" when it need not be retried).
+func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (*time.Time, string, error) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	b, waiting := c.backoffs[pod.UID]
 	c.mu.Unlock()
 	if waiting && now.Before(b.next) {
 		next := b.next
-		return &next, nil
+		return &next, b.reason, nil
 	}
 
 	uid := pod.UID
@@ -40,37 +40,39 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		c.clearBackoff(pod)
 		logger.Info("evicted pod")
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonEvicted, "Evicted pod: node %s is being terminated", node.Name)
-		return nil, nil
+		return nil, "", nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or replaced by a pod of the same name: nothing to evict.
 		c.clearBackoff(pod)
-		return nil, nil
+		return nil, "", nil
 	case apierrors.IsTooManyRequests(err):
-		next := c.refused(pod, now)
-		msg := fmt.Sprintf("Cannot evict pod %s/%s: %s; retrying after %s", pod.Namespace, pod.Name,
-			c.budgetsBlocking(ctx, pod), next.Sub(now).Round(time.Second))
-		logger.V(1).Info("eviction refused", "reason", err.Error())
+		reason := c.budgetsBlocking(ctx, pod)
+		next := c.refused(pod, now, reason)
+		// The message stays the same across retries so that repeated refusals aggregate into one event.
+		msg := fmt.Sprintf("Cannot evict pod %s/%s: %s; retrying with backoff", pod.Namespace, pod.Name, reason)
+		logger.V(1).Info("eviction refused", "reason", err.Error(), "retry-after", next.Sub(now))
 		c.event(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
 		c.event(node, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
-		return &next, nil
+		return &next, reason, nil
 	default:
-		next := c.refused(pod, now)
-		msg := fmt.Sprintf("Evicting pod %s/%s failed: %v; retrying after %s", pod.Namespace, pod.Name, err,
-			next.Sub(now).Round(time.Second))
-		logger.Error(err, "eviction failed")
+		reason := fmt.Sprintf("eviction failed: %v", err)
+		next := c.refused(pod, now, reason)
+		msg := fmt.Sprintf("Evicting pod %s/%s failed: %v; retrying with backoff", pod.Namespace, pod.Name, err)
+		logger.Error(err, "eviction failed", "retry-after", next.Sub(now))
 		c.event(pod, corev1.EventTypeWarning, ReasonEvictionFailed, msg)
 		c.event(node, corev1.EventTypeWarning, ReasonEvictionFailed, msg)
-		return &next, nil
+		return &next, reason, nil
 	}
 }
 
 // refused records one more refused eviction and returns when to retry.
-func (c *Controller) refused(pod *corev1.Pod, now time.Time) time.Time {
+func (c *Controller) refused(pod *corev1.Pod, now time.Time, reason string) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.backoffs[pod.UID]
 	b.failures++
 	b.next = now.Add(termination.EvictionBackoff(b.failures))
+	b.reason = reason
 	c.backoffs[pod.UID] = b
 	return b.next
 }

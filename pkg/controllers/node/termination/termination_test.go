@@ -118,8 +118,9 @@ func TestPDBBlocksEvictionUntilAllowed(t *testing.T) {
 	if len(h.cloud.Deleted()) != 0 {
 		t.Errorf("instance terminated while a pod was still blocked")
 	}
-	if c := condition(h.getClaim(), termination.ConditionTypeDrained); c == nil || c.Status != metav1.ConditionFalse {
-		t.Errorf("Drained condition = %+v, want False", c)
+	if c := condition(h.getClaim(), termination.ConditionTypeDrained); c == nil || c.Status != metav1.ConditionFalse ||
+		!strings.Contains(c.Message, "web (blocked by PodDisruptionBudget "+h.ns+"/web-pdb") {
+		t.Errorf("Drained condition = %+v, want False naming the pod and its budget", c)
 	}
 
 	h.setPDBAllowed(test.PDBFor(h.ns, "web-pdb", "web"), 1)
