@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,7 +104,74 @@ func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	if err := c.volumesAndDaemonSets(ctx, &in); err != nil {
+		return in, err
+	}
 	return in, nil
+}
+
+// volumesAndDaemonSets adds the DaemonSets (overhead on new nodes) and the volume objects the pending pods use.
+func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input) error {
+	dsList := &appsv1.DaemonSetList{}
+	if err := c.deps.Client.List(ctx, dsList); err != nil {
+		return fmt.Errorf("listing daemonsets: %w", err)
+	}
+	for i := range dsList.Items {
+		in.DaemonSets = append(in.DaemonSets, &dsList.Items[i])
+	}
+	claims := map[string]bool{}
+	for _, p := range in.Pods {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName] = true
+			}
+		}
+	}
+	if len(claims) == 0 {
+		return nil
+	}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := c.deps.Client.List(ctx, pvcs); err != nil {
+		return fmt.Errorf("listing persistent volume claims: %w", err)
+	}
+	volumes := map[string]bool{}
+	classes := map[string]bool{}
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if !claims[pvc.Namespace+"/"+pvc.Name] {
+			continue
+		}
+		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, pvc)
+		if pvc.Spec.VolumeName != "" {
+			volumes[pvc.Spec.VolumeName] = true
+		}
+		if pvc.Spec.StorageClassName != nil {
+			classes[*pvc.Spec.StorageClassName] = true
+		}
+	}
+	for name := range volumes {
+		pv := &corev1.PersistentVolume{}
+		if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, pv); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("getting persistent volume %s: %w", name, err)
+			}
+			continue
+		}
+		in.PersistentVolumes = append(in.PersistentVolumes, pv)
+	}
+	for name := range classes {
+		sc := &storagev1.StorageClass{}
+		if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("getting storage class %s: %w", name, err)
+			}
+			continue
+		}
+		in.StorageClasses = append(in.StorageClasses, sc)
+	}
+	sort.Slice(in.PersistentVolumes, func(i, j int) bool { return in.PersistentVolumes[i].Name < in.PersistentVolumes[j].Name })
+	sort.Slice(in.StorageClasses, func(i, j int) bool { return in.StorageClasses[i].Name < in.StorageClasses[j].Name })
+	return nil
 }
 
 // inFlight describes a NodeClaim: its expected labels and the room left on it.

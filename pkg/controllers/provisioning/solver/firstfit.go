@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -23,8 +24,9 @@ const ResourceNodes corev1.ResourceName = "nodes"
 // FirstFit places pods largest first: into in-flight NodeClaims when they fit, then into NodeClaims opened in
 // this pass, then into a new NodeClaim of the first NodePool (highest weight, then name) that can hold the pod.
 // It honours nodeSelector and required node affinity on labels the NodePool or its instance types provide,
-// tolerations against NodePool taints, and NodePool limits. It ignores pod (anti-)affinity, topology spread,
-// preferences, minValues and daemonset overhead: the real scheduler handles those.
+// tolerations against NodePool taints, NodePool limits, and the requests of DaemonSets that would run on a new
+// node. It ignores pod (anti-)affinity, topology spread, preferences, minValues and volume topology: the real
+// scheduler handles those.
 type FirstFit struct{}
 
 // Solve implements Solver.
@@ -52,7 +54,7 @@ func (FirstFit) Solve(_ context.Context, in Input) Plan {
 		c.Available = Sum(c.Available)
 		inflight[i] = &c
 	}
-	pools := newPools(in.NodePools)
+	pools := newPools(in.NodePools, in.DaemonSets)
 	var open []*openClaim
 
 	for _, pod := range pods {
@@ -130,14 +132,15 @@ type poolState struct {
 	// labels, single-valued In requirements and the nodepool label.
 	labels map[string]string
 	// itKeys are the label keys instance types provide.
-	itKeys  map[string]bool
-	base    []option
-	limits  corev1.ResourceList
-	remain  corev1.ResourceList
-	invalid string
+	itKeys map[string]bool
+	base   []option
+	limits corev1.ResourceList
+	remain corev1.ResourceList
+	// daemons is the requests of the DaemonSet pods every new node of the pool runs.
+	daemons corev1.ResourceList
 }
 
-func newPools(in []NodePoolOption) []*poolState {
+func newPools(in []NodePoolOption, daemonSets []*appsv1.DaemonSet) []*poolState {
 	var out []*poolState
 	for _, o := range in {
 		ps := &poolState{np: o.NodePool, labels: map[string]string{}, itKeys: map[string]bool{
@@ -173,6 +176,7 @@ func newPools(in []NodePoolOption) []*poolState {
 			ps.limits = corev1.ResourceList(o.NodePool.Spec.Limits)
 			ps.remain = Subtract(ps.limits, o.Usage)
 		}
+		ps.daemons = ps.daemonOverhead(daemonSets)
 		out = append(out, ps)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -182,6 +186,30 @@ func newPools(in []NodePoolOption) []*poolState {
 		}
 		return out[i].np.Name < out[j].np.Name
 	})
+	return out
+}
+
+// daemonOverhead sums the pod requests of the DaemonSets that would run on the pool's nodes: those tolerating
+// its taints whose node selector and required affinity allow the pool's labels (keys that come from instance
+// types are assumed to match, overestimating rather than underestimating).
+func (ps *poolState) daemonOverhead(daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, ds := range daemonSets {
+		pod := &corev1.Pod{Spec: ds.Spec.Template.Spec}
+		if ok, _ := Tolerates(pod.Spec.Tolerations, ps.np.Spec.Template.Spec.Taints); !ok {
+			continue
+		}
+		runs := false
+		for _, term := range PodRequirementTerms(pod) {
+			if ok, _ := ps.labelsAllow(term); ok {
+				runs = true
+				break
+			}
+		}
+		if runs {
+			Add(out, PodRequests(pod))
+		}
+	}
 	return out
 }
 
@@ -288,7 +316,7 @@ func (ps *poolState) open(pod *corev1.Pod, req corev1.ResourceList, terms [][]co
 			reason = "no instance type offering matches the pod's node selector or affinity"
 			continue
 		}
-		fitting := ps.fitting(opts, req, nil)
+		fitting := ps.fitting(opts, Sum(req, ps.daemons), nil)
 		if len(fitting) == 0 {
 			reason = "no instance type has room for the pod's requests within the NodePool's limits"
 			if ps.remain == nil {
@@ -296,7 +324,7 @@ func (ps *poolState) open(pod *corev1.Pod, req corev1.ResourceList, terms [][]co
 			}
 			continue
 		}
-		c := &openClaim{pool: ps, options: fitting, requests: Sum(req), pods: []*corev1.Pod{pod}, term: term}
+		c := &openClaim{pool: ps, options: fitting, requests: Sum(req, ps.daemons), pods: []*corev1.Pod{pod}, term: term}
 		c.reserve()
 		return c, ""
 	}

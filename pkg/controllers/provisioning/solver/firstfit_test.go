@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -158,6 +159,19 @@ func TestFirstFit(t *testing.T) {
 			want: summary{Existing: map[string]string{}, Unschedulable: []string{"default/huge"}},
 		},
 		{
+			name: "daemonset overhead pushes to a larger type; untolerated daemonset ignored",
+			in: Input{
+				Pods:      []*corev1.Pod{test.Pod("a").Requests("1", "1Gi").Obj()},
+				NodePools: pools(test.NodePool("default").Obj()),
+				DaemonSets: []*appsv1.DaemonSet{
+					daemonSet(test.Pod("agent").Requests("1", "").Obj()),
+					daemonSet(test.Pod("gpu-agent").Requests("4", "").NodeSelector("gpu", "true").Obj()),
+				},
+			},
+			want: summary{Existing: map[string]string{}, Claims: []claimSummary{{Pool: "default", Pods: []string{"a"},
+				Cheapest: "fake-arm-large", Zones: allZones, CapTypes: bothCapTypes}}},
+		},
+		{
 			name: "no nodepools",
 			in:   Input{Pods: []*corev1.Pod{test.Pod("a").Obj()}},
 			want: summary{Existing: map[string]string{}, Unschedulable: []string{"default/a"}},
@@ -182,4 +196,8 @@ func TestUnschedulableReasonNamesTaint(t *testing.T) {
 	if diff := cmp.Diff(want, plan.Unschedulable["default/a"]); diff != "" {
 		t.Errorf("reason (-want +got):\n%s", diff)
 	}
+}
+
+func daemonSet(pod *corev1.Pod) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: pod.Spec}}}
 }

@@ -3,7 +3,9 @@ package solver
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -22,6 +24,12 @@ type Input struct {
 	NodePools []NodePoolOption
 	// InFlight are the NodeClaims (launching, registering or running) that can still take pods.
 	InFlight []InFlightClaim
+	// DaemonSets run a pod on every new node they tolerate; their requests are overhead on new nodes.
+	DaemonSets []*appsv1.DaemonSet
+	// Volume objects pending pods refer to (zonal volumes pin pods to zones).
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
 }
 
 // NodePoolOption is a NodePool with its instance types and its current usage.

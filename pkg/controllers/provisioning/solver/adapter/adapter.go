@@ -12,11 +12,17 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/settings"
 )
 
 // Scheduler is a solver.Solver backed by scheduling.Solve.
 type Scheduler struct {
 	Options scheduling.Options
+}
+
+// New returns the scheduler with PREFERENCE_POLICY and MIN_VALUES_POLICY from the settings.
+func New(s *settings.Settings) Scheduler {
+	return Scheduler{Options: scheduling.Options{PreferencePolicy: s.PreferencePolicy, MinValuesPolicy: s.MinValuesPolicy}}
 }
 
 var _ solver.Solver = Scheduler{}
@@ -75,7 +81,14 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 // map back to it), in flight until registered, whose allocatable is the room left (the provisioner already
 // subtracted the pods bound to their nodes).
 func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePoolOption) {
-	snap := &scheduling.Snapshot{Pods: in.Pods, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
+	snap := &scheduling.Snapshot{
+		Pods:                   in.Pods,
+		InstanceTypes:          map[string][]*cloudprovider.InstanceType{},
+		DaemonSets:             in.DaemonSets,
+		PersistentVolumeClaims: in.PersistentVolumeClaims,
+		PersistentVolumes:      in.PersistentVolumes,
+		StorageClasses:         in.StorageClasses,
+	}
 	pools := map[string]solver.NodePoolOption{}
 	for _, o := range in.NodePools {
 		np := o.NodePool
