@@ -47,7 +47,7 @@ func (s *solver) nodeClaimPlan(n *candidate) *NodeClaimPlan {
 	g := n.sig
 	p := g.pool
 	// the fitting options, cheapest first: up to MaxInstanceTypes, more while minValues needs them
-	var opts []sigOpt
+	opts := make([]sigOpt, 0, min(s.opts.MaxInstanceTypes, len(g.opts)-n.ptr))
 	for _, o := range g.opts[n.ptr:] {
 		if !n.used.LessEq(o.t.avail) || !s.optionWithinLimits(n, o.t) {
 			continue
@@ -78,6 +78,7 @@ func (s *solver) nodeClaimPlan(n *candidate) *NodeClaimPlan {
 		nc.Labels[k] = v
 	}
 	names := make([]string, 0, len(opts))
+	nc.InstanceTypeOptions = make([]InstanceTypeOption, 0, len(opts))
 	for _, o := range opts {
 		names = append(names, o.t.name)
 		nc.InstanceTypeOptions = append(nc.InstanceTypeOptions, InstanceTypeOption{Name: o.t.name, Zone: o.offer.Zone,

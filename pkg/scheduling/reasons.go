@@ -77,7 +77,7 @@ func (s *solver) explainPool(c *class, p *poolInfo) string {
 		}
 		return "every instance type that fits would exceed the NodePool's limits (" + strings.Join(lims, ", ") + ")"
 	}
-	n := &candidate{idx: len(s.nodes), name: p.np.Name + "-explain", sig: g, used: s.dims.Zero(), volumes: map[string]bool{}, volCount: map[string]int{}}
+	n := &candidate{idx: len(s.nodes), name: p.np.Name + "-explain", sig: g, used: s.dims.Zero()}
 	for i, o := range g.opts {
 		if c.req.LessEq(o.t.avail) {
 			n.ptr, n.cost = i, o.price

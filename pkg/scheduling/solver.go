@@ -94,6 +94,9 @@ type candidate struct {
 	volCount  map[string]int
 	volLimits map[string]int
 	pods      []*podInfo
+	// self and domains cache topology domain slices so checks do not allocate
+	self    []string
+	domains map[string][]string
 }
 
 func (n *candidate) taints() []corev1.Taint {
@@ -320,11 +323,11 @@ type attempt struct {
 	ptr       int
 	delta     float64
 	reason    string
-	topo      *topoFailure
+	topo      topoFailure
 }
 
 func (a attempt) why() string {
-	if a.topo != nil {
+	if a.topo.set {
 		return a.topo.String()
 	}
 	return a.reason
@@ -350,7 +353,7 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 		return attempt{reason: "no slack"}
 	}
 	g, fail := s.topologyCheck(c, n, g)
-	if fail != nil {
+	if fail.set {
 		return attempt{topo: fail, permanent: fail.permanent()}
 	}
 	ptr := -1
@@ -399,7 +402,7 @@ func (s *solver) tryExisting(c *class, n *candidate) attempt {
 	if !s.volumesFit(n, c) {
 		return attempt{permanent: true, reason: "volume attach limit"}
 	}
-	if _, fail := s.topologyCheck(c, n, nil); fail != nil {
+	if _, fail := s.topologyCheck(c, n, nil); fail.set {
 		return attempt{topo: fail, permanent: fail.permanent()}
 	}
 	return attempt{ok: true}
@@ -540,6 +543,9 @@ func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
 	n.used.Add(c.req)
 	n.ports = append(n.ports, c.ports...)
 	for _, u := range c.volumes {
+		if n.volumes == nil {
+			n.volumes, n.volCount = map[string]bool{}, map[string]int{}
+		}
 		if !n.volumes[u.id] {
 			n.volumes[u.id] = true
 			n.volCount[u.driver]++
@@ -578,7 +584,12 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 	}
 	for placed < len(pods) {
 		best := s.bestGrowth(c)
-		nn, na := s.newNodeFor(c)
+		var nn *candidate
+		var na attempt
+		if best == nil || best.a.delta > 1e-12 {
+			// a node with room left (no price change) always beats a new node
+			nn, na = s.newNodeFor(c)
+		}
 		if best == nil || (nn != nil && na.delta < best.a.delta*newNodeBias-1e-9) {
 			if nn == nil {
 				return placed
@@ -703,7 +714,7 @@ func (s *solver) newNodeFor(c *class) (*candidate, attempt) {
 			continue
 		}
 		n := &candidate{idx: len(s.nodes), name: fmt.Sprintf("%s-%d", p.np.Name, len(s.nodes)+1), sig: nr.sig, ptr: ptr, used: s.dims.Zero(),
-			volumes: map[string]bool{}, volCount: map[string]int{}, cost: nr.sig.opts[ptr].price}
+			cost: nr.sig.opts[ptr].price}
 		// account the baseline as if already added, so try() computes limits against it
 		p.used.Add(n.sig.opts[n.ptr].t.capacity)
 		a := s.try(c, n, true)

@@ -53,6 +53,9 @@ type group struct {
 	// spread groups on other keys keep the universe's counts in a slice for a fast minimum
 	uindex map[string]int
 	ucount []int
+	// eligibility caches: by sig id for planned nodes, by node index for existing ones (0 unknown, 1 yes, 2 no)
+	eligSig  []int8
+	eligNode []int8
 }
 
 func (g *group) String() string {
@@ -104,10 +107,33 @@ func (g *group) matchesPod(namespace string, podLabels map[string]string) bool {
 // whose labels are not fully decided yet it answers for the requirements they already have.
 func (g *group) eligible(n *candidate) bool { return g.eligibleUnder(n, n.sig) }
 
+// eligibleUnder is eligible for a node under sig under, cached per sig (planned nodes) or node (existing ones).
 func (g *group) eligibleUnder(n *candidate, under *sig) bool {
-	if g.kind != kindSpread {
+	if g.kind != kindSpread || (g.filter == nil && !g.taintsHonor) {
 		return true
 	}
+	cache, i := &g.eligSig, 0
+	if n.existing != nil {
+		cache, i = &g.eligNode, n.idx
+	} else {
+		i = under.id
+	}
+	for len(*cache) <= i {
+		*cache = append(*cache, 0)
+	}
+	if v := (*cache)[i]; v != 0 {
+		return v == 1
+	}
+	ok := g.computeEligible(n, under)
+	if ok {
+		(*cache)[i] = 1
+	} else {
+		(*cache)[i] = 2
+	}
+	return ok
+}
+
+func (g *group) computeEligible(n *candidate, under *sig) bool {
 	if g.filter != nil {
 		ok := false
 		for _, t := range g.filter {
@@ -337,26 +363,38 @@ func (s *solver) domainChoices(n *candidate, key string) []string {
 	return s.sigDomainChoices(n, n.sig, key)
 }
 
-// sigDomainChoices is domainChoices for a planned node under sig g (which may be a narrowing of its own).
+// sigDomainChoices is domainChoices for a planned node under sig g (which may be a narrowing of its own). The
+// returned slice is shared: callers must not modify it.
 func (s *solver) sigDomainChoices(n *candidate, g *sig, key string) []string {
 	if key == labelHostname {
-		return []string{n.name}
+		if n.self == nil || n.self[0] != n.name {
+			n.self = []string{n.name}
+		}
+		return n.self
 	}
 	if n.existing != nil {
-		if v, ok := n.labels[key]; ok {
-			return []string{v}
-		}
-		return nil
-	}
-	if r := g.reqs[key]; r != nil && r.Finite() {
-		if vs := r.Values(); len(vs) <= 1 {
+		if vs, ok := n.domains[key]; ok {
 			return vs
 		}
+		var vs []string
+		if v, ok := n.labels[key]; ok {
+			vs = []string{v}
+		}
+		if n.domains == nil {
+			n.domains = map[string][]string{}
+		}
+		n.domains[key] = vs
+		return vs
 	}
 	if vs, ok := g.choices[key]; ok {
 		return vs
 	}
-	vs := s.computeSigChoices(g, key)
+	var vs []string
+	if r := g.reqs[key]; r != nil && r.Finite() && len(r.Values()) <= 1 {
+		vs = r.Values()
+	} else {
+		vs = s.computeSigChoices(g, key)
+	}
 	if g.choices == nil {
 		g.choices = map[string][]string{}
 	}
@@ -405,7 +443,7 @@ func (s *solver) computeSigChoices(g *sig, key string) []string {
 
 // topologyCheck decides the domain of node n for every topology key that matters to class c and reports whether
 // c may go there. pins lists keys whose value had to be chosen for a planned node (under sig g0).
-func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fail *topoFailure) {
+func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fail topoFailure) {
 	pinned = g0
 	// a pod may start a series of pods with affinity to each other only if no pod anywhere matches any of its
 	// affinity terms and it matches all of them itself
@@ -421,18 +459,21 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fa
 		if len(choices) == 0 {
 			for i, g := range kg.groups {
 				if kg.isC[i] {
-					return nil, &topoFailure{g: g, missing: true}
+					return nil, topoFailure{set: true, g: g, missing: true}
 				}
 			}
 			continue
 		}
-		var ordered [8]string
-		if len(choices) > 1 && len(choices) <= len(ordered) {
-			choices = orderChoices(ordered[:0], choices, kg)
-		}
 		chosen := ""
 		var why *group
-		for _, d := range choices {
+		var tried uint64
+		for k := 0; k < len(choices); k++ {
+			j := k
+			if len(choices) > 1 && len(choices) <= 64 {
+				j = nextChoice(choices, tried, kg)
+				tried |= 1 << uint(j)
+			}
+			d := choices[j]
 			ok := true
 			for i, g := range kg.groups {
 				isM := kg.isM[i] && g.eligibleUnder(n, g0)
@@ -448,20 +489,21 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fa
 			}
 		}
 		if chosen == "" {
-			return nil, &topoFailure{g: why}
+			return nil, topoFailure{set: true, g: why}
 		}
-		if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !decided(pinned, kg.key)) {
+		if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !s.decided(n, pinned, kg.key)) {
 			pinned = s.pin(pinned, kg.key, chosen)
 			if pinned == nil {
-				return nil, &topoFailure{g: why, noType: true, key: kg.key, value: chosen}
+				return nil, topoFailure{set: true, g: why, noType: true, key: kg.key, value: chosen}
 			}
 		}
 	}
-	return pinned, nil
+	return pinned, topoFailure{}
 }
 
-// topoFailure says which group refused a node; the message is built only when a reason is reported.
+// topoFailure says which group refused a node (set); the message is built only when a reason is reported.
 type topoFailure struct {
+	set     bool
 	g       *group
 	missing bool
 	noType  bool
@@ -488,32 +530,34 @@ func (f *topoFailure) permanent() bool {
 	return f.g != nil && f.g.key == labelHostname && (f.g.kind == kindAnti || f.g.kind == kindSpread)
 }
 
-// orderChoices sorts domain choices: fewest matching pods first for spread, most first for affinity.
-func orderChoices(buf, choices []string, kg *keyGroups) []string {
-	buf = append(buf, choices...)
+// nextChoice returns the index of the untried domain to try next: fewest matching pods first for spread, most
+// first for affinity, otherwise in order.
+func nextChoice(choices []string, tried uint64, kg *keyGroups) int {
 	g, desc := kg.spread, false
 	if g == nil {
 		g, desc = kg.aff, true
 	}
-	if g == nil {
-		return buf
-	}
-	for i := 1; i < len(buf); i++ {
-		for j := i; j > 0; j-- {
-			a, b := g.counts[buf[j-1]], g.counts[buf[j]]
-			if (!desc && b < a) || (desc && b > a) {
-				buf[j-1], buf[j] = buf[j], buf[j-1]
-				continue
+	best := -1
+	for j := range choices {
+		if tried&(1<<uint(j)) != 0 {
+			continue
+		}
+		if best < 0 || g == nil {
+			if best < 0 {
+				best = j
 			}
-			break
+			continue
+		}
+		a, b := g.counts[choices[best]], g.counts[choices[j]]
+		if (!desc && b < a) || (desc && b > a) {
+			best = j
 		}
 	}
-	return buf
+	return best
 }
 
-func decided(g *sig, key string) bool {
-	r := g.reqs[key]
-	return r != nil && len(r.Values()) == 1
+func (s *solver) decided(n *candidate, g *sig, key string) bool {
+	return len(s.sigDomainChoices(n, g, key)) == 1
 }
 
 func isConstraint(cons []*group, g *group) bool { return containsGroup(cons, g) }
