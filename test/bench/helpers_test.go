@@ -143,6 +143,21 @@ func firstNodeClaimCreated(claims []karpv1.NodeClaim) time.Time {
 	return first
 }
 
+// lastNodeClaimTimes returns the latest creationTimestamp of the NodeClaims and the latest time one became
+// Initialized (both second precision).
+func lastNodeClaimTimes(claims []karpv1.NodeClaim) (created, initialized time.Time) {
+	for i := range claims {
+		if c := claims[i].CreationTimestamp.Time; c.After(created) {
+			created = c
+		}
+		if c := meta.FindStatusCondition(claims[i].Status.Conditions, karpv1.ConditionTypeInitialized); c != nil &&
+			c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(initialized) {
+			initialized = c.LastTransitionTime.Time
+		}
+	}
+	return created, initialized
+}
+
 // controllerMemory starts following the controller's memory: it resets the peak and samples RSS every 250 ms.
 // The returned function stops sampling and reports current RSS, VmHWM (peak since the reset) and the sampled peak.
 func controllerMemory(t *testing.T) func() map[string]any {

@@ -22,6 +22,8 @@ type podState struct {
 	available bool // Ready and not being deleted (framework.PodAvailable)
 	// live: bound to node, not being deleted and not finished, i.e. it still has to leave the node.
 	live bool
+	// current: not being deleted; bound: current and bound to a node.
+	current, bound bool
 }
 
 // podTracker follows the pods of a namespace through a watch, so the benchmarks see every transition (rather
@@ -33,8 +35,12 @@ type podTracker struct {
 	pods      map[string]podState
 	running   int
 	available int
-	// target and allRunningAt: the first time running reached target.
+	current   int // pods not being deleted
+	bound     int // pods with a node, not being deleted
+	// target and the first times the pods (not being deleted) reached it: created, bound to a node, Running.
 	target       int
+	allCreatedAt time.Time
+	allBoundAt   time.Time
 	allRunningAt time.Time
 	// minAvailable is the lowest availability since armMin (-1 before).
 	minAvailable   int
@@ -78,6 +84,7 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 		return
 	}
 	var now podState
+	gone := deleted || pod.DeletionTimestamp != nil
 	if !deleted {
 		now = podState{
 			node:      pod.Spec.NodeName,
@@ -85,6 +92,8 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 			available: framework.PodAvailable(pod),
 			live: pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
 				pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed,
+			current: !gone,
+			bound:   !gone && pod.Spec.NodeName != "",
 		}
 	}
 	at := time.Now()
@@ -98,14 +107,29 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 	}
 	tr.running += b2i(now.running) - b2i(before.running)
 	tr.available += b2i(now.available) - b2i(before.available)
-	if tr.target > 0 && tr.running >= tr.target && tr.allRunningAt.IsZero() {
-		tr.allRunningAt = at
-	}
+	tr.current += b2i(now.current) - b2i(before.current)
+	tr.bound += b2i(now.bound) - b2i(before.bound)
+	tr.reached(at)
 	if tr.minAvailable >= 0 && tr.available < tr.minAvailable {
 		tr.minAvailable, tr.minAvailableAt = tr.available, at
 	}
 	if before.live && tr.watched[before.node] && !(now.live && now.node == before.node) {
 		tr.lastLeftAt = at
+	}
+}
+
+// reached records when the counts first reach the target; callers hold mu.
+func (tr *podTracker) reached(at time.Time) {
+	if tr.target == 0 {
+		return
+	}
+	for _, r := range []struct {
+		n  int
+		at *time.Time
+	}{{tr.current, &tr.allCreatedAt}, {tr.bound, &tr.allBoundAt}, {tr.running, &tr.allRunningAt}} {
+		if r.n >= tr.target && r.at.IsZero() {
+			*r.at = at
+		}
 	}
 }
 
@@ -120,10 +144,15 @@ func b2i(b bool) int {
 func (tr *podTracker) expect(n int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.target, tr.allRunningAt = n, time.Time{}
-	if tr.running >= n {
-		tr.allRunningAt = time.Now()
-	}
+	tr.target, tr.allCreatedAt, tr.allBoundAt, tr.allRunningAt = n, time.Time{}, time.Time{}, time.Time{}
+	tr.reached(time.Now())
+}
+
+// milestones returns when the target was reached by pods created, bound and Running (zero when not yet).
+func (tr *podTracker) milestones() (created, bound, running time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.allCreatedAt, tr.allBoundAt, tr.allRunningAt
 }
 
 // allRunning returns when the target was reached (zero if not yet) and the current count.

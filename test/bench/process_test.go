@@ -139,6 +139,9 @@ type machine struct {
 	CPUs        int    `json:"cpus"`
 	MemoryBytes int64  `json:"memoryBytes"`
 	Kernel      string `json:"kernel,omitempty"`
+	// LoadAverage is the 1-minute load average when the result was written: other work on the machine slows the
+	// control plane (kube-scheduler, kwok) the figures include.
+	LoadAverage string `json:"loadAverage1m,omitempty"`
 }
 
 func describeMachine() machine {
@@ -151,6 +154,11 @@ func describeMachine() machine {
 					m.MemoryBytes = kb * 1024
 				}
 			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.LoadAverage = f[0]
 		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {

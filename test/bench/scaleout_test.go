@@ -77,7 +77,7 @@ func TestScaleOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%d pods never all Running: %v", total, err)
 	}
-	allRunning, _ := tracker.allRunning()
+	allCreated, allBound, allRunning := tracker.milestones()
 	memory := stopMemory()
 
 	claims, err := env.NodeClaims(ctx, pool)
@@ -85,6 +85,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	batchClosed := firstNodeClaimCreated(claims)
+	lastClaim, lastInitialized := lastNodeClaimTimes(claims)
 	nodes, err := env.Nodes(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -103,23 +104,29 @@ func TestScaleOut(t *testing.T) {
 	}
 
 	figures := map[string]any{
-		"pods":                        total,
-		"secondsApplyToAllRunning":    seconds(allRunning.Sub(applied)),
-		"secondsBatchToAllRunning":    seconds(allRunning.Sub(batchClosed)),
-		"secondsApplyToFirstClaim":    seconds(batchClosed.Sub(applied)),
-		"secondsApplyToFirstClaimObs": seconds(firstSeen.Sub(applied)),
-		"nodeClaims":                  len(claims),
-		"nodes":                       len(nodes),
-		"cpuUtilisation":              round3(cpu),
-		"memoryUtilisation":           round3(mem),
-		"hourlyCostUSD":               round3(summary.HourlyCost),
-		"nodeGroups":                  table,
+		"pods":                         total,
+		"secondsApplyToAllRunning":     seconds(allRunning.Sub(applied)),
+		"secondsBatchToAllRunning":     seconds(allRunning.Sub(batchClosed)),
+		"secondsApplyToFirstClaim":     seconds(batchClosed.Sub(applied)),
+		"secondsApplyToFirstClaimObs":  seconds(firstSeen.Sub(applied)),
+		"secondsApplyToLastClaim":      seconds(lastClaim.Sub(applied)),
+		"secondsApplyToAllInitialized": seconds(lastInitialized.Sub(applied)),
+		"secondsApplyToAllPodsCreated": seconds(allCreated.Sub(applied)),
+		"secondsApplyToAllBound":       seconds(allBound.Sub(applied)),
+		"nodeClaims":                   len(claims),
+		"nodes":                        len(nodes),
+		"cpuUtilisation":               round3(cpu),
+		"memoryUtilisation":            round3(mem),
+		"hourlyCostUSD":                round3(summary.HourlyCost),
+		"nodeGroups":                   table,
 	}
 	for k, v := range memory {
 		figures[k] = v
 	}
 	t.Logf("scale-out of %d pods: all Running %.1fs after apply, %.1fs after the batch closed (first NodeClaim at +%.1fs)",
 		total, seconds(allRunning.Sub(applied)), seconds(allRunning.Sub(batchClosed)), seconds(batchClosed.Sub(applied)))
+	t.Logf("milestones after apply: pods all created +%.1fs, last NodeClaim +%.1fs, all NodeClaims Initialized +%.1fs, pods all bound +%.1fs",
+		seconds(allCreated.Sub(applied)), seconds(lastClaim.Sub(applied)), seconds(lastInitialized.Sub(applied)), seconds(allBound.Sub(applied)))
 	t.Logf("%d NodeClaims, %d nodes; requested/allocatable cpu %.1f%%, memory %.1f%%; $%.2f/hour",
 		len(claims), len(nodes), 100*cpu, 100*mem, summary.HourlyCost)
 	t.Logf("controller memory: RSS %v MiB, peak (VmHWM) %v MiB, sampled peak %v MiB",
