@@ -214,6 +214,8 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, adminPrefix), "/")
 	route := r.Method + " " + path
 	switch {
+	case route == "GET healthz":
+		writeAdmin(w, http.StatusOK, map[string]string{"status": "ok"})
 	case route == "GET state":
 		writeAdmin(w, http.StatusOK, s.Snapshot())
 	case route == "GET instances":

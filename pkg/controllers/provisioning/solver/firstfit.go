@@ -174,7 +174,7 @@ func newPools(in []NodePoolOption, daemonSets []*appsv1.DaemonSet) []*poolState 
 		ps.base = ps.filter(ps.base, karpv1.NodeSelectorRequirements(o.NodePool.Spec.Template.Spec.Requirements))
 		if len(o.NodePool.Spec.Limits) > 0 {
 			ps.limits = corev1.ResourceList(o.NodePool.Spec.Limits)
-			ps.remain = Subtract(ps.limits, o.Usage)
+			ps.remain = ps.limited(Subtract(ps.limits, o.Usage))
 		}
 		ps.daemons = ps.daemonOverhead(daemonSets)
 		out = append(out, ps)
@@ -347,7 +347,19 @@ func (c *openClaim) reserve() {
 	}
 	c.pool.remain = Sum(c.pool.remain, c.reserved)
 	c.reserved = maxCapacity(c.options)
-	c.pool.remain = Subtract(c.pool.remain, c.reserved)
+	c.pool.remain = c.pool.limited(Subtract(c.pool.remain, c.reserved))
+}
+
+// limited keeps only the resources the NodePool limits: usage of unlimited ones (memory when only cpu is
+// limited, pods, ...) must not show up as negative remaining room.
+func (ps *poolState) limited(l corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range l {
+		if _, ok := ps.limits[name]; ok {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 func (c *openClaim) tryAdd(pod *corev1.Pod, req corev1.ResourceList, terms [][]corev1.NodeSelectorRequirement) bool {

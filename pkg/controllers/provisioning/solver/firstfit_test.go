@@ -140,6 +140,18 @@ func TestFirstFit(t *testing.T) {
 				Cheapest: "fake-arm-large", Zones: allZones, CapTypes: bothCapTypes}}, Unschedulable: []string{"default/b"}},
 		},
 		{
+			name: "limits count current usage, only for the limited resources",
+			in: Input{
+				Pods: []*corev1.Pod{test.Pod("a").Requests("1", "1Gi").Obj(), test.Pod("b").Requests("1", "1Gi").Obj()},
+				NodePools: []NodePoolOption{{NodePool: test.NodePool("capped").Limit(corev1.ResourceCPU, "6").Obj(),
+					InstanceTypes: fake.DefaultInstanceTypes(),
+					Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+						ResourceNodes: resource.MustParse("1")}}},
+			},
+			want: summary{Existing: map[string]string{}, Claims: []claimSummary{{Pool: "capped", Pods: []string{"a", "b"},
+				Cheapest: "fake-arm-large", Zones: allZones, CapTypes: bothCapTypes}}},
+		},
+		{
 			name: "in-flight claim takes the pod",
 			in: Input{
 				Pods:      []*corev1.Pod{test.Pod("a").Requests("1", "1Gi").Obj()},
@@ -200,4 +212,30 @@ func TestUnschedulableReasonNamesTaint(t *testing.T) {
 
 func daemonSet(pod *corev1.Pod) *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: pod.Spec}}}
+}
+
+// A cpu-only limit must not turn the usage of unlimited resources (memory, pods) into negative room: with plenty of
+// cpu left, every pod is placed, over as many NodeClaims as it takes.
+func TestCPULimitDoesNotBlockOnUnlimitedResources(t *testing.T) {
+	np := test.NodePool("default").Limit(corev1.ResourceCPU, "1000").Obj()
+	var pods []*corev1.Pod
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		pods = append(pods, test.Pod(name).Requests("3", "6Gi").Obj())
+	}
+	in := Input{Pods: pods, NodePools: []NodePoolOption{{
+		NodePool:      np,
+		InstanceTypes: fake.DefaultInstanceTypes(),
+		Usage:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("58")},
+	}}}
+	plan := FirstFit{}.Solve(context.Background(), in)
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("pods left unschedulable under a cpu-only limit with room: %v", plan.Unschedulable)
+	}
+	placed := 0
+	for _, c := range plan.NewNodeClaims {
+		placed += len(c.Pods)
+	}
+	if placed != len(pods) {
+		t.Errorf("placed %d of %d pods", placed, len(pods))
+	}
 }
