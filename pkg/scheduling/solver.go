@@ -613,7 +613,7 @@ const growthCandidates = 8
 
 // newNodeBias: a new node must cost less than this fraction of the cheapest growth to be preferred, since a
 // grown node's extra room is usually filled by later pods while a new node starts with the per-node overhead.
-const newNodeBias = 0.8
+const newNodeBias = 0.5
 
 // bestGrowth returns, among the cheapest planned nodes marked for the current class, the one whose growth to fit
 // one more pod raises the price least (0 when it still has room).
