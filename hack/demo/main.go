@@ -90,7 +90,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n==> %d/%d pods Running %.1fs after apply, on %d new nodes\n\n", progress.PodsRunning, progress.Pods, elapsed.Seconds(), summary.Nodes)
+	noun := "nodes"
+	if summary.Nodes == 1 {
+		noun = "node"
+	}
+	fmt.Printf("\n==> %d/%d pods Running %.1fs after apply, on %d new %s\n\n", progress.PodsRunning, progress.Pods, elapsed.Seconds(), summary.Nodes, noun)
 	summary.Print(os.Stdout)
 	fmt.Printf(`
 The stack keeps running. Try:
