@@ -35,6 +35,16 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, err
 	}
+	if existing, err := p.instances.FindByNodeClaim(ctx, nodeClaim.Name); err != nil {
+		return nil, err
+	} else if existing != nil {
+		for _, it := range its {
+			if it.Name == existing.Type {
+				log.FromContext(ctx).Info("adopting the instance already launched for this NodeClaim", "nodeclaim", nodeClaim.Name, "instance-id", existing.ID)
+				return p.launchedNodeClaim(nodeClaim, nc, it, existing, existing.ImageID), nil
+			}
+		}
+	}
 	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
 	its = fitting(its, nodeClaim.Spec.Resources.Requests)
 	ct, choices, err := instance.SelectOverrides(instance.SelectInput{
@@ -82,9 +92,16 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	log.FromContext(ctx).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance-id", launched.ID,
 		"instance-type", launched.Type, "zone", launched.Zone, "capacity-type", launched.CapacityType)
+	return p.launchedNodeClaim(nodeClaim, nc, it, launched, images[launched.Type]), nil
+}
+
+// launchedNodeClaim is the NodeClaim Create returns for an instance: provider ID, image, capacity, allocatable,
+// the instance type and offering labels, and the node class hash annotations.
+func (p *CloudProvider) launchedNodeClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, it *cloudprovider.InstanceType,
+	launched *instance.Instance, imageID string) *karpv1.NodeClaim {
 	out := nodeClaim.DeepCopy()
 	out.Status.ProviderID = launched.ProviderID()
-	out.Status.ImageID = images[launched.Type]
+	out.Status.ImageID = imageID
 	out.Status.Capacity = it.Capacity.DeepCopy()
 	out.Status.Allocatable = it.Allocatable()
 	if out.Labels == nil {
@@ -98,7 +115,7 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	for k, v := range p.instanceLabels(it.Labels, launched, nc) {
 		out.Labels[k] = v
 	}
-	return out, nil
+	return out
 }
 
 func readyForLaunch(nc *awsv1.EC2NodeClass) error {

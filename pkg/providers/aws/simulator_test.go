@@ -276,6 +276,11 @@ func TestCreateTagsUserDataGetAndDelete(t *testing.T) {
 	if got.Name != "default-abcde" || got.Labels[karpv1.NodePoolLabelKey] != "default" || got.Labels[corev1.LabelInstanceTypeStable] != created.Labels[corev1.LabelInstanceTypeStable] {
 		t.Errorf("Get = %+v", got.ObjectMeta)
 	}
+	// A second Create for the same NodeClaim (its first launch was not recorded) adopts the instance.
+	again, err := p.Create(ctx, claim("default-abcde", "m5.large", "c5.large"))
+	if err != nil || again.Status.ProviderID != created.Status.ProviderID || again.Status.ImageID != created.Status.ImageID {
+		t.Errorf("second Create = %v, %v; want the same instance %s", again, err, created.Status.ProviderID)
+	}
 	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != "" {
 		t.Errorf("IsDrifted right after launch = %q, %v; want not drifted", reason, err)
 	}

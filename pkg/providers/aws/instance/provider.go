@@ -234,6 +234,35 @@ func dedupe(s []string) []string {
 	return out
 }
 
+// FindByNodeClaim returns a pending or running instance of this cluster launched for the named NodeClaim, or
+// nil. Create uses it so a NodeClaim whose launch was not recorded (the status write failed) does not get a
+// second instance.
+func (p *Provider) FindByNodeClaim(ctx context.Context, nodeClaim string) (*Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:" + awsv1.TagNodeClaim), Values: []string{nodeClaim}},
+		{Name: aws.String("tag:" + tags.ClusterUID), Values: []string{p.cluster.UID}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}},
+	}})
+	if err != nil {
+		return nil, sdk.Wrap(err, "looking up instances of NodeClaim %s", nodeClaim)
+	}
+	var found []*Instance
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			inst := convert(i)
+			if p.cluster.Owner(inst.Tags) == tags.Owned && inst.Tags[awsv1.TagNodeClaim] == nodeClaim {
+				found = append(found, inst)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].LaunchTime.Before(found[j].LaunchTime) })
+	p.remember(found[0].ID)
+	return found[0], nil
+}
+
 // Get describes one instance. It returns a NotFoundError when EC2 does not know it, when it is terminated, or
 // when it does not carry this cluster's identity (another cluster's instance is never reported as ours).
 func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
