@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,8 +69,8 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 // done (the NodeClaim was deleted or must wait).
 type step func(ctx context.Context, nc *karpv1.NodeClaim) (result reconcile.Result, done bool, err error)
 
-// Reconcile advances the NodeClaim as far as it can in one pass.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// reconcileOnce advances the NodeClaim as far as it can in one pass.
+func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = metrics.WithController(ctx, Name)
 	nc := &karpv1.NodeClaim{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
@@ -116,3 +117,19 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 	}
 	return nil
 }
+
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
+// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcileOnce(ctx, req)
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// conflictRequeue is how soon a pass that hit a stale copy runs again.
+const conflictRequeue = 100 * time.Millisecond

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -49,8 +51,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Complete(c)
 }
 
-// Reconcile updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// reconcileOnce updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.
+func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	claims := &karpv1.NodeClaimList{}
 	if err := c.deps.Client.List(ctx, claims, client.MatchingLabels{karpv1.NodePoolLabelKey: req.Name}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims: %w", err)
@@ -122,3 +124,19 @@ func (c *Controller) forget(pool string) {
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 }
+
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
+// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcileOnce(ctx, req)
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// conflictRequeue is how soon a pass that hit a stale copy runs again.
+const conflictRequeue = 100 * time.Millisecond

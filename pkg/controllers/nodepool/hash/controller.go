@@ -3,7 +3,9 @@ package hash
 import (
 	"context"
 	"fmt"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,8 +35,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Complete(c)
 }
 
-// Reconcile sets the annotations when they differ from the template's hash.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// reconcileOnce sets the annotations when they differ from the template's hash.
+func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -58,3 +60,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log.FromContext(ctx).V(1).Info("updated nodepool hash", "nodepool", np.Name, "hash", want)
 	return reconcile.Result{}, nil
 }
+
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
+// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcileOnce(ctx, req)
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// conflictRequeue is how soon a pass that hit a stale copy runs again.
+const conflictRequeue = 100 * time.Millisecond

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -53,8 +55,8 @@ func (c *Controller) nodeClassToNodePools(ctx context.Context, o client.Object) 
 	return out
 }
 
-// Reconcile evaluates the conditions.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// reconcileOnce evaluates the conditions.
+func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -149,3 +151,19 @@ func conditionsEqual(a, b []metav1.Condition) bool {
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
+
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
+// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcileOnce(ctx, req)
+	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// conflictRequeue is how soon a pass that hit a stale copy runs again.
+const conflictRequeue = 100 * time.Millisecond
