@@ -108,6 +108,8 @@ func (h *harness) launch(tgp *time.Duration) (*karpv1.NodeClaim, *corev1.Node) {
 	h.t.Helper()
 	nc := test.TerminationNodeClaim(h.prefix+"claim", "default", tgp)
 	h.must(h.c.Create(h.ctx, nc))
+	// Provider IDs unique across tests sharing the API server (each harness has its own fake cloud).
+	nc.Status.ProviderID = fmt.Sprintf("%s%s/i-%s", fake.ProviderIDPrefix, fake.Zones[0], strings.TrimSuffix(h.prefix, "-"))
 	providerID := h.cloud.AddInstance(nc)
 	nc.Status.ProviderID = providerID
 	nc.Status.NodeName = h.prefix + "node"

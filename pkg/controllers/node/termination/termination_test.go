@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail/dovetail/pkg/termination"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -330,7 +331,9 @@ func (h *harness) expectDeleted(name string, grace int64) {
 // instance terminated.
 func TestNodeWithoutNodeClaimIsDrainedAndTerminated(t *testing.T) {
 	h := newHarness(t)
-	providerID := h.cloud.AddInstance(test.TerminationNodeClaim(h.prefix+"gone-claim", "default", nil))
+	orphan := test.TerminationNodeClaim(h.prefix+"gone-claim", "default", nil)
+	orphan.Status.ProviderID = fake.ProviderIDPrefix + fake.Zones[0] + "/i-orphan-" + h.prefix
+	providerID := h.cloud.AddInstance(orphan)
 	node := test.TerminationNode(h.prefix+"node", providerID, "default")
 	h.must(h.c.Create(h.ctx, node))
 	h.pod(test.DrainPod("web"))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,11 +56,15 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	metrics  *metrics.Metrics
 	ctrl     *termination.Controller
+	suffix   string
 }
+
+var serial atomic.Int64
 
 func newFixture(t *testing.T) *fixture {
 	clk := clocktesting.NewFakeClock(time.Now())
-	f := &fixture{t: t, ctx: context.Background(), cloud: fake.New(clk), recorder: record.NewFakeRecorder(1000), metrics: metrics.NewForTest()}
+	f := &fixture{t: t, ctx: context.Background(), cloud: fake.New(clk), recorder: record.NewFakeRecorder(1000), metrics: metrics.NewForTest(),
+		suffix: fmt.Sprintf("-%d", serial.Add(1))}
 	f.ctrl = termination.NewController(deps.Deps{Client: env.Client, CloudProvider: f.cloud, Clock: clk, Recorder: f.recorder, Metrics: f.metrics})
 	return f
 }
@@ -72,12 +77,15 @@ func (f *fixture) must(err error) {
 }
 
 // claim creates a NodeClaim; launched gives it a live fake instance.
+// Names and provider IDs get a per-fixture suffix, so tests (and -count=N runs) sharing the API server never
+// see each other's objects.
 func (f *fixture) claim(name string, tgp *time.Duration, launched bool, annotations map[string]string) *karpv1.NodeClaim {
 	f.t.Helper()
-	nc := test.TerminationNodeClaim(name, "pool-a", tgp)
+	nc := test.TerminationNodeClaim(name+f.suffix, "pool-a", tgp)
 	nc.Annotations = annotations
 	f.must(env.Client.Create(f.ctx, nc))
 	if launched {
+		nc.Status.ProviderID = fake.ProviderIDPrefix + fake.Zones[0] + "/i-" + nc.Name
 		nc.Status.ProviderID = f.cloud.AddInstance(nc)
 		f.must(env.Client.Status().Update(f.ctx, nc))
 	}
@@ -162,7 +170,7 @@ func TestClaimWaitsForItsNode(t *testing.T) {
 	f := newFixture(t)
 	nc := f.claim("registered", nil, true, nil)
 	nc = f.get(nc.Name)
-	node := test.TerminationNode("registered-node", nc.Status.ProviderID, "pool-a")
+	node := test.TerminationNode(nc.Name+"-node", nc.Status.ProviderID, "pool-a")
 	f.must(env.Client.Create(f.ctx, node))
 	f.reconcile(nc.Name)
 	f.reconcile(nc.Name)
