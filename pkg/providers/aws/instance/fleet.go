@@ -9,6 +9,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 )
 
 // FleetRequest is one launch: the chosen capacity type, the offerings to choose among, the launch template of
@@ -66,8 +67,8 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(r.Tags)},
-			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(r.Tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(r.Tags)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags.EC2(r.Tags)},
 		},
 	}
 	switch r.CapacityType {
@@ -85,27 +86,4 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in, nil
-}
-
-// ec2Tags converts a map to EC2 tags sorted by key.
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return out
-}
-
-// tagMap converts EC2 tags to a map.
-func tagMap(ts []ec2types.Tag) map[string]string {
-	out := make(map[string]string, len(ts))
-	for _, t := range ts {
-		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
-	return out
 }

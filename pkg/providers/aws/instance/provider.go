@@ -386,7 +386,7 @@ func (p *Provider) Tag(ctx context.Context, id string, t map[string]string) erro
 	if _, err := p.Get(ctx, id); err != nil {
 		return err
 	}
-	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(t)})
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: tags.EC2(t)})
 	if err != nil && sdk.IsNotFound(err) {
 		return cloudprovider.NewNotFoundError(fmt.Errorf("tagging instance %s: %w", id, err))
 	}
@@ -413,7 +413,7 @@ func convert(i ec2types.Instance) *Instance {
 		ImageID:        aws.ToString(i.ImageId),
 		PrivateDNSName: aws.ToString(i.PrivateDnsName),
 		LaunchTime:     aws.ToTime(i.LaunchTime),
-		Tags:           tagMap(i.Tags),
+		Tags:           tags.FromEC2(i.Tags),
 		CapacityType:   cloudprovider.CapacityTypeOnDemand,
 	}
 	if i.Placement != nil {

@@ -216,7 +216,7 @@ func (p *Provider) create(ctx context.Context, name string, s Spec) error {
 	_, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),
 		LaunchTemplateData: Data(s),
-		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(t)}},
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags.EC2(t)}},
 	})
 	if err != nil {
 		if sdk.ErrorCode(err) == "InvalidLaunchTemplateName.AlreadyExistsException" {
@@ -259,10 +259,7 @@ func (p *Provider) DeleteAll(ctx context.Context, nodeClass string) (int, error)
 		}
 		for _, lt := range page.LaunchTemplates {
 			// Filters are checked again here: the ownership decision must not depend on the server honouring them.
-			t := map[string]string{}
-			for _, tag := range lt.Tags {
-				t[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
-			}
+			t := tags.FromEC2(lt.Tags)
 			if p.cluster.Owner(t) != tags.Owned || t[awsv1.TagNodeClass] != nodeClass {
 				continue
 			}
@@ -279,13 +276,4 @@ func (p *Provider) DeleteAll(ctx context.Context, nodeClass string) (int, error)
 	}
 	p.Invalidate(names...)
 	return len(names), nil
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := sortedKeys(m)
-	out := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return out
 }
