@@ -86,7 +86,7 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
 	}
-	for _, s := range []step{c.launch, c.register, c.initialize} {
+	for _, s := range []step{c.launch, c.register, c.initialize, c.tag} {
 		res, done, err := s(ctx, nc)
 		if err != nil || done {
 			return res, err
