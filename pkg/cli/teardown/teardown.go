@@ -189,10 +189,34 @@ func (t *Teardown) dryRun(ctx context.Context, inv inventory) error {
 	return nil
 }
 
+// stallAfter is how long teardown waits before warning that deleted Nodes are not being drained.
+const stallAfter = 30 * time.Second
+
+// undrained names the Nodes being deleted that do not carry the disrupted taint: nothing is draining them.
+func undrained(nodes []corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.DeletionTimestamp == nil {
+			continue
+		}
+		tainted := false
+		for _, t := range n.Spec.Taints {
+			if t.Key == karpv1.DisruptedTaintKey {
+				tainted = true
+			}
+		}
+		if !tainted {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
 // waitForNodes polls until no NodeClaim, Node or live instance of the cluster remains, printing progress.
 func (t *Teardown) waitForNodes(ctx context.Context, start, deadline time.Time) bool {
 	lastDetail := time.Time{}
 	shown := map[string]string{}
+	warned := false
 	for {
 		inv, err := t.inventory(ctx)
 		if err != nil {
@@ -214,6 +238,12 @@ func (t *Teardown) waitForNodes(ctx context.Context, start, deadline time.Time) 
 				plural(len(inv.NodeClaims), "NodeClaim"), terminating(inv.NodeClaims), plural(len(inv.Nodes), "Node"), msg)
 			if len(inv.NodeClaims) == 0 && len(inv.Nodes) == 0 && instances == 0 {
 				return true
+			}
+			if !warned && t.Clock.Since(start) >= stallAfter && len(undrained(inv.Nodes)) > 0 {
+				warned = true
+				t.printf("    warning: %s not tainted %s after %s (%s): is the Dovetail controller running? "+
+					"Teardown only waits; the controller drains and terminates.", plural(len(undrained(inv.Nodes)), "Node"),
+					karpv1.DisruptedTaintKey, stallAfter, joinNames(undrained(inv.Nodes)))
 			}
 			full := t.Clock.Since(lastDetail) >= 6*t.Interval
 			if full {

@@ -264,12 +264,13 @@ func TestTeardownReportsLeftoversAndFails(t *testing.T) {
 	}
 	var out bytes.Buffer
 	td := newTeardown(env.Client, aws, &out)
-	td.Timeout = time.Second
+	td.Timeout = 2 * time.Minute
+	td.Clock = &steppingClock{now: time.Now(), step: 20 * time.Second}
 	err := td.Run(context.Background())
 	if !errors.Is(err, teardown.ErrIncomplete) {
 		t.Fatalf("Run() = %v, want ErrIncomplete\n%s", err, out.String())
 	}
-	for _, want := range []string{"timed out", "left: NodeClaim default-0", "left: Node node-0", "launch template dovetail-lt-1",
+	for _, want := range []string{"timed out", "is the Dovetail controller running?", "left: NodeClaim default-0", "left: Node node-0", "launch template dovetail-lt-1",
 		"instance profile " + clusterName + "_abc", "instance i-0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -318,4 +319,31 @@ func startControllers(t *testing.T, env *test.Env, cloud *fake.CloudProvider) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+}
+
+// steppingClock moves forward by step each time a wait starts, so a teardown's timeout and stall warnings are
+// reached at once without sleeping.
+type steppingClock struct {
+	clock.RealClock
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *steppingClock) After(time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.now = c.now.Add(c.step)
+	now := c.now
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- now
+	return ch
 }
