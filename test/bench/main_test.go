@@ -6,15 +6,28 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// portBase is the block of loopback ports of the benchmark stack, apart from the e2e tests' (17400) and the
-// demo's (16400), so all three can run at once.
-const portBase = 18400
+// defaultPortBase is the block of loopback ports of the benchmark stack, apart from the e2e tests' (17400) and
+// the demo's (16400), so all three can run at once. DOVETAIL_BENCH_PORT_BASE overrides it.
+const defaultPortBase = 18400
+
+func portBase() (int, error) {
+	v := os.Getenv("DOVETAIL_BENCH_PORT_BASE")
+	if v == "" {
+		return defaultPortBase, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1024 || n > 65000 {
+		return 0, fmt.Errorf("DOVETAIL_BENCH_PORT_BASE must be a port number between 1024 and 65000, got %q", v)
+	}
+	return n, nil
+}
 
 // env is the stack the benchmarks share; TestMain owns it. Each benchmark uses its own NodePool and namespace and
 // removes them before it returns, so the next one starts from an empty cluster.
@@ -25,6 +38,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ports, err := portBase()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
 	state, err := os.MkdirTemp("", "dovetail-bench-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -36,7 +54,7 @@ func run(m *testing.M) int {
 	// The controller runs with its default settings (BATCH_IDLE_DURATION=1s, BATCH_MAX_DURATION=10s) and the
 	// simulator with its default timings (2 s pending, 2 s shutting-down, 1 s until the uninitialized taint
 	// goes), so the figures are those a user of the local stack sees.
-	env, err = framework.Up(ctx, framework.Options{StateDir: state, PortBase: portBase})
+	env, err = framework.Up(ctx, framework.Options{StateDir: state, PortBase: ports})
 	defer func() {
 		downCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
