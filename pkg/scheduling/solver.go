@@ -135,7 +135,6 @@ func (s *solver) prepare() error {
 	s.computeUniverses()
 	return nil
 }
-
 func (s *solver) extendedResources() []corev1.ResourceName {
 	set := map[corev1.ResourceName]bool{}
 	addList := func(l corev1.ResourceList) {
@@ -322,8 +321,10 @@ type attempt struct {
 	sig       *sig
 	ptr       int
 	delta     float64
-	reason    string
-	topo      topoFailure
+	// unit is delta divided by how many pods of the class the chosen option holds beyond what the node holds now
+	unit   float64
+	reason string
+	topo   topoFailure
 }
 
 func (a attempt) why() string {
@@ -377,7 +378,8 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 			return attempt{reason: "minValues " + k}
 		}
 	}
-	return attempt{ok: true, sig: g, ptr: ptr, delta: delta}
+	extra := max(1, HowMany(n.used, c.req, g.opts[ptr].t.avail, 1<<20))
+	return attempt{ok: true, sig: g, ptr: ptr, delta: delta, unit: delta / float64(extra)}
 }
 
 func (s *solver) tryExisting(c *class, n *candidate) attempt {
@@ -590,7 +592,7 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 			// a node with room left (no price change) always beats a new node
 			nn, na = s.newNodeFor(c)
 		}
-		if best == nil || (nn != nil && na.delta < best.a.delta*newNodeBias-1e-9) {
+		if best == nil || (nn != nil && na.unit < best.a.unit*newNodeBias-1e-12) {
 			if nn == nil {
 				return placed
 			}
@@ -611,9 +613,9 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 // growthCandidates is how many of the cheapest growable planned nodes bestGrowth evaluates.
 const growthCandidates = 8
 
-// newNodeBias: a new node must cost less than this fraction of the cheapest growth to be preferred, since a
-// grown node's extra room is usually filled by later pods while a new node starts with the per-node overhead.
-const newNodeBias = 0.5
+// newNodeBias: a new node must cost less per pod of the class than this fraction of the cheapest growth to be
+// preferred: a grown node's extra room is usually filled by later pods, and fewer nodes carry less overhead.
+const newNodeBias = 0.7
 
 // bestGrowth returns, among the cheapest planned nodes marked for the current class, the one whose growth to fit
 // one more pod raises the price least (0 when it still has room).
@@ -631,7 +633,7 @@ func (s *solver) bestGrowth(c *class) *growItem {
 			}
 			continue
 		}
-		if best == nil || a.delta < best.a.delta-1e-12 {
+		if best == nil || a.unit < best.a.unit-1e-12 {
 			best = &growItem{n: n, a: a}
 			if a.delta <= 1e-12 {
 				break
@@ -723,6 +725,7 @@ func (s *solver) newNodeFor(c *class) (*candidate, attempt) {
 			continue
 		}
 		a.delta = a.sig.opts[a.ptr].price
+		a.unit = a.delta / float64(max(1, HowMany(n.used, c.req, a.sig.opts[a.ptr].t.avail, 1<<20)))
 		return n, a
 	}
 	return nil, attempt{}
