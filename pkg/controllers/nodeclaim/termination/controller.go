@@ -94,8 +94,21 @@ func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []re
 	return out
 }
 
+// conflictRequeue is how soon a pass that lost an optimistic-lock race (a stale cache, a concurrent writer) is
+// retried; such conflicts are expected and not reported as errors.
+const conflictRequeue = 200 * time.Millisecond
+
 // Reconcile moves a deleted NodeClaim one step further through termination.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("conflict, retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &karpv1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
