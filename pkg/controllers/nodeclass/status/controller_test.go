@@ -2,11 +2,14 @@ package status_test
 
 import (
 	"context"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -27,6 +31,11 @@ import (
 )
 
 type corev1Req = corev1.NodeSelectorRequirement
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 // fakeResolver answers with fixed objects; subnets can be made to match nothing.
 type fakeResolver struct {
@@ -71,8 +80,8 @@ func (f *fakeResolver) deletedNames() []string {
 	return append([]string(nil), f.deleted...)
 }
 
-// start runs the controller against a fresh API server until the test ends.
-func start(t *testing.T, r status.Resolver) client.Client {
+// newManager starts a fresh API server and returns a manager on it (not yet running) and a direct client.
+func newManager(t *testing.T) (manager.Manager, client.Client) {
 	t.Helper()
 	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
@@ -87,10 +96,12 @@ func start(t *testing.T, r status.Resolver) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := deps.Deps{Client: mgr.GetClient(), Clock: clock.RealClock{}}
-	if err := status.New(d, r).Register(context.Background(), mgr); err != nil {
-		t.Fatal(err)
-	}
+	return mgr, env.Client
+}
+
+// run starts the manager until the test ends.
+func run(t *testing.T, mgr manager.Manager) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -100,7 +111,18 @@ func start(t *testing.T, r status.Resolver) client.Client {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return env.Client
+}
+
+// start runs the controller with resolver r against a fresh API server until the test ends.
+func start(t *testing.T, r status.Resolver) client.Client {
+	t.Helper()
+	mgr, c := newManager(t)
+	d := deps.Deps{Client: mgr.GetClient(), Clock: clock.RealClock{}}
+	if err := status.New(d, r).Register(context.Background(), mgr); err != nil {
+		t.Fatal(err)
+	}
+	run(t, mgr)
+	return c
 }
 
 // eventually polls cond until it returns "" or the deadline passes, then fails with its last message.
@@ -230,7 +252,9 @@ func TestFinalizerWaitsForNodeClaims(t *testing.T) {
 		}
 		return ""
 	})
-	if d := cmp.Diff([]string{"default"}, r.deletedNames()); d != "" {
-		t.Errorf("cleanup calls (-want +got):\n%s", d)
+	// Cleanup is idempotent and may run again from a stale cache read; it must have run, and only for "default".
+	got := r.deletedNames()
+	if len(got) == 0 || slices.ContainsFunc(got, func(n string) bool { return n != "default" }) {
+		t.Errorf("cleanup calls = %v, want one or more for default", got)
 	}
 }

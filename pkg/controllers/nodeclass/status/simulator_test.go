@@ -16,14 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/settings"
@@ -46,20 +44,8 @@ func TestStatusWithSimulator(t *testing.T) {
 		BaseEndpoint: awssdk.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: &http.Client{},
 	}
 
-	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := test.StartEnv(t, s)
-	skip := true
-	mgr, err := manager.New(env.Config, manager.Options{
-		Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	mgr, c := newManager(t)
+	ctx := context.Background()
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
 		Settings:   &settings.Settings{ClusterName: "dovetail", VMMemoryOverheadPercent: 0.075},
 		ClusterUID: "uid-a", KubeClient: mgr.GetClient(), AWSConfig: &cfg,
@@ -67,19 +53,13 @@ func TestStatusWithSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := status.NewController(deps.Deps{Client: mgr.GetClient(), CloudProvider: cp, Clock: clock.RealClock{}}).Register(ctx, mgr); err != nil {
+	// As the operator wires it: the provider wrapped in metrics instrumentation.
+	instrumented := metrics.Instrument(cp, metrics.NewForTest())
+	if err := status.NewController(deps.Deps{Client: mgr.GetClient(), CloudProvider: instrumented, Clock: clock.RealClock{}}).Register(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, mgr)
 
-	c := env.Client
 	if err := c.Create(ctx, test.EC2NodeClass("default", "dovetail").Obj()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,8 @@ package instance
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -44,13 +45,8 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 		}
 		overrides[lt] = append(overrides[lt], o)
 	}
-	names := make([]string, 0, len(overrides))
-	for n := range overrides {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(names))
-	for _, n := range names {
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(overrides))
+	for _, n := range slices.Sorted(maps.Keys(overrides)) {
 		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
 				LaunchTemplateName: aws.String(n),

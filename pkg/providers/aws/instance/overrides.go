@@ -2,6 +2,8 @@ package instance
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,7 +175,7 @@ func cheapest(choices []Choice, max int, minValues map[string]int, labels map[st
 		return types[i] < types[j]
 	})
 	keep := map[string]bool{}
-	for _, key := range sortedKeys(minValues) {
+	for _, key := range slices.Sorted(maps.Keys(minValues)) {
 		seen := map[string]bool{}
 		for _, t := range types {
 			if keep[t] {
@@ -214,14 +216,5 @@ func cheapest(choices []Choice, max int, minValues map[string]int, labels map[st
 		}
 		return a.Zone < b.Zone
 	})
-	return out
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -2,9 +2,10 @@ package instancetype
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -210,7 +211,7 @@ func KubeReserved(vcpu, pods int64) corev1.ResourceList {
 
 // overlay returns base with the user's values (resource name → quantity) replacing matching keys.
 func overlay(base corev1.ResourceList, user map[string]string) (corev1.ResourceList, error) {
-	for _, k := range sortedKeys(user) {
+	for _, k := range slices.Sorted(maps.Keys(user)) {
 		q, err := resource.ParseQuantity(user[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", k, user[k], err)
@@ -301,30 +302,28 @@ func Labels(info Info, os string) map[string]string {
 	if info.LocalNVMe && info.LocalStorageGB > 0 {
 		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(info.LocalStorageGB, 10)
 	}
-	if len(info.GPUs) > 0 {
-		g := info.GPUs[0]
-		var count int64
-		for _, d := range info.GPUs {
-			count += d.Count
-		}
-		l[awsv1.LabelInstanceGPUName] = labelValue(g.Name)
-		l[awsv1.LabelInstanceGPUManufacturer] = labelValue(g.Manufacturer)
-		l[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(count, 10)
-		if g.MemoryMiB > 0 {
-			l[awsv1.LabelInstanceGPUMemory] = strconv.FormatInt(g.MemoryMiB, 10)
-		}
-	}
-	if len(info.Accelerators) > 0 {
-		a := info.Accelerators[0]
-		var count int64
-		for _, d := range info.Accelerators {
-			count += d.Count
-		}
-		l[awsv1.LabelInstanceAcceleratorName] = labelValue(a.Name)
-		l[awsv1.LabelInstanceAcceleratorManufacturer] = labelValue(a.Manufacturer)
-		l[awsv1.LabelInstanceAcceleratorCount] = strconv.FormatInt(count, 10)
-	}
+	deviceLabels(l, info.GPUs, awsv1.LabelInstanceGPUName, awsv1.LabelInstanceGPUManufacturer, awsv1.LabelInstanceGPUCount, awsv1.LabelInstanceGPUMemory)
+	deviceLabels(l, info.Accelerators, awsv1.LabelInstanceAcceleratorName, awsv1.LabelInstanceAcceleratorManufacturer, awsv1.LabelInstanceAcceleratorCount, "")
 	return l
+}
+
+// deviceLabels sets the name, manufacturer and memory of the first device model and the total count; an empty
+// memory key leaves memory out.
+func deviceLabels(l map[string]string, devices []Device, nameKey, manufacturerKey, countKey, memoryKey string) {
+	if len(devices) == 0 {
+		return
+	}
+	var count int64
+	for _, d := range devices {
+		count += d.Count
+	}
+	first := devices[0]
+	l[nameKey] = labelValue(first.Name)
+	l[manufacturerKey] = labelValue(first.Manufacturer)
+	l[countKey] = strconv.FormatInt(count, 10)
+	if memoryKey != "" && first.MemoryMiB > 0 {
+		l[memoryKey] = strconv.FormatInt(first.MemoryMiB, 10)
+	}
 }
 
 var labelUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
@@ -346,13 +345,4 @@ func KubeArch(ec2Archs []string) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

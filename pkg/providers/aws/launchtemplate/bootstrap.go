@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/mail"
 	"net/textproto"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,7 +179,7 @@ func (b Bootstrap) al2() (string, error) {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func mapFlag(m map[string]string, sep, join string) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, k+sep+m[k])
@@ -302,7 +303,7 @@ func (b Bootstrap) bottlerocket() (string, error) {
 		{k + ".eviction-hard", b.Kubelet.EvictionHard},
 		{k + ".node-labels", b.Labels},
 	} {
-		for _, key := range sortedKeys(tm.m) {
+		for _, key := range slices.Sorted(maps.Keys(tm.m)) {
 			doc.set(tm.table, tomlString(key), tomlString(tm.m[key]))
 		}
 	}
@@ -310,7 +311,7 @@ func (b Bootstrap) bottlerocket() (string, error) {
 	for _, t := range b.Taints {
 		taints[t.Key] = append(taints[t.Key], t.Value+":"+string(t.Effect))
 	}
-	for _, key := range sortedKeys(taints) {
+	for _, key := range slices.Sorted(maps.Keys(taints)) {
 		vals := make([]string, 0, len(taints[key]))
 		for _, v := range taints[key] {
 			vals = append(vals, tomlString(v))
@@ -432,12 +433,3 @@ func (d *tomlDoc) String() string {
 }
 
 func tomlString(s string) string { return strconv.Quote(s) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
