@@ -110,9 +110,17 @@ func walkingSkeleton(t *testing.T, s solver.Solver) {
 	node := test.Node("node-1", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Ready(true).Obj()
 	status := node.Status
 	must(t, kube.Create(ctx, node))
-	node.Status = status
-	must(t, kube.Status().Update(ctx, node))
-	// Play the node lifecycle controller: drop the not-ready taint admission put on the new Node.
+	// Play the kubelet (status) and the node lifecycle controller (drop the not-ready taint admission put on the
+	// new Node). Registration patches the Node concurrently, so retry on conflicts.
+	test.Eventually(t, timeout, func() (bool, string) {
+		n := &corev1.Node{}
+		must(t, kube.Get(ctx, client.ObjectKey{Name: "node-1"}, n))
+		n.Status = status
+		if err := kube.Status().Update(ctx, n); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	test.Eventually(t, timeout, func() (bool, string) {
 		n := &corev1.Node{}
 		must(t, kube.Get(ctx, client.ObjectKey{Name: "node-1"}, n))

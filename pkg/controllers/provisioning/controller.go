@@ -2,11 +2,14 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +40,10 @@ type Controller struct {
 	deps    deps.Deps
 	solver  solver.Solver
 	batcher *Batcher
+	// mu serializes passes (the loop, and tests calling Schedule).
+	mu sync.Mutex
+	// announced is what the last pass told each pending pod (by UID), so events are emitted on change only.
+	announced map[types.UID]string
 }
 
 // NewController returns the provisioner with the first-fit solver.
@@ -44,8 +51,9 @@ func NewController(d deps.Deps) *Controller {
 	return &Controller{
 		deps: d,
 		// The real scheduler replaces this line once pkg/scheduling implements solver.Solver.
-		solver:  solver.FirstFit{},
-		batcher: NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
+		solver:    solver.FirstFit{},
+		batcher:   NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
+		announced: map[types.UID]string{},
 	}
 }
 
@@ -103,6 +111,8 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 
 // Schedule runs one provisioning pass: snapshot, solve, apply.
 func (c *Controller) Schedule(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
 	in, err := c.snapshot(ctx)
@@ -127,6 +137,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	for _, p := range in.Pods {
 		pods[solver.PodKey(p)] = p
 	}
+	announced := map[types.UID]string{}
 	var errs []error
 	for _, nn := range plan.NewNodeClaims {
 		nc := BuildNodeClaim(nn)
@@ -138,24 +149,35 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(nn.Pods),
 			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
 		for _, p := range nn.Pods {
-			c.deps.Recorder.Eventf(p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
 		}
 	}
 	for key, name := range plan.Existing {
 		if p := pods[key]; p != nil {
-			c.deps.Recorder.Eventf(p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", name)
+			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+name)
 		}
 	}
 	for key, reason := range plan.Unschedulable {
 		if p := pods[key]; p != nil {
-			c.deps.Recorder.Eventf(p, corev1.EventTypeWarning, "FailedScheduling", "Failed to find capacity: %s", reason)
+			c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", "Failed to find capacity: "+reason)
 			logger.V(1).Info("pod cannot be provisioned for", "pod", key, "reason", reason)
 		}
 	}
+	c.announced = announced
 	if len(errs) > 0 {
-		return fmt.Errorf("applying plan: %v", errs)
+		return fmt.Errorf("applying plan: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// announce emits an event on the pod unless the previous pass emitted the same one; next collects this pass's.
+func (c *Controller) announce(next map[types.UID]string, p *corev1.Pod, eventType, reason, message string) {
+	key := reason + ": " + message
+	next[p.UID] = key
+	if c.announced[p.UID] == key {
+		return
+	}
+	c.deps.Recorder.Event(p, eventType, reason, message)
 }
 
 func resourceString(l corev1.ResourceList) string {
