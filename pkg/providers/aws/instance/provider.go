@@ -345,6 +345,7 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 			return err
 		}
 		if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
+			p.forget(id)
 			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is shutting down", id))
 		}
 	}
@@ -365,9 +366,8 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 		}
 		switch c.PreviousState.Name {
 		case ec2types.InstanceStateNameShuttingDown, ec2types.InstanceStateNameTerminated:
-			if c.PreviousState.Name == ec2types.InstanceStateNameTerminated {
-				p.forget(id)
-			}
+			// Going or gone: later calls describe it (and get NotFound) instead of keeping an entry forever.
+			p.forget(id)
 			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is already %s", id, c.PreviousState.Name))
 		}
 	}
