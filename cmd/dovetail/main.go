@@ -18,7 +18,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
 		os.Exit(1)
 	}
-	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv}); err != nil {
+	logger := operator.NewLogger(s.LogLevel, os.Stderr)
+	operator.SetGlobalLoggers(logger)
+	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv, Logger: logger}); err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: %v\n", err)
 		os.Exit(1)
 	}

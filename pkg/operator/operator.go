@@ -46,8 +46,17 @@ type Options struct {
 	Getenv func(string) string
 	// RestConfig is the API server connection; nil means ctrl.GetConfig (KUBECONFIG or in-cluster).
 	RestConfig *rest.Config
-	// LogWriter receives the logs (default stderr).
+	// LogWriter receives the logs (default stderr) when Logger is not set.
 	LogWriter io.Writer
+	// Logger is the logger to use; the zero value means NewLogger(settings.LogLevel, LogWriter).
+	Logger logr.Logger
+}
+
+// SetGlobalLoggers routes controller-runtime's and client-go's (klog) process-wide loggers to logger. Call it
+// once at start, before any client is used (cmd/dovetail does); Run does not, so tests can run it concurrently.
+func SetGlobalLoggers(logger logr.Logger) {
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 }
 
 // NewLogger returns a JSON zap logger at the settings' level.
@@ -81,9 +90,10 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // Run builds the manager and runs it until ctx ends.
 func Run(ctx context.Context, s *settings.Settings, opts Options) error {
-	logger := NewLogger(s.LogLevel, opts.LogWriter)
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
+	logger := opts.Logger
+	if logger.GetSink() == nil {
+		logger = NewLogger(s.LogLevel, opts.LogWriter)
+	}
 	ctx = log.IntoContext(ctx, logger)
 
 	cfg := opts.RestConfig

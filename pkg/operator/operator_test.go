@@ -69,9 +69,11 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &syncBuffer{}
+	logger := NewLogger("info", logs)
+	SetGlobalLoggers(logger) // before any goroutine uses a client, as main does
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, s, Options{RestConfig: env.Config, LogWriter: logs, Getenv: func(k string) string {
+		done <- Run(ctx, s, Options{RestConfig: env.Config, Logger: logger, Getenv: func(k string) string {
 			if k == "POD_NAMESPACE" {
 				return "default"
 			}
