@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,12 @@ func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The workload goes first: a PodDisruptionBudget would otherwise block the drain of the pool's nodes for
+		// ever once the pool is gone and no replacement capacity can be launched.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting namespace %s: %v", name, err)
+		}
 		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := env.Client.Delete(ctx, pool); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)

@@ -172,8 +172,10 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func(ctx co
 	last := ""
 	for {
 		done, status, err := cond(ctx)
-		if err != nil && ctx.Err() == nil {
-			return err
+		// Errors are treated as "not yet": API calls can fail transiently (and the client's rate limiter refuses
+		// to wait past the deadline); the last one is reported on timeout.
+		if err != nil {
+			status, done = "error: "+err.Error(), false
 		}
 		if status != "" {
 			last = status
