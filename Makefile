@@ -33,8 +33,9 @@ control-plane: ## Build (once, cached outside the clone) etcd, kube-apiserver, c
 	@bash hack/build-control-plane.sh >/dev/null
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRDs from api/.
+generate: ## Regenerate deepcopy code and CRDs from api/ (and the chart's copy of the CRDs).
 	@bash hack/generate.sh
+	@bash hack/sync-chart-crds.sh
 
 .PHONY: verify
 verify: ## Fail if generated files drift, code is not gofmt'ed or go vet complains.
@@ -70,4 +71,8 @@ test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 
 .PHONY: bench-scheduling
 bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to docs/benchmarks.md).
-	$(GO) test -run '^$$' -bench BenchmarkScheduling -benchmem -benchtime 1x -timeout 60m ./pkg/scheduling/
+	@bash hack/bench-scheduling.sh
+
+.PHONY: bench-stack
+bench-stack: control-plane build ## Local-stack benchmarks: 1,000-pod scale-out, mass node deletion (docs/benchmarks.md).
+	$(GO) test -tags bench -p 1 -count 1 -timeout 60m -v ./test/bench/

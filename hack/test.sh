@@ -5,6 +5,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
 KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
 export KUBEBUILDER_ASSETS
+echo "== verify (generated files, gofmt, go vet, go.mod)"
+bash hack/verify.sh
 echo "== unit and envtest tests"
 go test -count 1 -timeout 20m ./...
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"

@@ -5,7 +5,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
 fail=0
 bash hack/generate.sh
-if ! git diff --exit-code --stat -- api config; then
+bash hack/sync-chart-crds.sh
+if ! git diff --exit-code --stat -- api config charts; then
   echo "verify: generated files are out of date; run 'make generate' and commit the result" >&2; fail=1
 fi
 untracked=$(git ls-files --others --exclude-standard -- api config)
@@ -17,7 +18,7 @@ if [ -n "$unformatted" ]; then
   echo "verify: not gofmt'ed (run gofmt -w):" >&2; echo "$unformatted" >&2; fail=1
 fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
-go vet -tags e2e ./test/e2e/... || { echo "verify: go vet (e2e) failed" >&2; fail=1; }
+go vet -tags e2e ./test/e2e/... && go vet -tags bench ./test/bench/... || { echo "verify: go vet (e2e) failed" >&2; fail=1; }
 go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy (run go mod tidy)" >&2; fail=1; }
 [ $fail -eq 0 ] && echo "verify: ok"
 exit $fail
