@@ -8,8 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,6 +94,10 @@ func NewEnv(s *k8sruntime.Scheme) (*Env, error) {
 	if err != nil {
 		return nil, &EnvError{Msg: "starting envtest: " + err.Error()}
 	}
+	if err := waitForDiscovery(cfg, env); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		_ = env.Stop()
@@ -117,4 +124,39 @@ func StartEnv(t testing.TB, s *k8sruntime.Scheme) *Env {
 // GVK is a small helper for tests that build unstructured objects.
 func GVK(group, version, kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+}
+
+// waitForDiscovery waits until API discovery serves every CRD envtest installed. A client built earlier may cache a
+// group without its kinds and then answer "no matches for kind" for the rest of the test binary (seen under load).
+func waitForDiscovery(cfg *rest.Config, env *envtest.Environment) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, crd := range env.CRDs {
+		for _, v := range crd.Spec.Versions {
+			gv := crd.Spec.Group + "/" + v.Name
+			for {
+				list, err := dc.ServerResourcesForGroupVersion(gv)
+				if err == nil && hasResource(list.APIResources, crd.Spec.Names.Plural) {
+					break
+				}
+				if time.Now().After(deadline) {
+					return &EnvError{Msg: "CRD " + crd.Name + " not served by discovery for " + gv}
+				}
+				time.Sleep(100 * time.Millisecond) // polling the API server with a deadline
+			}
+		}
+	}
+	return nil
+}
+
+func hasResource(rs []metav1.APIResource, plural string) bool {
+	for _, r := range rs {
+		if r.Name == plural {
+			return true
+		}
+	}
+	return false
 }
