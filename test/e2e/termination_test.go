@@ -210,4 +210,3 @@ func daemonSet(namespace, name, pool string) *appsv1.DaemonSet {
 		},
 	}
 }
-
