@@ -203,20 +203,21 @@ func (s *Stack) ClusterUp(ctx context.Context) error { return s.script(ctx, "clu
 // Consistently calls check every interval for the whole duration and returns its first error: it asserts that
 // something stays true for a while (for example that an instance is not terminated while a volume is attached).
 func Consistently(ctx context.Context, duration, interval time.Duration, check func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, duration)
-	defer cancel()
+	// The checks get the caller's context, not one that expires with the window: a client refuses calls that
+	// would outlive their context's deadline, which would read as a failed check at the end of the window.
+	end := time.Now().Add(duration)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		if err := check(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return err
+		}
+		if !time.Now().Before(end) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-ticker.C:
 		}
 	}
