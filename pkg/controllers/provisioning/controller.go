@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -44,7 +45,20 @@ type Controller struct {
 	mu sync.Mutex
 	// announced is what the last pass told each pending pod (by UID), so events are emitted on change only.
 	announced map[types.UID]string
+	// created holds the NodeClaims this controller created that its cache has not shown yet, so a pass that
+	// runs before the informer catches up counts them instead of launching the same capacity twice.
+	created map[string]createdClaim
 }
+
+// createdClaim is a NodeClaim as created, and when.
+type createdClaim struct {
+	nodeClaim *karpv1.NodeClaim
+	at        time.Time
+}
+
+// createdClaimTTL bounds how long a created NodeClaim the cache never showed is counted (it may have been
+// deleted before the informer saw it).
+const createdClaimTTL = 2 * time.Minute
 
 // NewController returns the provisioner with the first-fit solver.
 func NewController(d deps.Deps) *Controller {
@@ -54,6 +68,7 @@ func NewController(d deps.Deps) *Controller {
 		solver:    solver.FirstFit{},
 		batcher:   NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
 		announced: map[types.UID]string{},
+		created:   map[string]createdClaim{},
 	}
 }
 
@@ -145,6 +160,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", nn.NodePool.Name, err))
 			continue
 		}
+		c.created[nc.Name] = createdClaim{nodeClaim: nc.DeepCopy(), at: c.deps.Clock.Now()}
 		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(nn.Pods),
 			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
@@ -168,6 +184,29 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		return fmt.Errorf("applying plan: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// withCreated adds to a listing of the cache the NodeClaims this controller created that it does not show yet,
+// and forgets those it shows (or that are too old to still be on their way).
+func (c *Controller) withCreated(listed []karpv1.NodeClaim) []karpv1.NodeClaim {
+	seen := map[string]bool{}
+	for i := range listed {
+		seen[listed[i].Name] = true
+	}
+	now := c.deps.Clock.Now()
+	names := make([]string, 0, len(c.created))
+	for name, cc := range c.created {
+		if seen[name] || now.Sub(cc.at) > createdClaimTTL {
+			delete(c.created, name)
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		listed = append(listed, *c.created[name].nodeClaim.DeepCopy())
+	}
+	return listed
 }
 
 // announce emits an event on the pod unless the previous pass emitted the same one; next collects this pass's.

@@ -46,6 +46,7 @@ func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 	if err := c.deps.Client.List(ctx, ncList); err != nil {
 		return in, fmt.Errorf("listing nodeclaims: %w", err)
 	}
+	ncList.Items = c.withCreated(ncList.Items)
 	usage := map[string]corev1.ResourceList{}
 	for i := range ncList.Items {
 		nc := &ncList.Items[i]

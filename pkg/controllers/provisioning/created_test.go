@@ -1,0 +1,78 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/settings"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// TestCreatedNodeClaimCountedBeforeTheCacheShowsIt runs two passes while the cache lags behind the API server
+// and shows no NodeClaim: the second pass must count the NodeClaim the first created, not launch another.
+func TestCreatedNodeClaimCountedBeforeTheCacheShowsIt(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
+	lagging := true
+	cache := interceptor.NewClient(api, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*karpv1.NodeClaimList); ok && lagging {
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}
+	c := NewController(deps.Deps{Client: cache, CloudProvider: fake.New(clk), Clock: clk,
+		Recorder: record.NewFakeRecorder(100), Settings: s, Metrics: metrics.NewForTest()})
+
+	count := func() int {
+		t.Helper()
+		list := &karpv1.NodeClaimList{}
+		if err := api.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	for pass := 1; pass <= 2; pass++ {
+		if err := c.Schedule(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("pass %d: %d nodeclaims, want 1", pass, n)
+		}
+	}
+
+	// Once the cache shows it, the controller forgets its own copy; a NodeClaim the cache never shows is
+	// forgotten after a while (it may have been deleted before the informer saw it).
+	lagging = false
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.created) != 0 {
+		t.Errorf("%d created nodeclaims remembered after the cache showed them", len(c.created))
+	}
+	lagging = true
+	c.created["gone"] = createdClaim{nodeClaim: test.NodeClaim("gone", "default").Obj(), at: clk.Now()}
+	clk.Step(createdClaimTTL + time.Second)
+	if got := c.withCreated(nil); len(got) != 0 || len(c.created) != 0 {
+		t.Errorf("expired created nodeclaim still counted: %d listed, %d remembered", len(got), len(c.created))
+	}
+}
