@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,12 +29,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	// DOVETAIL_E2E_PORT_BASE lets several e2e runs share a machine (each needs its own block of ports).
+	portBase := 17400
+	if v := os.Getenv("DOVETAIL_E2E_PORT_BASE"); v != "" {
+		if portBase, err = strconv.Atoi(v); err != nil || portBase < 1024 || portBase > 65000 {
+			fmt.Fprintf(os.Stderr, "e2e: DOVETAIL_E2E_PORT_BASE=%q: want a port number between 1024 and 65000\n", v)
+			return 1
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 	env, err = framework.Up(ctx, framework.Options{
 		StateDir: state,
-		PortBase: 17400,
+		PortBase: portBase,
 		ControllerEnv: []string{
 			"BATCH_IDLE_DURATION=500ms",
 			"BATCH_MAX_DURATION=3s",
