@@ -1,7 +1,4 @@
-//go:build e2e && e2e_pending
-
-// Pending (make test-e2e-pending): the controller still provisions with first-fit, which ignores anti-affinity,
-// topology spread and GPU requests; this passes once pkg/scheduling is wired into the provisioner.
+//go:build e2e
 
 package e2e
 

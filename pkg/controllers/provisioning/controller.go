@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	"github.com/dovetail/dovetail/pkg/metrics"
 )
 
@@ -60,19 +61,18 @@ type createdClaim struct {
 // deleted before the informer saw it).
 const createdClaimTTL = 2 * time.Minute
 
-// NewController returns the provisioner with the first-fit solver.
+// NewController returns the provisioner with the scheduler of pkg/scheduling.
 func NewController(d deps.Deps) *Controller {
 	return &Controller{
-		deps: d,
-		// The real scheduler replaces this line once pkg/scheduling implements solver.Solver.
-		solver:    solver.FirstFit{},
+		deps:      d,
+		solver:    adapter.New(d.Settings),
 		batcher:   NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
 		announced: map[types.UID]string{},
 		created:   map[string]createdClaim{},
 	}
 }
 
-// WithSolver replaces the solver (for tests and for the real scheduler).
+// WithSolver replaces the solver (tests compare first-fit and the real scheduler).
 func (c *Controller) WithSolver(s solver.Solver) *Controller { c.solver = s; return c }
 
 // Batcher returns the controller's batcher, so tests can drive it.
@@ -168,9 +168,17 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
 		}
 	}
+	nodes := map[string]bool{}
+	for _, n := range in.Nodes {
+		nodes[n.Node.Name] = true
+	}
 	for key, name := range plan.Existing {
 		if p := pods[key]; p != nil {
-			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+name)
+			target := "nodeclaim/" + name
+			if nodes[name] {
+				target = "node/" + name
+			}
+			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+target)
 		}
 	}
 	for key, reason := range plan.Unschedulable {

@@ -21,9 +21,8 @@ import (
 
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
 // those NodePools with the room they have left.
-func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
+func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) {
 	logger := log.FromContext(ctx)
-	var in solver.Input
 	podList := &corev1.PodList{}
 	if err := c.deps.Client.List(ctx, podList); err != nil {
 		return in, fmt.Errorf("listing pods: %w", err)
@@ -105,10 +104,42 @@ func (c *Controller) snapshot(ctx context.Context) (solver.Input, error) {
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	if in.Nodes, err = c.nodes(ctx, podList.Items, ncList.Items); err != nil {
+		return in, err
+	}
 	if err := c.volumesAndDaemonSets(ctx, &in); err != nil {
 		return in, err
 	}
 	return in, nil
+}
+
+// nodes returns every Node with the (non-terminal) pods bound to it and the NodeClaim that launched it, by name.
+func (c *Controller) nodes(ctx context.Context, pods []corev1.Pod, claims []karpv1.NodeClaim) ([]solver.ExistingNode, error) {
+	nodeList := &corev1.NodeList{}
+	if err := c.deps.Client.List(ctx, nodeList); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	bound := map[string][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+	}
+	byProviderID := map[string]*karpv1.NodeClaim{}
+	for i := range claims {
+		if id := claims[i].Status.ProviderID; id != "" {
+			byProviderID[id] = &claims[i]
+		}
+	}
+	out := make([]solver.ExistingNode, 0, len(nodeList.Items))
+	for i := range nodeList.Items {
+		n := &nodeList.Items[i]
+		out = append(out, solver.ExistingNode{Node: n, Pods: bound[n.Name], NodeClaim: byProviderID[n.Spec.ProviderID]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node.Name < out[j].Node.Name })
+	return out, nil
 }
 
 // volumesAndDaemonSets adds the DaemonSets (overhead on new nodes) and the volume objects the pending pods use.

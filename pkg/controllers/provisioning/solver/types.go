@@ -24,6 +24,9 @@ type Input struct {
 	NodePools []NodePoolOption
 	// InFlight are the NodeClaims (launching, registering or running) that can still take pods.
 	InFlight []InFlightClaim
+	// Nodes are the cluster's Nodes, each with the pods bound to it. The real scheduler counts them for
+	// topology spread, pod affinity, host ports and volumes; first-fit looks at InFlight only.
+	Nodes []ExistingNode
 	// DaemonSets run a pod on every new node they tolerate; their requests are overhead on new nodes.
 	DaemonSets []*appsv1.DaemonSet
 	// Volume objects pending pods refer to (zonal volumes pin pods to zones).
@@ -52,9 +55,17 @@ type InFlightClaim struct {
 	Available corev1.ResourceList
 }
 
+// ExistingNode is a Node with the pods bound to it and, for nodes Dovetail launched, its NodeClaim.
+type ExistingNode struct {
+	Node *corev1.Node
+	Pods []*corev1.Pod
+	// NodeClaim is nil for nodes Dovetail did not launch.
+	NodeClaim *karpv1.NodeClaim
+}
+
 // Plan is a Solver's decision.
 type Plan struct {
-	// Existing maps a pod (namespace/name) to the existing NodeClaim it is expected to land on.
+	// Existing maps a pod (namespace/name) to the existing NodeClaim or Node it is expected to land on (by name).
 	Existing map[string]string
 	// NewNodeClaims are NodeClaims to create.
 	NewNodeClaims []NewNodeClaim

@@ -5,6 +5,7 @@ package adapter
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/adapt"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -77,9 +79,9 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	return out
 }
 
-// Snapshot converts the provisioner's input. NodeClaims become StateNodes named after the NodeClaim (so placements
-// map back to it), in flight until registered, whose allocatable is the room left (the provisioner already
-// subtracted the pods bound to their nodes).
+// Snapshot converts the provisioner's input. Nodes become StateNodes with the pods bound to them; NodeClaims
+// without a registered Node become in-flight StateNodes named after the NodeClaim (so placements map back to
+// it), whose allocatable is what every instance type they allow offers.
 func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePoolOption) {
 	snap := &scheduling.Snapshot{
 		Pods:                   in.Pods,
@@ -109,15 +111,61 @@ func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 		snap.NodePools = append(snap.NodePools, sp)
 		snap.InstanceTypes[np.Name] = o.InstanceTypes
 	}
+	registered := map[string]bool{}
+	for _, n := range in.Nodes {
+		snap.Nodes = append(snap.Nodes, stateNode(n))
+		registered[n.Node.Name] = true
+	}
 	for _, f := range in.InFlight {
+		if f.NodeClaim.Status.NodeName != "" && registered[f.NodeClaim.Status.NodeName] {
+			continue // its Node stands for it, with the pods bound there
+		}
 		snap.Nodes = append(snap.Nodes, &scheduling.StateNode{
 			Name:        f.NodeClaim.Name,
 			Labels:      f.Labels,
 			Taints:      f.Taints,
 			Allocatable: f.Available,
-			InFlight:    f.NodeClaim.Status.NodeName == "",
+			InFlight:    true,
 			NodePool:    f.NodeClaim.NodePoolName(),
 		})
 	}
 	return snap, pools
+}
+
+// ephemeralTaints are put on a new Node by its kubelet, the node lifecycle controller, the cloud controller
+// manager or Dovetail's bootstrap, and go away on their own while the node initializes.
+var ephemeralTaints = []string{
+	corev1.TaintNodeNotReady,
+	corev1.TaintNodeUnreachable,
+	karpv1.UnregisteredTaintKey,
+	karpv1.CloudProviderUninitializedTaintKey,
+}
+
+// stateNode converts a Node. Until a Dovetail node is initialized, the taints that initialization removes (its
+// NodeClaim's startup taints and the ephemeral ones) are ignored, and its NodeClaim's allocatable stands in for
+// a status the kubelet has not reported yet: otherwise every pod meant for it would launch another node.
+func stateNode(n solver.ExistingNode) *scheduling.StateNode {
+	sn := adapt.Node(n.Node, n.Pods)
+	nc := n.NodeClaim
+	if nc == nil {
+		return sn
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		sn.MarkedForDeletion = true
+	}
+	if nc.IsTrue(karpv1.ConditionTypeInitialized) {
+		return sn
+	}
+	kept := sn.Taints[:0]
+	for _, t := range sn.Taints {
+		if slices.Contains(ephemeralTaints, t.Key) || slices.ContainsFunc(nc.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) }) {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	sn.Taints = kept
+	if len(sn.Allocatable) == 0 {
+		sn.Allocatable = nc.Status.Allocatable.DeepCopy()
+	}
+	return sn
 }

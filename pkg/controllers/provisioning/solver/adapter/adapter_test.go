@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
@@ -43,4 +45,82 @@ func TestSchedulerAdapter(t *testing.T) {
 	if _, ok := plan.Unschedulable["default/nowhere"]; !ok {
 		t.Errorf("pod nowhere not reported unschedulable: %v", plan.Unschedulable)
 	}
+}
+
+// TestExistingNodes checks how Nodes reach the scheduler: a Dovetail node still initializing takes pods despite
+// its startup and ephemeral taints and a status without allocatable; an initialized one keeps its taints; pods
+// bound to a node count for anti-affinity; a NodeClaim whose Node registered is seen once, as the Node.
+func TestExistingNodes(t *testing.T) {
+	const providerID = "fake:///zone-a/i-1"
+	startup := corev1.Taint{Key: "cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoExecute}
+	claim := func(initialized bool) *karpv1.NodeClaim {
+		nc := test.NodeClaim("default-abcde", "default").StartupTaint(startup.Key, startup.Value, startup.Effect).
+			ProviderID(providerID).Obj()
+		nc.Status.NodeName = "node-1"
+		nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		if initialized {
+			nc.SetTrue(karpv1.ConditionTypeInitialized, karpv1.ReasonInitialized)
+		}
+		return nc
+	}
+	initializing := test.Node("node-1", providerID).Taint(startup).Taint(karpv1.UnregisteredNoExecuteTaint()).
+		Taint(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}).Obj()
+	initializing.Status.Allocatable = nil
+	dedicated := test.Node("node-1", providerID).Taint(corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}).Obj()
+	web := test.Pod("web").Requests("500m", "512Mi").Obj()
+	web.Labels = map[string]string{"app": "web"}
+	apart := test.Pod("apart").Requests("500m", "512Mi").Obj()
+	apart.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
+	}}
+	boundWeb := web.DeepCopy()
+	boundWeb.Name, boundWeb.Spec.NodeName = "web-bound", "node-1"
+
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		node     solver.ExistingNode
+		wantNode string // "" = a new NodeClaim
+	}{
+		{"initializing node takes the pod", test.Pod("p").Requests("1", "1Gi").Obj(),
+			solver.ExistingNode{Node: initializing, NodeClaim: claim(false)}, "node-1"},
+		{"initialized node keeps its startup taint", test.Pod("p").Requests("1", "1Gi").Obj(),
+			solver.ExistingNode{Node: test.Node("node-1", providerID).Taint(startup).Obj(), NodeClaim: claim(true)}, ""},
+		{"other taints stay while initializing", test.Pod("p").Requests("1", "1Gi").Obj(),
+			solver.ExistingNode{Node: dedicated, NodeClaim: claim(false)}, ""},
+		{"node not launched by dovetail", test.Pod("p").Requests("1", "1Gi").Obj(),
+			solver.ExistingNode{Node: test.Node("node-1", "").Obj()}, "node-1"},
+		{"bound pods count for anti-affinity", apart,
+			solver.ExistingNode{Node: test.Node("node-1", "").Obj(), Pods: []*corev1.Pod{boundWeb}}, ""},
+		{"deleting nodeclaim takes no pods", test.Pod("p").Requests("1", "1Gi").Obj(),
+			solver.ExistingNode{Node: test.Node("node-1", providerID).Obj(), NodeClaim: deleting(claim(true))}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := solver.Input{
+				Pods:      []*corev1.Pod{tc.pod},
+				NodePools: []solver.NodePoolOption{{NodePool: test.NodePool("default").Obj(), InstanceTypes: fake.DefaultInstanceTypes()}},
+				Nodes:     []solver.ExistingNode{tc.node},
+			}
+			if tc.node.NodeClaim != nil {
+				// The provisioner also lists the NodeClaim as in flight: it must not count twice.
+				in.InFlight = []solver.InFlightClaim{{NodeClaim: tc.node.NodeClaim, Available: tc.node.NodeClaim.Status.Allocatable}}
+			}
+			plan := Scheduler{}.Solve(context.Background(), in)
+			key := solver.PodKey(tc.pod)
+			if got := plan.Existing[key]; got != tc.wantNode {
+				t.Errorf("pod placed on %q, want %q (unschedulable %v)", got, tc.wantNode, plan.Unschedulable)
+			}
+			if wantNew := tc.wantNode == ""; wantNew != (len(plan.NewNodeClaims) == 1) {
+				t.Errorf("%d new nodeclaims, want a new one: %v (unschedulable %v)", len(plan.NewNodeClaims), wantNew, plan.Unschedulable)
+			}
+		})
+	}
+}
+
+func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
+	now := metav1.Now()
+	nc.DeletionTimestamp = &now
+	return nc
 }
