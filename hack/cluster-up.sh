@@ -113,7 +113,19 @@ SC
 launch kube-scheduler "$bin/kube-scheduler" --config "$CLUSTER_DIR/scheduler.yaml" \
   --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \
   --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT"
-cp "$repo_root/hack/kwok/stages.yaml" "$CLUSTER_DIR/kwok.yaml"
+# kwok plays 4 pod stages at a time by default: too few to take 1,000 pods to Running within seconds.
+{
+  cat <<KC
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 16
+  nodeLeaseParallelism: 16
+---
+KC
+  cat "$repo_root/hack/kwok/stages.yaml"
+} > "$CLUSTER_DIR/kwok.yaml"
 launch kwok env HOME="$CLUSTER_DIR/kwok-home" "$bin/kwok" --kubeconfig "$KUBECONFIG_PATH" --config "$CLUSTER_DIR/kwok.yaml" \
   --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
   --node-ip 127.0.0.1 --cidr 10.244.0.0/16 --node-lease-duration-seconds 40 --server-address "127.0.0.1:$KWOK_PORT"

@@ -21,6 +21,7 @@ func TestParseDefaults(t *testing.T) {
 		VMMemoryOverheadPercent: 0.075,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,
+		RegistrationTimeout:     15 * time.Minute,
 		MetricsPort:             8080,
 		HealthProbePort:         8081,
 		LogLevel:                "info",
@@ -61,6 +62,8 @@ func TestParseSources(t *testing.T) {
 			func(s *Settings) any { return s.VMMemoryOverheadPercent }, 0.0},
 		{"endpoint", nil, map[string]string{"CLUSTER_NAME": "a", "CLUSTER_ENDPOINT": "https://1.2.3.4:6443"},
 			func(s *Settings) any { return s.ClusterEndpoint }, "https://1.2.3.4:6443"},
+		{"registration timeout", []string{"--registration-timeout=90s"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.RegistrationTimeout }, 90 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +115,8 @@ func TestParseErrors(t *testing.T) {
 			"KUBE_CLIENT_BURST (--kube-client-burst) 100 must be at least KUBE_CLIENT_QPS (--kube-client-qps) 200"},
 		{"negative enis", nil, map[string]string{"CLUSTER_NAME": "a", "RESERVED_ENIS": "-1"},
 			"RESERVED_ENIS (--reserved-enis) from env: must be at least 0, got -1"},
+		{"zero registration timeout", nil, map[string]string{"CLUSTER_NAME": "a", "REGISTRATION_TIMEOUT": "0s"},
+			"REGISTRATION_TIMEOUT (--registration-timeout) from env: must be positive, got 0s"},
 		{"bad endpoint", nil, map[string]string{"CLUSTER_NAME": "a", "CLUSTER_ENDPOINT": "api.example.com"},
 			`CLUSTER_ENDPOINT (--cluster-endpoint) from env: must be an http(s) URL, got "api.example.com"`},
 		{"unknown flag", []string{"--nope"}, map[string]string{"CLUSTER_NAME": "a"},

@@ -45,6 +45,9 @@ type Settings struct {
 	BatchIdleDuration time.Duration
 	// BatchMaxDuration closes a provisioning batch at this age at the latest.
 	BatchMaxDuration time.Duration
+	// RegistrationTimeout is how long a launched NodeClaim may wait for its Node; then the NodeClaim is deleted
+	// and its instance terminated.
+	RegistrationTimeout time.Duration
 	// MetricsPort is the port of the Prometheus /metrics endpoint.
 	MetricsPort int
 	// HealthProbePort is the port of the /healthz and /readyz endpoints.

@@ -89,6 +89,10 @@ func NewController(d deps.Deps) *Controller {
 	}
 }
 
+// maxConcurrentReconciles is how many Nodes are drained and terminated at once. Each pass mostly waits on the API
+// server and the cloud, and a mass deletion (500 Nodes at once) must not queue behind a handful of workers.
+const maxConcurrentReconciles = 50
+
 // Register adds the controller to the manager: it watches Nodes, and NodeClaims mapped to their Node.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if err := c.validate(); err != nil {
@@ -104,7 +108,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Status.NodeName}}}
 		}), builder.WithPredicates(deleting)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(c)
 }
 

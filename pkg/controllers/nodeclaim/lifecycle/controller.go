@@ -25,9 +25,6 @@ import (
 // Name is the controller's name in logs and metrics.
 const Name = "nodeclaim.lifecycle"
 
-// RegistrationTimeout is how long a launched NodeClaim may wait for its Node before it is deleted.
-const RegistrationTimeout = 15 * time.Minute
-
 // Requeue intervals while waiting on the cloud or the kubelet.
 const (
 	nodeClassRequeue    = 10 * time.Second

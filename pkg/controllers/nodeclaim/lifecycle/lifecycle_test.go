@@ -130,6 +130,21 @@ func hasEvent(h *harness, reason string) bool {
 	}
 }
 
+// hasEventMessage reports whether an event with the reason and a message containing msg was recorded (it drains
+// the recorder, like hasEvent).
+func hasEventMessage(h *harness, reason, msg string) bool {
+	for {
+		select {
+		case e := <-h.env.Recorder.Events:
+			if strings.Contains(e, reason) && strings.Contains(e, msg) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
 func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
 	h := newHarness(t)
 	h.create(test.NodeClaim("gpu-claim", "default").
@@ -290,6 +305,28 @@ func TestRegistrationTimeout(t *testing.T) {
 	})
 	if !hasEvent(h, karpv1.ReasonRegistrationTimeout) {
 		t.Error("no RegistrationTimeout event")
+	}
+}
+
+// REGISTRATION_TIMEOUT replaces the 15 min default, and the event names it.
+func TestRegistrationTimeoutSetting(t *testing.T) {
+	h := newHarness(t)
+	h.env.Deps.Settings.RegistrationTimeout = 90 * time.Second
+	h.create(test.NodeClaim("slow", "default").Obj())
+	h.reconcileUntil("slow", conditionIs(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, karpv1.ReasonNodeNotFound, ""+
+		"waiting for a Node with providerID fake:///test-zone-a/i-00000000000000001 to join the cluster"))
+	h.env.Clock.Step(80 * time.Second)
+	nc := h.reconcileUntil("slow", func(nc *karpv1.NodeClaim) (bool, string) { return true, "" })
+	if !nc.DeletionTimestamp.IsZero() {
+		t.Fatal("nodeclaim deleted 80s after launch with a 90s registration timeout")
+	}
+	// The fake clock started before the NodeClaim was created (real time), so step well past the timeout.
+	h.env.Clock.Step(40 * time.Second)
+	h.reconcileUntil("slow", func(nc *karpv1.NodeClaim) (bool, string) {
+		return !nc.DeletionTimestamp.IsZero(), "nodeclaim not deleted 120s after launch with a 90s registration timeout"
+	})
+	if !hasEventMessage(h, karpv1.ReasonRegistrationTimeout, "registered within 1m30s") {
+		t.Error("no RegistrationTimeout event naming the 1m30s timeout")
 	}
 }
 

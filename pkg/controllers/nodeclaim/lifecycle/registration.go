@@ -28,12 +28,17 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		return reconcile.Result{}, true, err
 	}
 	if node == nil {
-		if age := c.since(nc); age >= RegistrationTimeout {
-			logger.Info("node did not register in time, deleting nodeclaim", "provider-id", nc.Status.ProviderID, "age", age.String())
+		// REGISTRATION_TIMEOUT (settings): past it the NodeClaim is deleted; the termination controller then
+		// terminates the instance.
+		timeout := c.deps.Settings.RegistrationTimeout
+		if age := c.since(nc); age >= timeout {
+			logger.Info("node did not register in time, deleting nodeclaim", "provider-id", nc.Status.ProviderID,
+				"age", age.String(), "registration-timeout", timeout.String())
 			c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, karpv1.ReasonRegistrationTimeout,
-				"No Node with providerID %s registered within %s; deleting the NodeClaim", nc.Status.ProviderID, RegistrationTimeout)
+				"No Node with providerID %s registered within %s; deleting the NodeClaim and terminating its instance",
+				nc.Status.ProviderID, timeout)
 			nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistrationTimeout,
-				fmt.Sprintf("no Node registered within %s", RegistrationTimeout))
+				fmt.Sprintf("no Node registered within %s", timeout))
 			if err := c.patchStatus(ctx, stored, nc); err != nil {
 				logger.Error(err, "recording registration timeout")
 			}
@@ -41,7 +46,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		}
 		nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonNodeNotFound,
 			fmt.Sprintf("waiting for a Node with providerID %s to join the cluster", nc.Status.ProviderID))
-		wait := RegistrationTimeout - c.since(nc)
+		wait := timeout - c.since(nc)
 		if wait > registrationRequeue {
 			wait = registrationRequeue
 		}

@@ -58,6 +58,10 @@ func NewController(d deps.Deps) *Controller {
 	return &Controller{kube: d.Client, cloud: d.CloudProvider, clock: d.Clock, recorder: d.Recorder, metrics: d.Metrics}
 }
 
+// maxConcurrentReconciles is how many NodeClaims are terminated at once. Each pass mostly waits on the API server
+// and the cloud, and a mass deletion (500 NodeClaims at once) must not queue behind a handful of workers.
+const maxConcurrentReconciles = 50
+
 // Register adds the controller to the manager: it watches NodeClaims, and Nodes mapped to their NodeClaim.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.kube == nil || c.cloud == nil || c.clock == nil || c.recorder == nil || c.metrics == nil {
@@ -67,7 +71,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Named(Name).
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(deleting)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNode), builder.WithPredicates(deleting)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(c)
 }
 
