@@ -3,7 +3,10 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +17,10 @@ import (
 
 func main() {
 	s, err := settings.Parse(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(os.Stdout)
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
 		os.Exit(1)
@@ -23,5 +30,19 @@ func main() {
 	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv, Logger: logger}); err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: %v\n", err)
 		os.Exit(1)
+	}
+}
+
+// usage prints every setting: its flag, the environment variable read when the flag is absent, and the default.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: dovetail [flags]")
+	fmt.Fprintln(w, "\nThe Dovetail controller. Each flag falls back to its environment variable, then to its default")
+	fmt.Fprintln(w, "(docs/settings.md).\n\nFlags:")
+	for _, o := range settings.Options() {
+		def := ""
+		if o.Default != "" {
+			def = fmt.Sprintf(" (default %q)", o.Default)
+		}
+		fmt.Fprintf(w, "  --%s  [$%s]%s\n      %s\n", o.Flag, o.Env, def, o.Usage)
 	}
 }

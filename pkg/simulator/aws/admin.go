@@ -12,19 +12,21 @@ const adminPrefix = "/_awssim/"
 
 // InstanceInfo is an instance as the admin API and `awssim instances` show it.
 type InstanceInfo struct {
-	Account       string            `json:"account"`
-	ID            string            `json:"id"`
-	Type          string            `json:"type"`
-	Zone          string            `json:"zone"`
-	CapacityType  string            `json:"capacityType"`
-	State         string            `json:"state"`
-	PrivateIP     string            `json:"privateIp"`
-	NodeName      string            `json:"nodeName"`
-	NodeCreated   bool              `json:"nodeCreated"`
-	NodeReady     bool              `json:"nodeInitialized"`
-	UserDataError string            `json:"userDataError,omitempty"`
-	LaunchTime    time.Time         `json:"launchTime"`
-	Tags          map[string]string `json:"tags"`
+	Account       string `json:"account"`
+	ID            string `json:"id"`
+	Type          string `json:"type"`
+	Zone          string `json:"zone"`
+	CapacityType  string `json:"capacityType"`
+	State         string `json:"state"`
+	PrivateIP     string `json:"privateIp"`
+	NodeName      string `json:"nodeName"`
+	NodeCreated   bool   `json:"nodeCreated"`
+	NodeReady     bool   `json:"nodeInitialized"`
+	UserDataError string `json:"userDataError,omitempty"`
+	// NodeWithheld says a NoNode fault keeps the instance from ever getting a Node.
+	NodeWithheld bool              `json:"nodeWithheld,omitempty"`
+	LaunchTime   time.Time         `json:"launchTime"`
+	Tags         map[string]string `json:"tags"`
 }
 
 // State is the simulator's state dump.
@@ -59,7 +61,8 @@ func (s *Simulator) Instances() []InstanceInfo {
 			}
 			out = append(out, InstanceInfo{Account: key, ID: i.ID, Type: i.Type, Zone: i.Zone, CapacityType: i.capacityType(),
 				State: i.State, PrivateIP: i.PrivateIP, NodeName: i.PrivateDNS, NodeCreated: i.node.created && !i.node.deleted,
-				NodeReady: i.node.taintRemoved, UserDataError: i.node.userDataError, LaunchTime: i.LaunchTime, Tags: tags})
+				NodeReady: i.node.taintRemoved, UserDataError: i.node.userDataError, NodeWithheld: i.node.withheld,
+				LaunchTime: i.LaunchTime, Tags: tags})
 		}
 	}
 	return out
@@ -243,6 +246,19 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.AddCapacityFault(f)
 		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "POST faults/no-node":
+		var f NoNodeFault
+		if !readAdmin(w, r, &f) {
+			return
+		}
+		if err := s.AddNoNodeFault(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "DELETE faults/no-node":
+		s.ClearNoNodeFaults()
+		writeAdmin(w, http.StatusOK, s.GetFaults())
 	case route == "POST faults/throttle":
 		var t ThrottleFault
 		if !readAdmin(w, r, &t) {
@@ -353,6 +369,11 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 func validateFaults(f Faults) error {
 	if f.Throttle.Rate < 0 || f.Throttle.Rate > 1 {
 		return fmt.Errorf("throttle rate %v must be between 0 and 1", f.Throttle.Rate)
+	}
+	for _, nf := range f.NoNode {
+		if err := validateNoNodeFault(nf); err != nil {
+			return err
+		}
 	}
 	if f.Latency < 0 || f.NotFoundAfterLaunch < 0 {
 		return fmt.Errorf("durations must not be negative (latency %v, notFoundAfterLaunch %v)",

@@ -2,6 +2,7 @@ package awssim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -29,10 +30,44 @@ type ThrottleFault struct {
 	Actions []string `json:"actions,omitempty"`
 }
 
+// NoNodeFault keeps matching instances from ever getting a Node: they launch and run, but their kubelet never
+// joins the cluster (in real life a broken bootstrap, network or CA). The choice is made once per instance, when
+// it starts running; clearing the fault later does not bring a Node to an instance it already held back.
+type NoNodeFault struct {
+	// NodePool selects instances tagged karpenter.sh/nodepool with this value (a glob); empty matches any.
+	NodePool string `json:"nodePool,omitempty"`
+	// Tags selects instances carrying every one of these tags; a value of "*" (or a glob) matches any value.
+	Tags map[string]string `json:"tags,omitempty"`
+	// Count is how many more instances the fault holds back; the fault is removed once it reaches zero. 0 means
+	// every matching instance, until the fault is cleared.
+	Count int `json:"count,omitempty"`
+}
+
+// NodePoolTagKey is the instance tag naming the NodePool of a NodeClaim's instance.
+const NodePoolTagKey = "karpenter.sh/nodepool"
+
+func (f NoNodeFault) matches(tags tagSet) bool {
+	if f.NodePool != "" && f.NodePool != "*" {
+		v, ok := tags[NodePoolTagKey]
+		if !ok || !globMatch(f.NodePool, v) {
+			return false
+		}
+	}
+	for k, want := range f.Tags {
+		v, ok := tags[k]
+		if !ok || (want != "*" && !globMatch(want, v)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Faults is the fault-injection configuration, as the admin API shows it.
 type Faults struct {
 	Capacity []CapacityFault `json:"capacity"`
-	Throttle ThrottleFault   `json:"throttle"`
+	// NoNode are registration faults: matching instances run without ever getting a Node.
+	NoNode   []NoNodeFault `json:"noNode,omitempty"`
+	Throttle ThrottleFault `json:"throttle"`
 	// Latency is added to every AWS call.
 	Latency Duration `json:"latency"`
 	// NotFoundAfterLaunch makes DescribeInstances by instance id answer InvalidInstanceID.NotFound for instances
@@ -52,6 +87,25 @@ func (f *Faults) capacityFault(typ, zone, capType string) string {
 		}
 	}
 	return ""
+}
+
+// withholdNodeLocked reports whether a NoNode fault holds back the Node of an instance that just started
+// running, and uses up one of the fault's count. Called with s.mu held.
+func (s *Simulator) withholdNodeLocked(tags tagSet) bool {
+	for n, f := range s.faults.NoNode {
+		if !f.matches(tags) {
+			continue
+		}
+		if f.Count > 0 {
+			if f.Count == 1 {
+				s.faults.NoNode = append(s.faults.NoNode[:n:n], s.faults.NoNode[n+1:]...)
+			} else {
+				s.faults.NoNode[n].Count--
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // throttleCodes are the throttling errors each protocol family answers with.
@@ -108,7 +162,43 @@ func (s *Simulator) GetFaults() Faults {
 	defer s.mu.Unlock()
 	f := s.faults
 	f.Capacity = append([]CapacityFault{}, f.Capacity...)
+	f.NoNode = nil
+	for _, nf := range s.faults.NoNode {
+		nf.Tags = copyMap(nf.Tags)
+		f.NoNode = append(f.NoNode, nf)
+	}
 	return f
+}
+
+// AddNoNodeFault adds a registration fault: matching instances will run without ever getting a Node.
+func (s *Simulator) AddNoNodeFault(f NoNodeFault) error {
+	if err := validateNoNodeFault(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.Tags = copyMap(f.Tags)
+	s.faults.NoNode = append(s.faults.NoNode, f)
+	return nil
+}
+
+// ClearNoNodeFaults removes every registration fault; instances already held back stay without a Node.
+func (s *Simulator) ClearNoNodeFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.NoNode = nil
+}
+
+func validateNoNodeFault(f NoNodeFault) error {
+	if f.Count < 0 {
+		return fmt.Errorf("noNode fault count %d must not be negative", f.Count)
+	}
+	for k := range f.Tags {
+		if k == "" {
+			return fmt.Errorf("noNode fault tags: empty tag key")
+		}
+	}
+	return nil
 }
 
 // AddCapacityFault adds an insufficient-capacity fault.

@@ -49,6 +49,9 @@ type nodeProgress struct {
 	taintRemoved  bool
 	deleted       bool
 	userDataError string
+	// checked says the NoNode faults were consulted (once, when the instance started running); withheld says
+	// one of them matched, so the instance never gets a Node.
+	checked, withheld bool
 }
 
 func (i *instance) capacityType() string {

@@ -62,7 +62,14 @@ func (s *Simulator) advanceLocked() []nodeAction {
 			if s.opts.Nodes == nil {
 				continue
 			}
+			if i.State == StateRunning && !i.node.checked {
+				i.node.checked = true
+				if i.node.withheld = s.withholdNodeLocked(i.Tags); i.node.withheld {
+					s.log.Info("fault: the instance runs but never gets a Node", "instance-id", i.ID, "node", i.PrivateDNS)
+				}
+			}
 			switch {
+			case i.node.withheld:
 			case i.State == StateRunning && !i.node.created:
 				spec, ok := s.nodeSpecLocked(i)
 				if ok {
