@@ -3,12 +3,12 @@ package readiness
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -77,6 +77,10 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, nil
 	}
 	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			// Another controller wrote the status first: start again from the newer object, quietly.
+			return reconcile.Result{Requeue: true}, nil
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
 	}
 	return reconcile.Result{}, nil
