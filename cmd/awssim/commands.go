@@ -19,7 +19,7 @@ func printJSON(w io.Writer, raw json.RawMessage) {
 }
 
 func newFaultCommand(c *client) *cobra.Command {
-	cmd := &cobra.Command{Use: "fault", Short: "Inject or clear faults (capacity, throttling, latency, subnet IPs)"}
+	cmd := &cobra.Command{Use: "fault", Short: "Inject or clear faults (capacity, throttling, latency, consistency, no Node, subnet IPs)"}
 
 	var cf awssim.CapacityFault
 	capacity := &cobra.Command{
@@ -99,6 +99,47 @@ func newFaultCommand(c *client) *cobra.Command {
 		},
 	}
 
+	var nf awssim.NoNodeFault
+	var nfTags []string
+	var nfClear bool
+	noNode := &cobra.Command{
+		Use:   "no-node",
+		Short: "Matching instances run but never get a Node (registration never happens); --clear removes these faults",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out json.RawMessage
+			if nfClear {
+				if err := c.do("DELETE", "faults/no-node", nil, &out); err != nil {
+					return err
+				}
+				printJSON(cmd.OutOrStdout(), out)
+				return nil
+			}
+			if nf.Count < 0 {
+				return fmt.Errorf("--count %d must not be negative", nf.Count)
+			}
+			for _, kv := range nfTags {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--tag %q must be key=value (value may be * or a glob)", kv)
+				}
+				if nf.Tags == nil {
+					nf.Tags = map[string]string{}
+				}
+				nf.Tags[k] = v
+			}
+			if err := c.do("POST", "faults/no-node", nf, &out); err != nil {
+				return err
+			}
+			printJSON(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	noNode.Flags().StringVar(&nf.NodePool, "nodepool", "", "only instances tagged karpenter.sh/nodepool with this value (glob); default any")
+	noNode.Flags().StringArrayVar(&nfTags, "tag", nil, "only instances with this tag, key=value (value * or a glob); repeatable")
+	noNode.Flags().IntVar(&nf.Count, "count", 0, "hold back only the next N matching instances (0: all until cleared)")
+	noNode.Flags().BoolVar(&nfClear, "clear", false, "remove every no-node fault (instances already held back stay without a Node)")
+
 	var ips awssim.SubnetIPRequest
 	subnetIPs := &cobra.Command{
 		Use:   "subnet-ips",
@@ -140,7 +181,7 @@ func newFaultCommand(c *client) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(capacity, throttle, latency, consistency, subnetIPs, clear, show)
+	cmd.AddCommand(capacity, throttle, latency, consistency, noNode, subnetIPs, clear, show)
 	return cmd
 }
 
@@ -240,6 +281,9 @@ func writeInstances(out io.Writer, list []awssim.InstanceInfo, showTags bool) {
 		}
 		if i.UserDataError != "" {
 			node += " [bad user data]"
+		}
+		if i.NodeWithheld {
+			node += " [no Node: fault]"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", i.Account, i.ID, i.Type, i.Zone, i.CapacityType, i.State,
 			i.PrivateIP, node, now.Sub(i.LaunchTime).Round(time.Second))

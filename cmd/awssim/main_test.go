@@ -89,12 +89,23 @@ func TestServeAndClientCommands(t *testing.T) {
 		args    []string
 		want    string
 		wantErr string
+		// absent must not be in the output.
+		absent string
 	}{
 		{args: []string{"fault", "capacity", "--type", "m5.large", "--zone", "us-west-2a", "--capacity-type", "spot"}, want: `"instanceType": "m5.large"`},
 		{args: []string{"fault", "capacity", "--capacity-type", "reserved"}, wantErr: "--capacity-type"},
 		{args: []string{"fault", "throttle", "--rate", "0.2"}, want: `"rate": 0.2`},
 		{args: []string{"fault", "throttle", "--rate", "3"}, wantErr: "between 0 and 1"},
 		{args: []string{"fault", "latency", "200ms"}, want: `"latency": "200ms"`},
+		{args: []string{"fault", "no-node", "--nodepool", "broken", "--count", "2", "--tag", "team=*"},
+			want: `"nodePool": "broken",
+      "tags": {
+        "team": "*"
+      },
+      "count": 2`},
+		{args: []string{"fault", "no-node", "--count", "-1"}, wantErr: "must not be negative"},
+		{args: []string{"fault", "no-node", "--tag", "team"}, wantErr: "key=value"},
+		{args: []string{"fault", "no-node", "--clear"}, want: `"capacity"`, absent: "noNode"},
 		{args: []string{"fault", "clear"}, want: `"latency": "0s"`},
 		{args: []string{"instances"}, want: "INSTANCE"},
 		{args: []string{"terminate", "i-nope"}, wantErr: "not found"},
@@ -113,6 +124,9 @@ func TestServeAndClientCommands(t *testing.T) {
 			}
 			if err != nil || !strings.Contains(out, tc.want) {
 				t.Fatalf("out = %q, err = %v; want %q", out, err, tc.want)
+			}
+			if tc.absent != "" && strings.Contains(out, tc.absent) {
+				t.Fatalf("out = %q; want no %q", out, tc.absent)
 			}
 		})
 	}
