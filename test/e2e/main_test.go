@@ -46,6 +46,8 @@ func run(m *testing.M) int {
 		ControllerEnv: []string{
 			"BATCH_IDLE_DURATION=500ms",
 			"BATCH_MAX_DURATION=3s",
+			// Nodes here join in seconds; registration_test.go waits out this timeout (registrationTimeout).
+			"REGISTRATION_TIMEOUT=60s",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},
 	})
