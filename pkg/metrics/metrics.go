@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,12 +16,29 @@ const (
 	LabelProvider     = "provider"
 	LabelError        = "error"
 	LabelResourceType = "resource_type"
+	// LabelCode is the HTTP status code of an eviction request.
+	LabelCode = "code"
+	// Labels of the status-condition metrics.
+	LabelGroup           = "group"
+	LabelKind            = "kind"
+	LabelConditionType   = "type"
+	LabelConditionStatus = "status"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
 const (
 	ReasonProvisioned = "provisioned"
 )
+
+// terminationBuckets are powers of two from 1 s: a termination takes seconds to hours (a grace period).
+var terminationBuckets = prometheus.ExponentialBuckets(1, 2, 12)
+
+// lifetimeBuckets span a node's life from 15 minutes to 30 days.
+var lifetimeBuckets = []float64{
+	(15 * time.Minute).Seconds(), (30 * time.Minute).Seconds(), time.Hour.Seconds(), (2 * time.Hour).Seconds(),
+	(4 * time.Hour).Seconds(), (8 * time.Hour).Seconds(), (12 * time.Hour).Seconds(), (24 * time.Hour).Seconds(),
+	(48 * time.Hour).Seconds(), (7 * 24 * time.Hour).Seconds(), (14 * 24 * time.Hour).Seconds(), (30 * 24 * time.Hour).Seconds(),
+}
 
 // durationBuckets cover sub-second API calls up to the 15-minute registration timeout.
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900}
@@ -46,6 +64,23 @@ type Metrics struct {
 	CloudProviderErrors             *prometheus.CounterVec
 	NodePoolUsage                   *prometheus.GaugeVec
 	NodePoolLimit                   *prometheus.GaugeVec
+	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
+	NodeClaimsTerminationDuration *prometheus.HistogramVec
+	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
+	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
+	// NodesDrained counts Nodes whose drain finished (every evictable pod gone).
+	NodesDrained *prometheus.CounterVec
+	// NodesEvictionRequests counts eviction API calls by HTTP status code (200 for an accepted one).
+	NodesEvictionRequests *prometheus.CounterVec
+	// NodesLifetimeDuration is from a Node's creation to the removal of its termination finalizer.
+	NodesLifetimeDuration *prometheus.HistogramVec
+	// NodeClaimConditionDuration and NodeClaimConditionTransitions are the per-kind status-condition metrics;
+	// ConditionDuration and ConditionTransitions the kind-labelled ones. Record them with
+	// RecordNodeClaimConditions.
+	NodeClaimConditionDuration    *prometheus.HistogramVec
+	NodeClaimConditionTransitions *prometheus.CounterVec
+	ConditionDuration             *prometheus.HistogramVec
+	ConditionTransitions          *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -119,6 +154,47 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
+		NodeClaimsTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_nodeclaims_termination_duration_seconds",
+			Help:    "Time from a NodeClaim's deletion request to the removal of its finalizer, by owning NodePool.",
+			Buckets: terminationBuckets,
+		}, []string{LabelNodePool}),
+		NodeClaimsInstanceTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_nodeclaims_instance_termination_duration_seconds",
+			Help:    "Time from the request to terminate a NodeClaim's instance until the cloud no longer reports it, by owning NodePool.",
+			Buckets: terminationBuckets[:11],
+		}, []string{LabelNodePool}),
+		NodesDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodes_drained_total",
+			Help: "Nodes whose drain finished during termination, by owning NodePool.",
+		}, []string{LabelNodePool}),
+		NodesEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodes_eviction_requests_total",
+			Help: "Eviction API requests made while draining nodes, by HTTP response code.",
+		}, []string{LabelCode}),
+		NodesLifetimeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_nodes_lifetime_duration_seconds",
+			Help:    "Time from a Node's creation to the end of its termination, by owning NodePool.",
+			Buckets: lifetimeBuckets,
+		}, []string{LabelNodePool}),
+		NodeClaimConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "operator_nodeclaim_status_condition_transition_seconds",
+			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type and the status it left.",
+			Buckets: durationBuckets,
+		}, []string{LabelConditionType, LabelConditionStatus}),
+		NodeClaimConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "operator_nodeclaim_status_condition_transitions_total",
+			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to.",
+		}, []string{LabelConditionType, LabelConditionStatus, LabelReason}),
+		ConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "operator_status_condition_transition_seconds",
+			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type and the status it left.",
+			Buckets: durationBuckets,
+		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus}),
+		ConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "operator_status_condition_transitions_total",
+			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",
+		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelReason}),
 	}
 	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -134,6 +210,9 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsStartupDuration,
 		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
 		m.CloudProviderDuration, m.CloudProviderErrors, m.NodePoolUsage, m.NodePoolLimit,
+		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
+		m.NodesEvictionRequests, m.NodesLifetimeDuration,
+		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
 	}
 }
 
