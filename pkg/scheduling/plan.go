@@ -23,7 +23,7 @@ func (s *solver) plan() *Plan {
 		plan.Cost += nc.Price
 	}
 	for p, why := range s.failures {
-		plan.Unschedulable = append(plan.Unschedulable, PodError{Pod: p.key, Reason: why})
+		plan.Unschedulable = append(plan.Unschedulable, PodError{Pod: p.key, Reason: why, Code: s.failureCode(p)})
 	}
 	sort.Slice(plan.Unschedulable, func(i, j int) bool { return lessKey(plan.Unschedulable[i].Pod, plan.Unschedulable[j].Pod) })
 	plan.LowerBound = s.lowerBound()

@@ -41,6 +41,8 @@ type class struct {
 	volumes     []volumeUse
 	err         string
 	tier        int
+	// code is the reason code explainClass found when the class was left unplaced.
+	code ReasonCode
 
 	level    int
 	maxLevel int

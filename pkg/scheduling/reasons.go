@@ -1,21 +1,61 @@
 package scheduling
 
 import (
-	"fmt"
 	"strings"
 )
 
-// explainClass returns one short reason per NodePool why a pod of c could not be placed.
+// ReasonCode is a stable, machine-readable category of why a pod could not be placed (for metrics and alerts).
+type ReasonCode string
+
+// Reason codes. A pod unschedulable on several NodePools gets the code of the NodePool whose analysis got
+// furthest (ties: the highest-weight NodePool).
+const (
+	// ReasonResources: requests (cpu, memory, pods, ephemeral-storage, extended resources) exceed every candidate.
+	ReasonResources ReasonCode = "Resources"
+	// ReasonTaints: the pod does not tolerate the NodePool's taints.
+	ReasonTaints ReasonCode = "Taints"
+	// ReasonRequirements: nodeSelector / required node affinity conflict with the NodePool, or minValues fail.
+	ReasonRequirements ReasonCode = "Requirements"
+	// ReasonLimits: the NodePool's limits (cpu, memory, nodes, ...) leave no room.
+	ReasonLimits ReasonCode = "Limits"
+	// ReasonOfferings: no available offering in the allowed zones and capacity types.
+	ReasonOfferings ReasonCode = "Offerings"
+	// ReasonTopologySpread: a topology spread constraint cannot be met.
+	ReasonTopologySpread ReasonCode = "TopologySpread"
+	// ReasonPodAffinity: required pod affinity or anti-affinity cannot be met.
+	ReasonPodAffinity ReasonCode = "PodAffinity"
+	// ReasonVolumes: a volume is missing, unbound with Immediate binding, or its topology conflicts.
+	ReasonVolumes ReasonCode = "Volumes"
+	// ReasonHostPorts: the pod's host ports conflict.
+	ReasonHostPorts ReasonCode = "HostPorts"
+	// ReasonNoNodePool: there is no NodePool (and no existing node takes the pod).
+	ReasonNoNodePool ReasonCode = "NoNodePool"
+	// ReasonOther: none of the above (e.g. the pod fits alone but lost to other pods in the same pass).
+	ReasonOther ReasonCode = "Other"
+)
+
+// explainClass returns one short reason per NodePool why a pod of c could not be placed, and records the class's
+// reason code. It runs only for classes left unplaced.
 func (s *solver) explainClass(c *class) string {
 	if len(s.pools) == 0 {
+		c.code = ReasonNoNodePool
 		if len(s.existing) == 0 {
 			return "no NodePool and no existing node"
 		}
 		return "no existing node fits and there is no NodePool"
 	}
 	var parts []string
+	best := -1
 	for _, p := range s.pools {
-		parts = append(parts, fmt.Sprintf("nodepool %s: %s", p.np.Name, s.explainPool(c, p)))
+		e := s.analyzePool(c, p)
+		reason, code := e.Reason, e.Code
+		if e.Fits {
+			reason, code = "fits on a new node but was not placed (other pods of this pass took the room); retry", ReasonOther
+		}
+		parts = append(parts, "nodepool "+p.np.Name+": "+reason)
+		if pr := progress(e); pr > best {
+			best, c.code = pr, code
+		}
 	}
 	out := strings.Join(parts, "; ")
 	if len(c.cur.relaxed) > 0 {
@@ -24,69 +64,16 @@ func (s *solver) explainClass(c *class) string {
 	return out
 }
 
-func (s *solver) explainPool(c *class, p *poolInfo) string {
-	if t := untolerated(p.taints, c.tolerations); t != nil {
-		return fmt.Sprintf("pod does not tolerate taint %s", taintString(t))
+// failureCode is the reason code of a pod the solve left unplaced.
+func (s *solver) failureCode(p *podInfo) ReasonCode {
+	c := p.class
+	switch {
+	case c == nil:
+		return ReasonOther
+	case c.err != "":
+		return s.classErrCode(c)
+	case c.code != "":
+		return c.code
 	}
-	if len(p.types) == 0 {
-		return "no instance types"
-	}
-	base := s.sigFor(p, p.reqs)
-	if base.err != "" {
-		return base.err
-	}
-	nr := s.narrow(base, c.cur)
-	if nr.sig == nil {
-		return nr.reason
-	}
-	g := nr.sig
-	if !Fits(s.dims.Zero(), c.req, g.maxAvl) {
-		for i := range c.req {
-			if c.req[i] > g.maxAvl[i] {
-				what := "largest instance type allowed"
-				if g != base {
-					what += " with the pod's requirements"
-				}
-				return fmt.Sprintf("requests %s %s; %s by NodePool %s has %s", s.dims.FormatValue(i, c.req[i]), s.dims.Name(i),
-					what, p.np.Name, s.dims.FormatValue(i, g.maxAvl[i]))
-			}
-		}
-	}
-	if p.limNodes >= 0 && p.nodes+1 > p.limNodes {
-		return fmt.Sprintf("limit of %d nodes reached", p.limNodes)
-	}
-	fitsAlone, fitsLimits := false, false
-	for _, o := range g.opts {
-		if c.req.LessEq(o.t.avail) {
-			fitsAlone = true
-			if s.fitsPoolLimits(p, o.t) {
-				fitsLimits = true
-				break
-			}
-		}
-	}
-	if !fitsAlone {
-		return fmt.Sprintf("no instance type allowed by NodePool %s fits requests %s", p.np.Name, s.dims.Format(c.req))
-	}
-	if !fitsLimits {
-		var lims []string
-		for i, lim := range p.limited {
-			if lim {
-				lims = append(lims, fmt.Sprintf("%s %s of %s in use", s.dims.Name(i), s.dims.FormatValue(i, p.used[i]), s.dims.FormatValue(i, p.limits[i])))
-			}
-		}
-		return "every instance type that fits would exceed the NodePool's limits (" + strings.Join(lims, ", ") + ")"
-	}
-	n := &candidate{idx: len(s.nodes), name: p.np.Name + "-explain", sig: g, used: s.dims.Zero()}
-	for i, o := range g.opts {
-		if c.req.LessEq(o.t.avail) {
-			n.ptr, n.cost = i, o.price
-			break
-		}
-	}
-	a := s.try(c, n, true)
-	if a.ok {
-		return "fits on a new node but was not placed (internal ordering); retry"
-	}
-	return a.why()
+	return ReasonOther
 }

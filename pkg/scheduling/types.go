@@ -117,8 +117,11 @@ type Placement struct {
 
 // PodError says why a pod could not be placed.
 type PodError struct {
-	Pod    types.NamespacedName
+	Pod types.NamespacedName
+	// Reason is one short line per NodePool naming the failing constraint (for the pod's FailedScheduling event).
 	Reason string
+	// Code is a stable category of Reason (for metrics by reason).
+	Code ReasonCode
 }
 
 // NodeClaimPlan is one node to launch.
