@@ -54,6 +54,9 @@ const (
 	ReasonFinalizerRemoved      = "Terminated"
 )
 
+// ReasonDrained is the reason of the NodeClaim's Drained=True condition once every evictable pod is gone.
+const ReasonDrained = "Drained"
+
 // Controller drains and terminates Nodes that carry the karpenter.sh/termination finalizer.
 type Controller struct {
 	kube      client.Client
@@ -367,6 +370,7 @@ func (c *Controller) finish(ctx context.Context, node *corev1.Node) error {
 		c.metrics.NodesTerminated.WithLabelValues(pool).Inc()
 		c.metrics.NodesTerminationDuration.WithLabelValues(pool).
 			Observe(c.clock.Since(node.DeletionTimestamp.Time).Seconds())
+		c.metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	}
 	return nil
 }
@@ -382,6 +386,12 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 			return nil
 		}
 		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", t, nc.Name, err)
+	}
+	if c.metrics != nil {
+		c.metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
+		if t == termination.ConditionTypeDrained && reason == ReasonDrained && !orig.IsTrue(t) {
+			c.metrics.NodesDrained.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Inc()
+		}
 	}
 	return nil
 }

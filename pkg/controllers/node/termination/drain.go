@@ -85,7 +85,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 	}
 
 	if nc != nil {
-		status, reason, msg := metav1.ConditionTrue, "Drained", ""
+		status, reason, msg := metav1.ConditionTrue, ReasonDrained, ""
 		switch {
 		case !plan.Drained() && termination.Expired(deadline, now):
 			reason = "TerminationGracePeriodElapsed"

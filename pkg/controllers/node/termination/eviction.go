@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
 
@@ -34,6 +35,9 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	})
+	if code, ok := metrics.EvictionCode(err); ok && c.metrics != nil {
+		c.metrics.NodesEvictionRequests.WithLabelValues(code).Inc()
+	}
 	logger := log.FromContext(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
 	switch {
 	case err == nil:

@@ -160,6 +160,8 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 				fmt.Sprintf("Instance %s is being terminated", nc.Status.ProviderID)) {
 				if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("setting InstanceTerminating on nodeclaim %s: %w", nc.Name, err)
+				} else if err == nil && c.metrics != nil {
+					c.metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
 				}
 			}
 			return reconcile.Result{RequeueAfter: PollInterval}, nil
@@ -176,7 +178,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.FromContext(ctx).Info("nodeclaim terminated", "instance-id", nc.Status.ProviderID)
 	if c.metrics != nil {
-		c.metrics.NodeClaimsTerminated.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Inc()
+		c.recordTerminated(nc)
 	}
 	return reconcile.Result{}, nil
 }
