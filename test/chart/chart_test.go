@@ -29,6 +29,7 @@ var otherEnv = []string{"POD_NAMESPACE", "AWS_REGION"}
 var notInChart = map[string]string{
 	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
 	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
+	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
 }
 
 // envName matches an environment variable entry of a container (`- name: CLUSTER_NAME`); container and port
