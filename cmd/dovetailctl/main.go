@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dovetail/dovetail/pkg/cli/explain"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	"github.com/dovetail/dovetail/pkg/cli/teardown"
 )
@@ -20,6 +21,7 @@ func main() {
 	}
 	// Subcommands: one line each, from pkg/cli/<name>.NewCommand().
 	root.AddCommand(simulate.NewCommand())
+	root.AddCommand(explain.NewCommand())
 	root.AddCommand(teardown.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dovetailctl:", err)

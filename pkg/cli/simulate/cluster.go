@@ -27,13 +27,23 @@ type clusterState struct {
 // clusterSnapshot reads pending pods, nodes with their pods, in-flight NodeClaims, NodePools, EC2NodeClasses,
 // DaemonSets and volume objects from the cluster the kubeconfig points at.
 func clusterSnapshot(ctx context.Context, kubeconfig string) (*clusterState, error) {
+	c, err := NewClient(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	return readCluster(ctx, c)
+}
+
+// NewClient returns a client for the cluster the kubeconfig points at ("": KUBECONFIG or ~/.kube/config), with
+// the core, karpenter.sh and karpenter.k8s.aws types registered.
+func NewClient(kubeconfig string) (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--from-cluster: loading kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
@@ -41,11 +51,31 @@ func clusterSnapshot(ctx context.Context, kubeconfig string) (*clusterState, err
 			return nil, err
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// Cluster is a scheduling snapshot read from a live cluster, with the NodePools and EC2NodeClasses it came from.
+type Cluster struct {
+	Snapshot    *scheduling.Snapshot
+	NodePools   []*karpv1.NodePool
+	NodeClasses []*awsv1.EC2NodeClass
+}
+
+// ReadCluster builds the snapshot --from-cluster uses (pending pods, nodes with their pods, in-flight NodeClaims,
+// NodePools with usage, EC2NodeClasses, DaemonSets, volumes) and fills its instance types the way simulate does:
+// from instanceTypesFile when set, else from the built-in catalog for region with each NodePool's EC2NodeClass.
+func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile string) (*Cluster, error) {
+	cs, err := readCluster(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("--from-cluster: %w", err)
+		return nil, err
 	}
-	return readCluster(ctx, c)
+	o := &Options{Region: region, InstanceTypesFile: instanceTypesFile}
+	types, err := o.instanceTypes(cs.nodePools, cs.nodeClasses)
+	if err != nil {
+		return nil, err
+	}
+	cs.snapshot.InstanceTypes = types
+	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses}, nil
 }
 
 func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {

@@ -1,0 +1,115 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dovetail/dovetail/pkg/cli/simulate"
+)
+
+// Options are the command's flags.
+type Options struct {
+	Kubeconfig        string
+	Output            string
+	Region            string
+	InstanceTypesFile string
+}
+
+func (o *Options) validate() error {
+	if o.Output != "table" && o.Output != "json" {
+		return fmt.Errorf("--output: %q is not one of table, json", o.Output)
+	}
+	return nil
+}
+
+// NewCommand returns the `explain` command with its `pod` and `node` subcommands.
+func NewCommand() *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "explain",
+		Short: "Explain why a pod has no capacity or why a node stays",
+		Long: `explain reads the cluster the kubeconfig points at, the same snapshot as "simulate --from-cluster", and
+explains Dovetail's decisions.
+
+"explain pod NAMESPACE/NAME" runs the scheduler on the snapshot for the pod's outcome, then checks the pod alone
+against every existing node and, NodePool by NodePool, through ordered filters (taints, NodePool requirements,
+the pod's nodeSelector and required node affinity, volume topology, resources after kubelet reserved and DaemonSet
+overhead, offerings in the allowed zones and capacity types, limits, minValues, topology spread and pod
+(anti-)affinity), printing what each filter removed and the change that would make the pod schedulable.
+
+"explain node NAME" says what Dovetail knows about a node: its NodeClaim and conditions, its NodePool's
+disruption settings, and the pods and annotations that keep it from being disrupted.`,
+		Example: `  dovetailctl explain pod default/web-7d9f8
+  dovetailctl explain pod default/trainer -o json
+  dovetailctl explain node ip-10-0-1-23.us-west-2.compute.internal`,
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig (default: KUBECONFIG or ~/.kube/config)")
+	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&o.Region, "region", "us-west-2", "region of the built-in instance-type catalog")
+	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "JSON file of instance types (default: built-in catalog for --region)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "pod NAMESPACE/NAME",
+		Short: "Explain why a pending pod has no capacity, NodePool by NodePool",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := parsePodArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := simulate.NewClient(o.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			return RunPod(cmd.Context(), c, o, key, cmd.OutOrStdout())
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "node NAME",
+		Short: "Explain why a node stays: its NodeClaim, conditions and disruption blockers",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := simulate.NewClient(o.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			return RunNode(cmd.Context(), c, o, args[0], cmd.OutOrStdout())
+		},
+	})
+	return cmd
+}
+
+func parsePodArg(s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok {
+		ns, name = "default", s
+	}
+	if ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("pod %q: want NAMESPACE/NAME", s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+func ctxOr(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
+
+// writer helpers shared by pod and node output.
+type lineWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (l *lineWriter) printf(format string, args ...any) {
+	if l.err == nil {
+		_, l.err = fmt.Fprintf(l.w, format, args...)
+	}
+}
