@@ -69,6 +69,9 @@ type Controller struct {
 	mu       sync.Mutex
 	backoffs map[types.UID]backoff
 	events   map[string]time.Time
+
+	// evictions holds a token for every eviction request in flight (at most maxConcurrentEvictions).
+	evictions chan struct{}
 }
 
 // backoff remembers refused evictions of one pod: how many in a row, when to retry, and why (for messages).
@@ -89,12 +92,20 @@ func NewController(d deps.Deps) *Controller {
 		metrics:   d.Metrics,
 		backoffs:  map[types.UID]backoff{},
 		events:    map[string]time.Time{},
+		evictions: make(chan struct{}, maxConcurrentEvictions),
 	}
 }
 
 // maxConcurrentReconciles is how many Nodes are drained and terminated at once. Each pass mostly waits on the API
 // server and the cloud, and a mass deletion (500 Nodes at once) must not queue behind a handful of workers.
 const maxConcurrentReconciles = 50
+
+// maxConcurrentEvictions bounds the eviction requests in flight across all nodes. The API server admits an
+// eviction by updating the status of every PodDisruptionBudget that selects the pod, with optimistic locking: when
+// dozens of evictions of pods under one budget arrive together they keep invalidating each other's update and time
+// out after a minute (a 500-node deletion with 50 workers evicted about one pod every 3 s). A few at a time go
+// through in milliseconds each.
+const maxConcurrentEvictions = 4
 
 // Register adds the controller to the manager: it watches Nodes, and NodeClaims mapped to their Node.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
@@ -237,20 +248,22 @@ func (c *Controller) requeueAfter(now time.Time, deadline, next *time.Time) time
 
 // nodeClaimFor returns the NodeClaim launched for the node (same provider ID, or naming the node), or nil.
 func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	// The cache's objects are read without copying them all (a mass deletion runs 50 of these lists at once over
+	// hundreds of NodeClaims); only the match is copied, as callers modify it.
 	list := &karpv1.NodeClaimList{}
-	if err := c.kube.List(ctx, list); err != nil {
+	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	for i := range list.Items {
 		nc := &list.Items[i]
 		if node.Spec.ProviderID != "" && nc.Status.ProviderID == node.Spec.ProviderID {
-			return nc, nil
+			return nc.DeepCopy(), nil
 		}
 	}
 	for i := range list.Items {
 		nc := &list.Items[i]
 		if nc.Status.NodeName == node.Name && (node.Spec.ProviderID == "" || nc.Status.ProviderID == "") {
-			return nc, nil
+			return nc.DeepCopy(), nil
 		}
 	}
 	return nil, nil

@@ -31,10 +31,16 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	}
 
 	uid := pod.UID
+	select {
+	case c.evictions <- struct{}{}:
+	case <-ctx.Done():
+		return nil, "", fmt.Errorf("waiting to evict pod %s/%s: %w", pod.Namespace, pod.Name, ctx.Err())
+	}
 	err := c.clientset.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	})
+	<-c.evictions
 	if code, ok := metrics.EvictionCode(err); ok && c.metrics != nil {
 		c.metrics.NodesEvictionRequests.WithLabelValues(code).Inc()
 	}

@@ -85,7 +85,7 @@ func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []re
 		return nil
 	}
 	list := &karpv1.NodeClaimList{}
-	if err := c.kube.List(ctx, list); err != nil {
+	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read only
 		log.FromContext(ctx).Error(err, "listing nodeclaims for a node event", "node", node.Name)
 		return nil
 	}
@@ -214,8 +214,10 @@ func (c *Controller) nodesOf(ctx context.Context, nc *karpv1.NodeClaim) ([]*core
 	if nc.Status.ProviderID == "" && nc.Status.NodeName == "" {
 		return nil, nil
 	}
+	// The cache's Nodes are read without copying them all (a mass deletion runs 50 of these lists at once over
+	// hundreds of Nodes); only the matches are copied.
 	list := &corev1.NodeList{}
-	if err := c.kube.List(ctx, list); err != nil {
+	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	var out []*corev1.Node
@@ -223,7 +225,7 @@ func (c *Controller) nodesOf(ctx context.Context, nc *karpv1.NodeClaim) ([]*core
 		n := &list.Items[i]
 		if (nc.Status.ProviderID != "" && n.Spec.ProviderID == nc.Status.ProviderID) ||
 			(nc.Status.ProviderID == "" && n.Name == nc.Status.NodeName) {
-			out = append(out, n)
+			out = append(out, n.DeepCopy())
 		}
 	}
 	return out, nil
