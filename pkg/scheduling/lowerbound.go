@@ -1,28 +1,42 @@
 package scheduling
 
-import "math"
+import (
+	"math"
+	"slices"
+	"sort"
+)
 
-// lowerBound returns a lower bound on the hourly cost of new nodes for the pods this plan puts on new nodes.
-// It is the best of three relaxations, each a valid bound on its own:
-//   - for every pair of resource dimensions, the exact optimum of the linear program "buy fractional amounts of
-//     instance types (each at its cheapest available offering, capacity net of DaemonSet overhead) to cover the
-//     pods' total requests" — with two constraints an optimal basis uses at most two types, so enumerating single
-//     types and pairs solves it exactly;
-//   - per resource dimension, every pod pays at least its request times the lowest price per unit of that
-//     resource among the instance types it fits on (a node's pods never request more than it offers), which
-//     keeps the bound honest for pods only large types can hold;
-//   - pods with required hostname anti-affinity against each other need one node each.
+// lowerBound returns a lower bound on the hourly cost of new nodes for the pods this plan puts on new nodes: the
+// optimum of a linear program (a fractional covering) solved exactly through its dual, or a simpler per-pod bound
+// when that is higher.
+//
+// The program buys x_t >= 0 nodes of each instance type t the NodePools may launch, at t's cheapest available
+// offering, with t's allocatable less DaemonSet overhead as capacity (the largest over NodePools), and minimises
+// the price subject to:
+//   - for every set F of instance types that is the fit set of some planned pod (the types whose capacity holds its
+//     request) and every resource with demand: the capacity of the F-nodes covers the requests of all pods whose fit
+//     set lies inside F (those pods can only run on F-nodes);
+//   - for every required hostname pod anti-affinity term: the pods it constrains that also match it need one node
+//     each, counted per fit set the same way.
+//
+// It relaxes: whole nodes (x is fractional), the zone and capacity type of each node (every type is priced at its
+// cheapest offering in any zone, so zone spread and zonal affinity cost nothing), hostname spread, node affinity
+// and taints (fit sets are by resources only), NodePool limits and minValues, and DaemonSet differences between
+// NodePools. Each relaxation only lowers the optimum, so the result stays a valid bound. Any feasible dual
+// solution bounds the program from below, so the bound is taken from the dual (scaled into feasibility) and holds
+// even if the simplex stops early.
 func (s *solver) lowerBound() float64 {
-	total := s.dims.Zero()
+	counts := make([]int, len(s.classes))
+	antiPods := map[*group][]int{} // hostname anti-affinity group -> planned pods' class ids
 	planned := 0
-	antiNodes := map[*group]int{}
 	for _, n := range s.nodes[len(s.existing):] {
 		for _, p := range n.pods {
-			total.Add(p.class.req)
+			c := p.class
+			counts[c.id]++
 			planned++
-			for _, g := range p.class.cur.groups {
-				if g.kind == kindAnti && g.key == labelHostname && g.matchesPod(p.class.namespace, p.class.labels) {
-					antiNodes[g]++
+			for _, g := range c.antiHard {
+				if g.kind == kindAnti && !g.soft && g.key == labelHostname && g.matchesPod(c.namespace, c.labels) {
+					antiPods[g] = append(antiPods[g], c.id)
 				}
 			}
 		}
@@ -30,113 +44,301 @@ func (s *solver) lowerBound() float64 {
 	if planned == 0 {
 		return 0
 	}
-	type col struct {
-		price float64
-		cap   Vec
+	cols := s.boundColumns()
+	if len(cols) == 0 {
+		return 0
 	}
-	byName := map[string]*col{}
-	var names []string
+	lp := s.coveringProgram(cols, counts, antiPods)
+	return math.Max(lp.solve(), s.perPodBound(cols, counts))
+}
+
+// boundCol is one instance type in the bound: its cheapest price and largest pod capacity over the NodePools.
+type boundCol struct {
+	price float64
+	cap   Vec
+}
+
+func (s *solver) boundColumns() []boundCol {
+	byName := map[string]int{}
+	var cols []boundCol
 	for _, p := range s.pools {
 		// only what the NodePool may launch: its requirements' instance types at their cheapest allowed offering
 		base := s.sigFor(p, p.reqs)
 		for _, o := range base.opts {
-			t := o.t
-			c, ok := byName[t.name]
+			i, ok := byName[o.t.name]
 			if !ok {
-				byName[t.name] = &col{price: o.price, cap: t.avail.Clone()}
-				names = append(names, t.name)
+				byName[o.t.name] = len(cols)
+				cols = append(cols, boundCol{price: o.price, cap: o.t.avail.Clone()})
 				continue
 			}
-			c.price = math.Min(c.price, o.price)
-			c.cap.MaxInto(t.avail)
+			cols[i].price = math.Min(cols[i].price, o.price)
+			cols[i].cap.MaxInto(o.t.avail)
 		}
 	}
-	if len(names) == 0 {
-		return 0
-	}
-	cols := make([]*col, 0, len(names))
-	for _, n := range names {
-		cols = append(cols, byName[n])
-	}
-	var dims []int
-	for i, x := range total {
-		if x > 0 {
-			dims = append(dims, i)
+	return cols
+}
+
+// fitSet is a set of bound columns as a bitset.
+type fitSet []uint64
+
+func (f fitSet) has(i int) bool { return f[i/64]&(1<<(i%64)) != 0 }
+
+func (f fitSet) subsetOf(o fitSet) bool {
+	for i, w := range f {
+		if w&^o[i] != 0 {
+			return false
 		}
 	}
+	return true
+}
+
+func (f fitSet) key() string {
+	b := make([]byte, 0, len(f)*8)
+	for _, w := range f {
+		for k := 0; k < 8; k++ {
+			b = append(b, byte(w>>(8*k)))
+		}
+	}
+	return string(b)
+}
+
+// coveringProgram builds the rows of the bound's linear program (see lowerBound).
+func (s *solver) coveringProgram(cols []boundCol, counts []int, antiPods map[*group][]int) *coverLP {
+	words := (len(cols) + 63) / 64
+	fit := make([]fitSet, len(s.classes))
+	var sets []fitSet
+	seen := map[string]bool{}
+	for id, k := range counts {
+		if k == 0 {
+			continue
+		}
+		f := make(fitSet, words)
+		for i, col := range cols {
+			if s.classes[id].req.LessEq(col.cap) {
+				f[i/64] |= 1 << (i % 64)
+			}
+		}
+		fit[id] = f
+		if key := f.key(); !seen[key] {
+			seen[key] = true
+			sets = append(sets, f)
+		}
+	}
+	// largest sets first so the total demand rows come first; ties by content keep the order deterministic
+	sort.SliceStable(sets, func(i, j int) bool {
+		ci, cj := popcount(sets[i]), popcount(sets[j])
+		if ci != cj {
+			return ci > cj
+		}
+		return sets[i].key() < sets[j].key()
+	})
+	lp := &coverLP{cost: make([]float64, len(cols))}
+	for i, c := range cols {
+		lp.cost[i] = c.price
+	}
+	addRow := func(f fitSet, coef func(i int) float64, demand float64) {
+		if demand <= 0 {
+			return
+		}
+		row := make([]float64, len(cols))
+		nonzero := false
+		for i := range cols {
+			if f.has(i) {
+				// rows are scaled so every demand is 1, which keeps the tableau well conditioned
+				row[i] = coef(i) / demand
+				nonzero = nonzero || row[i] > 0
+			}
+		}
+		if nonzero {
+			lp.rows = append(lp.rows, row)
+		}
+	}
+	for _, f := range sets {
+		demand := s.dims.Zero()
+		for id, k := range counts {
+			if k > 0 && fit[id].subsetOf(f) {
+				demand.AddScaled(s.classes[id].req, int64(k))
+			}
+		}
+		for d := range demand {
+			addRow(f, func(i int) float64 { return float64(cols[i].cap[d]) }, float64(demand[d]))
+		}
+	}
+	groups := make([]*group, 0, len(antiPods))
+	for g := range antiPods {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].id < groups[j].id })
+	for _, g := range groups {
+		ids := antiPods[g]
+		for _, f := range sets {
+			n := 0
+			for _, id := range ids {
+				if fit[id].subsetOf(f) {
+					n++
+				}
+			}
+			addRow(f, func(int) float64 { return 1 }, float64(n))
+		}
+	}
+	return lp
+}
+
+func popcount(f fitSet) int {
+	n := 0
+	for _, w := range f {
+		for ; w != 0; w &= w - 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// perPodBound: per resource dimension, every pod pays at least its request times the lowest price per unit of that
+// resource among the instance types it fits on. It can beat the program when few rows bind.
+func (s *solver) perPodBound(cols []boundCol, counts []int) float64 {
 	best := 0.0
-	for a := 0; a < len(dims); a++ {
-		for b := a; b < len(dims); b++ {
-			i, j := dims[a], dims[b]
-			d1, d2 := float64(total[i]), float64(total[j])
-			lp := math.Inf(1)
-			for _, t := range cols {
-				c1, c2 := float64(t.cap[i]), float64(t.cap[j])
-				if c1 <= 0 || c2 <= 0 {
-					continue
-				}
-				lp = math.Min(lp, t.price*math.Max(d1/c1, d2/c2))
-			}
-			if i != j {
-				for x := 0; x < len(cols); x++ {
-					t := cols[x]
-					for y := x + 1; y < len(cols); y++ {
-						u := cols[y]
-						a1, a2 := float64(t.cap[i]), float64(t.cap[j])
-						b1, b2 := float64(u.cap[i]), float64(u.cap[j])
-						det := a1*b2 - b1*a2
-						if det == 0 {
-							continue
-						}
-						xt := (d1*b2 - b1*d2) / det
-						xu := (a1*d2 - d1*a2) / det
-						if xt < 0 || xu < 0 {
-							continue
-						}
-						lp = math.Min(lp, xt*t.price+xu*u.price)
-					}
-				}
-			}
-			if !math.IsInf(lp, 1) {
-				best = math.Max(best, lp)
-			}
-		}
-	}
-	// per-pod, per-dimension unit prices over the types each class fits
-	perClass := make([]int, len(s.classes))
-	for _, n := range s.nodes[len(s.existing):] {
-		for _, p := range n.pods {
-			perClass[p.class.id]++
-		}
-	}
-	for _, i := range dims {
+	for d := 0; d < s.dims.Len(); d++ {
 		sum := 0.0
-		for id, k := range perClass {
+		for id, k := range counts {
 			c := s.classes[id]
-			if k == 0 {
-				continue
-			}
-			if c.req[i] == 0 {
+			if k == 0 || c.req[d] == 0 {
 				continue
 			}
 			unit := math.Inf(1)
 			for _, t := range cols {
-				if t.cap[i] > 0 && c.req.LessEq(t.cap) {
-					unit = math.Min(unit, t.price/float64(t.cap[i]))
+				if t.cap[d] > 0 && c.req.LessEq(t.cap) {
+					unit = math.Min(unit, t.price/float64(t.cap[d]))
 				}
 			}
 			if !math.IsInf(unit, 1) {
-				sum += float64(k) * float64(c.req[i]) * unit
+				sum += float64(k) * float64(c.req[d]) * unit
 			}
 		}
 		best = math.Max(best, sum)
 	}
-	cheapest := math.Inf(1)
-	for _, t := range cols {
-		cheapest = math.Min(cheapest, t.price)
-	}
-	for _, k := range antiNodes {
-		best = math.Max(best, float64(k)*cheapest)
-	}
 	return best
+}
+
+// coverLP is min cost·x subject to rows·x >= 1 and x >= 0, with non-negative costs and coefficients.
+type coverLP struct {
+	cost []float64
+	rows [][]float64
+}
+
+// maxPivots caps the simplex; the dual solution in hand is still feasible, so stopping early only weakens the bound.
+const maxPivots = 5000
+
+// solve returns a lower bound on the program's optimum, equal to it when the simplex finishes. It runs the simplex
+// on the dual, max Σy subject to Σ_r y_r·rows[r][t] <= cost[t], y >= 0, whose origin is feasible, in an exchange
+// tableau with one row per column of the program and one column per row.
+func (lp *coverLP) solve() float64 {
+	m, n := len(lp.rows), len(lp.cost)
+	if m == 0 {
+		return 0
+	}
+	// t[i] for i < n: basic variable = t[i][m] - Σ_j t[i][j]·nonbasic_j; t[n]: objective = t[n][m] - Σ_j t[n][j]·nonbasic_j
+	t := make([][]float64, n+1)
+	for i := 0; i < n; i++ {
+		t[i] = make([]float64, m+1)
+		for j := 0; j < m; j++ {
+			t[i][j] = lp.rows[j][i]
+		}
+		t[i][m] = lp.cost[i]
+	}
+	t[n] = make([]float64, m+1)
+	for j := 0; j < m; j++ {
+		t[n][j] = -1
+	}
+	// labels: 0..m-1 are the dual variables y, m..m+n-1 the slacks
+	basic := make([]int, n)
+	for i := range basic {
+		basic[i] = m + i
+	}
+	nonbasic := make([]int, m)
+	for j := range nonbasic {
+		nonbasic[j] = j
+	}
+	const eps = 1e-12
+	for it := 0; it < maxPivots; it++ {
+		q := -1
+		for j := 0; j < m; j++ {
+			if t[n][j] < -1e-9 && (q < 0 || t[n][j] < t[n][q]-eps) {
+				q = j
+			}
+		}
+		if q < 0 {
+			break
+		}
+		p := -1
+		best := 0.0
+		for i := 0; i < n; i++ {
+			if t[i][q] <= 1e-12 {
+				continue
+			}
+			r := t[i][m] / t[i][q]
+			if p < 0 || r < best-eps || (r <= best+eps && basic[i] < basic[p]) {
+				p, best = i, r
+			}
+		}
+		if p < 0 {
+			break // unbounded dual: cannot happen with positive costs and a non-zero row; keep what we have
+		}
+		pivot(t, p, q)
+		basic[p], nonbasic[q] = nonbasic[q], basic[p]
+	}
+	y := make([]float64, m)
+	for i, b := range basic {
+		if b < m {
+			y[b] = math.Max(0, t[i][m])
+		}
+	}
+	// scale y into dual feasibility against rounding so Σy is a valid bound
+	scale := 1.0
+	for i := 0; i < n; i++ {
+		lhs := 0.0
+		for j := 0; j < m; j++ {
+			lhs += y[j] * lp.rows[j][i]
+		}
+		if lhs > lp.cost[i] {
+			if lp.cost[i] <= 0 {
+				return 0
+			}
+			scale = math.Max(scale, lhs/lp.cost[i])
+		}
+	}
+	sum := 0.0
+	for _, v := range y {
+		sum += v
+	}
+	return sum / scale
+}
+
+func pivot(t [][]float64, p, q int) {
+	m := len(t[0]) - 1
+	inv := 1 / t[p][q]
+	rowP := slices.Clone(t[p])
+	for j := 0; j <= m; j++ {
+		if j == q {
+			t[p][j] = inv
+		} else {
+			t[p][j] = rowP[j] * inv
+		}
+	}
+	for i := range t {
+		if i == p {
+			continue
+		}
+		f := t[i][q]
+		if f == 0 {
+			continue
+		}
+		for j := 0; j <= m; j++ {
+			if j == q {
+				t[i][j] = -f * inv
+			} else {
+				t[i][j] -= f * rowP[j] * inv
+			}
+		}
+	}
 }

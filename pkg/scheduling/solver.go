@@ -131,6 +131,7 @@ func (s *solver) prepare() error {
 	}
 	s.prepareExisting()
 	s.buildClasses()
+	s.orderClasses()
 	s.countExistingPods()
 	s.computeUniverses()
 	return nil
@@ -738,4 +739,40 @@ func (s *solver) fitsPoolLimits(p *poolInfo, t *itInfo) bool {
 		}
 	}
 	return true
+}
+
+// orderClasses sorts the classes for first-fit-decreasing: by tier (pods needing a node of their own first), then
+// by size, measured as the class's largest share of the total cpu or memory demand, so pods large in either
+// resource are placed while nodes still have room in both.
+func (s *solver) orderClasses() {
+	total := s.dims.Zero()
+	for _, c := range s.classes {
+		total.AddScaled(c.req, int64(len(c.pods)))
+	}
+	size := func(c *class) float64 {
+		x := 0.0
+		for _, d := range []int{dimCPU, dimMemory} {
+			if total[d] > 0 {
+				x += float64(c.req[d]) / float64(total[d])
+			}
+		}
+		return x
+	}
+	sizes := make(map[*class]float64, len(s.classes))
+	for _, c := range s.classes {
+		sizes[c] = size(c)
+	}
+	sort.SliceStable(s.classes, func(i, j int) bool {
+		a, b := s.classes[i], s.classes[j]
+		if a.tier != b.tier {
+			return a.tier < b.tier
+		}
+		if sizes[a] != sizes[b] {
+			return sizes[a] > sizes[b]
+		}
+		return false
+	})
+	for i, c := range s.classes {
+		c.id = i
+	}
 }

@@ -1,0 +1,33 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func TestBoundCountsAntiAffinityNodes(t *testing.T) {
+	// four small pods that refuse to share a node: the resource cover alone would be a fraction of one node; the
+	// bound must charge four of the cheapest nodes, which is what the plan pays
+	plan := run(t, tcase{pods: pods(4, func(i int) *test.SchedPodBuilder {
+		return test.SchedPod(fmt.Sprintf("p%d", i)).Requests("100m", "100Mi").Labels("app", "x").PodAntiAffinity(corev1.LabelHostname, "app", "x")
+	})})
+	if d := cmp.Diff([]float64{0.32, 0.32, 1}, []float64{round(plan.Cost), round(plan.LowerBound), round(plan.Ratio)}); d != "" {
+		t.Errorf("cost, bound, ratio (-want +got):\n%s", d)
+	}
+}
+
+func TestBoundPodsOnlyLargeTypesHold(t *testing.T) {
+	// pods of 3 cpu fit only m.xlarge (0.20) and l.2xlarge (0.40): the bound prices them at those types, not at
+	// arm.large's lower price per cpu
+	plan := run(t, tcase{pods: pods(2, func(i int) *test.SchedPodBuilder {
+		return test.SchedPod(fmt.Sprintf("p%d", i)).Requests("3", "1Gi")
+	})})
+	if plan.LowerBound < 0.29 || plan.Ratio < 1 {
+		t.Errorf("bound %v (ratio %v): want at least 6 cpu at m.xlarge's 0.05 per cpu and a ratio >= 1", plan.LowerBound, plan.Ratio)
+	}
+}
