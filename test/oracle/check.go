@@ -1,0 +1,127 @@
+package oracle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
+
+	"github.com/dovetail/dovetail/pkg/scheduling"
+)
+
+// informerTimeout bounds the wait for the volume binder's caches to hold the cluster's claims and volumes.
+const informerTimeout = 30 * time.Second
+
+// Check materializes the cluster plan produces from snap and runs the upstream filters for every placed pod
+// against its node, with every other pod of the cluster in place: the pod is taken off its node, PreFilter of each
+// plugin runs over the whole cluster, then Filter on the pod's node. That is what the kube-scheduler decides when
+// this pod is the last one it schedules. It returns the violations sorted (none for a correct plan); the error is
+// for a checker that could not run.
+func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) ([]Violation, error) {
+	c := materialize(snap, plan)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := newLister(c)
+	plugins, err := newPlugins(ctx, c, l)
+	if err != nil {
+		return nil, err
+	}
+	if c.hasVolumes {
+		if err := waitForVolumeCaches(ctx, c, plugins); err != nil {
+			return nil, err
+		}
+	}
+	out := c.out
+	for _, p := range c.planned {
+		without := l.without(c, p)
+		for _, st := range run(ctx, plugins, p, without, l.list) {
+			out = append(out, Violation{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Plugin: st.Plugin(), Message: st.Message()})
+		}
+		l.restore(p.Spec.NodeName)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// run is one scheduling cycle of pod restricted to node ni: PreFilter of every plugin (a Skip skips its Filter, a
+// PreFilterResult that leaves the node out fails), then Filter of every plugin that did not skip or fail. It returns
+// every non-success status, each naming its plugin.
+func run(ctx context.Context, plugins []plugin, pod *corev1.Pod, ni *framework.NodeInfo, nodes []fwk.NodeInfo) []*fwk.Status {
+	state := framework.NewCycleState()
+	var out []*fwk.Status
+	skip := map[string]bool{}
+	for _, pl := range plugins {
+		if pl.preFilter == nil {
+			continue
+		}
+		res, st := pl.preFilter.PreFilter(ctx, state, pod, nodes)
+		switch {
+		case st.IsSkip():
+			skip[pl.name] = true
+		case !st.IsSuccess():
+			skip[pl.name] = true
+			out = append(out, st.WithPlugin(pl.name))
+		case !res.AllNodes() && !res.NodeNames.Has(ni.Node().Name):
+			out = append(out, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "PreFilter leaves the node out").WithPlugin(pl.name))
+		}
+	}
+	for _, pl := range plugins {
+		if skip[pl.name] {
+			continue
+		}
+		if st := pl.filter.Filter(ctx, state, pod, ni); !st.IsSuccess() {
+			out = append(out, st.WithPlugin(pl.name))
+		}
+	}
+	return out
+}
+
+// waitForVolumeCaches polls until the volume binder's caches, fed by informer events, hold every claim and volume:
+// for each claim a probe pod mounting it must pass PreFilter without error and, on a node without labels, must not
+// be refused for a claim bound to a missing volume.
+func waitForVolumeCaches(ctx context.Context, c *cluster, plugins []plugin) error {
+	var vb plugin
+	for _, pl := range plugins {
+		if pl.name == volumebinding.Name {
+			vb = pl
+		}
+	}
+	var probes []*corev1.Pod
+	for _, o := range c.objects {
+		if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+			probes = append(probes, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pvc.Namespace, Name: "oracle-probe", UID: "oracle-probe"},
+				Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}}})
+		}
+	}
+	bare := framework.NewNodeInfo()
+	bare.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "oracle-probe-node"}})
+	ready := func(ctx context.Context) (bool, error) {
+		for _, p := range probes {
+			state := framework.NewCycleState()
+			_, st := vb.preFilter.PreFilter(ctx, state, p, nil)
+			if st.Code() == fwk.Error {
+				return false, nil
+			}
+			if !st.IsSuccess() {
+				continue
+			}
+			if st := vb.filter.Filter(ctx, state, p, bare); slices.Contains(st.Reasons(), string(volumebinding.ErrReasonPVNotExist)) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, informerTimeout, true, ready); err != nil {
+		return fmt.Errorf("volume binder caches did not fill: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package oracle_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
+	"github.com/dovetail/dovetail/pkg/test"
+	"github.com/dovetail/dovetail/test/oracle"
+)
+
+// randomCases is how many seeded random workloads TestRandomWorkloads checks; DOVETAIL_ORACLE_CASES overrides it.
+const randomCases = 10000
+
+func cases(t *testing.T) int {
+	if v := os.Getenv("DOVETAIL_ORACLE_CASES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("DOVETAIL_ORACLE_CASES: %v", err)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 500
+	}
+	return randomCases
+}
+
+// TestRandomWorkloads solves seeded random snapshots (scheduletest.RandomSnapshot, seeds 0..N-1) and checks every
+// placement of every plan with the upstream filter plugins. Zero violations allowed.
+func TestRandomWorkloads(t *testing.T) {
+	n := cases(t)
+	ctx := context.Background()
+	var placed, unplaced, failed int
+	var solveTime, checkTime time.Duration
+	for seed := 0; seed < n; seed++ {
+		snap := scheduletest.RandomSnapshot(rand.New(rand.NewSource(int64(seed))))
+		start := time.Now()
+		plan, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+		if err != nil {
+			t.Fatalf("seed %d: solve: %v", seed, err)
+		}
+		solveTime += time.Since(start)
+		start = time.Now()
+		v, err := oracle.Check(ctx, snap, plan)
+		if err != nil {
+			t.Fatalf("seed %d: check: %v", seed, err)
+		}
+		checkTime += time.Since(start)
+		if len(v) > 0 {
+			failed++
+			if failed <= 10 {
+				t.Errorf("seed %d: %d violations, first: %s", seed, len(v), v[0])
+			}
+		}
+		placed += len(snap.Pods) - len(plan.Unschedulable)
+		unplaced += len(plan.Unschedulable)
+	}
+	t.Logf("%d cases, %d pods placed and checked, %d unplaced with reasons, %d failing cases; solve %v, check %v",
+		n, placed, unplaced, failed, solveTime.Round(time.Millisecond), checkTime.Round(time.Millisecond))
+}
+
+// TestBenchmarkWorkloads checks the plans of the scheduling benchmark's mix (pkg/scheduling/bench_test.go) at
+// 1,000 and 5,000 pods (5,000 is skipped with -short).
+func TestBenchmarkWorkloads(t *testing.T) {
+	for _, n := range []int{1000, 5000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			if testing.Short() && n > 1000 {
+				t.Skip("short")
+			}
+			ctx := context.Background()
+			snap := scheduletest.BenchmarkSnapshot(n)
+			start := time.Now()
+			plan, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			solve := time.Since(start)
+			start = time.Now()
+			v, err := oracle.Check(ctx, snap, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range v {
+				if i == 10 {
+					break
+				}
+				t.Errorf("violation: %s", x)
+			}
+			if len(v) > 0 {
+				t.Errorf("%d violations", len(v))
+			}
+			t.Logf("%d pods, %d new nodes, %d unplaced, %d violations; solve %v, check %v", n, len(plan.NodeClaims),
+				len(plan.Unschedulable), len(v), solve.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "default", Name: name}
+}
+
+// place puts pending pods on nodes: name -> node.
+func place(kv ...string) []scheduling.Placement {
+	var out []scheduling.Placement
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, scheduling.Placement{Pod: key(kv[i]), Node: kv[i+1]})
+	}
+	return out
+}
+
+func zoneNode(name, zone string) *test.SchedNodeBuilder {
+	return test.SchedNode(name, "4", "16Gi").Zone(zone)
+}
+
+func boundPV(name, zone string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-" + name}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "pv-" + name}},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}},
+	}}
+	return pvc, pv
+}
+
+// TestCheckFindsViolations feeds hand-made plans that break one constraint each (and one that breaks none) and
+// expects the plugins that must refuse them.
+func TestCheckFindsViolations(t *testing.T) {
+	web := func(name string) *test.SchedPodBuilder {
+		return test.SchedPod(name).Requests("1", "1Gi").Labels("app", "web")
+	}
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	zonal := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, Provisioner: "ebs.csi.aws.com", VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{"a"}}}}}}
+	pvcA, pvA := boundPV("data-a", "a")
+	pvcB, pvB := boundPV("data-b", "a")
+	it := test.SchedInstanceType("small.large", "2", "4Gi").Overhead("100m", "256Mi").Offering("a", cloudprovider.CapacityTypeOnDemand, 0.1).Obj()
+	pool := test.SchedNodePool("default").Taint("team", "x", corev1.TaintEffectNoSchedule).Obj()
+	tests := []struct {
+		name string
+		snap *scheduling.Snapshot
+		plan *scheduling.Plan
+		want []string // plugins of the violations, sorted, one per violation
+	}{
+		{
+			name: "valid plan",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Obj(), web("w2").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+		},
+		{
+			name: "cpu overcommitted",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Requests("3", "1Gi").Obj(), web("w2").Requests("3", "1Gi").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+			want: []string{"NodeResourcesFit", "NodeResourcesFit"},
+		},
+		{
+			name: "untolerated taint",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Taint("gpu", "", corev1.TaintEffectNoSchedule).Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1")},
+			want: []string{"TaintToleration"},
+		},
+		{
+			name: "node selector",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Zone("b").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1")},
+			want: []string{"NodeAffinity"},
+		},
+		{
+			name: "host port",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").HostPort(80).Obj(), web("w2").HostPort(80).Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+			want: []string{"NodePorts", "NodePorts"},
+		},
+		{
+			name: "hostname anti-affinity",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").PodAntiAffinity(corev1.LabelHostname, "app", "web").Obj(),
+				web("w2").Obj()}, Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+			// w1 refuses w2 beside it, and w2 may not join the anti-affine w1
+			want: []string{"InterPodAffinity", "InterPodAffinity"},
+		},
+		{
+			name: "zone spread skew",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").ZoneSpread(1, "app", "web").Obj(), web("w2").ZoneSpread(1, "app", "web").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj(), zoneNode("n2", "b").Obj()}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+			want: []string{"PodTopologySpread", "PodTopologySpread"},
+		},
+		{
+			name: "bound volume in another zone",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").PVC("data-a").Obj()},
+				Nodes:                  []*scheduling.StateNode{zoneNode("n1", "b").Obj()},
+				PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{pvcA}, PersistentVolumes: []*corev1.PersistentVolume{pvA}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1")},
+			want: []string{"VolumeBinding"},
+		},
+		{
+			name: "storage class topology",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").PVC("fresh").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "b").Obj()},
+				PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fresh"},
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("zonal")}}},
+				StorageClasses: []*storagev1.StorageClass{zonal}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1")},
+			want: []string{"VolumeBinding"},
+		},
+		{
+			name: "volume attach limit",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").PVC("data-a").Obj(), web("w2").PVC("data-b").Obj()},
+				Nodes:                  []*scheduling.StateNode{zoneNode("n1", "a").VolumeLimit("ebs.csi.aws.com", 1).Obj()},
+				PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{pvcA, pvcB}, PersistentVolumes: []*corev1.PersistentVolume{pvA, pvB}},
+			plan: &scheduling.Plan{Placements: place("w1", "n1", "w2", "n1")},
+			want: []string{"NodeVolumeLimits", "NodeVolumeLimits"},
+		},
+		{
+			name: "new node too small after overhead, NodePool taint untolerated",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Requests("2", "1Gi").Obj()},
+				NodePools: []*scheduling.NodePool{pool}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {it}}},
+			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default", Taints: pool.Taints,
+				InstanceType: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1, Pods: []types.NamespacedName{key("w1")}}}},
+			want: []string{"NodeResourcesFit", "TaintToleration"},
+		},
+		{
+			name: "pod left out of the plan",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Obj()}},
+			plan: &scheduling.Plan{},
+			want: []string{"Plan"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := oracle.Check(context.Background(), tc.snap, tc.plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range v {
+				got = append(got, x.Plugin)
+			}
+			sort.Strings(got)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("violations (-want +got):\n%s\nall: %v", d, fmt.Sprint(v))
+			}
+		})
+	}
+}
