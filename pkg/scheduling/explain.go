@@ -365,8 +365,15 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 	}
 
 	// the NodePool's own requirements
-	r.stage(StageNodePoolRequirements, ReasonRequirements, func(t *itInfo) bool { return p.typeMatches(t, p.reqs) })
-	r.last().Detail = fmt.Sprintf("NodePool %s's requirements allow %d of %d instance types", name, len(r.left), len(p.types))
+	poolBy := map[string]int{}
+	r.stage(StageNodePoolRequirements, ReasonRequirements, func(t *itInfo) bool {
+		k := p.firstMismatch(t, p.reqs)
+		if k != "" {
+			poolBy[k]++
+		}
+		return k == ""
+	})
+	r.last().Detail = fmt.Sprintf("NodePool %s's requirements allow %d of %d instance types%s", name, len(r.left), len(p.types), byKeyText(poolBy))
 	if len(r.left) == 0 {
 		return r.block(StageNodePoolRequirements, ReasonRequirements, fmt.Sprintf("NodePool %s's requirements allow no instance type", name),
 			fmt.Sprintf("loosen NodePool %s's requirements", name))
@@ -414,7 +421,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 	})
 	narrowed := r.last().RemovedCount > 0
 	if len(podReqs) > 0 {
-		r.last().Detail = "pod requires " + describe(podReqs)
+		r.last().Detail = "pod requires " + podReqs.String() + byKeyText(byKey)
 	}
 	if len(r.left) == 0 {
 		keys := sortedKeys(byKey)
@@ -562,11 +569,21 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			reason = fmt.Sprintf("every offering of the instance types that fit in NodePool %s's allowed %s is unavailable (insufficient capacity)", name, strings.Join(allowed, ", "))
 			fix = fmt.Sprintf("wait for capacity, or allow more zones, capacity types or instance types in NodePool %s", name)
 		default:
-			reason = fmt.Sprintf("no instance type satisfies NodePool %s's allowed %s: the ones that fit are offered elsewhere", name, strings.Join(allowed, ", "))
-			fix = fmt.Sprintf("allow %s in NodePool %s's requirements (where the fitting types are offered)", offeredText(zones, cts, zr, ct), name)
-			if pz := podReqs[labelZone]; pz != nil && zr != nil && len(zones) > 0 {
-				fix += ", or change the pod's zone requirement"
+			if volZ := volReqs[labelZone]; volZ != nil {
+				var elsewhere []string
+				for _, z := range sortedKeys(zones) {
+					if allows(p.reqs[labelZone], z) && allows(podReqs[labelZone], z) {
+						elsewhere = append(elsewhere, z)
+					}
+				}
+				if len(elsewhere) > 0 {
+					return r.block(StageOfferings, ReasonVolumes,
+						fmt.Sprintf("the pod's volumes need zone %s, where NodePool %s offers no instance type that fits (they are offered in %s)", reqValues(volZ), name, strings.Join(elsewhere, ", ")),
+						"move the volume to a zone the fitting instance types are offered in, or allow instance types offered in its zone")
+				}
 			}
+			reason = fmt.Sprintf("no instance type satisfies NodePool %s's allowed %s: the ones that fit are offered elsewhere", name, strings.Join(allowed, ", "))
+			fix = offeringsFix(name, zones, cts, p.reqs, podReqs)
 		}
 		return r.block(StageOfferings, ReasonOfferings, reason, fix)
 	}
@@ -807,34 +824,37 @@ func (s *solver) conflictText(p *poolInfo, k string, pod, have *Requirement) (st
 	return reason, fix
 }
 
-func offeredText(zones, cts map[string]bool, zr, ct *Requirement) string {
+// allows reports whether r (nil: unrestricted) admits v.
+func allows(r *Requirement, v string) bool { return r == nil || r.Has(v) }
+
+// offeringsFix says who must allow which zones or capacity types the fitting instance types are offered in: the
+// NodePool's requirements, or the pod's.
+func offeringsFix(pool string, zones, cts map[string]bool, poolReqs, podReqs Requirements) string {
 	var parts []string
-	if zr != nil {
-		var zs []string
-		for _, z := range sortedKeys(zones) {
-			if !zr.Has(z) {
-				zs = append(zs, z)
+	for _, d := range []struct {
+		key, what string
+		have      map[string]bool
+	}{{labelZone, "zone", zones}, {labelCapacityType, "capacity type", cts}} {
+		var byPool, byPod []string
+		for _, v := range sortedKeys(d.have) {
+			switch {
+			case !allows(poolReqs[d.key], v):
+				byPool = append(byPool, v)
+			case !allows(podReqs[d.key], v):
+				byPod = append(byPod, v)
 			}
 		}
-		if len(zs) > 0 {
-			parts = append(parts, "zone "+strings.Join(zs, " or "))
+		if len(byPool) > 0 {
+			parts = append(parts, fmt.Sprintf("allow %s %s in NodePool %s's requirements", d.what, strings.Join(byPool, " or "), pool))
 		}
-	}
-	if ct != nil {
-		var cs []string
-		for _, c := range sortedKeys(cts) {
-			if !ct.Has(c) {
-				cs = append(cs, c)
-			}
-		}
-		if len(cs) > 0 {
-			parts = append(parts, "capacity type "+strings.Join(cs, " or "))
+		if len(byPod) > 0 {
+			parts = append(parts, fmt.Sprintf("allow %s %s in the pod's node affinity", d.what, strings.Join(byPod, " or ")))
 		}
 	}
 	if len(parts) == 0 {
-		return "more zones or capacity types"
+		return fmt.Sprintf("allow more zones or capacity types in NodePool %s", pool)
 	}
-	return strings.Join(parts, " and ")
+	return strings.Join(parts, ", or ") + " (where the instance types that fit are offered)"
 }
 
 func reqValues(r *Requirement) string {
@@ -844,7 +864,19 @@ func reqValues(r *Requirement) string {
 	return r.String()
 }
 
-func describe(reqs Requirements) string { return reqs.String() }
+// byKeyText renders how many instance types each label key removed, most first: " (removed by key: a 3, b 1)".
+func byKeyText(by map[string]int) string {
+	if len(by) == 0 {
+		return ""
+	}
+	keys := sortedKeys(by)
+	sort.SliceStable(keys, func(i, j int) bool { return by[keys[i]] > by[keys[j]] })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+	}
+	return " (removed by key: " + strings.Join(parts, ", ") + ")"
+}
 
 // keyName renders well-known label keys as words for fix suggestions.
 func keyName(k string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -31,7 +32,9 @@ func TestExplainNodePools(t *testing.T) {
 		types []*cloudprovider.InstanceType
 		nodes []*scheduling.StateNode
 		pod   *corev1.Pod
-		want  map[string]poolWant
+		// edit adds volume objects to the snapshot
+		edit func(*scheduling.Snapshot)
+		want map[string]poolWant
 	}{
 		{name: "fits", pod: test.SchedPod("p").Requests("1", "1Gi").Obj(),
 			want: map[string]poolWant{"default": {fits: true}}},
@@ -96,6 +99,24 @@ func TestExplainNodePools(t *testing.T) {
 			pod: test.SchedPod("p").Labels("app", "web").PodAntiAffinity(zoneKey, "app", "web").Obj(),
 			want: map[string]poolWant{"default": {code: scheduling.ReasonPodAffinity, stage: scheduling.StageTopology,
 				reason: "pod anti-affinity on topology.kubernetes.io/zone", fix: "allow more zone domains in NodePool default"}}},
+		{name: "bound volume outside the pool's zones", pools: []*scheduling.NodePool{test.SchedNodePool("general").Requirement(zoneKey, corev1.NodeSelectorOpIn, "a").Obj()},
+			pod: test.SchedPod("p").PVC("data").Obj(), edit: volumeIn("b"),
+			want: map[string]poolWant{"general": {code: scheduling.ReasonVolumes, stage: scheduling.StageVolumes,
+				reason: "the pod's volumes need topology.kubernetes.io/zone In [b]", fix: "allow zone b in NodePool general's requirements"}}},
+		{name: "bound volume where no fitting type is offered", types: []*cloudprovider.InstanceType{
+			test.SchedInstanceType("t", "2", "8Gi").Zones(0.1, "a", "c").Obj()},
+			pod: test.SchedPod("p").PVC("data").Obj(), edit: volumeIn("b"),
+			want: map[string]poolWant{"default": {code: scheduling.ReasonVolumes, stage: scheduling.StageOfferings,
+				reason: "the pod's volumes need zone [b], where NodePool default offers no instance type that fits (they are offered in a, c)", fix: "move the volume"}}},
+		{name: "pod zone where nothing is offered", types: []*cloudprovider.InstanceType{
+			test.SchedInstanceType("t", "2", "8Gi").Zones(0.1, "a", "c").Obj()},
+			pod: test.SchedPod("p").Zone("b").Obj(),
+			want: map[string]poolWant{"default": {code: scheduling.ReasonOfferings, stage: scheduling.StageOfferings,
+				reason: "allowed zones [b]", fix: "allow zone a or c in the pod's node affinity"}}},
+		{name: "second required term fits", pools: []*scheduling.NodePool{test.SchedNodePool("general").Requirement(zoneKey, corev1.NodeSelectorOpIn, "a").Obj()},
+			pod: test.SchedPod("p").RequiredNodeTerm(test.NodeRequirement(zoneKey, corev1.NodeSelectorOpIn, "b")).
+				RequiredNodeTerm(test.NodeRequirement(zoneKey, corev1.NodeSelectorOpIn, "a")).Obj(),
+			want: map[string]poolWant{"general": {fits: true}}},
 		{name: "several pools, each its own reason",
 			pools: []*scheduling.NodePool{test.SchedNodePool("gpu").Weight(10).Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(),
 				test.SchedNodePool("general").Limit(corev1.ResourceCPU, "4").Usage(corev1.ResourceCPU, "4").Obj()},
@@ -104,7 +125,7 @@ func TestExplainNodePools(t *testing.T) {
 				"general": {code: scheduling.ReasonLimits, stage: scheduling.StageLimits, fix: "from 4 to at least 6"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := explainOne(t, tc.pools, tc.types, tc.nodes, tc.pod)
+			e := explainOne(t, tc.pools, tc.types, tc.nodes, tc.pod, tc.edit)
 			got := map[string]PoolExplanationView{}
 			for _, p := range e.NodePools {
 				got[p.NodePool] = view(p)
@@ -132,6 +153,18 @@ func TestExplainNodePools(t *testing.T) {
 	}
 }
 
+// volumeIn adds claim default/data bound to a volume whose node affinity is the zone.
+func volumeIn(zone string) func(*scheduling.Snapshot) {
+	return func(s *scheduling.Snapshot) {
+		s.PersistentVolumeClaims = append(s.PersistentVolumeClaims, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}})
+		s.PersistentVolumes = append(s.PersistentVolumes, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{test.NodeRequirement(zoneKey, corev1.NodeSelectorOpIn, zone)}}}}}}})
+	}
+}
+
 // PoolExplanationView is the part of a PoolExplanation the table compares.
 type PoolExplanationView struct {
 	fits               bool
@@ -149,7 +182,8 @@ func view(p scheduling.PoolExplanation) PoolExplanationView {
 	return v
 }
 
-func explainOne(t *testing.T, pools []*scheduling.NodePool, its []*cloudprovider.InstanceType, nodes []*scheduling.StateNode, pod *corev1.Pod) *scheduling.Explanation {
+func explainOne(t *testing.T, pools []*scheduling.NodePool, its []*cloudprovider.InstanceType, nodes []*scheduling.StateNode, pod *corev1.Pod,
+	edits ...func(*scheduling.Snapshot)) *scheduling.Explanation {
 	t.Helper()
 	if pools == nil {
 		pools = []*scheduling.NodePool{test.SchedNodePool("default").Obj()}
@@ -160,6 +194,11 @@ func explainOne(t *testing.T, pools []*scheduling.NodePool, its []*cloudprovider
 	snap := &scheduling.Snapshot{Pods: []*corev1.Pod{pod}, Nodes: nodes, NodePools: pools, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
 	for _, p := range pools {
 		snap.InstanceTypes[p.Name] = its
+	}
+	for _, edit := range edits {
+		if edit != nil {
+			edit(snap)
+		}
 	}
 	e, err := scheduling.Explain(context.Background(), snap, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, scheduling.Options{})
 	if err != nil {
@@ -232,6 +271,7 @@ func TestPlanReasonCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pools  []*scheduling.NodePool
+		nodes  []*scheduling.StateNode
 		pod    *corev1.Pod
 		code   scheduling.ReasonCode
 		reason string
@@ -245,6 +285,12 @@ func TestPlanReasonCodes(t *testing.T) {
 		{name: "furthest pool wins", pools: []*scheduling.NodePool{test.SchedNodePool("gpu").Weight(10).Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(),
 			test.SchedNodePool("general").Limit(corev1.ResourceCPU, "1").Obj()},
 			pod: test.SchedPod("p").Obj(), code: scheduling.ReasonLimits, reason: "nodepool gpu: pod does not tolerate taint dedicated=gpu:NoSchedule; nodepool general: every"},
+		{name: "anti-affinity", nodes: []*scheduling.StateNode{
+			test.SchedNode("na", "1", "1Gi").Zone("a").Pods(test.SchedPod("wa").Labels("app", "web").Obj()).Obj(),
+			test.SchedNode("nb", "1", "1Gi").Zone("b").Pods(test.SchedPod("wb").Labels("app", "web").Obj()).Obj(),
+			test.SchedNode("nc", "1", "1Gi").Zone("c").Pods(test.SchedPod("wc").Labels("app", "web").Obj()).Obj()},
+			pod: test.SchedPod("p").Labels("app", "web").PodAntiAffinity(zoneKey, "app", "web").Obj(), code: scheduling.ReasonPodAffinity,
+			reason: "nodepool default: would violate pod anti-affinity on topology.kubernetes.io/zone"},
 		{name: "no nodepool", pools: []*scheduling.NodePool{}, pod: test.SchedPod("p").Obj(), code: scheduling.ReasonNoNodePool, reason: "no NodePool"},
 		{name: "missing claim", pod: test.SchedPod("p").PVC("nope").Obj(), code: scheduling.ReasonVolumes, reason: `persistentvolumeclaim "nope" not found`},
 		{name: "bad affinity", pod: test.SchedPod("p").RequiredNodeTerm(test.NodeRequirement("k", corev1.NodeSelectorOpGt, "x")).Obj(),
@@ -255,7 +301,7 @@ func TestPlanReasonCodes(t *testing.T) {
 			if pools == nil {
 				pools = []*scheduling.NodePool{test.SchedNodePool("default").Obj()}
 			}
-			snap := &scheduling.Snapshot{Pods: []*corev1.Pod{tc.pod}, NodePools: pools, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
+			snap := &scheduling.Snapshot{Pods: []*corev1.Pod{tc.pod}, Nodes: tc.nodes, NodePools: pools, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
 			for _, p := range pools {
 				snap.InstanceTypes[p.Name] = standardTypes()
 			}
