@@ -272,7 +272,7 @@ type poolRun struct {
 
 func (r *poolRun) stage(name string, code ReasonCode, keep func(t *itInfo) bool) (removed []*itInfo) {
 	st := Stage{Name: name, Code: code, Before: len(r.left)}
-	kept := r.left[:0:0]
+	kept := make([]*itInfo, 0, len(r.left))
 	for _, t := range r.left {
 		if keep(t) {
 			kept = append(kept, t)
@@ -365,9 +365,10 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 	}
 
 	// the NodePool's own requirements
+	poolF := p.filterFor(p.reqs)
 	poolBy := map[string]int{}
 	r.stage(StageNodePoolRequirements, ReasonRequirements, func(t *itInfo) bool {
-		k := p.firstMismatch(t, p.reqs)
+		k := poolF.mismatch(t)
 		if k != "" {
 			poolBy[k]++
 		}
@@ -411,9 +412,10 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			return r.block(StagePodRequirements, ReasonRequirements, reason, fix)
 		}
 	}
+	podF := p.filterFor(podReqs)
 	byKey := map[string]int{}
 	r.stage(StagePodRequirements, ReasonRequirements, func(t *itInfo) bool {
-		k := p.firstMismatch(t, podReqs)
+		k := podF.mismatch(t)
 		if k != "" {
 			byKey[k]++
 		}
@@ -430,7 +432,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			parts = append(parts, podReqs[k].String())
 		}
 		reason := fmt.Sprintf("no instance type allowed by NodePool %s satisfies %s", name, strings.Join(parts, ", "))
-		cands := s.typesWhere(p, func(t *itInfo) bool { return p.firstMismatch(t, podReqs) == "" })
+		cands := s.typesWhere(p, func(t *itInfo) bool { return podF.mismatch(t) == "" })
 		fix := s.allowFix(p, cands)
 		if fix == "" {
 			fix = fmt.Sprintf("no instance type offered to NodePool %s satisfies %s: change the pod's nodeSelector/affinity", name, strings.Join(parts, ", "))
@@ -443,6 +445,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 	if verr != "" {
 		return r.block(StageVolumes, ReasonVolumes, verr, "create or bind the pod's volume claims")
 	}
+	volF := p.filterFor(volReqs)
 	if len(volReqs) > 0 {
 		for _, k := range volReqs.Keys() {
 			vr := volReqs[k]
@@ -466,7 +469,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			}
 			merged[k] = m
 		}
-		r.stage(StageVolumes, ReasonVolumes, func(t *itInfo) bool { return p.firstMismatch(t, volReqs) == "" })
+		r.stage(StageVolumes, ReasonVolumes, func(t *itInfo) bool { return volF.mismatch(t) == "" })
 		r.last().Detail = "the pod's volumes need " + volReqs.String()
 		if len(r.left) == 0 {
 			return r.block(StageVolumes, ReasonVolumes, fmt.Sprintf("no instance type allowed by NodePool %s satisfies the volumes' %s", name, volReqs),
@@ -499,7 +502,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			break
 		}
 		cands := s.typesWhere(p, func(t *itInfo) bool {
-			return p.firstMismatch(t, podReqs) == "" && p.firstMismatch(t, volReqs) == "" && nonNegative(t.avail) && c.req.LessEq(t.avail)
+			return podF.mismatch(t) == "" && volF.mismatch(t) == "" && nonNegative(t.avail) && c.req.LessEq(t.avail)
 		})
 		fix := s.allowFix(p, cands)
 		if fix == "" {
@@ -706,19 +709,31 @@ func topoFix(f *topoFailure, pool string) string {
 	}
 }
 
-// typeMatches reports whether t's labels satisfy reqs (zone and capacity type are checked against offerings
-// elsewhere; keys the NodePool sets on the node itself do not concern instance types).
-func (p *poolInfo) typeMatches(t *itInfo, reqs Requirements) bool {
-	return p.firstMismatch(t, reqs) == ""
+// typeFilter checks instance-type labels against the requirement keys that concern instance types (zone and
+// capacity type are checked against offerings elsewhere; keys the NodePool sets on the node itself do not concern
+// instance types). Keys are resolved once so filtering hundreds of types does not sort per type.
+type typeFilter struct {
+	keys []string
+	reqs []*Requirement
 }
 
-func (p *poolInfo) firstMismatch(t *itInfo, reqs Requirements) string {
+func (p *poolInfo) filterFor(reqs Requirements) typeFilter {
+	var f typeFilter
 	for _, k := range reqs.Keys() {
 		if k == labelZone || k == labelCapacityType || !p.typeKeys[k] || p.nodeKeys[k] {
 			continue
 		}
+		f.keys = append(f.keys, k)
+		f.reqs = append(f.reqs, reqs[k])
+	}
+	return f
+}
+
+// mismatch returns the first key whose requirement t's labels fail, or "".
+func (f typeFilter) mismatch(t *itInfo) string {
+	for i, k := range f.keys {
 		v, ok := t.labels[k]
-		if !reqs[k].Matches(v, ok) {
+		if !f.reqs[i].Matches(v, ok) {
 			return k
 		}
 	}
@@ -744,8 +759,9 @@ func (s *solver) allowFix(p *poolInfo, cands []*itInfo) string {
 		price float64
 	}
 	var cs []cand
+	poolF := p.filterFor(p.reqs)
 	for _, t := range cands {
-		if p.typeMatches(t, p.reqs) {
+		if poolF.mismatch(t) == "" {
 			continue // allowed already: something else removed it
 		}
 		price := -1.0
