@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,11 +19,18 @@ type Options struct {
 	Output            string
 	Region            string
 	InstanceTypesFile string
+	// FromAWS takes instance types from the AWS provider (AWS_REGION, AWS_ENDPOINT_URL, credentials) instead of
+	// the built-in catalog; ClusterName is then required.
+	FromAWS     bool
+	ClusterName string
 }
 
 func (o *Options) validate() error {
 	if o.Output != "table" && o.Output != "json" {
 		return fmt.Errorf("--output: %q is not one of table, json", o.Output)
+	}
+	if o.FromAWS && o.InstanceTypesFile != "" {
+		return fmt.Errorf("--from-aws and --instance-types are exclusive")
 	}
 	return nil
 }
@@ -46,6 +54,7 @@ overhead, offerings in the allowed zones and capacity types, limits, minValues, 
 disruption settings, and the pods and annotations that keep it from being disrupted.`,
 		Example: `  dovetailctl explain pod default/web-7d9f8
   dovetailctl explain pod default/trainer -o json
+  AWS_REGION=us-west-2 dovetailctl explain pod default/trainer --from-aws --cluster-name prod
   dovetailctl explain node ip-10-0-1-23.us-west-2.compute.internal`,
 	}
 	f := cmd.PersistentFlags()
@@ -53,6 +62,8 @@ disruption settings, and the pods and annotations that keep it from being disrup
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
 	f.StringVar(&o.Region, "region", "us-west-2", "region of the built-in instance-type catalog")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "JSON file of instance types (default: built-in catalog for --region)")
+	f.BoolVar(&o.FromAWS, "from-aws", false, "take instance types and offerings from AWS (AWS_REGION, AWS_ENDPOINT_URL, credentials) like the controller")
+	f.StringVar(&o.ClusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "cluster name for --from-aws (default: CLUSTER_NAME)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "pod NAMESPACE/NAME",
 		Short: "Explain why a pending pod has no capacity, NodePool by NodePool",

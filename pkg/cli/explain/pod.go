@@ -22,7 +22,9 @@ import (
 type PodReport struct {
 	Pod string `json:"pod"`
 	// BoundTo is the node a pod that is no longer pending is bound to.
-	BoundTo     string                  `json:"boundTo,omitempty"`
+	BoundTo string `json:"boundTo,omitempty"`
+	// Warnings are problems reading the cluster or AWS that may make the analysis incomplete.
+	Warnings    []string                `json:"warnings,omitempty"`
 	Explanation *scheduling.Explanation `json:"explanation,omitempty"`
 }
 
@@ -51,6 +53,13 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	if err != nil {
 		return err
 	}
+	if o.FromAWS {
+		its, warnings, err := awsInstanceTypes(ctx, c, o.ClusterName, cl.NodePools)
+		if err != nil {
+			return err
+		}
+		cl.Snapshot.InstanceTypes, r.Warnings = its, warnings
+	}
 	e, err := scheduling.Explain(ctx, cl.Snapshot, key, scheduling.Options{})
 	if err != nil {
 		return err
@@ -71,6 +80,9 @@ func (r *PodReport) write(format string, w io.Writer) error {
 		return l.err
 	}
 	e := r.Explanation
+	for _, w := range r.Warnings {
+		l.printf("warning: %s\n", w)
+	}
 	l.printf("Pod %s requests %s\n", e.Pod, formatList(e.Requests))
 	switch o := e.Outcome; o.Kind {
 	case scheduling.OutcomeExistingNode:
