@@ -53,7 +53,9 @@ type Metrics struct {
 	NodesTerminationDuration *prometheus.SummaryVec
 	SchedulingDuration       *prometheus.HistogramVec
 	SchedulerQueueDepth      *prometheus.GaugeVec
-	PodsStartupDuration      prometheus.Summary
+	// PodsUnschedulable counts, after each provisioning pass, the pending pods it could place nowhere, by reason.
+	PodsUnschedulable   *prometheus.GaugeVec
+	PodsStartupDuration prometheus.Summary
 	// NodeClaimLaunchDuration is from NodeClaim creation to Launched.
 	NodeClaimLaunchDuration *prometheus.HistogramVec
 	// NodeClaimRegistrationDuration is from NodeClaim creation to Registered.
@@ -117,6 +119,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_scheduler_queue_depth",
 			Help: "Pending pods in the scheduling pass under way.",
 		}, []string{LabelController}),
+		PodsUnschedulable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dovetail_provisioner_unschedulable_pods",
+			Help: "Pending pods the last provisioning pass could place on no existing node and no new NodeClaim, by reason (the failing constraint).",
+		}, []string{LabelReason}),
 		PodsStartupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
 			Name:       "karpenter_pods_startup_duration_seconds",
 			Help:       "Time from a pod's creation until it runs, for pods Dovetail provisioned capacity for.",
@@ -207,7 +213,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.NodeClaimsCreated, m.NodeClaimsTerminated, m.NodesCreated, m.NodesTerminated, m.NodesTerminationDuration,
-		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsStartupDuration,
+		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsUnschedulable, m.PodsStartupDuration,
 		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
 		m.CloudProviderDuration, m.CloudProviderErrors, m.NodePoolUsage, m.NodePoolLimit,
 		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,

@@ -49,6 +49,8 @@ type Controller struct {
 	// created holds the NodeClaims this controller created that its cache has not shown yet, so a pass that
 	// runs before the informer catches up counts them instead of launching the same capacity twice.
 	created map[string]createdClaim
+	// unschedulableCodes are the reason codes the unschedulable-pods gauge has a series for.
+	unschedulableCodes map[string]bool
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -69,6 +71,8 @@ func NewController(d deps.Deps) *Controller {
 		batcher:   NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
 		announced: map[types.UID]string{},
 		created:   map[string]createdClaim{},
+		// unschedulableCodes starts empty: the gauge has no series until a pass finds an unschedulable pod.
+		unschedulableCodes: map[string]bool{},
 	}
 }
 
@@ -137,6 +141,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
 	if len(in.Pods) == 0 {
+		c.recordUnschedulable(solver.Plan{})
 		return nil
 	}
 	start := c.deps.Clock.Now()
@@ -181,6 +186,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+target)
 		}
 	}
+	c.recordUnschedulable(plan)
 	for key, reason := range plan.Unschedulable {
 		if p := pods[key]; p != nil {
 			c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", "Failed to find capacity: "+reason)
@@ -192,6 +198,28 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		return fmt.Errorf("applying plan: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// recordUnschedulable sets the unschedulable-pods gauge from this pass: one series per reason code seen now or
+// before (a code no pod has any more drops to 0 rather than keeping its last value).
+func (c *Controller) recordUnschedulable(plan solver.Plan) {
+	counts := map[string]int{}
+	for key := range plan.Unschedulable {
+		code := plan.UnschedulableCodes[key]
+		if code == "" {
+			code = "Other"
+		}
+		counts[code]++
+	}
+	for code := range c.unschedulableCodes {
+		if _, ok := counts[code]; !ok {
+			counts[code] = 0
+		}
+	}
+	for code, n := range counts {
+		c.deps.Metrics.PodsUnschedulable.WithLabelValues(code).Set(float64(n))
+		c.unschedulableCodes[code] = true
+	}
 }
 
 // withCreated adds to a listing of the cache the NodeClaims this controller created that it does not show yet,

@@ -71,6 +71,9 @@ type Plan struct {
 	NewNodeClaims []NewNodeClaim
 	// Unschedulable maps a pod (namespace/name) to why no capacity could be found for it.
 	Unschedulable map[string]string
+	// UnschedulableCodes maps the same pods to a stable category of the reason (scheduling.ReasonCode values:
+	// Resources, Taints, Requirements, Limits, ...), for metrics; a solver may leave it empty.
+	UnschedulableCodes map[string]string
 }
 
 // NewNodeClaim is a NodeClaim to create for some pods.

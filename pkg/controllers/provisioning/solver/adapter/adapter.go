@@ -33,10 +33,11 @@ var _ solver.Solver = Scheduler{}
 func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	snap, pools := Snapshot(in)
 	plan, err := scheduling.Solve(ctx, snap, s.Options)
-	out := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}}
+	out := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}, UnschedulableCodes: map[string]string{}}
 	if err != nil {
 		for _, p := range in.Pods {
 			out.Unschedulable[solver.PodKey(p)] = "scheduling failed: " + err.Error()
+			out.UnschedulableCodes[solver.PodKey(p)] = string(scheduling.ReasonOther)
 		}
 		return out
 	}
@@ -49,6 +50,7 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	}
 	for _, pe := range plan.Unschedulable {
 		out.Unschedulable[pe.Pod.String()] = pe.Reason
+		out.UnschedulableCodes[pe.Pod.String()] = string(pe.Code)
 	}
 	for _, nc := range plan.NodeClaims {
 		pool, ok := pools[nc.NodePool]

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,5 +77,46 @@ func TestCreatedNodeClaimCountedBeforeTheCacheShowsIt(t *testing.T) {
 	clk.Step(createdClaimTTL + time.Second)
 	if got := c.withCreated(nil); len(got) != 0 || len(c.created) != 0 {
 		t.Errorf("expired created nodeclaim still counted: %d listed, %d remembered", len(got), len(c.created))
+	}
+}
+
+// TestUnschedulablePodsMetric: a pass sets the gauge per reason code, and a later pass without those pods sets
+// it back to 0.
+func TestUnschedulablePodsMetric(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := test.Pod("nowhere").Requests("100m", "").NodeSelector("team", "absent").Unschedulable().Obj()
+	huge := test.Pod("huge").Requests("512", "").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), nowhere, huge).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: api, CloudProvider: fake.New(clk), Clock: clk, Recorder: record.NewFakeRecorder(100),
+		Settings: &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}, Metrics: m})
+	gauge := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, code := range []string{"Requirements", "Resources"} {
+			out[code] = testutil.ToFloat64(m.PodsUnschedulable.WithLabelValues(code))
+		}
+		return out
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"Requirements": 1, "Resources": 1}, gauge()); diff != "" {
+		t.Errorf("after the first pass (-want +got):\n%s", diff)
+	}
+	for _, p := range []*corev1.Pod{nowhere, huge} {
+		if err := api.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"Requirements": 0, "Resources": 0}, gauge()); diff != "" {
+		t.Errorf("after the pods went (-want +got):\n%s", diff)
 	}
 }
