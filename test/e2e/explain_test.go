@@ -85,15 +85,21 @@ func TestExplain(t *testing.T) {
 		t.Errorf("event %q does not contain %q", event, want)
 	}
 
-	out := runCtl(t, ctl, "explain", "pod", pool+"/"+bigPod)
-	for _, want := range []string{
-		"Outcome: unschedulable [Limits]",
-		"NodePool " + pool + " (weight 0,",
-		"reason: [Limits] every instance type that fits would exceed NodePool " + pool + "'s limits (cpu ",
-		"fix:    raise NodePool " + pool + "'s limit cpu from 4 to at least ",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("explain pod output lacks %q:\n%s", want, out)
+	// instance types from the built-in catalog, then from the simulated AWS account as the controller sees them
+	for _, args := range [][]string{{"explain", "pod", pool + "/" + bigPod}, {"explain", "pod", pool + "/" + bigPod, "--from-aws", "--cluster-name", "dovetail"}} {
+		out := runCtl(t, ctl, args...)
+		for _, want := range []string{
+			"Outcome: unschedulable [Limits]",
+			"NodePool " + pool + " (weight 0,",
+			"reason: [Limits] every instance type that fits would exceed NodePool " + pool + "'s limits (cpu ",
+			"fix:    raise NodePool " + pool + "'s limit cpu from 4 to at least ",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", strings.Join(args, " "), want, out)
+			}
+		}
+		if strings.Contains(out, "warning:") {
+			t.Errorf("%s: unexpected warning:\n%s", strings.Join(args, " "), out)
 		}
 	}
 
@@ -101,7 +107,7 @@ func TestExplain(t *testing.T) {
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("want the pool's one node, got %d (%v)", len(nodes), err)
 	}
-	out = runCtl(t, ctl, "explain", "node", nodes[0].Name)
+	out := runCtl(t, ctl, "explain", "node", nodes[0].Name)
 	smallPods, err := env.Pods(ctx, pool, map[string]string{"app": "small"})
 	if err != nil || len(smallPods) != 1 {
 		t.Fatalf("small pods: %d (%v)", len(smallPods), err)
@@ -123,7 +129,8 @@ func runCtl(t *testing.T, ctl string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ctl, append(args, "--kubeconfig", env.Kubeconfig)...)
-	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+env.AWSEndpoint, "AWS_REGION=us-west-2")
+	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+env.AWSEndpoint, "AWS_REGION=us-west-2", "AWS_ACCESS_KEY_ID=123456789012",
+		"AWS_SECRET_ACCESS_KEY=local-simulator", "AWS_EC2_METADATA_DISABLED=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
