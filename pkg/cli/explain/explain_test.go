@@ -90,7 +90,8 @@ func TestExplainPodJSON(t *testing.T) {
 }
 
 func TestExplainPodErrors(t *testing.T) {
-	c := fakeClient(t, test.NodePool("general").Obj(), test.Pod("bound").NodeName("n1").Obj())
+	c := fakeClient(t, test.NodePool("general").Obj(), test.Pod("bound").NodeName("n1").Obj(),
+		test.Pod("agent").OwnedBy("apps/v1", "DaemonSet", "agent").Obj())
 	var out bytes.Buffer
 	if err := RunPod(context.Background(), c, &Options{Output: "yaml"}, types.NamespacedName{Namespace: "default", Name: "bound"}, &out); err == nil || !strings.Contains(err.Error(), "--output") {
 		t.Errorf("bad -o: err = %v", err)
@@ -101,6 +102,9 @@ func TestExplainPodErrors(t *testing.T) {
 	out.Reset()
 	if err := RunPod(context.Background(), c, &Options{Output: "table"}, types.NamespacedName{Namespace: "default", Name: "bound"}, &out); err != nil || !strings.Contains(out.String(), "bound to node n1") {
 		t.Errorf("bound pod: err = %v, output %q", err, out.String())
+	}
+	if err := RunPod(context.Background(), c, &Options{Output: "table"}, types.NamespacedName{Namespace: "default", Name: "agent"}, &out); err == nil || !strings.Contains(err.Error(), "belongs to a DaemonSet") {
+		t.Errorf("daemonset pod: err = %v", err)
 	}
 	if _, err := parsePodArg("a/b/c"); err == nil {
 		t.Errorf("parsePodArg(a/b/c) accepted")

@@ -49,6 +49,12 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return fmt.Errorf("pod %s has finished (%s): nothing to schedule", key, pod.Status.Phase)
 	}
+	if pod.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s is being deleted: Dovetail does not provision for it", key)
+	}
+	if isDaemonOrMirror(&pod) {
+		return fmt.Errorf("pod %s belongs to a DaemonSet: the kube-scheduler places it on its node and Dovetail counts it only as overhead on new nodes", key)
+	}
 	cl, err := simulate.ReadCluster(ctx, c, o.Region, o.InstanceTypesFile)
 	if err != nil {
 		return err
