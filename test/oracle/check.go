@@ -20,12 +20,20 @@ import (
 // informerTimeout bounds the wait for the volume binder's caches to hold the cluster's claims and volumes.
 const informerTimeout = 30 * time.Second
 
+// Options select optional checks.
+type Options struct {
+	// EveryOption also checks each planned NodeClaim as every other Node it may launch as (each instance-type
+	// option in each available offering its requirements allow), one claim at a time with the others at their
+	// cheapest option.
+	EveryOption bool
+}
+
 // Check materializes the cluster plan produces from snap and runs the upstream filters for every placed pod
 // against its node, with every other pod of the cluster in place: the pod is taken off its node, PreFilter of each
 // plugin runs over the whole cluster, then Filter on the pod's node. That is what the kube-scheduler decides when
 // this pod is the last one it schedules. It returns the violations sorted (none for a correct plan); the error is
 // for a checker that could not run.
-func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) ([]Violation, error) {
+func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan, opts Options) ([]Violation, error) {
 	c := materialize(snap, plan)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -40,12 +48,28 @@ func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 		}
 	}
 	out := c.out
-	for _, p := range c.planned {
-		without := l.without(c, p)
+	check := func(p *corev1.Pod, pods []*corev1.Pod, where string) {
+		without := l.without(p, pods)
 		for _, st := range run(ctx, plugins, p, without, l.list) {
-			out = append(out, Violation{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Plugin: st.Plugin(), Message: st.Message()})
+			out = append(out, Violation{Pod: p.Namespace + "/" + p.Name, Node: where, Plugin: st.Plugin(), Message: st.Message()})
 		}
 		l.restore(p.Spec.NodeName)
+	}
+	for _, p := range c.planned {
+		check(p, c.pods[p.Spec.NodeName], p.Spec.NodeName)
+	}
+	if opts.EveryOption {
+		for _, cl := range c.claims {
+			for _, v := range c.variants(snap, cl) {
+				pods := append(c.daemonPods(v), cl.planned...)
+				old := l.replace(v, pods)
+				where := fmt.Sprintf("%s as %s %s %s", v.Name, v.Labels[corev1.LabelInstanceTypeStable], v.Labels[corev1.LabelTopologyZone], v.Labels[labelCapacityType])
+				for _, p := range cl.planned {
+					check(p, pods, where)
+				}
+				l.put(old)
+			}
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil

@@ -50,7 +50,20 @@ type cluster struct {
 	objects []runtime.Object
 	// hasVolumes is true when a pod in the cluster mounts a PersistentVolumeClaim.
 	hasVolumes bool
-	out        []Violation
+	// claims are the planned NodeClaims with every other node each could launch as.
+	claims []*claim
+	// daemons are the DaemonSets' pods, not yet bound.
+	daemons []*corev1.Pod
+	out     []Violation
+}
+
+// claim is a planned NodeClaim: the Node it becomes with its cheapest option (base) and the Nodes it becomes with
+// each other instance-type option in each available offering its requirements allow (variants).
+type claim struct {
+	nc      *scheduling.NodeClaimPlan
+	np      *scheduling.NodePool
+	base    *corev1.Node
+	planned []*corev1.Pod
 }
 
 func (c *cluster) planViolation(pod, node, format string, args ...any) {
@@ -62,6 +75,10 @@ func (c *cluster) planViolation(pod, node, format string, args ...any) {
 // on the new Nodes they would run on. Nodes marked for deletion are left out.
 func materialize(snap *scheduling.Snapshot, plan *scheduling.Plan) *cluster {
 	c := &cluster{pods: map[string][]*corev1.Pod{}}
+	for _, ds := range snap.DaemonSets {
+		c.daemons = append(c.daemons, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name,
+			Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()})
+	}
 	pending := map[types.NamespacedName]*corev1.Pod{}
 	for _, p := range snap.Pods {
 		pending[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
@@ -122,18 +139,18 @@ func materialize(snap *scheduling.Snapshot, plan *scheduling.Plan) *cluster {
 		}
 		known[n.Name] = true
 		c.addNode(n, nil)
-		for _, ds := range snap.DaemonSets {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-" + n.Name,
-				Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
-			if daemonRunsOn(p, n) {
-				c.bind(p, n.Name)
-			}
+		for _, p := range c.daemonPods(n) {
+			c.bind(p, n.Name)
 		}
+		cl := &claim{nc: nc, np: pools[nc.NodePool], base: n}
 		for _, key := range nc.Pods {
 			if p := take(key, n.Name); p != nil {
-				c.planned = append(c.planned, c.bind(p, n.Name))
+				p = c.bind(p, n.Name)
+				c.planned = append(c.planned, p)
+				cl.planned = append(cl.planned, p)
 			}
 		}
+		c.claims = append(c.claims, cl)
 	}
 	for _, u := range plan.Unschedulable {
 		if seen[u.Pod] {
@@ -201,6 +218,21 @@ func (c *cluster) bind(p *corev1.Pod, node string) *corev1.Pod {
 	return p
 }
 
+// daemonPods returns the DaemonSet pods that run on n, named after it.
+func (c *cluster) daemonPods(n *corev1.Node) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, d := range c.daemons {
+		if daemonRunsOn(d, n) {
+			p := d.DeepCopy()
+			p.Name += "-" + n.Name
+			p.UID = types.UID("pod-" + p.Namespace + "-" + p.Name)
+			p.Spec.NodeName = n.Name
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // daemonRunsOn tells whether the DaemonSet controller would run pod on n: its required node affinity matches and
 // it tolerates every NoSchedule and NoExecute taint.
 func daemonRunsOn(pod *corev1.Pod, n *corev1.Node) bool {
@@ -213,21 +245,14 @@ func daemonRunsOn(pod *corev1.Pod, n *corev1.Node) bool {
 	return !untolerated
 }
 
-// newNode is the Node a planned NodeClaim becomes when launched with its cheapest option: the instance type's
-// labels and allocatable (capacity less overhead), zone, capacity type and NodePool labels, the NodePool's and the
-// claim's labels, hostname = claim name, and the NodePool's taints (startup taints are gone once the node is
-// initialized). The option must be an available offering and satisfy the NodePool's and the claim's requirements.
+// newNode is the Node a planned NodeClaim becomes when launched with its cheapest option: see nodeFor. The option
+// must be an available offering and satisfy the NodePool's and the claim's requirements.
 func (c *cluster) newNode(snap *scheduling.Snapshot, nc *scheduling.NodeClaimPlan, np *scheduling.NodePool) *corev1.Node {
 	if np == nil {
 		c.planViolation("", nc.Name, "unknown NodePool %s", nc.NodePool)
 		return nil
 	}
-	var it *cloudprovider.InstanceType
-	for _, t := range snap.InstanceTypes[nc.NodePool] {
-		if t.Name == nc.InstanceType {
-			it = t
-		}
-	}
+	it := instanceType(snap, nc.NodePool, nc.InstanceType)
 	if it == nil {
 		c.planViolation("", nc.Name, "instance type %s is not offered to NodePool %s", nc.InstanceType, nc.NodePool)
 		return nil
@@ -241,6 +266,55 @@ func (c *cluster) newNode(snap *scheduling.Snapshot, nc *scheduling.NodeClaimPla
 	if !offered {
 		c.planViolation("", nc.Name, "no available offering %s %s %s at %v", it.Name, nc.Zone, nc.CapacityType, nc.Price)
 	}
+	if len(nc.InstanceTypeOptions) == 0 || nc.InstanceTypeOptions[0].Name != nc.InstanceType {
+		c.planViolation("", nc.Name, "the first instance-type option is not the chosen type %s", nc.InstanceType)
+	}
+	n := nodeFor(nc, np, it, nc.Zone, nc.CapacityType)
+	if k := broken(n, nc, np); k != nil {
+		c.planViolation("", nc.Name, "node label %s=%q breaks requirement %s %s %v", k.Key, n.Labels[k.Key], k.Key, k.Operator, k.Values)
+	}
+	return n
+}
+
+// variants returns the Nodes cl may become other than its base: each instance-type option in each available
+// offering whose node satisfies the NodePool's and the claim's requirements, as CreateFleet may launch any of them.
+func (c *cluster) variants(snap *scheduling.Snapshot, cl *claim) []*corev1.Node {
+	nc, np := cl.nc, cl.np
+	var out []*corev1.Node
+	seen := map[string]bool{nc.InstanceType + "/" + nc.Zone + "/" + nc.CapacityType: true}
+	for _, o := range nc.InstanceTypeOptions {
+		it := instanceType(snap, nc.NodePool, o.Name)
+		if it == nil {
+			c.planViolation("", nc.Name, "instance-type option %s is not offered to NodePool %s", o.Name, nc.NodePool)
+			continue
+		}
+		for _, off := range it.Offerings {
+			k := it.Name + "/" + off.Zone + "/" + off.CapacityType
+			if !off.Available || seen[k] {
+				continue
+			}
+			seen[k] = true
+			if n := nodeFor(nc, np, it, off.Zone, off.CapacityType); broken(n, nc, np) == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func instanceType(snap *scheduling.Snapshot, pool, name string) *cloudprovider.InstanceType {
+	for _, t := range snap.InstanceTypes[pool] {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// nodeFor is the Node nc becomes as instance type it in zone with capacity type ct: the instance type's labels and
+// allocatable (capacity less overhead), zone, capacity type and NodePool labels, the NodePool's and the claim's
+// labels, hostname = claim name, and the claim's taints (startup taints are gone once the node is initialized).
+func nodeFor(nc *scheduling.NodeClaimPlan, np *scheduling.NodePool, it *cloudprovider.InstanceType, zone, ct string) *corev1.Node {
 	lbl := map[string]string{}
 	for k, v := range it.Labels {
 		lbl[k] = v
@@ -252,18 +326,22 @@ func (c *cluster) newNode(snap *scheduling.Snapshot, nc *scheduling.NodeClaimPla
 		lbl[k] = v
 	}
 	lbl[corev1.LabelInstanceTypeStable] = it.Name
-	lbl[corev1.LabelTopologyZone] = nc.Zone
-	lbl[labelCapacityType] = nc.CapacityType
+	lbl[corev1.LabelTopologyZone] = zone
+	lbl[labelCapacityType] = ct
 	lbl[labelNodePool] = np.Name
 	lbl[corev1.LabelHostname] = nc.Name
-	n := node(nc.Name, lbl, nc.Taints, it.Allocatable())
+	return node(nc.Name, lbl, nc.Taints, it.Allocatable())
+}
+
+// broken returns the first NodePool or claim requirement n's labels break, or nil.
+func broken(n *corev1.Node, nc *scheduling.NodeClaimPlan, np *scheduling.NodePool) *corev1.NodeSelectorRequirement {
 	for _, r := range append(append([]scheduling.NodeSelectorRequirementWithMinValues(nil), np.Requirements...), nc.Requirements...) {
 		sel := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{r.NodeSelectorRequirement}}}}
 		if ok, err := corev1helpers.MatchNodeSelectorTerms(n, sel); err != nil || !ok {
-			c.planViolation("", nc.Name, "node label %s=%q breaks requirement %s %s %v", r.Key, lbl[r.Key], r.Key, r.Operator, r.Values)
+			return &r.NodeSelectorRequirement
 		}
 	}
-	return n
+	return nil
 }
 
 // storage adds the snapshot's volume objects as the PV controller leaves them: a claim naming an existing volume

@@ -36,12 +36,13 @@ func newLister(c *cluster) *lister {
 	return l
 }
 
-// without swaps the NodeInfo of p's node for a new one holding every other pod of the node, and returns it. (A new
-// NodeInfo rather than RemovePod: removing one of two pods that, wrongly, share a host port would free the port.)
-func (l *lister) without(c *cluster, p *corev1.Pod) *framework.NodeInfo {
+// without swaps the NodeInfo of p's node for a new one holding every other pod of the node (pods), and returns it.
+// (A new NodeInfo rather than RemovePod: removing one of two pods that, wrongly, share a host port would free the
+// port.)
+func (l *lister) without(p *corev1.Pod, pods []*corev1.Pod) *framework.NodeInfo {
 	name := p.Spec.NodeName
 	ni := framework.NewNodeInfo()
-	for _, q := range c.pods[name] {
+	for _, q := range pods {
 		if q != p {
 			ni.AddPod(q)
 		}
@@ -56,6 +57,22 @@ func (l *lister) without(c *cluster, p *corev1.Pod) *framework.NodeInfo {
 func (l *lister) restore(name string) {
 	l.list[l.index[name]] = l.full[name]
 	l.byName[name] = l.full[name]
+}
+
+// replace makes n with pods the full NodeInfo of n's name and returns the one it replaces.
+func (l *lister) replace(n *corev1.Node, pods []*corev1.Pod) *framework.NodeInfo {
+	old := l.full[n.Name]
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(n)
+	l.full[n.Name] = ni
+	l.restore(n.Name)
+	return old
+}
+
+// put makes ni the full NodeInfo of its node again.
+func (l *lister) put(ni *framework.NodeInfo) {
+	l.full[ni.Node().Name] = ni
+	l.restore(ni.Node().Name)
 }
 
 func (l *lister) NodeInfos() framework.NodeInfoLister       { return l }

@@ -43,7 +43,8 @@ func cases(t *testing.T) int {
 }
 
 // TestRandomWorkloads solves seeded random snapshots (scheduletest.RandomSnapshot, seeds 0..N-1) and checks every
-// placement of every plan with the upstream filter plugins. Zero violations allowed.
+// placement of every plan with the upstream filter plugins, each NodeClaim as every instance-type option and
+// offering it may launch as. Zero violations allowed.
 func TestRandomWorkloads(t *testing.T) {
 	n := cases(t)
 	ctx := context.Background()
@@ -58,7 +59,7 @@ func TestRandomWorkloads(t *testing.T) {
 		}
 		solveTime += time.Since(start)
 		start = time.Now()
-		v, err := oracle.Check(ctx, snap, plan)
+		v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: true})
 		if err != nil {
 			t.Fatalf("seed %d: check: %v", seed, err)
 		}
@@ -77,8 +78,10 @@ func TestRandomWorkloads(t *testing.T) {
 }
 
 // TestBenchmarkWorkloads checks the plans of the scheduling benchmark's mix (pkg/scheduling/bench_test.go) at
-// 1,000 and 5,000 pods (5,000 is skipped with -short).
+// 1,000 and 5,000 pods (5,000 is skipped with -short). Each NodeClaim is checked at its cheapest option;
+// DOVETAIL_ORACLE_EVERY_OPTION=1 also checks every other option at 1,000 pods (about a minute).
 func TestBenchmarkWorkloads(t *testing.T) {
+	every := os.Getenv("DOVETAIL_ORACLE_EVERY_OPTION") == "1"
 	for _, n := range []int{1000, 5000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			if testing.Short() && n > 1000 {
@@ -93,7 +96,7 @@ func TestBenchmarkWorkloads(t *testing.T) {
 			}
 			solve := time.Since(start)
 			start = time.Now()
-			v, err := oracle.Check(ctx, snap, plan)
+			v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: every && n <= 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,6 +156,8 @@ func TestCheckFindsViolations(t *testing.T) {
 	pvcA, pvA := boundPV("data-a", "a")
 	pvcB, pvB := boundPV("data-b", "a")
 	it := test.SchedInstanceType("small.large", "2", "4Gi").Overhead("100m", "256Mi").Offering("a", cloudprovider.CapacityTypeOnDemand, 0.1).Obj()
+	big := test.SchedInstanceType("big.xlarge", "4", "16Gi").Offering("a", cloudprovider.CapacityTypeSpot, 0.05).
+		Offering("b", cloudprovider.CapacityTypeSpot, 0.05).Obj()
 	pool := test.SchedNodePool("default").Taint("team", "x", corev1.TaintEffectNoSchedule).Obj()
 	tests := []struct {
 		name string
@@ -240,8 +245,51 @@ func TestCheckFindsViolations(t *testing.T) {
 			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Requests("2", "1Gi").Obj()},
 				NodePools: []*scheduling.NodePool{pool}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {it}}},
 			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default", Taints: pool.Taints,
-				InstanceType: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1, Pods: []types.NamespacedName{key("w1")}}}},
+				InstanceType: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1, Pods: []types.NamespacedName{key("w1")},
+				InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1}}}}},
 			want: []string{"NodeResourcesFit", "TaintToleration"},
+		},
+		{
+			name: "every option fits",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Requests("1500m", "1Gi").Obj()},
+				NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {it, big}}},
+			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default",
+				InstanceType: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05, Pods: []types.NamespacedName{key("w1")},
+				InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05},
+					{Name: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1}}}}},
+			// small.large keeps 1900m cpu after overhead; big may launch in zone a or b: the pod fits everywhere
+			want: nil,
+		},
+		{
+			name: "an offering outside the pod's zone",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Zone("a").Obj()},
+				NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {big}}},
+			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default",
+				InstanceType: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05, Pods: []types.NamespacedName{key("w1")},
+				InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05}}}}},
+			// the claim does not narrow the zone: CreateFleet may launch big in zone b
+			want: []string{"NodeAffinity"},
+		},
+		{
+			name: "the claim narrows the zone",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Zone("a").Obj()},
+				NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {big}}},
+			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default",
+				InstanceType: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05, Pods: []types.NamespacedName{key("w1")},
+				Requirements:        []scheduling.NodeSelectorRequirementWithMinValues{{NodeSelectorRequirement: test.NodeRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "a")}},
+				InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05}}}}},
+		},
+		{
+			name: "a cheaper option too small",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Requests("3", "1Gi").Obj()},
+				NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {it, big}}},
+			plan: &scheduling.Plan{NodeClaims: []*scheduling.NodeClaimPlan{{Name: "default-1", NodePool: "default",
+				InstanceType: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05, Pods: []types.NamespacedName{key("w1")},
+				Requirements: []scheduling.NodeSelectorRequirementWithMinValues{{NodeSelectorRequirement: test.NodeRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "a")}},
+				InstanceTypeOptions: []scheduling.InstanceTypeOption{{Name: big.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeSpot, Price: 0.05},
+					{Name: it.Name, Zone: "a", CapacityType: cloudprovider.CapacityTypeOnDemand, Price: 0.1}}}}},
+			// launched as small.large the pod's 3 cpu do not fit
+			want: []string{"NodeResourcesFit"},
 		},
 		{
 			name: "pod left out of the plan",
@@ -252,7 +300,7 @@ func TestCheckFindsViolations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := oracle.Check(context.Background(), tc.snap, tc.plan)
+			v, err := oracle.Check(context.Background(), tc.snap, tc.plan, oracle.Options{EveryOption: true})
 			if err != nil {
 				t.Fatal(err)
 			}
