@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,8 +249,24 @@ func (c *Controller) requeueAfter(now time.Time, deadline, next *time.Time) time
 
 // nodeClaimFor returns the NodeClaim launched for the node (same provider ID, or naming the node), or nil.
 func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
-	// The cache's objects are read without copying them all (a mass deletion runs 50 of these lists at once over
-	// hundreds of NodeClaims); only the match is copied, as callers modify it.
+	// The owner Dovetail set at registration is read alone.
+	for _, o := range node.OwnerReferences {
+		if o.Kind != "NodeClaim" || !strings.HasPrefix(o.APIVersion, karpv1.Group+"/") {
+			continue
+		}
+		nc := &karpv1.NodeClaim{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: o.Name}, nc); err != nil {
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			return nil, fmt.Errorf("getting nodeclaim %s: %w", o.Name, err)
+		}
+		if node.Spec.ProviderID == "" || nc.Status.ProviderID == "" || nc.Status.ProviderID == node.Spec.ProviderID {
+			return nc, nil
+		}
+	}
+	// Otherwise every NodeClaim is looked at, read from the cache without copying them all (a mass deletion runs
+	// 50 of these at once over hundreds of NodeClaims); only the match is copied, as callers modify it.
 	list := &karpv1.NodeClaimList{}
 	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,11 +79,15 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 // deleting passes events of objects whose deletion was requested (and their final deletion).
 var deleting = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
 
-// nodeClaimsOfNode maps a Node event to the NodeClaim with the same provider ID.
+// nodeClaimsOfNode maps a Node event to its NodeClaim: the owner Dovetail set at registration, else the NodeClaim
+// with the same provider ID (read from the cache without copying every NodeClaim).
 func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node, ok := o.(*corev1.Node)
 	if !ok || node.Spec.ProviderID == "" {
 		return nil
+	}
+	if owner := nodeClaimOwner(node); owner != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: owner}}}
 	}
 	list := &karpv1.NodeClaimList{}
 	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // read only
@@ -96,6 +101,16 @@ func (c *Controller) nodeClaimsOfNode(ctx context.Context, o client.Object) []re
 		}
 	}
 	return out
+}
+
+// nodeClaimOwner returns the name of the NodeClaim that owns the node, "" if none does.
+func nodeClaimOwner(node *corev1.Node) string {
+	for _, o := range node.OwnerReferences {
+		if o.Kind == "NodeClaim" && strings.HasPrefix(o.APIVersion, karpv1.Group+"/") {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 // conflictRequeue is how soon a pass that lost an optimistic-lock race (a stale cache, a concurrent writer) is
@@ -209,23 +224,34 @@ func (c *Controller) annotateDeadline(ctx context.Context, nc *karpv1.NodeClaim)
 	return nil
 }
 
-// nodesOf returns the Nodes of the NodeClaim's instance.
+// nodesOf returns the Nodes of the NodeClaim's instance. A registered NodeClaim names its Node, which is read
+// alone; only an unregistered one (a Node may have joined without being linked yet) is matched by provider ID
+// against every Node, read from the cache without copying them all.
 func (c *Controller) nodesOf(ctx context.Context, nc *karpv1.NodeClaim) ([]*corev1.Node, error) {
-	if nc.Status.ProviderID == "" && nc.Status.NodeName == "" {
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)
+		}
+		if nc.Status.ProviderID != "" && node.Spec.ProviderID != nc.Status.ProviderID {
+			return nil, nil
+		}
+		return []*corev1.Node{node}, nil
+	}
+	if nc.Status.ProviderID == "" {
 		return nil, nil
 	}
-	// The cache's Nodes are read without copying them all (a mass deletion runs 50 of these lists at once over
-	// hundreds of Nodes); only the matches are copied.
 	list := &corev1.NodeList{}
 	if err := c.kube.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	var out []*corev1.Node
 	for i := range list.Items {
-		n := &list.Items[i]
-		if (nc.Status.ProviderID != "" && n.Spec.ProviderID == nc.Status.ProviderID) ||
-			(nc.Status.ProviderID == "" && n.Name == nc.Status.NodeName) {
-			out = append(out, n.DeepCopy())
+		if list.Items[i].Spec.ProviderID == nc.Status.ProviderID {
+			out = append(out, list.Items[i].DeepCopy())
 		}
 	}
 	return out, nil
