@@ -31,6 +31,7 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 		}
 		s.placeClass(c)
 	}
+	s.improve()
 	plan := s.plan()
 	plan.Duration = time.Since(start)
 	return plan, nil
