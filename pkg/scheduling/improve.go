@@ -6,6 +6,10 @@ import "sort"
 const (
 	// shrinkPods is the most pods moved off one node to let it shrink to a cheaper instance type.
 	shrinkPods = 3
+	// emptyPods is the most pods moved off one node to leave it out of the plan.
+	emptyPods = 16
+	// emptyTries is how many nodes the pass tries to leave out.
+	emptyTries = 32
 	// shrinkTargets is how many cheaper options of a node are tried, dearest first.
 	shrinkTargets = 4
 	// moveScan caps the nodes looked at (a resource check) to find a new home for one pod.
@@ -14,7 +18,9 @@ const (
 	moveChecks = 48
 )
 
-// improve is a local search after first-fit-decreasing: for each planned node, dearest first, it moves up to
+// improve is a local search after first-fit-decreasing. First it tries to leave out the newest nodes, moving their
+// pods to other nodes that have room or grow for less than the node costs. Then, for each planned node, dearest
+// first, it moves up to
 // shrinkPods of its pods into room other planned nodes have at their current instance type (their price does not
 // change) when that lets the node drop to a cheaper instance type, or be left out altogether. (Letting receiving
 // nodes grow too was tried: on the benchmark mix it saved nothing more and doubled the pass's time.) A move is made only
@@ -39,6 +45,25 @@ func (s *solver) improve() {
 	// dearest first: their shrinking saves most; ties by index keep it deterministic
 	order := append([]*candidate(nil), planned...)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].cost > order[j].cost })
+	// leave out nodes whose pods fit elsewhere, newest first (the tail of first-fit holds the leftovers)
+	tries := 0
+	for i := len(planned) - 1; i >= 0 && tries < emptyTries; i-- {
+		a := planned[i]
+		if len(a.pods) == 0 || len(a.pods) > emptyPods {
+			continue
+		}
+		all := true
+		for _, p := range a.pods {
+			all = all && movable[p.class.id] && !anchored(p.class)
+		}
+		if !all {
+			continue
+		}
+		tries++
+		pods := append([]*podInfo(nil), a.pods...)
+		sort.SliceStable(pods, func(i, j int) bool { return size2(pods[i].class.req) > size2(pods[j].class.req) })
+		s.tryEmpty(a, pods)
+	}
 	roomy := s.roomyNodes(planned)
 	for _, a := range order {
 		if err := s.ctx.Err(); err != nil {
@@ -103,12 +128,6 @@ func (s *solver) shrink(a *candidate, movable []bool, roomy []*candidate) {
 	}
 	// largest first, so few moves free a lot
 	sort.SliceStable(cands, func(i, j int) bool { return size2(cands[i].class.req) > size2(cands[j].class.req) })
-	if len(cands) == len(a.pods) && len(cands) <= shrinkPods {
-		// the node may be left out entirely
-		if s.tryMoves(a, cands, roomy) {
-			return
-		}
-	}
 	tried := 0
 	for i := a.ptr - 1; i >= 0 && tried < shrinkTargets; i-- {
 		o := a.sig.opts[i]
@@ -187,6 +206,78 @@ func (s *solver) tryMoves(a *candidate, pods []*podInfo, roomy []*candidate) boo
 		s.movePod(done[i].p, done[i].to, done[i].from)
 	}
 	return false
+}
+
+// tryEmpty moves every pod off a onto other planned nodes, each to the one whose price rises least (a node with
+// room at its current option first), and keeps the moves when the rises sum to less than a's price.
+func (s *solver) tryEmpty(a *candidate, pods []*podInfo) bool {
+	type grown struct {
+		n    *candidate
+		ptr  int
+		cost float64
+	}
+	var done []move
+	var undo []grown
+	rise := 0.0
+	ok := true
+	for _, p := range pods {
+		b, ptr := s.cheapestHome(p, a)
+		if b == nil || rise+b.sig.opts[ptr].price-b.cost >= a.cost {
+			ok = false
+			break
+		}
+		if ptr != b.ptr {
+			undo = append(undo, grown{b, b.ptr, b.cost})
+			rise += b.sig.opts[ptr].price - b.cost
+			s.setOption(b, ptr, b.sig.opts[ptr].price)
+		}
+		s.movePod(p, a, b)
+		done = append(done, move{p: p, from: a, to: b})
+	}
+	if ok && s.reprice(a) && len(a.pods) == 0 {
+		return true
+	}
+	for i := len(done) - 1; i >= 0; i-- {
+		s.movePod(done[i].p, done[i].to, done[i].from)
+	}
+	for i := len(undo) - 1; i >= 0; i-- {
+		s.setOption(undo[i].n, undo[i].ptr, undo[i].cost)
+	}
+	return false
+}
+
+// cheapestHome returns the planned node (other than from) that takes p for the smallest price rise, and the option
+// it needs, looking at the cheapest nodes first and stopping at the first that needs no rise.
+func (s *solver) cheapestHome(p *podInfo, from *candidate) (*candidate, int) {
+	c := p.class
+	var best *candidate
+	bestPtr, bestRise := -1, 0.0
+	checked := 0
+	for _, b := range s.order {
+		if b == from || len(b.pods) == 0 || !Fits(b.used, c.req, b.sig.maxAvl) || !s.sameDomains(c, from, b) {
+			continue
+		}
+		if checked++; checked > moveScan {
+			break
+		}
+		if !s.canMove(c, from, b) {
+			continue
+		}
+		for i := b.ptr; i < len(b.sig.opts); i++ {
+			o := b.sig.opts[i]
+			if best != nil && o.price-b.cost >= bestRise {
+				break
+			}
+			if Fits(b.used, c.req, o.t.avail) && s.withinLimits(b, o.t) {
+				best, bestPtr, bestRise = b, i, o.price-b.cost
+				break
+			}
+		}
+		if best != nil && bestRise <= 0 {
+			break
+		}
+	}
+	return best, bestPtr
 }
 
 // reprice moves a to its cheapest option that holds its pods and reports whether its price dropped.
