@@ -137,6 +137,8 @@ func TestBadServeFlags(t *testing.T) {
 		{"serve", "--pending-duration", "-1s"},
 		{"serve", "--uninitialized-taint-delay", "3s-1s"},
 		{"serve", "--log-level", "loud"},
+		{"serve", "--kube-qps", "0"},
+		{"serve", "--kube-burst", "0"},
 		{"serve", "--region", "mars-1"},
 		{"serve", "--listen", "nonsense"},
 		{"serve", "--kubernetes-version", "v2"},
