@@ -108,6 +108,10 @@ const maxConcurrentReconciles = 50
 // through in milliseconds each.
 const maxConcurrentEvictions = 4
 
+// evictionSlotWait is how soon a pod that found every eviction slot taken is tried again. Waiting for a slot
+// inside the pass instead held all 50 workers, so nodes already drained waited minutes for a turn.
+const evictionSlotWait = 5 * time.Second
+
 // Register adds the controller to the manager: it watches Nodes, and NodeClaims mapped to their Node.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if err := c.validate(); err != nil {

@@ -33,8 +33,11 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	uid := pod.UID
 	select {
 	case c.evictions <- struct{}{}:
-	case <-ctx.Done():
-		return nil, "", fmt.Errorf("waiting to evict pod %s/%s: %w", pod.Namespace, pod.Name, ctx.Err())
+	default:
+		// Every eviction slot is taken: try this pod again shortly rather than hold a worker that drained nodes
+		// are waiting for. This is not a refusal: no backoff, no event.
+		next := now.Add(evictionSlotWait)
+		return &next, "", nil
 	}
 	err := c.clientset.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
