@@ -26,6 +26,10 @@ type Options struct {
 	// option in each available offering its requirements allow), one claim at a time with the others at their
 	// cheapest option.
 	EveryOption bool
+	// Order also looks for an order in which the kube-scheduler could bind the planned pods one at a time, each on
+	// its planned node passing PreFilter and Filter given the existing pods and the planned pods bound before it
+	// (see replay). Pods left over when no order is found are violations.
+	Order bool
 }
 
 // Check materializes the cluster plan produces from snap and runs the upstream filters for every placed pod
@@ -71,8 +75,169 @@ func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 			}
 		}
 	}
+	if opts.Order {
+		out = append(out, replay(ctx, c, l, plugins)...)
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
+}
+
+// replay looks for an order in which the kube-scheduler could bind every planned pod on its planned node, each
+// passing the filters given the existing pods and the planned pods bound before it. Finding one is a search; replay
+// tries two greedy constructions, either of which proves an order exists:
+//   - forward: bind, in passes over the pods in name order, every pod that passes given the pods bound so far;
+//   - backward: from the final state, take off, in passes, every pod that passes given all the pods still there
+//     (it could be the last one bound); the reverse of the order taken off is a binding order. Pods without
+//     constraints of their own come off first, that is they bind last, which forward binding cannot see.
+//
+// When both get stuck it returns a violation for each pod the backward pass could not take off, with the statuses
+// of its last attempt. It leaves l holding every pod again.
+func replay(ctx context.Context, c *cluster, l *lister, plugins []plugin) []Violation {
+	planned := map[*corev1.Pod]bool{}
+	for _, p := range c.planned {
+		planned[p] = true
+	}
+	defer func() {
+		for _, n := range c.nodes {
+			l.replace(n, c.pods[n.Name])
+		}
+	}()
+	// forward
+	cur := map[string][]*corev1.Pod{}
+	for _, n := range c.nodes {
+		for _, p := range c.pods[n.Name] {
+			if !planned[p] {
+				cur[n.Name] = append(cur[n.Name], p)
+			}
+		}
+		l.replace(n, cur[n.Name])
+	}
+	left := passes(c.planned, func(p *corev1.Pod) []*fwk.Status {
+		ni := l.full[p.Spec.NodeName]
+		st := run(ctx, plugins, p, ni, l.list)
+		if len(st) == 0 {
+			ni.AddPod(p)
+		}
+		return st
+	})
+	if len(left) == 0 {
+		return nil
+	}
+	// forward, pods without constraints of their own last
+	reset := func(keep func(p *corev1.Pod) bool) {
+		for _, n := range c.nodes {
+			var pods []*corev1.Pod
+			for _, p := range c.pods[n.Name] {
+				if keep(p) {
+					pods = append(pods, p)
+				}
+			}
+			cur[n.Name] = pods
+			l.replace(n, pods)
+		}
+	}
+	reset(func(p *corev1.Pod) bool { return !planned[p] })
+	var constrained, free []*corev1.Pod
+	for _, p := range c.planned {
+		if hasConstraints(p) {
+			constrained = append(constrained, p)
+		} else {
+			free = append(free, p)
+		}
+	}
+	bind := func(p *corev1.Pod) []*fwk.Status {
+		ni := l.full[p.Spec.NodeName]
+		st := run(ctx, plugins, p, ni, l.list)
+		if len(st) == 0 {
+			ni.AddPod(p)
+		}
+		return st
+	}
+	forward := left
+	for {
+		left = passes(constrained, bind)
+		constrained = constrained[:0]
+		for _, p := range c.planned {
+			if _, ok := left[p]; ok {
+				constrained = append(constrained, p)
+			}
+		}
+		if len(free) == 0 {
+			break
+		}
+		if st := bind(free[0]); len(st) > 0 {
+			left[free[0]] = st
+			for _, p := range free[1:] {
+				left[p] = nil
+			}
+			break
+		}
+		free = free[1:]
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	// backward
+	reset(func(*corev1.Pod) bool { return true })
+	if backward := passes(c.planned, func(p *corev1.Pod) []*fwk.Status {
+		name := p.Spec.NodeName
+		st := run(ctx, plugins, p, l.without(p, cur[name]), l.list)
+		l.restore(name)
+		if len(st) == 0 {
+			var rest []*corev1.Pod
+			for _, q := range cur[name] {
+				if q != p {
+					rest = append(rest, q)
+				}
+			}
+			cur[name] = rest
+			l.replace(l.full[name].Node(), rest)
+		}
+		return st
+	}); len(backward) == 0 {
+		return nil
+	}
+	left = forward
+	var out []Violation
+	for _, p := range c.planned {
+		for _, st := range left[p] {
+			out = append(out, Violation{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Plugin: st.Plugin(),
+				Message: "no binding order found: " + st.Message()})
+		}
+	}
+	return out
+}
+
+// hasConstraints tells whether p has topology spread constraints or required pod affinity or anti-affinity.
+func hasConstraints(p *corev1.Pod) bool {
+	if len(p.Spec.TopologySpreadConstraints) > 0 {
+		return true
+	}
+	a := p.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0)
+}
+
+// passes calls try on each pod in order, again and again over the pods it failed, until a pass moves no pod. It
+// returns the pods that never succeeded with the statuses of their last try.
+func passes(pods []*corev1.Pod, try func(p *corev1.Pod) []*fwk.Status) map[*corev1.Pod][]*fwk.Status {
+	left := pods
+	last := map[*corev1.Pod][]*fwk.Status{}
+	for progress := true; progress && len(left) > 0; {
+		progress = false
+		var next []*corev1.Pod
+		for _, p := range left {
+			if st := try(p); len(st) > 0 {
+				last[p] = st
+				next = append(next, p)
+				continue
+			}
+			delete(last, p)
+			progress = true
+		}
+		left = next
+	}
+	return last
 }
 
 // run is one scheduling cycle of pod restricted to node ni: PreFilter of every plugin (a Skip skips its Filter, a

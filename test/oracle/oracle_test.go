@@ -59,7 +59,7 @@ func TestRandomWorkloads(t *testing.T) {
 		}
 		solveTime += time.Since(start)
 		start = time.Now()
-		v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: true})
+		v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: true, Order: true})
 		if err != nil {
 			t.Fatalf("seed %d: check: %v", seed, err)
 		}
@@ -78,10 +78,11 @@ func TestRandomWorkloads(t *testing.T) {
 }
 
 // TestBenchmarkWorkloads checks the plans of the scheduling benchmark's mix (pkg/scheduling/bench_test.go) at
-// 1,000 and 5,000 pods (5,000 is skipped with -short). Each NodeClaim is checked at its cheapest option;
-// DOVETAIL_ORACLE_EVERY_OPTION=1 also checks every other option at 1,000 pods (about a minute).
+// 1,000 and 5,000 pods (5,000 is skipped with -short). Each NodeClaim is checked at its cheapest option, and a
+// binding order is looked for at 1,000 pods. DOVETAIL_ORACLE_FULL=1 also checks every other instance-type option
+// and offering, and the binding order at 5,000 pods (several minutes each).
 func TestBenchmarkWorkloads(t *testing.T) {
-	every := os.Getenv("DOVETAIL_ORACLE_EVERY_OPTION") == "1"
+	full := os.Getenv("DOVETAIL_ORACLE_FULL") == "1"
 	for _, n := range []int{1000, 5000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			if testing.Short() && n > 1000 {
@@ -96,7 +97,7 @@ func TestBenchmarkWorkloads(t *testing.T) {
 			}
 			solve := time.Since(start)
 			start = time.Now()
-			v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: every && n <= 1000})
+			v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: full, Order: full || n <= 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,10 +161,11 @@ func TestCheckFindsViolations(t *testing.T) {
 		Offering("b", cloudprovider.CapacityTypeSpot, 0.05).Obj()
 	pool := test.SchedNodePool("default").Taint("team", "x", corev1.TaintEffectNoSchedule).Obj()
 	tests := []struct {
-		name string
-		snap *scheduling.Snapshot
-		plan *scheduling.Plan
-		want []string // plugins of the violations, sorted, one per violation
+		name  string
+		snap  *scheduling.Snapshot
+		plan  *scheduling.Plan
+		order bool
+		want  []string // plugins of the violations, sorted, one per violation
 	}{
 		{
 			name: "valid plan",
@@ -292,6 +294,30 @@ func TestCheckFindsViolations(t *testing.T) {
 			want: []string{"NodeResourcesFit"},
 		},
 		{
+			name: "mutual pod affinity, each as if scheduled last",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{test.SchedPod("a").Labels("app", "a").PodAffinity(corev1.LabelTopologyZone, "app", "b").Obj(),
+				test.SchedPod("b").Labels("app", "b").PodAffinity(corev1.LabelTopologyZone, "app", "a").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan: &scheduling.Plan{Placements: place("a", "n1", "b", "n1")},
+		},
+		{
+			name: "mutual pod affinity has no binding order",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{test.SchedPod("a").Labels("app", "a").PodAffinity(corev1.LabelTopologyZone, "app", "b").Obj(),
+				test.SchedPod("b").Labels("app", "b").PodAffinity(corev1.LabelTopologyZone, "app", "a").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan:  &scheduling.Plan{Placements: place("a", "n1", "b", "n1")},
+			order: true,
+			want:  []string{"InterPodAffinity", "InterPodAffinity"},
+		},
+		{
+			name: "affinity to a pod of the same plan binds after it",
+			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{test.SchedPod("a").Labels("app", "a").PodAffinity(corev1.LabelTopologyZone, "app", "b").Obj(),
+				test.SchedPod("b").Labels("app", "b").Obj()},
+				Nodes: []*scheduling.StateNode{zoneNode("n1", "a").Obj()}},
+			plan:  &scheduling.Plan{Placements: place("a", "n1", "b", "n1")},
+			order: true,
+		},
+		{
 			name: "pod left out of the plan",
 			snap: &scheduling.Snapshot{Pods: []*corev1.Pod{web("w1").Obj()}},
 			plan: &scheduling.Plan{},
@@ -300,7 +326,7 @@ func TestCheckFindsViolations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := oracle.Check(context.Background(), tc.snap, tc.plan, oracle.Options{EveryOption: true})
+			v, err := oracle.Check(context.Background(), tc.snap, tc.plan, oracle.Options{EveryOption: true, Order: tc.order})
 			if err != nil {
 				t.Fatal(err)
 			}
