@@ -2,6 +2,7 @@ package awssim
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -12,15 +13,32 @@ type nodeAction struct {
 	kind string // create, untaint, delete
 	spec NodeSpec
 	name string
+	// taintDelay (create) is drawn under the lock, in instance order, so a seed gives the same delays however
+	// the calls interleave; negative means the taint is never removed.
+	taintDelay time.Duration
 }
 
+// nodeCallConcurrency bounds the NodeSink calls a Step runs at once.
+const nodeCallConcurrency = 16
+
 // Step advances every instance's lifecycle to the clock's current time and performs the resulting Node calls.
-// Run calls it on a ticker; tests call it after moving a fake clock.
+// Run calls it on a ticker; tests call it after moving a fake clock. The calls (at most one per instance) run
+// side by side: each waits on the API server, and one after the other a 200-instance scale-out or teardown took
+// minutes on a loaded machine.
 func (s *Simulator) Step(ctx context.Context) {
 	actions := s.advanceLocked()
+	sem := make(chan struct{}, nodeCallConcurrency)
+	var wg sync.WaitGroup
 	for _, a := range actions {
-		s.perform(ctx, a)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.perform(ctx, a)
+		}()
 	}
+	wg.Wait()
 }
 
 func (s *Simulator) advanceLocked() []nodeAction {
@@ -73,7 +91,11 @@ func (s *Simulator) advanceLocked() []nodeAction {
 			case i.State == StateRunning && !i.node.created:
 				spec, ok := s.nodeSpecLocked(i)
 				if ok {
-					out = append(out, nodeAction{acct: a, inst: i, kind: "create", spec: spec})
+					delay := time.Duration(-1)
+					if tm.UninitializedTaintDelayMin >= 0 {
+						delay = s.taintDelayLocked()
+					}
+					out = append(out, nodeAction{acct: a, inst: i, kind: "create", spec: spec, taintDelay: delay})
 				}
 			case i.State == StateRunning && i.node.created && !i.node.taintRemoved && !i.node.taintAt.IsZero() && !now.Before(i.node.taintAt):
 				out = append(out, nodeAction{acct: a, inst: i, kind: "untaint", name: i.PrivateDNS})
@@ -137,8 +159,8 @@ func (s *Simulator) perform(ctx context.Context, a nodeAction) {
 	case "create":
 		a.inst.node.created = true
 		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID)
-		if s.opts.Timing.UninitializedTaintDelayMin >= 0 {
-			a.inst.node.taintAt = s.clock.Now().Add(s.taintDelayLocked())
+		if a.taintDelay >= 0 {
+			a.inst.node.taintAt = s.clock.Now().Add(a.taintDelay)
 		}
 	case "untaint":
 		a.inst.node.taintRemoved = true
