@@ -22,5 +22,5 @@ for n in ${SIZES:-1000 5000 20000 50000}; do
 	go test ./pkg/scheduling/ -run '^$' -bench "^BenchmarkScheduling/${n}\$" -benchtime 1x -count 1 "$@" |
 		grep -E '^(Benchmark|---|\s+bench_test)' | tee -a "$tmp" || true
 done
-cp "$tmp" "$out"
+cat "$tmp" >"$out"
 go run ./hack/benchplot -in "$out" -svg "$svg"
