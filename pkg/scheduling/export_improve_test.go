@@ -1,0 +1,21 @@
+package scheduling
+
+import "context"
+
+// SolveWithoutImprove solves snap as Solve does, and also reports the plan's cost before the improvement pass.
+func SolveWithoutImprove(snap *Snapshot) (before float64, plan *Plan, err error) {
+	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
+	if err := s.prepare(); err != nil {
+		return 0, nil, err
+	}
+	for _, c := range s.classes {
+		s.placeClass(c)
+	}
+	for _, n := range s.nodes[len(s.existing):] {
+		if len(n.pods) > 0 {
+			before += n.cost
+		}
+	}
+	s.improve()
+	return before, s.plan(), nil
+}
