@@ -22,7 +22,7 @@ import (
 )
 
 // registrationTimeout is the controller's REGISTRATION_TIMEOUT in this suite (main_test.go).
-const registrationTimeout = 2 * time.Minute
+const registrationTimeout = 60 * time.Second
 
 // TestRegistrationTimeout (scenario 6, registration): the first instance launched for a pending pod runs but never
 // gets a Node (the simulator's no-node fault, for one instance of this NodePool). After REGISTRATION_TIMEOUT the
