@@ -94,36 +94,17 @@ func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 // of its last attempt. It leaves l holding every pod again.
 func replay(ctx context.Context, c *cluster, l *lister, plugins []plugin) []Violation {
 	planned := map[*corev1.Pod]bool{}
+	var constrained, free []*corev1.Pod
 	for _, p := range c.planned {
 		planned[p] = true
-	}
-	defer func() {
-		for _, n := range c.nodes {
-			l.replace(n, c.pods[n.Name])
+		if hasConstraints(p) {
+			constrained = append(constrained, p)
+		} else {
+			free = append(free, p)
 		}
-	}()
-	// forward
+	}
+	// cur holds each node's pods in the state being built; reset keeps the pods keep selects
 	cur := map[string][]*corev1.Pod{}
-	for _, n := range c.nodes {
-		for _, p := range c.pods[n.Name] {
-			if !planned[p] {
-				cur[n.Name] = append(cur[n.Name], p)
-			}
-		}
-		l.replace(n, cur[n.Name])
-	}
-	left := passes(c.planned, func(p *corev1.Pod) []*fwk.Status {
-		ni := l.full[p.Spec.NodeName]
-		st := run(ctx, plugins, p, ni, l.list)
-		if len(st) == 0 {
-			ni.AddPod(p)
-		}
-		return st
-	})
-	if len(left) == 0 {
-		return nil
-	}
-	// forward, pods without constraints of their own last
 	reset := func(keep func(p *corev1.Pod) bool) {
 		for _, n := range c.nodes {
 			var pods []*corev1.Pod
@@ -136,15 +117,8 @@ func replay(ctx context.Context, c *cluster, l *lister, plugins []plugin) []Viol
 			l.replace(n, pods)
 		}
 	}
-	reset(func(p *corev1.Pod) bool { return !planned[p] })
-	var constrained, free []*corev1.Pod
-	for _, p := range c.planned {
-		if hasConstraints(p) {
-			constrained = append(constrained, p)
-		} else {
-			free = append(free, p)
-		}
-	}
+	defer reset(func(*corev1.Pod) bool { return true })
+	existing := func(p *corev1.Pod) bool { return !planned[p] }
 	bind := func(p *corev1.Pod) []*fwk.Status {
 		ni := l.full[p.Spec.NodeName]
 		st := run(ctx, plugins, p, ni, l.list)
@@ -153,54 +127,44 @@ func replay(ctx context.Context, c *cluster, l *lister, plugins []plugin) []Viol
 		}
 		return st
 	}
-	forward := left
-	for {
-		left = passes(constrained, bind)
-		constrained = constrained[:0]
-		for _, p := range c.planned {
-			if _, ok := left[p]; ok {
-				constrained = append(constrained, p)
-			}
-		}
-		if len(free) == 0 {
-			break
-		}
-		if st := bind(free[0]); len(st) > 0 {
-			left[free[0]] = st
-			for _, p := range free[1:] {
-				left[p] = nil
-			}
-			break
-		}
-		free = free[1:]
-	}
-	if len(left) == 0 {
-		return nil
-	}
-	// backward
-	reset(func(*corev1.Pod) bool { return true })
-	if backward := passes(c.planned, func(p *corev1.Pod) []*fwk.Status {
+	takeOff := func(p *corev1.Pod) []*fwk.Status {
 		name := p.Spec.NodeName
 		st := run(ctx, plugins, p, l.without(p, cur[name]), l.list)
 		l.restore(name)
 		if len(st) == 0 {
-			var rest []*corev1.Pod
-			for _, q := range cur[name] {
-				if q != p {
-					rest = append(rest, q)
-				}
-			}
-			cur[name] = rest
-			l.replace(l.full[name].Node(), rest)
+			cur[name] = slices.DeleteFunc(slices.Clone(cur[name]), func(q *corev1.Pod) bool { return q == p })
+			l.replace(l.full[name].Node(), cur[name])
 		}
 		return st
-	}); len(backward) == 0 {
+	}
+
+	// forward
+	reset(existing)
+	forward := passes(c.planned, bind)
+	if len(forward) == 0 {
 		return nil
 	}
-	left = forward
+	// forward, unconstrained pods last
+	reset(existing)
+	for {
+		left := passes(constrained, bind)
+		if len(left) == 0 {
+			return nil
+		}
+		constrained = slices.DeleteFunc(constrained, func(p *corev1.Pod) bool { _, stuck := left[p]; return !stuck })
+		if len(free) == 0 || len(bind(free[0])) > 0 {
+			break
+		}
+		free = free[1:]
+	}
+	// backward
+	reset(func(*corev1.Pod) bool { return true })
+	if len(passes(c.planned, takeOff)) == 0 {
+		return nil
+	}
 	var out []Violation
 	for _, p := range c.planned {
-		for _, st := range left[p] {
+		for _, st := range forward[p] {
 			out = append(out, Violation{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Plugin: st.Plugin(),
 				Message: "no binding order found: " + st.Message()})
 		}
