@@ -339,6 +339,14 @@ func TestPodAffinity(t *testing.T) {
 		{name: "existing pod's anti-affinity keeps new pods away", nodes: []*scheduling.StateNode{test.SchedNode("n1", "4", "16Gi").Zone("a").Pods(
 			test.SchedPod("guard").Labels("app", "guard").PodAntiAffinity(hostKey, "app", "web").Obj()).Obj()},
 			pods: []*corev1.Pod{test.SchedPod("p").Requests("1", "").Labels("app", "web").Obj()}, want: map[string]string{"p": "0/arm.large/a/on-demand"}},
+		// found by test/oracle (oracle.Placeable, random seed 99, minimized): the kube-scheduler binds web on n1 next
+		// to the api pod the same plan puts there; the plan reports web unschedulable. Without api's preferred
+		// anti-affinity both land on n1.
+		{name: "affinity to a pod placed in the same plan on an existing node", pools: []*scheduling.NodePool{},
+			nodes: []*scheduling.StateNode{test.SchedNode("n1", "8", "32Gi").Zone("b").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("web").Requests("1500m", "128Mi").Labels("app", "web").PodAffinity(zoneKey, "app", "api").Obj(),
+				test.SchedPod("api").Requests("1", "128Mi").Labels("app", "api").PreferredPodAntiAffinity(50, hostKey, "app", "cache").Obj()},
+			want: map[string]string{"api": "node/n1", "web": "node/n1"}},
 	})
 }
 
