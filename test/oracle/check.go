@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -38,18 +39,11 @@ type Options struct {
 // this pod is the last one it schedules. It returns the violations sorted (none for a correct plan); the error is
 // for a checker that could not run.
 func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan, opts Options) ([]Violation, error) {
-	c := materialize(snap, plan)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	l := newLister(c)
-	plugins, err := newPlugins(ctx, c, l)
+	c, l, plugins, err := setup(ctx, snap, plan)
 	if err != nil {
 		return nil, err
-	}
-	if c.hasVolumes {
-		if err := waitForVolumeCaches(ctx, c, plugins); err != nil {
-			return nil, err
-		}
 	}
 	out := c.out
 	check := func(p *corev1.Pod, pods []*corev1.Pod, where string) {
@@ -79,6 +73,54 @@ func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 		out = append(out, replay(ctx, c, l, plugins)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// setup materializes the cluster and builds the plugins on it; cancel ctx to stop their informers.
+func setup(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) (*cluster, *lister, []plugin, error) {
+	c := materialize(snap, plan)
+	l := newLister(c)
+	plugins, err := newPlugins(ctx, c, l)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c.hasVolumes {
+		if err := waitForVolumeCaches(ctx, c, plugins); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return c, l, plugins, nil
+}
+
+// Placeable returns the pods plan reports unschedulable that the kube-scheduler would bind on a node of the cluster
+// the plan produces (every filter passes there with all planned pods in place), one entry per pod naming the first
+// such node. They are not placement violations: the plan's reason for them is wrong, or placing them would break
+// another pod's constraints, which the kube-scheduler does not look at.
+func Placeable(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) ([]Violation, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, l, plugins, err := setup(ctx, snap, plan)
+	if err != nil {
+		return nil, err
+	}
+	pending := map[types.NamespacedName]*corev1.Pod{}
+	for _, p := range snap.Pods {
+		pending[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	var out []Violation
+	for _, u := range plan.Unschedulable {
+		p := pending[u.Pod]
+		if p == nil {
+			continue
+		}
+		for _, n := range c.nodes {
+			if len(run(ctx, plugins, p, l.full[n.Name], l.list)) == 0 {
+				out = append(out, Violation{Pod: u.Pod.String(), Node: n.Name, Plugin: "Unschedulable",
+					Message: "the kube-scheduler would bind it here; the plan says: " + u.Reason})
+				break
+			}
+		}
+	}
 	return out, nil
 }
 

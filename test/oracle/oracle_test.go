@@ -48,7 +48,8 @@ func cases(t *testing.T) int {
 func TestRandomWorkloads(t *testing.T) {
 	n := cases(t)
 	ctx := context.Background()
-	var placed, unplaced, failed int
+	var placed, unplaced, failed, placeable int
+	var placeableExamples []string
 	var solveTime, checkTime time.Duration
 	for seed := 0; seed < n; seed++ {
 		snap := scheduletest.RandomSnapshot(rand.New(rand.NewSource(int64(seed))))
@@ -70,11 +71,23 @@ func TestRandomWorkloads(t *testing.T) {
 				t.Errorf("seed %d: %d violations, first: %s", seed, len(v), v[0])
 			}
 		}
+		pl, err := oracle.Placeable(ctx, snap, plan)
+		if err != nil {
+			t.Fatalf("seed %d: placeable: %v", seed, err)
+		}
+		placeable += len(pl)
+		for _, x := range pl {
+			if len(placeableExamples) < 5 {
+				placeableExamples = append(placeableExamples, fmt.Sprintf("seed %d: %s", seed, x))
+			}
+		}
 		placed += len(snap.Pods) - len(plan.Unschedulable)
 		unplaced += len(plan.Unschedulable)
 	}
 	t.Logf("%d cases, %d pods placed and checked, %d unplaced with reasons, %d failing cases; solve %v, check %v",
 		n, placed, unplaced, failed, solveTime.Round(time.Millisecond), checkTime.Round(time.Millisecond))
+	// not a failure: see oracle.Placeable
+	t.Logf("%d unplaced pods the kube-scheduler would bind on a node of the plan's cluster; first: %v", placeable, placeableExamples)
 }
 
 // TestBenchmarkWorkloads checks the plans of the scheduling benchmark's mix (pkg/scheduling/bench_test.go) at
@@ -339,5 +352,32 @@ func TestCheckFindsViolations(t *testing.T) {
 				t.Errorf("violations (-want +got):\n%s\nall: %v", d, fmt.Sprint(v))
 			}
 		})
+	}
+}
+
+// TestPlaceable expects exactly the pods reported unschedulable that fit a node of the plan's cluster.
+func TestPlaceable(t *testing.T) {
+	snap := &scheduling.Snapshot{
+		Pods: []*corev1.Pod{test.SchedPod("api").Requests("1", "1Gi").Labels("app", "api").Obj(),
+			test.SchedPod("web").Requests("1", "1Gi").PodAffinity(corev1.LabelTopologyZone, "app", "api").Obj(),
+			test.SchedPod("db").Requests("1", "1Gi").PodAffinity(corev1.LabelTopologyZone, "app", "cache").Obj(),
+			test.SchedPod("big").Requests("16", "1Gi").Obj()},
+		Nodes: []*scheduling.StateNode{zoneNode("n1", "b").Obj()},
+	}
+	plan := &scheduling.Plan{Placements: place("api", "n1"), Unschedulable: []scheduling.PodError{
+		{Pod: key("web"), Reason: "no"}, {Pod: key("db"), Reason: "no"}, {Pod: key("big"), Reason: "no"}}}
+	if v, err := oracle.Check(context.Background(), snap, plan, oracle.Options{Order: true}); err != nil || len(v) > 0 {
+		t.Fatalf("Check = %v, %v; want no violations", v, err)
+	}
+	v, err := oracle.Placeable(context.Background(), snap, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range v {
+		got = append(got, x.Pod+" on "+x.Node)
+	}
+	if d := cmp.Diff([]string{"default/web on n1"}, got); d != "" {
+		t.Errorf("placeable (-want +got):\n%s", d)
 	}
 }
