@@ -26,11 +26,12 @@ import (
 // when the NodeClaim is deleted, until the NodeClaim's terminationGracePeriod (30 s) runs out; then it is deleted
 // with no more than the time left, and the instance goes.
 //
-// The pod's own terminationGracePeriodSeconds is 2 s. As in Karpenter (docs/termination.md, "Deadline
-// arithmetic"), a pod still on the node is deleted at deadline − its own grace period so that it can shut down
-// before the deadline: a pod with the default 30 s would be deleted at once with the whole 30 s, which is not
-// what this scenario is about. Here the deletion is due 27–28 s after the NodeClaim's (the deadline counts from
-// its deletionTimestamp, in whole seconds).
+// The pod's own terminationGracePeriodSeconds is 1 s. As in Karpenter (docs/termination.md, "Deadline
+// arithmetic"), a pod still on the node is deleted at deadline − its own grace period so that it has shut down
+// by the deadline: a pod with the default 30 s would be deleted at once and given the whole 30 s (kwok, unlike a
+// kubelet, removes a deleted pod at once, so the test could not tell). With 1 s the deletion is due 28–29 s
+// after the NodeClaim's (the deadline counts from its deletionTimestamp, in whole seconds) and the pod has gone
+// when the 30 s are up.
 func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 	ctx := context.Background()
 	const pool = "dnd"
@@ -39,7 +40,7 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: pool, Name: "precious", Labels: map[string]string{"app": "precious"},
 			Annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: karpv1.DoNotDisruptValue}},
 		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](2),
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			NodeSelector:                  map[string]string{karpv1.NodePoolLabelKey: pool},
 			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
@@ -56,8 +57,8 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// For 25 s the pod stays, not even terminating, and so does its instance.
-	const hold = 25 * time.Second
+	// For 27.5 s the pod stays, not even terminating, and so does its instance.
+	const hold = 27500 * time.Millisecond
 	err := framework.Consistently(ctx, hold-time.Since(deleted), time.Second, func(ctx context.Context) error {
 		p := &corev1.Pod{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
@@ -104,7 +105,7 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 		t.Fatalf("do-not-disrupt pod not deleted within 40s of the NodeClaim (terminationGracePeriod 30s): %v", err)
 	}
 	t.Logf("do-not-disrupt pod deleted %.1fs after the NodeClaim", gone.Seconds())
-	// The deletion gave the pod no more than the time left (its own 2 s at most, rounded down to whole seconds).
+	// The deletion gave the pod no more than the time left (its own 1 s at most, rounded down to whole seconds).
 	graceRE := regexp.MustCompile(`^TerminationGracePeriodExpiring: .* with a (\d+)s grace period`)
 	err = framework.Poll(ctx, 10*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
 		events, err := env.Events(ctx, pool, "Pod", pod.Name)
@@ -113,8 +114,8 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 		}
 		for _, e := range events {
 			if m := graceRE.FindStringSubmatch(e); m != nil {
-				if n, _ := strconv.Atoi(m[1]); n > 2 {
-					return false, "", fmt.Errorf("pod deleted with a %ds grace period, more than its own 2s: %s", n, e)
+				if n, _ := strconv.Atoi(m[1]); n > 1 {
+					return false, "", fmt.Errorf("pod deleted with a %ds grace period, more than its own 1s: %s", n, e)
 				}
 				return true, "", nil
 			}
