@@ -69,10 +69,6 @@ test-unit: control-plane ## Unit and envtest tests only.
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
-.PHONY: test-e2e-pending
-test-e2e-pending: control-plane build ## End-to-end scenarios that do not pass yet (see README "Not yet").
-	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e,e2e_pending -p 1 -count 1 -timeout 30m -v -run 'TestDoNotDisrupt' ./test/e2e/...
-
 .PHONY: bench-scheduling
 bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to docs/benchmarks.md).
 	@bash hack/bench-scheduling.sh
