@@ -126,14 +126,15 @@ func Placeable(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.
 
 // replay looks for an order in which the kube-scheduler could bind every planned pod on its planned node, each
 // passing the filters given the existing pods and the planned pods bound before it. Finding one is a search; replay
-// tries two greedy constructions, either of which proves an order exists:
+// tries three greedy constructions, any of which proves an order exists:
 //   - forward: bind, in passes over the pods in name order, every pod that passes given the pods bound so far;
+//   - forward, unconstrained pods last: bind the pods with topology spread or required pod (anti-)affinity in
+//     passes and, when none binds, one pod without such constraints, then try the constrained ones again;
 //   - backward: from the final state, take off, in passes, every pod that passes given all the pods still there
-//     (it could be the last one bound); the reverse of the order taken off is a binding order. Pods without
-//     constraints of their own come off first, that is they bind last, which forward binding cannot see.
+//     (it could be the last one bound); the reverse of the order taken off is a binding order.
 //
-// When both get stuck it returns a violation for each pod the backward pass could not take off, with the statuses
-// of its last attempt. It leaves l holding every pod again.
+// When all three get stuck it returns a violation for each pod the first construction could not bind, with the
+// statuses of its last attempt. It leaves l holding every pod again.
 func replay(ctx context.Context, c *cluster, l *lister, plugins []plugin) []Violation {
 	planned := map[*corev1.Pod]bool{}
 	var constrained, free []*corev1.Pod

@@ -50,15 +50,15 @@ type cluster struct {
 	objects []runtime.Object
 	// hasVolumes is true when a pod in the cluster mounts a PersistentVolumeClaim.
 	hasVolumes bool
-	// claims are the planned NodeClaims with every other node each could launch as.
+	// claims are the planned NodeClaims.
 	claims []*claim
 	// daemons are the DaemonSets' pods, not yet bound.
 	daemons []*corev1.Pod
 	out     []Violation
 }
 
-// claim is a planned NodeClaim: the Node it becomes with its cheapest option (base) and the Nodes it becomes with
-// each other instance-type option in each available offering its requirements allow (variants).
+// claim is a planned NodeClaim, the Node it becomes with its cheapest option (base) and its planned pods; see
+// variants for the other Nodes it may become.
 type claim struct {
 	nc      *scheduling.NodeClaimPlan
 	np      *scheduling.NodePool
