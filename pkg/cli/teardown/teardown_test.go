@@ -36,6 +36,7 @@ import (
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -305,6 +306,10 @@ func startControllers(t *testing.T, env *test.Env, cloud *fake.CloudProvider) {
 	d := deps.Deps{Client: mgr.GetClient(), KubeClient: cs, CloudProvider: cloud, Clock: clock.RealClock{},
 		Recorder: &record.FakeRecorder{}, Metrics: metrics.NewForTest()}
 	ctx, cancel := context.WithCancel(context.Background())
+	// The termination controllers list a node's pods through the manager's field indexes, as in the operator.
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
 	if err := nodetermination.NewController(d).Register(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
