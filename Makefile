@@ -75,4 +75,4 @@ bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to d
 
 .PHONY: bench-stack
 bench-stack: control-plane build ## Local-stack benchmarks: 1,000-pod scale-out, mass node deletion (docs/benchmarks.md).
-	$(GO) test -tags bench -p 1 -count 1 -timeout 60m -v ./test/bench/
+	$(GO) test -tags bench -p 1 -count 1 -timeout 90m -v ./test/bench/
