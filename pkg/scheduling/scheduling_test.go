@@ -352,9 +352,7 @@ func TestPodAffinity(t *testing.T) {
 			nodes: []*scheduling.StateNode{test.SchedNode("n1", "8", "32Gi").Zone("b").Obj()},
 			pods: []*corev1.Pod{test.SchedPod("web").Requests("1500m", "128Mi").Labels("app", "web").PodAffinity(zoneKey, "app", "api").Obj(),
 				test.SchedPod("api").Requests("1", "128Mi").Labels("app", "api").PreferredPodAntiAffinity(50, hostKey, "app", "cache").Obj()},
-			want: map[string]string{"api": "node/n1", "web": "node/n1"},
-			knownIssue: "a pod whose required pod affinity targets a pod placed later in the same pass is not retried " +
-				"(retrying it after every class made the upstream oracle find affinity violations on seed 4041)"},
+			want: map[string]string{"api": "node/n1", "web": "node/n1"}},
 	})
 }
 

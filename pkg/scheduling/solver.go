@@ -31,6 +31,7 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 		}
 		s.placeClass(c)
 	}
+	s.retryAffinityFailures()
 	s.improve()
 	plan := s.plan()
 	plan.Duration = time.Since(start)
@@ -298,7 +299,47 @@ func (s *solver) placeClass(c *class) {
 		}
 		return
 	}
-	pending := c.pods
+	s.placePods(c, c.pods)
+}
+
+// retryAffinityFailures gives pods with one required pod affinity term that found no node another chance once
+// every class has been placed: the pods they must join may have been placed after them (classes go largest
+// first). It repeats while a round places something, at most a few rounds. Pods with several terms are left
+// alone: the kube-scheduler counts only pods matching every term at once, which placement checks term by term.
+func (s *solver) retryAffinityFailures() {
+	for round := 0; round < 3; round++ {
+		placed := false
+		for _, c := range s.classes {
+			if len(c.affHard) != 1 || c.err != "" {
+				continue
+			}
+			var failed []*podInfo
+			for _, p := range c.pods {
+				if _, ok := s.failures[p]; ok {
+					failed = append(failed, p)
+				}
+			}
+			if len(failed) == 0 {
+				continue
+			}
+			for _, p := range failed {
+				delete(s.failures, p)
+			}
+			s.placePods(c, failed)
+			for _, p := range failed {
+				if _, ok := s.failures[p]; !ok {
+					placed = true
+				}
+			}
+		}
+		if !placed {
+			return
+		}
+	}
+}
+
+// placePods places pending pods of the class, relaxing preferences when a pod does not fit.
+func (s *solver) placePods(c *class, pending []*podInfo) {
 	for len(pending) > 0 {
 		n := s.placeBatch(c, pending)
 		if n > 0 {
