@@ -10,32 +10,17 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
-	"github.com/dovetail/dovetail/pkg/test"
+	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
 )
-
-// benchmarkSnapshot is the mixed workload of count pods against the benchmark instance types.
-func benchmarkSnapshot(count int) *scheduling.Snapshot {
-	np := test.SchedNodePool("default").
-		Requirement("karpenter.sh/capacity-type", corev1.NodeSelectorOpIn, "spot", "on-demand").
-		Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux").Obj()
-	return &scheduling.Snapshot{
-		Pods:          test.DiversePods(count, 42),
-		NodePools:     []*scheduling.NodePool{np},
-		InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": test.BenchmarkInstanceTypes()},
-	}
-}
 
 // BenchmarkScheduling solves the mixed workload at several sizes and reports pods/s, nodes, cost, the ratio to the
 // LP lower bound and peak RSS. Every plan is validated by the oracle (set DOVETAIL_BENCH_ORACLE=0 to skip).
 func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{1000, 5000, 20000, 50000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			snap := benchmarkSnapshot(n)
+			snap := scheduletest.BenchmarkSnapshot(n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var plan *scheduling.Plan

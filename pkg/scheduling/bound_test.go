@@ -31,3 +31,6 @@ func TestBoundPodsOnlyLargeTypesHold(t *testing.T) {
 		t.Errorf("bound %v (ratio %v): want at least 6 cpu at m.xlarge's 0.05 per cpu and a ratio >= 1", plan.LowerBound, plan.Ratio)
 	}
 }
+
+// round keeps four decimals, so prices compare without float noise.
+func round(x float64) float64 { return float64(int64(x*10000)) / 10000 }

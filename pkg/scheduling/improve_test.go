@@ -5,11 +5,12 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
+	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
 )
 
 func TestImprovePassLowersCostAndKeepsConstraints(t *testing.T) {
 	for _, n := range []int{500, 3000} {
-		snap := benchmarkSnapshot(n)
+		snap := scheduletest.BenchmarkSnapshot(n)
 		before, plan, err := scheduling.SolveWithoutImprove(snap)
 		if err != nil {
 			t.Fatal(err)
