@@ -23,6 +23,10 @@ const (
 	LabelKind            = "kind"
 	LabelConditionType   = "type"
 	LabelConditionStatus = "status"
+	// Labels of the disruption metrics.
+	LabelCapacityType      = "capacity_type"
+	LabelDecision          = "decision"
+	LabelConsolidationType = "consolidation_type"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -83,6 +87,23 @@ type Metrics struct {
 	NodeClaimConditionTransitions *prometheus.CounterVec
 	ConditionDuration             *prometheus.HistogramVec
 	ConditionTransitions          *prometheus.CounterVec
+	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption (reason: expired, drifted, empty,
+	// underutilized), by NodePool and capacity type.
+	NodeClaimsDisrupted *prometheus.CounterVec
+	// DisruptionDecisions counts the disruption controller's commands, by decision (delete, replace), reason
+	// and consolidation type (empty, single, multi; "" for drift).
+	DisruptionDecisions *prometheus.CounterVec
+	// DisruptionEligibleNodes is, after each disruption pass, how many nodes a method could have disrupted.
+	DisruptionEligibleNodes *prometheus.GaugeVec
+	// DisruptionEvaluationDuration is the time a disruption method took to decide.
+	DisruptionEvaluationDuration *prometheus.HistogramVec
+	// DisruptionQueueFailures counts commands abandoned after they were started (a replacement that did not
+	// initialize, a candidate that changed).
+	DisruptionQueueFailures *prometheus.CounterVec
+	// ConsolidationTimeouts counts consolidation searches that ran out of time.
+	ConsolidationTimeouts *prometheus.CounterVec
+	// NodePoolAllowedDisruptions is how many more nodes of a NodePool may be disrupted now, by reason.
+	NodePoolAllowedDisruptions *prometheus.GaugeVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -201,6 +222,35 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "operator_status_condition_transitions_total",
 			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",
 		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelReason}),
+		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodeclaims_disrupted_total",
+			Help: "NodeClaims disrupted by Dovetail, by disruption reason, owning NodePool and capacity type.",
+		}, []string{LabelReason, LabelNodePool, LabelCapacityType}),
+		DisruptionDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_decisions_total",
+			Help: "Voluntary disruption commands started, by decision (delete, replace), reason and consolidation type.",
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		DisruptionEligibleNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_voluntary_disruption_eligible_nodes",
+			Help: "Nodes a voluntary disruption method could disrupt at its last evaluation, by reason.",
+		}, []string{LabelReason}),
+		DisruptionEvaluationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+			Help:    "Time a voluntary disruption method took to decide, by method and consolidation type.",
+			Buckets: durationBuckets,
+		}, []string{LabelMethod, LabelConsolidationType}),
+		DisruptionQueueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_queue_failures_total",
+			Help: "Voluntary disruption commands abandoned after they started, by decision, reason and consolidation type.",
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		ConsolidationTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_consolidation_timeouts_total",
+			Help: "Consolidation searches that ran out of time, by consolidation type.",
+		}, []string{LabelConsolidationType}),
+		NodePoolAllowedDisruptions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_allowed_disruptions",
+			Help: "How many more nodes of a NodePool may be disrupted now, by NodePool and reason.",
+		}, []string{LabelNodePool, LabelReason}),
 	}
 	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -219,6 +269,8 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
 		m.NodesEvictionRequests, m.NodesLifetimeDuration,
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
+		m.NodeClaimsDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
+		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
 	}
 }
 
