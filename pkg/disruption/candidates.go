@@ -1,0 +1,107 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+)
+
+// mirrorPodAnnotation marks a static pod's mirror in the API server.
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// Reschedulable reports whether a pod bound to a disrupted node would have to run somewhere else: it is not
+// terminal or terminating, not a DaemonSet pod (its DaemonSet runs a copy wherever it lands) and not a static pod.
+func Reschedulable(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if _, ok := p.Annotations[mirrorPodAnnotation]; ok {
+		return false
+	}
+	if o := metav1.GetControllerOf(p); o != nil && o.Kind == "DaemonSet" {
+		return false
+	}
+	return true
+}
+
+// reschedulablePods returns the candidate's pods that would have to move.
+func (c *Candidate) reschedulablePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range c.Pods {
+		if Reschedulable(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// blocker returns why no voluntary method may disrupt the candidate, whatever the method: not initialized,
+// already deleting, a do-not-disrupt annotation on the node or one of its pods, a pod whose
+// PodDisruptionBudget allows no disruption now, or no NodePool. It returns nil when nothing blocks.
+func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.PodDisruptionBudget) *Stay {
+	stay := func(r StayReason, format string, args ...any) *Stay {
+		return &Stay{NodeClaim: c.NodeClaim, Node: c.Node, Reason: r, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.Deleting:
+		return stay(StayDeleting, "node %s is already being deleted", c.Node)
+	case !c.Initialized:
+		return stay(StayNotInitialized, "nodeclaim %s is not initialized yet", c.NodeClaim)
+	case pools[c.NodePool] == nil:
+		return stay(StayNoNodePool, "nodepool %q of nodeclaim %s does not exist", c.NodePool, c.NodeClaim)
+	case c.NodeAnnotations[karpv1.DoNotDisruptAnnotationKey] == "true":
+		return stay(StayDoNotDisrupt, "node %s has the annotation %s=true", c.Node, karpv1.DoNotDisruptAnnotationKey)
+	}
+	for _, p := range c.Pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+			return stay(StayDoNotDisrupt, "pod %s/%s has the annotation %s=true", p.Namespace, p.Name, karpv1.DoNotDisruptAnnotationKey)
+		}
+	}
+	for _, p := range c.reschedulablePods() {
+		if pdb := blockingPDB(p, pdbs); pdb != nil {
+			return stay(StayPDB, "pod %s/%s is covered by PodDisruptionBudget %s/%s, which allows no disruption now",
+				p.Namespace, p.Name, pdb.Namespace, pdb.Name)
+		}
+	}
+	return nil
+}
+
+// blockingPDB returns a PodDisruptionBudget selecting the pod that allows no disruption, or nil.
+func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
+	for _, pdb := range pdbs {
+		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil || pdb.Status.DisruptionsAllowed > 0 {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue // an invalid selector selects nothing (the disruption controller of kube does the same)
+		}
+		if sel.Matches(labels.Set(p.Labels)) {
+			return pdb
+		}
+	}
+	return nil
+}
+
+// sortByCost orders candidates: fewer pods to move first, then cheaper-to-lose (older) nodes, then name.
+func sortByCost(cs []*Candidate) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := len(cs[i].reschedulablePods()), len(cs[j].reschedulablePods())
+		if a != b {
+			return a < b
+		}
+		if !cs[i].CreatedAt.Equal(cs[j].CreatedAt) {
+			return cs[i].CreatedAt.Before(cs[j].CreatedAt)
+		}
+		return cs[i].NodeClaim < cs[j].NodeClaim
+	})
+}

@@ -1,0 +1,188 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+)
+
+// simulation is where the pods of some candidates would go if those candidates were gone.
+type simulation struct {
+	// Replacements are the new nodes the pods need.
+	Replacements []*scheduling.NodeClaimPlan
+	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits).
+	Unschedulable string
+}
+
+// simulate removes the candidates' nodes from the cluster and plans their reschedulable pods with the
+// provisioning scheduler: onto the remaining nodes first, then onto new NodeClaims.
+func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts scheduling.Options) (*simulation, error) {
+	gone := map[string]bool{}
+	for _, c := range cands {
+		gone[c.Node] = true
+	}
+	cluster := *snap.Cluster
+	cluster.Nodes = make([]*scheduling.StateNode, 0, len(snap.Cluster.Nodes))
+	for _, n := range snap.Cluster.Nodes {
+		if !gone[n.Name] {
+			cluster.Nodes = append(cluster.Nodes, n)
+		}
+	}
+	cluster.Pods = nil
+	for _, c := range cands {
+		for _, p := range c.reschedulablePods() {
+			moved := p.DeepCopy()
+			moved.Spec.NodeName = ""
+			cluster.Pods = append(cluster.Pods, moved)
+		}
+	}
+	if len(cluster.Pods) == 0 {
+		return &simulation{}, nil
+	}
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return nil, fmt.Errorf("simulating rescheduling: %w", err)
+	}
+	out := &simulation{Replacements: plan.NodeClaims}
+	if len(plan.Unschedulable) > 0 {
+		u := plan.Unschedulable[0]
+		out.Unschedulable = fmt.Sprintf("pod %s would not fit anywhere else: %s", u.Pod, u.Reason)
+	}
+	return out, nil
+}
+
+// totalPrice is the candidates' hourly price.
+func totalPrice(cands []*Candidate) float64 {
+	var sum float64
+	for _, c := range cands {
+		sum += c.Price
+	}
+	return sum
+}
+
+// cheaperReplacement narrows a replacement to the instance-type options cheaper than price (and, unless
+// spotToSpot, to on-demand options when a candidate is spot), so that whatever the cloud launches saves money.
+// It returns the narrowed copy, or a reason why no option is left.
+func cheaperReplacement(r *scheduling.NodeClaimPlan, cands []*Candidate, price float64, types []*cloudprovider.InstanceType, spotToSpot bool) (*scheduling.NodeClaimPlan, StayReason, string) {
+	anySpot := slices.ContainsFunc(cands, func(c *Candidate) bool { return c.CapacityType == karpv1.CapacityTypeSpot })
+	var kept []scheduling.InstanceTypeOption
+	sawCheaperSpot := false
+	for _, o := range r.InstanceTypeOptions {
+		if o.Price >= price {
+			continue
+		}
+		if anySpot && !spotToSpot && o.CapacityType == karpv1.CapacityTypeSpot {
+			sawCheaperSpot = true
+			continue
+		}
+		kept = append(kept, o)
+	}
+	if len(kept) == 0 {
+		if sawCheaperSpot {
+			return nil, StaySpotToSpot, fmt.Sprintf("only a spot replacement would be cheaper than $%.4f/h, and spot-to-spot consolidation is off (FEATURE_GATES SpotToSpotConsolidation)", price)
+		}
+		return nil, StayNoCheaper, fmt.Sprintf("no instance type that fits its pods is cheaper than $%.4f/h (cheapest %s at $%.4f/h)", price, r.InstanceType, r.Price)
+	}
+	out := *r
+	out.InstanceTypeOptions = kept
+	out.InstanceType, out.Zone, out.CapacityType, out.Price = kept[0].Name, kept[0].Zone, kept[0].CapacityType, kept[0].Price
+	names := make([]string, 0, len(kept))
+	capacityTypes := map[string]bool{}
+	for _, o := range kept {
+		names = append(names, o.Name)
+		capacityTypes[o.CapacityType] = true
+	}
+	out.Requirements = narrowRequirements(r.Requirements, corev1.LabelInstanceTypeStable, names)
+	if anySpot && !spotToSpot {
+		out.Requirements = narrowRequirements(out.Requirements, karpv1.CapacityTypeLabelKey, []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeReserved})
+	}
+	if key, have, want := minValuesShort(out.Requirements, names, types); key != "" {
+		return nil, StayNoCheaper, fmt.Sprintf("the cheaper instance types keep %d values of %s, below its minValues %d", have, key, want)
+	}
+	return &out, "", ""
+}
+
+// narrowRequirements intersects the requirement on key with values (adding an In requirement when there is none).
+func narrowRequirements(reqs []scheduling.NodeSelectorRequirementWithMinValues, key string, values []string) []scheduling.NodeSelectorRequirementWithMinValues {
+	out := make([]scheduling.NodeSelectorRequirementWithMinValues, 0, len(reqs)+1)
+	found := false
+	for _, r := range reqs {
+		if r.Key != key {
+			out = append(out, r)
+			continue
+		}
+		found = true
+		n := r
+		n.NodeSelectorRequirement = *r.NodeSelectorRequirement.DeepCopy()
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn:
+			n.Values = slices.DeleteFunc(n.Values, func(v string) bool { return !slices.Contains(values, v) })
+		case corev1.NodeSelectorOpNotIn:
+			n.Operator = corev1.NodeSelectorOpIn
+			n.Values = slices.DeleteFunc(slices.Clone(values), func(v string) bool { return slices.Contains(r.Values, v) })
+		default:
+			n.Operator, n.Values = corev1.NodeSelectorOpIn, slices.Clone(values)
+		}
+		out = append(out, n)
+	}
+	if !found {
+		out = append(out, scheduling.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
+			Key: key, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(values)}})
+	}
+	return out
+}
+
+// minValuesShort returns a requirement key whose minValues the named instance types no longer meet, with the
+// count they have and the count wanted; "" when all are met.
+func minValuesShort(reqs []scheduling.NodeSelectorRequirementWithMinValues, names []string, types []*cloudprovider.InstanceType) (string, int, int) {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	for _, r := range reqs {
+		if r.MinValues == nil {
+			continue
+		}
+		distinct := map[string]bool{}
+		for _, n := range names {
+			if r.Key == corev1.LabelInstanceTypeStable {
+				distinct[n] = true
+			} else if it := byName[n]; it != nil {
+				if v, ok := it.Labels[r.Key]; ok {
+					distinct[v] = true
+				}
+			}
+		}
+		if len(distinct) < *r.MinValues {
+			return r.Key, len(distinct), *r.MinValues
+		}
+	}
+	return "", 0, 0
+}
+
+func describeCommand(c *Command, nodes []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s", strings.ToLower(string(c.Reason)), c.Decision)
+	if c.ConsolidationType != "" {
+		fmt.Fprintf(&b, " (%s)", c.ConsolidationType)
+	}
+	fmt.Fprintf(&b, ": %d node(s) %s", len(nodes), strings.Join(nodes, ", "))
+	if len(c.Replacements) > 0 {
+		types := make([]string, 0, len(c.Replacements))
+		for _, r := range c.Replacements {
+			types = append(types, r.InstanceType)
+		}
+		fmt.Fprintf(&b, ", replaced by %s", strings.Join(types, ", "))
+	}
+	if c.Reason != karpv1.DisruptionReasonDrifted {
+		fmt.Fprintf(&b, ", saving $%.4f/h", c.Savings)
+	}
+	return b.String()
+}
