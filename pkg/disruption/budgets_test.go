@@ -47,15 +47,15 @@ func TestAllowedDisruptions(t *testing.T) {
 			want: map[karpv1.DisruptionReason]int{drifted: 2, empty: 2, under: 0}},
 		{name: "business-hours freeze is over at 17:00",
 			pool: test.NodePool("p").Budget("10%").ScheduledBudget("0", "0 9 * * mon-fri", 8*time.Hour, under).Obj(),
-			now: time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC), total: 20,
+			now:  time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC), total: 20,
 			want: map[karpv1.DisruptionReason]int{drifted: 2, empty: 2, under: 2}},
 		{name: "business-hours freeze is not active on a Sunday",
 			pool: test.NodePool("p").ScheduledBudget("0", "0 9 * * mon-fri", 8*time.Hour).Obj(),
-			now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), total: 20,
+			now:  time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), total: 20,
 			want: map[karpv1.DisruptionReason]int{drifted: all, empty: all, under: all}},
 		{name: "@daily for 1h is active at 00:30 UTC whatever the local zone",
 			pool: test.NodePool("p").ScheduledBudget("0", "@daily", time.Hour).Obj(),
-			now: time.Date(2026, 11, 23, 0, 30, 0, 0, time.UTC).In(time.FixedZone("x", 5*3600)), total: 3,
+			now:  time.Date(2026, 11, 23, 0, 30, 0, 0, time.UTC).In(time.FixedZone("x", 5*3600)), total: 3,
 			want: map[karpv1.DisruptionReason]int{drifted: 0, empty: 0, under: 0}},
 	}
 	for _, tc := range cases {

@@ -27,7 +27,10 @@ func Candidate(name, instanceType string, price float64) *CandidateBuilder {
 func (b *CandidateBuilder) Pool(name string) *CandidateBuilder { b.c.NodePool = name; return b }
 
 // Spot makes it a spot node.
-func (b *CandidateBuilder) Spot() *CandidateBuilder { b.c.CapacityType = karpv1.CapacityTypeSpot; return b }
+func (b *CandidateBuilder) Spot() *CandidateBuilder {
+	b.c.CapacityType = karpv1.CapacityTypeSpot
+	return b
+}
 
 // Pods adds bound, running pods.
 func (b *CandidateBuilder) Pods(pods ...*corev1.Pod) *CandidateBuilder {
@@ -44,7 +47,10 @@ func (b *CandidateBuilder) Pods(pods ...*corev1.Pod) *CandidateBuilder {
 func (b *CandidateBuilder) Drifted(reason string) *CandidateBuilder { b.c.Drifted = reason; return b }
 
 // NotConsolidatable clears the Consolidatable flag (consolidateAfter has not passed).
-func (b *CandidateBuilder) NotConsolidatable() *CandidateBuilder { b.c.Consolidatable = false; return b }
+func (b *CandidateBuilder) NotConsolidatable() *CandidateBuilder {
+	b.c.Consolidatable = false
+	return b
+}
 
 // NodeAnnotation sets an annotation of the Node.
 func (b *CandidateBuilder) NodeAnnotation(k, v string) *CandidateBuilder {
