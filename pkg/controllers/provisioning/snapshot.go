@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 )
@@ -22,33 +23,42 @@ import (
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
 // those NodePools with the room they have left.
 func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) {
-	logger := log.FromContext(ctx)
 	podList := &corev1.PodList{}
 	if err := c.deps.Client.List(ctx, podList); err != nil {
 		return in, fmt.Errorf("listing pods: %w", err)
 	}
+	var pending []*corev1.Pod
 	for i := range podList.Items {
 		if IsProvisionable(&podList.Items[i]) {
-			in.Pods = append(in.Pods, &podList.Items[i])
+			pending = append(pending, &podList.Items[i])
 		}
 	}
-	sort.Slice(in.Pods, func(i, j int) bool { return solver.PodKey(in.Pods[i]) < solver.PodKey(in.Pods[j]) })
-	if len(in.Pods) == 0 {
+	if len(pending) == 0 {
 		return in, nil
-	}
-
-	npList := &karpv1.NodePoolList{}
-	if err := c.deps.Client.List(ctx, npList); err != nil {
-		return in, fmt.Errorf("listing nodepools: %w", err)
 	}
 	ncList := &karpv1.NodeClaimList{}
 	if err := c.deps.Client.List(ctx, ncList); err != nil {
 		return in, fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	ncList.Items = c.withCreated(ncList.Items)
+	return ClusterInput(ctx, c.deps, pending, podList.Items, c.withCreated(ncList.Items), pending)
+}
+
+// ClusterInput builds the scheduler's input around pods: the usable NodePools with their instance types and
+// usage, the NodeClaims in flight with the room they have left, every Node with the pods bound to it (from
+// all), the DaemonSets, and the volume objects that volumePods use. The provisioner passes the pending pods;
+// the disruption controller passes no pods and the pods of the nodes it may move.
+func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []corev1.Pod, claims []karpv1.NodeClaim, volumePods []*corev1.Pod) (in solver.Input, err error) {
+	logger := log.FromContext(ctx)
+	in.Pods = append([]*corev1.Pod(nil), pods...)
+	sort.Slice(in.Pods, func(i, j int) bool { return solver.PodKey(in.Pods[i]) < solver.PodKey(in.Pods[j]) })
+
+	npList := &karpv1.NodePoolList{}
+	if err := d.Client.List(ctx, npList); err != nil {
+		return in, fmt.Errorf("listing nodepools: %w", err)
+	}
 	usage := map[string]corev1.ResourceList{}
-	for i := range ncList.Items {
-		nc := &ncList.Items[i]
+	for i := range claims {
+		nc := &claims[i]
 		pool := nc.NodePoolName()
 		if pool == "" {
 			continue
@@ -75,7 +85,7 @@ func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) 
 			logger.V(1).Info("skipping nodepool that is not ready", "nodepool", np.Name, "reason", cond.Reason, "message", cond.Message)
 			continue
 		}
-		its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, np)
+		its, err := d.CloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			logger.Error(err, "listing instance types, skipping nodepool", "nodepool", np.Name)
 			continue
@@ -84,8 +94,8 @@ func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) 
 		in.NodePools = append(in.NodePools, solver.NodePoolOption{NodePool: np, InstanceTypes: its, Usage: usage[np.Name]})
 	}
 
-	for i := range ncList.Items {
-		nc := &ncList.Items[i]
+	for i := range claims {
+		nc := &claims[i]
 		// Initialized NodeClaims stay in: until the kube-scheduler binds the pods meant for them, they must not
 		// be provisioned for again.
 		if !nc.DeletionTimestamp.IsZero() {
@@ -95,7 +105,7 @@ func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) 
 		if !ok {
 			continue
 		}
-		f, err := c.inFlight(ctx, nc, its)
+		f, err := inFlight(ctx, d, nc, its)
 		if err != nil {
 			return in, err
 		}
@@ -104,19 +114,19 @@ func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) 
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
-	if in.Nodes, err = c.nodes(ctx, podList.Items, ncList.Items); err != nil {
+	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
 		return in, err
 	}
-	if err := c.volumesAndDaemonSets(ctx, &in); err != nil {
+	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
 	return in, nil
 }
 
 // nodes returns every Node with the (non-terminal) pods bound to it and the NodeClaim that launched it, by name.
-func (c *Controller) nodes(ctx context.Context, pods []corev1.Pod, claims []karpv1.NodeClaim) ([]solver.ExistingNode, error) {
+func nodes(ctx context.Context, d deps.Deps, pods []corev1.Pod, claims []karpv1.NodeClaim) ([]solver.ExistingNode, error) {
 	nodeList := &corev1.NodeList{}
-	if err := c.deps.Client.List(ctx, nodeList); err != nil {
+	if err := d.Client.List(ctx, nodeList); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	bound := map[string][]*corev1.Pod{}
@@ -143,16 +153,16 @@ func (c *Controller) nodes(ctx context.Context, pods []corev1.Pod, claims []karp
 }
 
 // volumesAndDaemonSets adds the DaemonSets (overhead on new nodes) and the volume objects the pending pods use.
-func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input) error {
+func volumesAndDaemonSets(ctx context.Context, d deps.Deps, in *solver.Input, volumePods []*corev1.Pod) error {
 	dsList := &appsv1.DaemonSetList{}
-	if err := c.deps.Client.List(ctx, dsList); err != nil {
+	if err := d.Client.List(ctx, dsList); err != nil {
 		return fmt.Errorf("listing daemonsets: %w", err)
 	}
 	for i := range dsList.Items {
 		in.DaemonSets = append(in.DaemonSets, &dsList.Items[i])
 	}
 	claims := map[string]bool{}
-	for _, p := range in.Pods {
+	for _, p := range volumePods {
 		for _, v := range p.Spec.Volumes {
 			if v.PersistentVolumeClaim != nil {
 				claims[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName] = true
@@ -163,7 +173,7 @@ func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input)
 		return nil
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
-	if err := c.deps.Client.List(ctx, pvcs); err != nil {
+	if err := d.Client.List(ctx, pvcs); err != nil {
 		return fmt.Errorf("listing persistent volume claims: %w", err)
 	}
 	volumes := map[string]bool{}
@@ -183,7 +193,7 @@ func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input)
 	}
 	for name := range volumes {
 		pv := &corev1.PersistentVolume{}
-		if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, pv); err != nil {
+		if err := d.Client.Get(ctx, client.ObjectKey{Name: name}, pv); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("getting persistent volume %s: %w", name, err)
 			}
@@ -193,7 +203,7 @@ func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input)
 	}
 	for name := range classes {
 		sc := &storagev1.StorageClass{}
-		if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
+		if err := d.Client.Get(ctx, client.ObjectKey{Name: name}, sc); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("getting storage class %s: %w", name, err)
 			}
@@ -207,7 +217,7 @@ func (c *Controller) volumesAndDaemonSets(ctx context.Context, in *solver.Input)
 }
 
 // inFlight describes a NodeClaim: its expected labels and the room left on it.
-func (c *Controller) inFlight(ctx context.Context, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) (*solver.InFlightClaim, error) {
+func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) (*solver.InFlightClaim, error) {
 	labels := map[string]string{}
 	for _, r := range nc.Spec.Requirements {
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
@@ -227,7 +237,7 @@ func (c *Controller) inFlight(ctx context.Context, nc *karpv1.NodeClaim, its []*
 	available = solver.Sum(available)
 	if nc.Status.NodeName != "" {
 		pods := &corev1.PodList{}
-		if err := c.deps.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}); err != nil {
+		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
 		}
 		for i := range pods.Items {

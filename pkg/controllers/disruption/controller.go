@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
+	core "github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/settings"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "disruption"
+
+const (
+	// PollPeriod is how often a pass runs.
+	PollPeriod = 10 * time.Second
+	// ReplacementTimeout is how long a command waits for its replacements to initialize before it is abandoned.
+	ReplacementTimeout = 10 * time.Minute
+	// missingReplacementGrace is how long a command may show fewer replacements than it launched (the cache
+	// catching up) before the missing ones are taken as lost.
+	missingReplacementGrace = 30 * time.Second
+)
+
+// Event reasons.
+const (
+	ReasonDisruptionBlocked          = "DisruptionBlocked"
+	ReasonDisruptionLaunching        = "DisruptionLaunching"
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	ReasonDisruptionTerminating      = "DisruptionTerminating"
+	ReasonDisruptionAborted          = "DisruptionAborted"
+)
+
+// Controller carries out voluntary disruption.
+type Controller struct {
+	deps deps.Deps
+	// mu serializes passes (the loop, and tests calling Reconcile).
+	mu sync.Mutex
+	// blocked is the last DisruptionBlocked message announced per NodeClaim, so events are emitted on change.
+	blocked map[string]string
+}
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller {
+	return &Controller{deps: d, blocked: map[string]string{}}
+}
+
+// Register adds the polling loop to the manager (it runs on the leader only).
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
+		for {
+			if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "disruption pass failed")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.deps.Clock.After(PollPeriod):
+			}
+		}
+	}))
+}
+
+// state is one pass's view of the cluster, from the cache.
+type state struct {
+	now        time.Time
+	claims     []karpv1.NodeClaim
+	nodes      map[string]*corev1.Node // by name
+	pods       []corev1.Pod
+	pools      map[string]*karpv1.NodePool
+	pdbs       []*policyv1.PodDisruptionBudget
+	inProgress []*inProgress
+}
+
+// Reconcile runs one pass: resume a command in progress, or decide and start a new one.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx = metrics.WithController(ctx, Name)
+	st, err := c.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if len(st.inProgress) > 0 {
+		for _, cmd := range st.inProgress {
+			if err := c.resume(ctx, st, cmd); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := c.untaintOrphans(ctx, st); err != nil {
+		return err
+	}
+	snap, err := c.snapshot(ctx, st)
+	if err != nil {
+		return err
+	}
+	start := c.deps.Clock.Now()
+	res, err := core.Decide(ctx, snap, core.Options{
+		SpotToSpotConsolidation: c.deps.Settings.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),
+		Scheduling:              adapter.New(c.deps.Settings).Options,
+	})
+	if err != nil {
+		return fmt.Errorf("deciding: %w", err)
+	}
+	c.record(res, snap, c.deps.Clock.Since(start))
+	c.announceStays(st, res.Stays)
+	if res.Command == nil {
+		return nil
+	}
+	return c.start(ctx, st, res.Command)
+}
+
+// observe lists what a pass needs and groups the commands in progress.
+func (c *Controller) observe(ctx context.Context) (*state, error) {
+	st := &state{now: c.deps.Clock.Now(), nodes: map[string]*corev1.Node{}, pools: map[string]*karpv1.NodePool{}}
+	ncs := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, ncs); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	st.claims = ncs.Items
+	sort.Slice(st.claims, func(i, j int) bool { return st.claims[i].Name < st.claims[j].Name })
+	nodes := &corev1.NodeList{}
+	if err := c.deps.Client.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		st.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	pods := &corev1.PodList{}
+	if err := c.deps.Client.List(ctx, pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	st.pods = pods.Items
+	pools := &karpv1.NodePoolList{}
+	if err := c.deps.Client.List(ctx, pools); err != nil {
+		return nil, fmt.Errorf("listing nodepools: %w", err)
+	}
+	for i := range pools.Items {
+		if pools.Items[i].DeletionTimestamp.IsZero() {
+			st.pools[pools.Items[i].Name] = &pools.Items[i]
+		}
+	}
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := c.deps.Client.List(ctx, pdbs); err != nil {
+		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	for i := range pdbs.Items {
+		st.pdbs = append(st.pdbs, &pdbs.Items[i])
+	}
+
+	byID := map[string]*inProgress{}
+	var ids []string
+	logger := log.FromContext(ctx)
+	for i := range st.claims {
+		nc := &st.claims[i]
+		raw, ok := nc.Annotations[CommandAnnotationKey]
+		if !ok || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		r, err := decodeRecord(raw)
+		if err != nil {
+			// A record we cannot read is dropped (the node is untainted as an orphan) rather than blocking
+			// disruption forever.
+			logger.Error(err, "dropping unreadable disruption record", "nodeclaim", nc.Name)
+			if err := c.clearCandidate(ctx, st, nc); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if byID[r.ID] == nil {
+			byID[r.ID] = &inProgress{record: r}
+			ids = append(ids, r.ID)
+		}
+		byID[r.ID].candidates = append(byID[r.ID].candidates, nc)
+	}
+	for i := range st.claims {
+		nc := &st.claims[i]
+		if cmd := byID[nc.Annotations[ReplacementForAnnotationKey]]; cmd != nil {
+			cmd.replacements = append(cmd.replacements, nc)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		st.inProgress = append(st.inProgress, byID[id])
+	}
+	return st, nil
+}
+
+// record updates the disruption metrics after a decision.
+func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Duration) {
+	m := c.deps.Metrics
+	method, kind := "none", ""
+	if res.Command != nil {
+		method, kind = strings.ToLower(string(res.Command.Reason)), res.Command.ConsolidationType
+	}
+	m.DisruptionEvaluationDuration.WithLabelValues(method, kind).Observe(took.Seconds())
+	for _, r := range core.Reasons() {
+		m.DisruptionEligibleNodes.WithLabelValues(strings.ToLower(string(r))).Set(float64(res.Eligible[r]))
+	}
+	for pool, allowed := range res.Allowed {
+		for r, n := range allowed {
+			// An unlimited allowance is reported as the NodePool's node count: all of them may go.
+			m.NodePoolAllowedDisruptions.WithLabelValues(pool, strings.ToLower(string(r))).Set(float64(min(n, snap.NodeCounts[pool])))
+		}
+	}
+	for _, t := range res.TimedOut {
+		m.ConsolidationTimeouts.WithLabelValues(t).Inc()
+	}
+}
+
+// announceStays emits a DisruptionBlocked event on a node (and its NodeClaim) when something the user controls
+// keeps it (do-not-disrupt, a PodDisruptionBudget, a disruption budget), once per change of message.
+func (c *Controller) announceStays(st *state, stays []core.Stay) {
+	seen := map[string]bool{}
+	claims := map[string]*karpv1.NodeClaim{}
+	for i := range st.claims {
+		claims[st.claims[i].Name] = &st.claims[i]
+	}
+	for _, s := range stays {
+		switch s.Reason {
+		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget:
+		default:
+			continue
+		}
+		seen[s.NodeClaim] = true
+		if c.blocked[s.NodeClaim] == s.Message {
+			continue
+		}
+		c.blocked[s.NodeClaim] = s.Message
+		msg := "Cannot disrupt: " + s.Message
+		if n := st.nodes[s.Node]; n != nil {
+			c.deps.Recorder.Event(n, corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
+		}
+		if nc := claims[s.NodeClaim]; nc != nil {
+			c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
+		}
+	}
+	for name := range c.blocked {
+		if !seen[name] {
+			delete(c.blocked, name)
+		}
+	}
+}

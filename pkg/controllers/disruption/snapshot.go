@@ -1,0 +1,123 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
+	core "github.com/dovetail/dovetail/pkg/disruption"
+)
+
+// snapshot builds the decision's input: one candidate per NodeClaim with a registered Node, the cluster as the
+// provisioner sees it, budgets' counts and whether the cluster is busy.
+func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, error) {
+	bound := map[string][]*corev1.Pod{}
+	pending := 0
+	for i := range st.pods {
+		p := &st.pods[i]
+		if provisioning.IsProvisionable(p) {
+			pending++
+		}
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+	}
+	snap := &core.Snapshot{
+		Now:        st.now,
+		NodePools:  st.pools,
+		Disrupting: map[string]int{},
+		NodeCounts: map[string]int{},
+	}
+	snap.PodDisruptionBudgets = st.pdbs
+	var launching []string
+	var moving []*corev1.Pod
+	types := map[string][]*cloudprovider.InstanceType{}
+	for i := range st.claims {
+		nc := &st.claims[i]
+		pool := nc.NodePoolName()
+		if pool == "" {
+			continue
+		}
+		snap.NodeCounts[pool]++
+		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[CommandAnnotationKey] != "" {
+			snap.Disrupting[pool]++
+		}
+		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+			launching = append(launching, nc.Name)
+		}
+		node := st.nodes[nc.Status.NodeName]
+		if node == nil || nc.Status.NodeName == "" {
+			continue
+		}
+		if _, ok := types[pool]; !ok && st.pools[pool] != nil {
+			its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, st.pools[pool])
+			if err != nil {
+				return nil, fmt.Errorf("listing instance types of nodepool %s: %w", pool, err)
+			}
+			types[pool] = its
+		}
+		cand := candidate(nc, node, bound[node.Name], types[pool])
+		snap.Candidates = append(snap.Candidates, cand)
+		moving = append(moving, bound[node.Name]...)
+	}
+	switch {
+	case pending > 0:
+		snap.Busy = fmt.Sprintf("%d pod(s) are waiting for capacity", pending)
+	case len(launching) > 0:
+		snap.Busy = fmt.Sprintf("nodeclaim %s is not initialized yet", launching[0])
+	}
+	in, err := provisioning.ClusterInput(ctx, c.deps, nil, st.pods, st.claims, moving)
+	if err != nil {
+		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
+	}
+	snap.Cluster, _ = adapter.Snapshot(in)
+	sort.Slice(snap.Candidates, func(i, j int) bool { return snap.Candidates[i].NodeClaim < snap.Candidates[j].NodeClaim })
+	return snap, nil
+}
+
+// candidate describes one of Dovetail's nodes for the decision.
+func candidate(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, types []*cloudprovider.InstanceType) *core.Candidate {
+	labels := node.Labels
+	c := &core.Candidate{
+		NodeClaim:       nc.Name,
+		Node:            node.Name,
+		NodePool:        nc.NodePoolName(),
+		InstanceType:    labels[corev1.LabelInstanceTypeStable],
+		Zone:            labels[corev1.LabelTopologyZone],
+		CapacityType:    labels[karpv1.CapacityTypeLabelKey],
+		Pods:            pods,
+		NodeAnnotations: node.Annotations,
+		Initialized:     nc.IsTrue(karpv1.ConditionTypeInitialized),
+		Deleting:        !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero(),
+		Consolidatable:  nc.IsTrue(karpv1.ConditionTypeConsolidatable),
+		CreatedAt:       nc.CreationTimestamp.Time,
+	}
+	if cond := nc.GetCondition(karpv1.ConditionTypeDrifted); cond != nil && cond.Status == "True" {
+		c.Drifted = cond.Reason
+	}
+	c.Price = price(types, c.InstanceType, c.Zone, c.CapacityType)
+	return c
+}
+
+// price is the hourly price of the offering a node runs as; 0 when the catalog no longer lists it (then
+// consolidation can only delete the node, never replace it with a "cheaper" one).
+func price(types []*cloudprovider.InstanceType, name, zone, capacityType string) float64 {
+	for _, it := range types {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == capacityType {
+				return o.Price
+			}
+		}
+	}
+	return 0
+}
