@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -34,7 +35,7 @@ type Named struct {
 // New returns every controller, in registration order.
 //
 // TODO(lead): add the controllers that do not exist yet, each as {<pkg>.Name, <pkg>.NewController(d)}:
-// interruption (SQS), disruption (consolidation, drift, expiration), node repair, when they land.
+// interruption (SQS) and node repair, when they land.
 func New(d deps.Deps) []Named {
 	return []Named{
 		{provisioning.Name, provisioning.NewController(d)},
@@ -47,6 +48,7 @@ func New(d deps.Deps) []Named {
 		{"nodeclaim.termination", nodeclaimtermination.NewController(d)},
 		{"node.termination", nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
+		{disruption.Name, disruption.NewController(d)},
 	}
 }
 

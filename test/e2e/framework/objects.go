@@ -88,6 +88,8 @@ type PoolOptions struct {
 	Categories []string
 	// TerminationGracePeriod sets spec.template.spec.terminationGracePeriod (e.g. "30s").
 	TerminationGracePeriod string
+	// ConsolidateAfter, when set, replaces spec.disruption.consolidateAfter (e.g. "5s", "Never").
+	ConsolidateAfter string
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -136,6 +138,11 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		}
 		if opts.TerminationGracePeriod != "" {
 			if err := unstructured.SetNestedField(o.Object, opts.TerminationGracePeriod, "spec", "template", "spec", "terminationGracePeriod"); err != nil {
+				return nil, err
+			}
+		}
+		if opts.ConsolidateAfter != "" {
+			if err := unstructured.SetNestedField(o.Object, opts.ConsolidateAfter, "spec", "disruption", "consolidateAfter"); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,264 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+const wait = 20 * time.Second
+
+// drifted creates a NodePool, an initialized and drifted NodeClaim "old" with its Node (fake-xlarge, 8 cpu) and
+// a pod bound there, and waits until the cache shows them.
+func drifted(t *testing.T, e *test.ControllerEnv) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
+	if err := c.Create(ctx, test.NodePool("default").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{
+		corev1.LabelInstanceTypeStable: "fake-xlarge", corev1.LabelTopologyZone: "test-zone-a",
+		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
+	}
+	nb := test.NodeClaim("old", "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///old")
+	node := test.Node("old", "fake:///old").Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
+	for k, v := range labels {
+		nb.Label(k, v)
+		node.Label(k, v)
+	}
+	nc := nb.Obj()
+	if err := c.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.NodeName, nc.Status.ProviderID = "old", "fake:///old"
+	for _, ct := range karpv1.NodeClaimReadinessConditions() {
+		nc.SetTrue(ct, ct)
+	}
+	nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonNodePoolDrifted)
+	if err := c.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	n := node.Obj()
+	status := n.Status
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = status
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	p := test.SchedPod("web").Requests("1", "1Gi").Obj()
+	p.Spec.NodeName = "old"
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	if err := c.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		pod := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
+			return false, fmt.Sprintf("nodeclaim not cached yet: %v", err)
+		}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprintf("pod not cached yet: %v", err)
+		}
+		return true, ""
+	})
+}
+
+// replacementOf waits until the cache shows a NodeClaim launched for a disruption command and returns it.
+func replacementOf(t *testing.T, e *test.ControllerEnv) *karpv1.NodeClaim {
+	t.Helper()
+	var out *karpv1.NodeClaim
+	test.Eventually(t, wait, func() (bool, string) {
+		l := &karpv1.NodeClaimList{}
+		if err := e.Client.List(context.Background(), l); err != nil {
+			return false, err.Error()
+		}
+		for i := range l.Items {
+			if l.Items[i].Annotations[disruption.ReplacementForAnnotationKey] != "" {
+				out = &l.Items[i]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d nodeclaims, none a replacement", len(l.Items))
+	})
+	return out
+}
+
+func tainted(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+}
+
+// TestDriftedNodeIsReplacedAcrossARestart: a pass records the command on the drifted NodeClaim, taints its Node
+// and launches a replacement; a new controller (a restart) finds the command on the objects, waits while the
+// replacement initializes, and then deletes the old NodeClaim.
+func TestDriftedNodeIsReplacedAcrossARestart(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	if err := disruption.NewController(e.Deps).Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	repl := replacementOf(t, e)
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Errorf("old nodeclaim has no %s annotation", disruption.CommandAnnotationKey)
+	}
+	if cond := old.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != string(karpv1.DisruptionReasonDrifted) {
+		t.Errorf("DisruptionReason condition = %+v, want True/Drifted", cond)
+	}
+	node := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !tainted(node) {
+		t.Errorf("node old has no %s taint: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
+	}
+
+	// The controller restarts: a new instance, no memory of the command.
+	restarted := disruption.NewController(e.Deps)
+	if err := restarted.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil || !old.DeletionTimestamp.IsZero() {
+		t.Fatalf("old nodeclaim deleted before its replacement initialized (err %v)", err)
+	}
+	for _, ct := range karpv1.NodeClaimReadinessConditions() {
+		repl.SetTrue(ct, ct)
+	}
+	if err := e.Env.Client.Status().Update(ctx, repl); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got)
+		return err == nil && got.IsTrue(karpv1.ConditionTypeInitialized), "replacement not initialized in the cache"
+	})
+	if err := restarted.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.DeletionTimestamp.IsZero() {
+		t.Error("old nodeclaim not deleted after its replacement initialized")
+	}
+}
+
+// TestCommandAbandonedWhenReplacementDoesNotInitialize: a replacement that does not initialize within
+// ReplacementTimeout ends the command; the old node loses its record, condition and taint and stays.
+func TestCommandAbandonedWhenReplacementDoesNotInitialize(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	c := disruption.NewController(e.Deps)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	replacementOf(t, e)
+	test.Eventually(t, wait, func() (bool, string) {
+		old := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, old)
+		return err == nil && old.Annotations[disruption.CommandAnnotationKey] != "", "command not cached yet"
+	})
+	e.Clock.Step(disruption.ReplacementTimeout + time.Second)
+	// Drain the recorder of the events so far.
+	for len(e.Recorder.Events) > 0 {
+		<-e.Recorder.Events
+	}
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		t.Fatal("old nodeclaim deleted although its replacement never initialized")
+	}
+	if _, ok := old.Annotations[disruption.CommandAnnotationKey]; ok {
+		t.Errorf("abandoned command still recorded on the old nodeclaim")
+	}
+	if cond := old.GetCondition(karpv1.ConditionTypeDisruptionReason); cond != nil {
+		t.Errorf("DisruptionReason condition left after abandoning: %+v", cond)
+	}
+	node := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if tainted(node) {
+		t.Errorf("node old still has the %s taint after the command was abandoned", karpv1.DisruptedTaintKey)
+	}
+	var aborted string
+	for len(e.Recorder.Events) > 0 {
+		if ev := <-e.Recorder.Events; strings.Contains(ev, disruption.ReasonDisruptionAborted) {
+			aborted = ev
+		}
+	}
+	if !strings.Contains(aborted, "not initialized within") {
+		t.Errorf("no %s event saying the replacement did not initialize; last: %q", disruption.ReasonDisruptionAborted, aborted)
+	}
+}
+
+// TestOrphanTaintRemoved: a disrupted taint on a node whose NodeClaim is neither deleting nor part of a command
+// (a pass that stopped between tainting and recording) is removed by the next pass.
+func TestOrphanTaintRemoved(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	node := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	// The NodeClaim is not drifted any more, so the pass has nothing to start.
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	old.ClearCondition(karpv1.ConditionTypeDrifted)
+	if err := e.Env.Client.Status().Update(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint())
+	if err := e.Env.Client.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		n, nc := &corev1.Node{}, &karpv1.NodeClaim{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, n); err != nil {
+			return false, err.Error()
+		}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return tainted(n) && !nc.IsTrue(karpv1.ConditionTypeDrifted), "taint or condition change not cached yet"
+	})
+	if err := disruption.NewController(e.Deps).Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if tainted(node) {
+		t.Errorf("orphan %s taint not removed: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
+	}
+}
