@@ -109,6 +109,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(snap.Candidates) == 0 {
+		c.record(&core.Result{}, snap, 0)
+		return nil
+	}
 	start := c.deps.Clock.Now()
 	res, err := core.Decide(ctx, snap, core.Options{
 		SpotToSpotConsolidation: c.deps.Settings.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -59,7 +60,8 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 		if _, ok := types[pool]; !ok && st.pools[pool] != nil {
 			its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, st.pools[pool])
 			if err != nil {
-				return nil, fmt.Errorf("listing instance types of nodepool %s: %w", pool, err)
+				// Without prices its nodes can still be deleted, never replaced by something "cheaper".
+				log.FromContext(ctx).V(1).Info("no instance types for nodepool", "nodepool", pool, "error", err.Error())
 			}
 			types[pool] = its
 		}
@@ -72,6 +74,9 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 		snap.Busy = fmt.Sprintf("%d pod(s) are waiting for capacity", pending)
 	case len(launching) > 0:
 		snap.Busy = fmt.Sprintf("nodeclaim %s is not initialized yet", launching[0])
+	}
+	if len(snap.Candidates) == 0 {
+		return snap, nil
 	}
 	in, err := provisioning.ClusterInput(ctx, c.deps, nil, st.pods, st.claims, moving)
 	if err != nil {
