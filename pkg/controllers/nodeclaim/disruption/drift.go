@@ -1,0 +1,147 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+)
+
+// drift is why a NodeClaim no longer matches what its NodePool or node class would launch today. A zero
+// drift (empty Reason) means the NodeClaim is up to date.
+type drift struct {
+	Reason  string
+	Message string
+}
+
+// hashDrift compares the template hash recorded on the NodeClaim at launch with the NodePool's current one.
+// Hashes computed by different schemes are not comparable, so a version mismatch (or a missing hash) is not
+// drift: the NodeClaim's annotations must be brought to the new scheme first.
+func hashDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool) drift {
+	have, haveVersion := nc.Annotations[karpv1.NodePoolHashAnnotationKey], nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]
+	want, wantVersion := np.Annotations[karpv1.NodePoolHashAnnotationKey], np.Annotations[karpv1.NodePoolHashVersionAnnotationKey]
+	if have == "" || want == "" || haveVersion != wantVersion || have == want {
+		return drift{}
+	}
+	return drift{
+		Reason:  karpv1.ReasonNodePoolDrifted,
+		Message: fmt.Sprintf("nodepool hash %s != %s: the template of nodepool %s changed after the node was launched", have, want, np.Name),
+	}
+}
+
+// nodeLabels returns the labels the requirements are checked against: the NodeClaim's (set at launch from
+// the offering: instance type, zone, capacity type, ...) completed by the Node's for keys the NodeClaim lacks
+// (e.g. labels the kubelet adds). node may be nil.
+func nodeLabels(nc *karpv1.NodeClaim, node *corev1.Node) map[string]string {
+	out := make(map[string]string, len(nc.Labels))
+	for k, v := range nc.Labels {
+		out[k] = v
+	}
+	if node != nil {
+		for k, v := range node.Labels {
+			if _, ok := out[k]; !ok {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// requirementsDrift reports the first NodePool template requirement (in the NodePool's order) that a label of
+// the node contradicts. A requirement on a label the node does not carry is not drift: the node has no value
+// that could contradict it.
+func requirementsDrift(labels map[string]string, np *karpv1.NodePool) drift {
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		v, ok := labels[r.Key]
+		if !ok || allows(r.NodeSelectorRequirement, v) {
+			continue
+		}
+		return drift{
+			Reason: karpv1.ReasonRequirementsDrifted,
+			Message: fmt.Sprintf("label %s=%s no longer allowed by nodepool requirements (%s)",
+				r.Key, v, requirementString(r.NodeSelectorRequirement)),
+		}
+	}
+	return drift{}
+}
+
+// allows reports whether a label with value v (present on the node) satisfies r.
+func allows(r corev1.NodeSelectorRequirement, v string) bool {
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		return containsString(r.Values, v)
+	case corev1.NodeSelectorOpNotIn:
+		return !containsString(r.Values, v)
+	case corev1.NodeSelectorOpExists:
+		return true
+	case corev1.NodeSelectorOpDoesNotExist:
+		return false
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if len(r.Values) != 1 {
+			return false
+		}
+		have, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return false
+		}
+		bound, err := strconv.ParseInt(r.Values[0], 10, 64)
+		if err != nil {
+			return false
+		}
+		if r.Operator == corev1.NodeSelectorOpGt {
+			return have > bound
+		}
+		return have < bound
+	}
+	// An operator the API does not define cannot be satisfied; the CRD rejects it anyway.
+	return false
+}
+
+func containsString(values []string, v string) bool {
+	for _, x := range values {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func requirementString(r corev1.NodeSelectorRequirement) string {
+	switch r.Operator {
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		return fmt.Sprintf("%s %s", r.Key, r.Operator)
+	}
+	return fmt.Sprintf("%s %s [%s]", r.Key, r.Operator, strings.Join(r.Values, ", "))
+}
+
+// cloudDrift asks the cloud provider whether the instance still matches its node class (image, subnet,
+// security groups, ...).
+func (c *Controller) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim) (drift, error) {
+	reason, err := c.deps.CloudProvider.IsDrifted(ctx, nc)
+	if err != nil {
+		return drift{}, fmt.Errorf("asking the cloud provider whether nodeclaim %s drifted: %w", nc.Name, err)
+	}
+	if reason == "" {
+		return drift{}, nil
+	}
+	return drift{
+		Reason:  string(reason),
+		Message: fmt.Sprintf("the %s cloud provider reports that the instance no longer matches its node class: %s", c.deps.CloudProvider.Name(), reason),
+	}, nil
+}
+
+// evaluateDrift returns the NodeClaim's drift: the template hash first, then requirements, then the cloud
+// provider (only asked when the first two find nothing). node may be nil.
+func (c *Controller) evaluateDrift(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.NodePool, node *corev1.Node) (drift, error) {
+	if d := hashDrift(nc, np); d.Reason != "" {
+		return d, nil
+	}
+	if d := requirementsDrift(nodeLabels(nc, node), np); d.Reason != "" {
+		return d, nil
+	}
+	return c.cloudDrift(ctx, nc)
+}
