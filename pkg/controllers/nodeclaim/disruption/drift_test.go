@@ -1,0 +1,125 @@
+package disruption
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func TestHashDrift(t *testing.T) {
+	tests := []struct {
+		name string
+		nc   *karpv1.NodeClaim
+		np   *karpv1.NodePool
+		want drift
+	}{
+		{
+			name: "same hash",
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
+			np:   test.NodePool("default").NodePoolHash("123", hash.Version).Obj(),
+		},
+		{
+			name: "template changed",
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+			want: drift{Reason: karpv1.ReasonNodePoolDrifted,
+				Message: "nodepool hash 123 != 456: the template of nodepool default changed after the node was launched"},
+		},
+		{
+			name: "hash versions differ: not comparable",
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", "old-scheme").Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+		},
+		{
+			name: "nodeclaim without hash",
+			nc:   test.NodeClaim("a", "default").Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+		},
+		{
+			name: "nodepool not hashed yet",
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
+			np:   test.NodePool("default").Obj(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, hashDrift(tt.nc, tt.np)); diff != "" {
+				t.Errorf("hashDrift (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequirementsDrift(t *testing.T) {
+	const zone, arch, it = corev1.LabelTopologyZone, corev1.LabelArchStable, corev1.LabelInstanceTypeStable
+	launched := test.NodeClaim("a", "default").
+		Label(zone, "zone-a").Label(it, "m.large").Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot).Label("cpu", "4").Obj()
+	kubeletNode := test.Node("n", "fake:///zone-a/i-1").Label(arch, karpv1.ArchitectureArm64).Label(zone, "zone-b").Obj()
+	tests := []struct {
+		name string
+		np   *karpv1.NodePool
+		node *corev1.Node
+		want drift
+	}{
+		{name: "no requirements", np: test.NodePool("default").Obj()},
+		{name: "zone still allowed", np: test.NodePool("default").Requirement(zone, corev1.NodeSelectorOpIn, "zone-a", "zone-b").Obj()},
+		{
+			name: "zone no longer allowed",
+			np:   test.NodePool("default").Requirement(zone, corev1.NodeSelectorOpIn, "zone-b", "zone-c").Obj(),
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label topology.kubernetes.io/zone=zone-a no longer allowed by nodepool requirements (topology.kubernetes.io/zone In [zone-b, zone-c])"},
+		},
+		{
+			name: "capacity type excluded",
+			np:   test.NodePool("default").Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpNotIn, karpv1.CapacityTypeSpot).Obj(),
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label karpenter.sh/capacity-type=spot no longer allowed by nodepool requirements (karpenter.sh/capacity-type NotIn [spot])"},
+		},
+		{
+			name: "first violated requirement in nodepool order",
+			np: test.NodePool("default").Requirement(zone, corev1.NodeSelectorOpIn, "zone-a").
+				Requirement(it, corev1.NodeSelectorOpIn, "m.xlarge").Requirement(zone, corev1.NodeSelectorOpIn, "zone-c").Obj(),
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label node.kubernetes.io/instance-type=m.large no longer allowed by nodepool requirements (node.kubernetes.io/instance-type In [m.xlarge])"},
+		},
+		{name: "Gt satisfied", np: test.NodePool("default").Requirement("cpu", corev1.NodeSelectorOpGt, "2").Obj()},
+		{
+			name: "Lt violated",
+			np:   test.NodePool("default").Requirement("cpu", corev1.NodeSelectorOpLt, "4").Obj(),
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label cpu=4 no longer allowed by nodepool requirements (cpu Lt [4])"},
+		},
+		{name: "Exists satisfied", np: test.NodePool("default").Requirement(it, corev1.NodeSelectorOpExists).Obj()},
+		{
+			name: "DoesNotExist on a present label",
+			np:   test.NodePool("default").Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpDoesNotExist).Obj(),
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label karpenter.sh/capacity-type=spot no longer allowed by nodepool requirements (karpenter.sh/capacity-type DoesNotExist)"},
+		},
+		{name: "label the node lacks is not drift", np: test.NodePool("default").Requirement("team", corev1.NodeSelectorOpIn, "a").Obj()},
+		{
+			name: "node label completes the nodeclaim's",
+			np:   test.NodePool("default").Requirement(arch, corev1.NodeSelectorOpIn, karpv1.ArchitectureAmd64).Obj(),
+			node: kubeletNode,
+			want: drift{Reason: karpv1.ReasonRequirementsDrifted,
+				Message: "label kubernetes.io/arch=arm64 no longer allowed by nodepool requirements (kubernetes.io/arch In [amd64])"},
+		},
+		{
+			name: "nodeclaim label wins over the node's",
+			np:   test.NodePool("default").Requirement(zone, corev1.NodeSelectorOpIn, "zone-a").Obj(),
+			node: kubeletNode,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, requirementsDrift(nodeLabels(launched, tt.node), tt.np)); diff != "" {
+				t.Errorf("requirementsDrift (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
