@@ -58,6 +58,11 @@ const (
 // ReasonDrained is the reason of the NodeClaim's Drained=True condition once every evictable pod is gone.
 const ReasonDrained = "Drained"
 
+// ReasonPodsReturned is the reason of the NodeClaim's Drained=False condition when pods are found on a node whose
+// drain had already finished. It keeps on the NodeClaim the fact that the node was drained once, so that the
+// drain finishing again is not counted again in karpenter_nodes_drained_total.
+const ReasonPodsReturned = "PodsReturned"
+
 // Controller drains and terminates Nodes that carry the karpenter.sh/termination finalizer.
 type Controller struct {
 	kube      client.Client
@@ -423,7 +428,10 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 	}
 	if c.metrics != nil {
 		c.metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
-		if t == termination.ConditionTypeDrained && reason == ReasonDrained && !orig.IsTrue(t) {
+		// A node is counted once: on its first transition to Drained=True/Drained. A node whose pods came back
+		// is marked PodsReturned (see drainedBefore) and is not counted when it drains again; the mark lives in
+		// the API, so a restarted controller does not count it again either.
+		if t == termination.ConditionTypeDrained && reason == ReasonDrained && !orig.IsTrue(t) && !drainedBefore(orig) {
 			c.metrics.NodesDrained.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Inc()
 		}
 	}

@@ -96,6 +96,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 			if len(plan.DoNotDisrupt) > 0 {
 				reason = "DoNotDisrupt"
 			}
+			if drainedBefore(nc) {
+				reason = ReasonPodsReturned
+				msg = fmt.Sprintf("Pods came back after the node was drained: waiting for %s to leave the node: %s",
+					podCount(len(plan.Remaining)), podList(plan.Remaining, held))
+			}
 		}
 		if err := c.setCondition(ctx, nc, termination.ConditionTypeDrained, status, reason, msg); err != nil {
 			return drainResult{}, err
@@ -106,6 +111,17 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 			"wave", plan.Wave.String())
 	}
 	return res, nil
+}
+
+// drainedBefore reports whether the NodeClaim's drain already finished once: its Drained condition is True with
+// reason Drained, or False with reason PodsReturned (pods came back after that). The condition is the only record
+// of it, so that the count of drained nodes survives controller restarts.
+func drainedBefore(nc *karpv1.NodeClaim) bool {
+	c := nc.GetCondition(termination.ConditionTypeDrained)
+	if c == nil {
+		return false
+	}
+	return (c.Status == metav1.ConditionTrue && c.Reason == ReasonDrained) || c.Reason == ReasonPodsReturned
 }
 
 // deletePod deletes a pod with a grace period shortened to fit the termination deadline.

@@ -1,11 +1,15 @@
 package termination_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/termination"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -63,5 +67,61 @@ func TestTerminationMetrics(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// A node whose pods come back after its drain finished is drained again but counted once in
+// karpenter_nodes_drained_total, also by a controller started after the pods came back (the mark that the node
+// was drained lives in the NodeClaim's Drained condition, not in the controller). A VolumeAttachment keeps the
+// node from terminating between the two drains.
+func TestNodesDrainedCountsANodeOnce(t *testing.T) {
+	h := newHarness(t)
+	h.launch(nil)
+	va := test.VolumeAttachmentFor(h.prefix+"va", h.prefix+"node", h.prefix+"pv")
+	h.must(h.c.Create(h.ctx, va))
+	h.pod(test.DrainPod("web"))
+	h.deleteClaim()
+	h.reconcileClaim()
+
+	drained := func() float64 { return testutil.ToFloat64(h.metrics.NodesDrained.WithLabelValues("default")) }
+	expect := func(step string, status metav1.ConditionStatus, reason string, count float64) {
+		t.Helper()
+		c := condition(h.getClaim(), termination.ConditionTypeDrained)
+		if c == nil || c.Status != status || c.Reason != reason {
+			t.Fatalf("%s: Drained condition = %+v, want %s/%s", step, c, status, reason)
+		}
+		if got := drained(); got != count {
+			t.Errorf("%s: karpenter_nodes_drained_total{nodepool=default} = %v, want %v", step, got, count)
+		}
+	}
+
+	h.reconcileNode()
+	expect("first pass evicts web", metav1.ConditionFalse, "Draining", 0)
+	h.reconcileNode()
+	expect("drain finished", metav1.ConditionTrue, nodetermination.ReasonDrained, 1)
+
+	h.pod(test.DrainPod("late"))
+	h.reconcileNode()
+	expect("pod came back", metav1.ConditionFalse, nodetermination.ReasonPodsReturned, 1)
+	if c := condition(h.getClaim(), termination.ConditionTypeDrained); !strings.Contains(c.Message, h.ns+"/late") {
+		t.Errorf("Drained message %q does not name the pod that came back", c.Message)
+	}
+
+	// A restarted controller (same metrics registry, no memory of the first drain).
+	h.nodes = nodetermination.NewController(deps.Deps{Client: h.c, KubeClient: h.cs, CloudProvider: h.cloud,
+		Clock: h.clock, Recorder: h.recorder, Metrics: h.metrics})
+	h.reconcileNode()
+	expect("drained again", metav1.ConditionTrue, nodetermination.ReasonDrained, 1)
+
+	h.pod(test.DrainPod("later"))
+	h.reconcileNode()
+	expect("another pod came back", metav1.ConditionFalse, nodetermination.ReasonPodsReturned, 1)
+	h.reconcileNode()
+	expect("drained a third time", metav1.ConditionTrue, nodetermination.ReasonDrained, 1)
+
+	h.must(h.c.Delete(h.ctx, va))
+	h.settle(5)
+	if got := drained(); got != 1 {
+		t.Errorf("after termination: karpenter_nodes_drained_total{nodepool=default} = %v, want 1", got)
 	}
 }
