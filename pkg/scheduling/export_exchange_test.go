@@ -1,0 +1,45 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+)
+
+// SolvePlaced builds the plan's new nodes by hand instead of by first-fit-decreasing: one node per entry of nodes,
+// holding the named pods (placed in the order given, each node growing to its cheapest fitting option), then runs
+// the improvement pass, with or without its exchange step, and returns the plan.
+func SolvePlaced(snap *Snapshot, nodes [][]string, exchange bool) (*Plan, error) {
+	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
+	s.noExchange = !exchange
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	byName := map[string]*podInfo{}
+	for _, c := range s.classes {
+		for _, p := range c.pods {
+			byName[p.key.Name] = p
+		}
+	}
+	for _, names := range nodes {
+		var n *candidate
+		for _, name := range names {
+			p, ok := byName[name]
+			if !ok {
+				return nil, fmt.Errorf("no pending pod %s", name)
+			}
+			var a attempt
+			if n == nil {
+				n, a = s.newNodeFor(p.class)
+				if n == nil {
+					return nil, fmt.Errorf("no new node for %s", name)
+				}
+				s.addNode(n)
+			} else if a = s.try(p.class, n, true); !a.ok {
+				return nil, fmt.Errorf("%s does not fit on %s: %s", name, n.name, a.why())
+			}
+			s.commit(p.class, p, n, a)
+		}
+	}
+	s.improve()
+	return s.plan(), nil
+}
