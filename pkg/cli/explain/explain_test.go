@@ -155,3 +155,21 @@ func TestExplainNode(t *testing.T) {
 		t.Errorf("missing node: err = %v", err)
 	}
 }
+
+// NodePools the provisioner does not launch from (static, not ready) are left out of the analysis with a warning.
+func TestExplainPodWarnsOfSkippedNodePools(t *testing.T) {
+	static := test.NodePool("fixed").Obj()
+	replicas := int64(2)
+	static.Spec.Replicas = &replicas
+	c := fakeClient(t, test.NodePool("general").Obj(), static, test.Pod("p").Requests("1", "1Gi").Obj())
+	var out bytes.Buffer
+	if err := RunPod(context.Background(), c, &Options{Output: "table", Region: "us-west-2"}, types.NamespacedName{Namespace: "default", Name: "p"}, &out); err != nil {
+		t.Fatalf("RunPod: %v", err)
+	}
+	if want := "warning: NodePool fixed is left out: static: spec.replicas is 2"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "NodePool fixed (weight") {
+		t.Errorf("static NodePool analysed as if it launched nodes for pending pods:\n%s", out.String())
+	}
+}

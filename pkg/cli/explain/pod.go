@@ -66,6 +66,9 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 		}
 		cl.Snapshot.InstanceTypes, r.Warnings = its, warnings
 	}
+	for _, s := range cl.Skipped {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("NodePool %s is left out: %s", s.NodePool, s.Reason))
+	}
 	e, err := scheduling.Explain(ctx, cl.Snapshot, key, scheduling.Options{})
 	if err != nil {
 		return err

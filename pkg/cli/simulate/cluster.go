@@ -3,10 +3,12 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +24,13 @@ type clusterState struct {
 	snapshot    *scheduling.Snapshot
 	nodePools   []*karpv1.NodePool
 	nodeClasses []*awsv1.EC2NodeClass
+	skipped     []SkippedNodePool
+}
+
+// SkippedNodePool is a NodePool of the cluster that the provisioner does not launch nodes from, and why.
+type SkippedNodePool struct {
+	NodePool string `json:"nodePool"`
+	Reason   string `json:"reason"`
 }
 
 // clusterSnapshot reads pending pods, nodes with their pods, in-flight NodeClaims, NodePools, EC2NodeClasses,
@@ -59,6 +68,8 @@ type Cluster struct {
 	Snapshot    *scheduling.Snapshot
 	NodePools   []*karpv1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
+	// Skipped are the NodePools left out of the snapshot: static ones and those whose Ready condition is False.
+	Skipped []SkippedNodePool
 }
 
 // ReadCluster builds the snapshot --from-cluster uses (pending pods, nodes with their pods, in-flight NodeClaims,
@@ -75,7 +86,7 @@ func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile
 		return nil, err
 	}
 	cs.snapshot.InstanceTypes = types
-	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses}, nil
+	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses, Skipped: cs.skipped}, nil
 }
 
 func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
@@ -111,7 +122,9 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
 			continue
 		}
-		if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
+		// As the provisioner: pods being deleted, DaemonSet pods (overhead on new nodes instead) and pods whose
+		// scheduling gates are not yet removed (the kube-scheduler does not try them) get no capacity.
+		if p.DeletionTimestamp != nil || ownedByDaemonSet(p) || len(p.Spec.SchedulingGates) > 0 {
 			continue
 		}
 		snap.Pods = append(snap.Pods, p)
@@ -141,6 +154,10 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
+		if reason := notProvisioning(np); reason != "" {
+			out.skipped = append(out.skipped, SkippedNodePool{NodePool: np.Name, Reason: reason})
+			continue
+		}
 		out.nodePools = append(out.nodePools, np)
 		snap.NodePools = append(snap.NodePools, adapt.NodePool(np, adapt.Usage(capacities[np.Name])))
 	}
@@ -160,9 +177,33 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 		snap.StorageClasses = append(snap.StorageClasses, &scs.Items[i])
 	}
 	if len(out.nodePools) == 0 {
-		return nil, fmt.Errorf("--from-cluster: the cluster has no NodePools")
+		if len(out.skipped) == 0 {
+			return nil, fmt.Errorf("--from-cluster: the cluster has no NodePools")
+		}
+		var skipped []string
+		for _, s := range out.skipped {
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", s.NodePool, s.Reason))
+		}
+		return nil, fmt.Errorf("--from-cluster: no NodePool of the cluster launches nodes for pending pods: %s",
+			strings.Join(skipped, "; "))
 	}
 	return out, nil
+}
+
+// notProvisioning says why the provisioner launches no node for pending pods from the NodePool ("" when it
+// does): a static NodePool keeps a fixed number of nodes, and one whose Ready condition is False is skipped.
+func notProvisioning(np *karpv1.NodePool) string {
+	if np.IsStatic() {
+		return fmt.Sprintf("static: spec.replicas is %d", *np.Spec.Replicas)
+	}
+	if c := np.GetCondition(karpv1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+		reason := "not ready: " + c.Reason
+		if c.Message != "" {
+			reason += ": " + c.Message
+		}
+		return reason
+	}
+	return ""
 }
 
 func ownedByDaemonSet(p *corev1.Pod) bool {

@@ -72,13 +72,14 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	var snap *scheduling.Snapshot
 	var nodeClasses []*awsv1.EC2NodeClass
 	var pools []*karpv1.NodePool
+	var skipped []SkippedNodePool
 	switch {
 	case o.FromCluster:
 		cs, err := clusterSnapshot(ctx, o.Kubeconfig)
 		if err != nil {
 			return err
 		}
-		snap, pools, nodeClasses = cs.snapshot, cs.nodePools, cs.nodeClasses
+		snap, pools, nodeClasses, skipped = cs.snapshot, cs.nodePools, cs.nodeClasses, cs.skipped
 	default:
 		if o.PodsFile == "" {
 			return fmt.Errorf("--pods is required (or use --from-cluster)")
@@ -115,6 +116,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	}
 	elapsed := time.Since(start)
 	r := newReport(snap, plan, elapsed)
+	r.SkippedNodePools = skipped
 	if o.Output == "json" {
 		return r.writeJSON(w)
 	}

@@ -13,16 +13,18 @@ import (
 
 // report is what simulate prints, as a table or as JSON.
 type report struct {
-	Pods              int              `json:"pods"`
-	NewNodes          []nodeGroup      `json:"newNodes"`
-	NodeClaims        []nodeClaimOut   `json:"nodeClaims"`
-	HourlyCost        float64          `json:"hourlyCost"`
-	LowerBound        float64          `json:"lowerBound"`
-	Ratio             float64          `json:"ratio"`
-	OnExistingNodes   []placementOut   `json:"onExistingNodes"`
-	Unschedulable     []unschedulable  `json:"unschedulable"`
-	SchedulingSeconds float64          `json:"schedulingSeconds"`
-	plan              *scheduling.Plan `json:"-"`
+	Pods              int             `json:"pods"`
+	NewNodes          []nodeGroup     `json:"newNodes"`
+	NodeClaims        []nodeClaimOut  `json:"nodeClaims"`
+	HourlyCost        float64         `json:"hourlyCost"`
+	LowerBound        float64         `json:"lowerBound"`
+	Ratio             float64         `json:"ratio"`
+	OnExistingNodes   []placementOut  `json:"onExistingNodes"`
+	Unschedulable     []unschedulable `json:"unschedulable"`
+	SchedulingSeconds float64         `json:"schedulingSeconds"`
+	// SkippedNodePools are the cluster's NodePools left out (--from-cluster only).
+	SkippedNodePools []SkippedNodePool `json:"skippedNodePools,omitempty"`
+	plan             *scheduling.Plan  `json:"-"`
 }
 
 type nodeGroup struct {
@@ -129,6 +131,12 @@ func (r *report) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "Unschedulable:      %d pods\n", len(r.Unschedulable))
 	for _, u := range r.Unschedulable {
 		fmt.Fprintf(w, "  %s: %s\n", u.Pod, u.Reason)
+	}
+	if len(r.SkippedNodePools) > 0 {
+		fmt.Fprintf(w, "Skipped NodePools:  %d\n", len(r.SkippedNodePools))
+		for _, p := range r.SkippedNodePools {
+			fmt.Fprintf(w, "  %s: %s\n", p.NodePool, p.Reason)
+		}
 	}
 	fmt.Fprintf(w, "Scheduling step:    %s for %d pods\n", time.Duration(r.SchedulingSeconds*float64(time.Second)).Round(time.Microsecond), r.Pods)
 	return nil
