@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -122,26 +123,34 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *karpv1.NodePool) er
 	return nil
 }
 
-// Validate returns why the NodePool's template cannot be used, or "". The API server's schema rejects most
-// invalid NodePools; this catches label keys reserved for Dovetail or the cloud.
+// Validate returns why the NodePool's template cannot be used, or "". The API server's CEL rules reject the same
+// keys on create and update, but a NodePool can hold keys they never checked: one stored before a rule existed, or
+// kept through an update by validation ratcheting (unchanged fields are not validated again). This repeats the
+// checks with the rules the CRD is generated from (the NodePool requirement policy, which also rejects
+// karpenter.sh/nodepool) and label key syntax.
 func Validate(np *karpv1.NodePool) string {
 	policy := awsv1.LabelPolicy()
 	var problems []string
 	for _, r := range np.Spec.Template.Spec.Requirements {
-		if r.Key == karpv1.NodePoolLabelKey {
-			continue
-		}
-		if err := policy.ValidateRequirementKey(r.Key); err != nil {
+		if err := validateKey(r.Key, policy.ValidateNodePoolRequirementKey); err != nil {
 			problems = append(problems, "requirements: "+err.Error())
 		}
 	}
 	for k := range np.Spec.Template.Labels {
-		if err := policy.ValidateTemplateLabelKey(k); err != nil {
+		if err := validateKey(k, policy.ValidateTemplateLabelKey); err != nil {
 			problems = append(problems, "template labels: "+err.Error())
 		}
 	}
 	sort.Strings(problems)
 	return strings.Join(problems, "; ")
+}
+
+// validateKey checks a label key's syntax, then the policy.
+func validateKey(key string, policy func(string) error) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("label key %q is not valid: %s", key, strings.Join(errs, "; "))
+	}
+	return policy(key)
 }
 
 func conditionsEqual(a, b []metav1.Condition) bool {

@@ -3,12 +3,15 @@ package readiness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,6 +54,19 @@ func TestReadiness(t *testing.T) {
 		{"restricted label", test.NodePool("p").Label("kubernetes.io/hostname", "x").Obj(), []client.Object{nodeClass("default", &yes, "")},
 			`False/ValidationFailed: ValidationSucceeded: template labels: label "kubernetes.io/hostname" is restricted`,
 			"True/NodeClassReady: ", `False/ValidationFailed: template labels: label "kubernetes.io/hostname" is restricted`},
+		// The fake client runs no CEL: these stand for NodePools stored before a rule existed or kept by ratcheting.
+		{"nodepool key in requirements", test.NodePool("p").Requirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "other").Obj(),
+			[]client.Object{nodeClass("default", &yes, "")},
+			`False/ValidationFailed: ValidationSucceeded: requirements: label "karpenter.sh/nodepool" is set by Dovetail and may not be used in a NodePool`,
+			"True/NodeClassReady: ", `False/ValidationFailed: requirements: label "karpenter.sh/nodepool" is set by Dovetail and may not be used in a NodePool`},
+		{"restricted requirement domain", test.NodePool("p").Requirement("karpenter.k8s.aws/custom", corev1.NodeSelectorOpExists).Obj(),
+			[]client.Object{nodeClass("default", &yes, "")},
+			`False/ValidationFailed: ValidationSucceeded: requirements: label "karpenter.k8s.aws/custom" is restricted: keys in the "karpenter.k8s.aws" domain must be well-known labels`,
+			"True/NodeClassReady: ", `False/ValidationFailed: requirements: label "karpenter.k8s.aws/custom" is restricted: keys in the "karpenter.k8s.aws" domain must be well-known labels`},
+		{"invalid requirement key", test.NodePool("p").Requirement("team name", corev1.NodeSelectorOpExists).Obj(),
+			[]client.Object{nodeClass("default", &yes, "")},
+			`False/ValidationFailed: ValidationSucceeded: requirements: label key "team name" is not valid: ` + qualifiedNameError,
+			"True/NodeClassReady: ", `False/ValidationFailed: requirements: label key "team name" is not valid: ` + qualifiedNameError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,6 +91,9 @@ func TestReadiness(t *testing.T) {
 		})
 	}
 }
+
+// qualifiedNameError is what k8s.io/apimachinery says of a label key with a space.
+var qualifiedNameError = strings.Join(validation.IsQualifiedName("team name"), "; ")
 
 func cond(np *karpv1.NodePool, t string) string {
 	c := np.GetCondition(t)
