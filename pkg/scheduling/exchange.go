@@ -15,7 +15,7 @@ const (
 	// a share of the option's allocatable) are not tried; they rarely get there and cost the most time.
 	exchangeMaxExcess = 0.6
 	// exchangeBudget caps the pod pairs the pass looks at, per planned node, so its time stays linear.
-	exchangeBudget = 4096
+	exchangeBudget = 1024
 )
 
 // exchange is the second half of the improvement pass. For each planned node, those closest to a cheaper option

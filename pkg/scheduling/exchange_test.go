@@ -67,14 +67,14 @@ func TestExchange(t *testing.T) {
 				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": types},
 			}
 			nodes := [][]string{{"xa", "a"}, {"xb", "b1", "b2"}}
-			without, err := scheduling.SolvePlaced(snap, nodes, false)
+			without, err := scheduling.SolvePlaced(snap, nodes, false, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(map[string][]string{"xa": {"a", "xa"}, "xb": {"b1", "b2", "xb"}}, byAnchor(without)); diff != "" {
 				t.Errorf("without the exchange step (-want +got):\n%s", diff)
 			}
-			plan, err := scheduling.SolvePlaced(snap, nodes, true)
+			plan, err := scheduling.SolvePlaced(snap, nodes, false, true)
 			if err != nil {
 				t.Fatal(err)
 			}

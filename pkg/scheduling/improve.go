@@ -18,7 +18,8 @@ const (
 	moveChecks = 48
 )
 
-// improve is a local search after first-fit-decreasing (exchange, in exchange.go, is its last step). First it tries to leave out the newest nodes, moving their
+// improve is a local search after first-fit-decreasing (repack, in repack.go, and exchange, in exchange.go, are its
+// last steps). First it tries to leave out the newest nodes, moving their
 // pods to other nodes that have room or grow for less than the node costs. Then, for each planned node, dearest
 // first, it moves up to
 // shrinkPods of its pods into room other planned nodes have at their current instance type (their price does not
@@ -70,6 +71,9 @@ func (s *solver) improve() {
 			return
 		}
 		s.shrink(a, movable, roomy)
+	}
+	if !s.noRepack {
+		s.repack(planned, movable)
 	}
 	if !s.noExchange {
 		s.exchange(planned, movable)

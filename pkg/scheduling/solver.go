@@ -68,8 +68,8 @@ type solver struct {
 	vol           *volumeIndex
 
 	failures map[*podInfo]string
-	// noExchange turns off the exchange step of the improvement pass (tests compare with and without it).
-	noExchange bool
+	// noRepack and noExchange turn off steps of the improvement pass (tests compare with and without them).
+	noRepack, noExchange bool
 	// order holds planned nodes by current price; mark[idx]==stamp flags nodes the current class may grow.
 	order []*candidate
 	mark  []uint32

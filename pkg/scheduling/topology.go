@@ -470,7 +470,7 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fa
 		for k := 0; k < len(choices); k++ {
 			j := k
 			if len(choices) > 1 && len(choices) <= 64 {
-				j = nextChoice(choices, tried, kg)
+				j = nextChoice(choices, tried, kg, func(d string) float64 { return s.pinnedPrice(g0, n, kg.key, d) })
 				tried |= 1 << uint(j)
 			}
 			d := choices[j]
@@ -532,28 +532,55 @@ func (f *topoFailure) permanent() bool {
 
 // nextChoice returns the index of the untried domain to try next: fewest matching pods first for spread, most
 // first for affinity, otherwise in order.
-func nextChoice(choices []string, tried uint64, kg *keyGroups) int {
+func nextChoice(choices []string, tried uint64, kg *keyGroups, price func(string) float64) int {
 	g, desc := kg.spread, false
 	if g == nil {
 		g, desc = kg.aff, true
 	}
 	best := -1
+	bestPrice := -1.0 // computed only when a tie needs it
 	for j := range choices {
 		if tried&(1<<uint(j)) != 0 {
 			continue
 		}
-		if best < 0 || g == nil {
-			if best < 0 {
-				best = j
-			}
+		if best < 0 {
+			best = j
 			continue
 		}
-		a, b := g.counts[choices[best]], g.counts[choices[j]]
-		if (!desc && b < a) || (desc && b > a) {
-			best = j
+		if g != nil {
+			a, b := g.counts[choices[best]], g.counts[choices[j]]
+			if (!desc && b < a) || (desc && b > a) {
+				best, bestPrice = j, -1
+				continue
+			}
+			if a != b {
+				continue
+			}
+		}
+		// equal counts: the domain where the node is cheapest
+		if bestPrice < 0 {
+			bestPrice = price(choices[best])
+		}
+		if p := price(choices[j]); p < bestPrice {
+			best, bestPrice = j, p
 		}
 	}
 	return best
+}
+
+// pinnedPrice is the price of the cheapest option of node n's sig g (its own when nil) pinned to key=value.
+func (s *solver) pinnedPrice(g *sig, n *candidate, key, value string) float64 {
+	if g == nil {
+		g = n.sig
+	}
+	if g == nil {
+		return 0
+	}
+	pg := s.pin(g, key, value)
+	if pg == nil || len(pg.opts) == 0 {
+		return 1e18
+	}
+	return pg.opts[0].price
 }
 
 func (s *solver) decided(n *candidate, g *sig, key string) bool {

@@ -7,10 +7,10 @@ import (
 
 // SolvePlaced builds the plan's new nodes by hand instead of by first-fit-decreasing: one node per entry of nodes,
 // holding the named pods (placed in the order given, each node growing to its cheapest fitting option), then runs
-// the improvement pass, with or without its exchange step, and returns the plan.
-func SolvePlaced(snap *Snapshot, nodes [][]string, exchange bool) (*Plan, error) {
+// the improvement pass, with or without its repack and exchange steps, and returns the plan.
+func SolvePlaced(snap *Snapshot, nodes [][]string, repack, exchange bool) (*Plan, error) {
 	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
-	s.noExchange = !exchange
+	s.noRepack, s.noExchange = !repack, !exchange
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
