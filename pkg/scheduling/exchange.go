@@ -148,6 +148,7 @@ func fitsSwap(b *candidate, in, out Vec) bool {
 func (s *solver) exchangeInto(a *candidate, target int, movable []bool, roomy []*candidate, smallest Vec, budget *int) bool {
 	avail := a.sig.opts[target].t.avail
 	var done []move
+	var ps []*podInfo
 	undo := func() {
 		for i := len(done) - 1; i >= 0; i-- {
 			s.movePod(done[i].p, done[i].to, done[i].from)
@@ -164,25 +165,30 @@ func (s *solver) exchangeInto(a *candidate, target int, movable []bool, roomy []
 			x    float64
 		}
 		var opts []option
-		done0 := 0 // options that finish the job
+		// a swap only adds to what a move leaves, so a pod whose move does not help cannot help
+		ps = ps[:0]
 		for _, p := range a.pods {
-			// a swap only adds to what a move leaves, so a pod whose move does not help cannot help
-			if !movable[p.class.id] || anchored(p.class) || done0 >= 8 || excessAfter(a.used, p.class.req, nil, avail) >= cur {
+			if movable[p.class.id] && !anchored(p.class) && excessAfter(a.used, p.class.req, nil, avail) < cur {
+				ps = append(ps, p)
+			}
+		}
+		done0 := 0 // options that finish the job
+		scanned := 0
+		start := (a.idx * 7919) % len(roomy)
+		for k := 0; k < len(roomy) && scanned < exchangeScan && done0 < 8 && len(ps) > 0; k++ {
+			b := roomy[(start+k)%len(roomy)]
+			*budget--
+			if b == a || len(b.pods) == 0 || !hasRoomFor(b, a.used, avail, smallest) {
 				continue
 			}
-			scanned := 0
-			start := (a.idx * 7919) % len(roomy)
-			for k := range roomy {
-				b := roomy[(start+k)%len(roomy)]
-				if b == a || len(b.pods) == 0 || b.existing != nil {
+			counted := false
+			for _, p := range ps {
+				if !s.sameDomains(p.class, a, b) {
 					continue
 				}
-				*budget--
-				if !hasRoomFor(b, a.used, avail, smallest) || !s.sameDomains(p.class, a, b) {
-					continue
-				}
-				if scanned++; scanned > exchangeScan {
-					break
+				if !counted {
+					counted = true
+					scanned++
 				}
 				*budget -= 1 + len(b.pods)
 				if fitsSwap(b, p.class.req, nil) {

@@ -16,9 +16,9 @@ import (
 // TestExchange starts from hand-built nodes (not first-fit-decreasing) and checks what the improvement pass makes of
 // them with and without its exchange step. Node A holds an anchored pod (hostname anti-affinity) of 1 cpu and pod
 // a of 1.25 cpu: 2.25 cpu, so it needs the 4-cpu type although it is only 0.25 cpu above the 2-cpu one. Node B holds
-// an anchored pod of 1.5 cpu and two pods of 1 cpu: 3.5 cpu on the 4-cpu type, 0.5 cpu of room. Moving pods does
-// not help (a does not fit B's room; B would have to shed 1.5 cpu and A holds only one of its pods), but swapping a
-// for a 1-cpu pod of B does: A drops to 2 cpu and B rises to 3.75.
+// an anchored pod of 1.5 cpu and pods b1 of 1 cpu and b2 of 1.1 cpu: 3.6 cpu on the 4-cpu type, 0.4 cpu of room.
+// Moving pods does not help (a does not fit B's room; B would have to shed 1.6 cpu and A holds only one of its
+// pods), but swapping a for b1 does: A drops to 2 cpu and B rises to 3.85 (swapping it for b2 would leave A at 2.1).
 func TestExchange(t *testing.T) {
 	types := []*cloudprovider.InstanceType{
 		test.SchedInstanceType("two", "2", "8Gi").Zones(0.10, "a", "b").Obj(),
@@ -41,21 +41,21 @@ func TestExchange(t *testing.T) {
 		{
 			name: "a swap lets a node drop to the smaller type",
 			pods: []*corev1.Pod{anchor("xa", "1"), plain("a", "1250m").Obj(), anchor("xb", "1500m"),
-				plain("b1", "1").Obj(), plain("b2", "1").Obj()},
-			want: map[string][]string{"xa": {"b2", "xa"}, "xb": {"a", "b1", "xb"}},
+				plain("b1", "1").Obj(), plain("b2", "1100m").Obj()},
+			want: map[string][]string{"xa": {"b1", "xa"}, "xb": {"a", "b2", "xb"}},
 			cost: 0.30,
 		},
 		{
 			name: "no swap that would put a hostname spread pod next to a pod it matches",
 			pods: []*corev1.Pod{anchor("xa", "1"), spread(plain("a", "1250m")).Obj(), anchor("xb", "1500m"),
-				plain("b1", "1").Labels("k", "v").Obj(), plain("b2", "1").Labels("k", "v").Obj()},
+				plain("b1", "1").Labels("k", "v").Obj(), plain("b2", "1100m").Labels("k", "v").Obj()},
 			want: map[string][]string{"xa": {"a", "xa"}, "xb": {"b1", "b2", "xb"}},
 			cost: 0.40,
 		},
 		{
 			name: "no swap across zones",
 			pods: []*corev1.Pod{anchor("xa", "1"), plain("a", "1250m").Zone("a").Obj(), anchor("xb", "1500m"),
-				plain("b1", "1").Zone("b").Obj(), plain("b2", "1").Zone("b").Obj()},
+				plain("b1", "1").Zone("b").Obj(), plain("b2", "1100m").Zone("b").Obj()},
 			want: map[string][]string{"xa": {"a", "xa"}, "xb": {"b1", "b2", "xb"}},
 			cost: 0.40,
 		},

@@ -65,18 +65,20 @@ func (s *solver) improve() {
 		sort.SliceStable(pods, func(i, j int) bool { return size2(pods[i].class.req) > size2(pods[j].class.req) })
 		s.tryEmpty(a, pods)
 	}
+	if !s.noRepack {
+		s.repack(planned, movable)
+	}
+	if !s.noExchange {
+		// exchange makes the moves shrink would make and swaps too
+		s.exchange(planned, movable)
+		return
+	}
 	roomy := s.roomyNodes(planned)
 	for _, a := range order {
 		if err := s.ctx.Err(); err != nil {
 			return
 		}
 		s.shrink(a, movable, roomy)
-	}
-	if !s.noRepack {
-		s.repack(planned, movable)
-	}
-	if !s.noExchange {
-		s.exchange(planned, movable)
 	}
 }
 

@@ -62,6 +62,13 @@ type sig struct {
 	err    string
 	// choices caches, per topology key, the values nodes under this sig may still take.
 	choices map[string][]string
+	// pinPrices caches the cheapest price under this sig pinned to one value of a topology key (pinnedPrice).
+	pinPrices []pinPrice
+}
+
+type pinPrice struct {
+	key, value string
+	price      float64
 }
 
 type sigOpt struct {

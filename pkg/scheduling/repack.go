@@ -11,7 +11,7 @@ const (
 	// repackNodes is how many nodes one repack takes the movable pods off.
 	repackNodes = 16
 	// repackReceivers is how many other nodes of the same zone, those with most room first, may take those pods.
-	repackReceivers = 64
+	repackReceivers = 32
 	// repackRounds caps the repacks per planned node: at most nodes*repackRounds/repackNodes are tried.
 	repackRounds = 2
 )
@@ -168,13 +168,13 @@ func (s *solver) repackSet(set, zone []*candidate, movable []bool) bool {
 		s.liftPod(l.p, l.origin)
 	}
 	// prices as the pods go back; the options themselves are only set when the result is kept
-	price := make(map[*candidate]float64, len(recv))
-	first := make(map[*candidate]int, len(recv))
-	for _, n := range recv {
+	price := make([]float64, len(recv))
+	first := make([]int, len(recv))
+	for k, n := range recv {
 		i, p := cheapestFit(n)
-		price[n] = p
+		price[k] = p
 		if len(n.pods) > 0 {
-			first[n] = i
+			first[k] = i
 		}
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return size2(pods[i].p.class.req) > size2(pods[j].p.class.req) })
@@ -182,35 +182,35 @@ func (s *solver) repackSet(set, zone []*candidate, movable []bool) bool {
 	ok := true
 	for i, l := range pods {
 		c := l.p.class
-		var best *candidate
+		best := -1
 		bestRise, bestLeft, bestAt := 0.0, 0.0, 0
-		for _, n := range recv {
+		for k, n := range recv {
 			limit := 1e18
-			if best != nil {
+			if best >= 0 {
 				limit = bestRise + 1e-12
 			}
-			rise, at, fits := riseFor(n, price[n], first[n], c.req, limit)
+			rise, at, fits := riseFor(n, price[k], first[k], c.req, limit)
 			if !fits {
 				continue
 			}
 			left := roomLeft(n, c.req, n.sig.opts[at].t.avail)
-			better := best == nil || rise < bestRise-1e-12 || left < bestLeft
+			better := best < 0 || rise < bestRise-1e-12 || left < bestLeft
 			if better && s.sameDomains(c, l.origin, n) && s.canMove(c, l.origin, n) {
-				best, bestRise, bestLeft, bestAt = n, rise, left, at
+				best, bestRise, bestLeft, bestAt = k, rise, left, at
 			}
 		}
-		if best == nil {
+		if best < 0 {
 			ok = false
 			break
 		}
-		s.dropPod(l.p, best)
-		where[i] = best
+		s.dropPod(l.p, recv[best])
+		where[i] = recv[best]
 		price[best] += bestRise
 		first[best] = bestAt
 	}
 	after := 0.0
-	for _, n := range recv {
-		after += price[n]
+	for _, p := range price {
+		after += p
 	}
 	if ok && after < before-1e-9 {
 		for _, n := range recv {

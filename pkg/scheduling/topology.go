@@ -576,11 +576,17 @@ func (s *solver) pinnedPrice(g *sig, n *candidate, key, value string) float64 {
 	if g == nil {
 		return 0
 	}
-	pg := s.pin(g, key, value)
-	if pg == nil || len(pg.opts) == 0 {
-		return 1e18
+	for _, pp := range g.pinPrices {
+		if pp.key == key && pp.value == value {
+			return pp.price
+		}
 	}
-	return pg.opts[0].price
+	price := 1e18
+	if pg := s.pin(g, key, value); pg != nil && len(pg.opts) > 0 {
+		price = pg.opts[0].price
+	}
+	g.pinPrices = append(g.pinPrices, pinPrice{key, value, price})
+	return price
 }
 
 func (s *solver) decided(n *candidate, g *sig, key string) bool {
