@@ -2,11 +2,14 @@ package scheduling_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -34,3 +37,17 @@ func TestBoundPodsOnlyLargeTypesHold(t *testing.T) {
 
 // round keeps four decimals, so prices compare without float noise.
 func round(x float64) float64 { return float64(int64(x*10000)) / 10000 }
+
+// TestClassWorthSumsToBound: the dual prices repack ranks nodes by add up, over the pods on new nodes, to the
+// bound's linear program.
+func TestClassWorthSumsToBound(t *testing.T) {
+	for _, n := range []int{100, 1000} {
+		lp, worth, err := scheduling.BoundAndWorth(scheduletest.BenchmarkSnapshot(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lp <= 0 || math.Abs(lp-worth) > 1e-6*lp {
+			t.Errorf("%d pods: bound program %.6f, pods worth %.6f: want equal and positive", n, lp, worth)
+		}
+	}
+}

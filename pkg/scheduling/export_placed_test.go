@@ -43,3 +43,27 @@ func SolvePlaced(snap *Snapshot, nodes [][]string, repack, exchange bool) (*Plan
 	s.improve()
 	return s.plan(), nil
 }
+
+// BoundAndWorth solves snap and returns the lower bound's linear program value and what classWorth says the pods
+// planned on new nodes are worth in all (the two should agree).
+func BoundAndWorth(snap *Snapshot) (lp, worth float64, err error) {
+	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
+	if err := s.prepare(); err != nil {
+		return 0, 0, err
+	}
+	for _, c := range s.classes {
+		s.placeClass(c)
+	}
+	prog, _, _ := s.boundProgram()
+	if prog == nil {
+		return 0, 0, nil
+	}
+	lp = prog.solve()
+	w := s.classWorth()
+	for _, n := range s.nodes[len(s.existing):] {
+		for _, p := range n.pods {
+			worth += w[p.class.id]
+		}
+	}
+	return lp, worth, nil
+}

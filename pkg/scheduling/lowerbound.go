@@ -26,6 +26,45 @@ import (
 // solution bounds the program from below, so the bound is taken from the dual (scaled into feasibility) and holds
 // even if the simplex stops early.
 func (s *solver) lowerBound() float64 {
+	lp, cols, counts := s.boundProgram()
+	if lp == nil {
+		return 0
+	}
+	return math.Max(lp.solve(), s.perPodBound(cols, counts))
+}
+
+// classWorth prices each class's pods by the bound's dual solution: a pod is worth the dual value of every row that
+// covers it, in proportion to its share of the row's demand, so the pods on new nodes are worth the bound in all.
+// A node whose price is far above its pods' worth is where the plan loses most against the bound. Nil when there
+// is no program.
+func (s *solver) classWorth() []float64 {
+	lp, _, _ := s.boundProgram()
+	if lp == nil {
+		return nil
+	}
+	lp.solve()
+	worth := make([]float64, len(s.classes))
+	for r, m := range lp.meta {
+		y := lp.y[r]
+		if y <= 0 {
+			continue
+		}
+		for id, c := range s.classes {
+			if lp.fit[id] == nil || !lp.fit[id].subsetOf(m.fit) {
+				continue
+			}
+			if m.anti == nil {
+				worth[id] += y * float64(c.req[m.dim]) / m.demand
+			} else if containsGroup(c.antiHard, m.anti) && m.anti.matchesPod(c.namespace, c.labels) {
+				worth[id] += y / m.demand
+			}
+		}
+	}
+	return worth
+}
+
+// boundProgram builds the bound's linear program for the pods planned on new nodes, or returns nil.
+func (s *solver) boundProgram() (*coverLP, []boundCol, []int) {
 	counts := make([]int, len(s.classes))
 	antiPods := map[*group][]int{} // hostname anti-affinity group -> planned pods' class ids
 	planned := 0
@@ -42,14 +81,13 @@ func (s *solver) lowerBound() float64 {
 		}
 	}
 	if planned == 0 {
-		return 0
+		return nil, nil, nil
 	}
 	cols := s.boundColumns()
 	if len(cols) == 0 {
-		return 0
+		return nil, nil, nil
 	}
-	lp := s.coveringProgram(cols, counts, antiPods)
-	return math.Max(lp.solve(), s.perPodBound(cols, counts))
+	return s.coveringProgram(cols, counts, antiPods), cols, counts
 }
 
 // boundCol is one instance type in the bound: its cheapest price and largest pod capacity over the NodePools.
@@ -132,11 +170,11 @@ func (s *solver) coveringProgram(cols []boundCol, counts []int, antiPods map[*gr
 		}
 		return sets[i].key() < sets[j].key()
 	})
-	lp := &coverLP{cost: make([]float64, len(cols))}
+	lp := &coverLP{cost: make([]float64, len(cols)), fit: fit}
 	for i, c := range cols {
 		lp.cost[i] = c.price
 	}
-	addRow := func(f fitSet, coef func(i int) float64, demand float64) {
+	addRow := func(f fitSet, coef func(i int) float64, demand float64, meta rowMeta) {
 		if demand <= 0 {
 			return
 		}
@@ -151,6 +189,8 @@ func (s *solver) coveringProgram(cols []boundCol, counts []int, antiPods map[*gr
 		}
 		if nonzero {
 			lp.rows = append(lp.rows, row)
+			meta.fit, meta.demand = f, demand
+			lp.meta = append(lp.meta, meta)
 		}
 	}
 	for _, f := range sets {
@@ -161,7 +201,7 @@ func (s *solver) coveringProgram(cols []boundCol, counts []int, antiPods map[*gr
 			}
 		}
 		for d := range demand {
-			addRow(f, func(i int) float64 { return float64(cols[i].cap[d]) }, float64(demand[d]))
+			addRow(f, func(i int) float64 { return float64(cols[i].cap[d]) }, float64(demand[d]), rowMeta{dim: d})
 		}
 	}
 	groups := make([]*group, 0, len(antiPods))
@@ -178,7 +218,7 @@ func (s *solver) coveringProgram(cols []boundCol, counts []int, antiPods map[*gr
 					n++
 				}
 			}
-			addRow(f, func(int) float64 { return 1 }, float64(n))
+			addRow(f, func(int) float64 { return 1 }, float64(n), rowMeta{anti: g})
 		}
 	}
 	return lp
@@ -224,6 +264,21 @@ func (s *solver) perPodBound(cols []boundCol, counts []int) float64 {
 type coverLP struct {
 	cost []float64
 	rows [][]float64
+	// meta says what each row covers, for podWorth
+	meta []rowMeta
+	// y is the dual solution solve ended at, scaled into feasibility
+	y []float64
+	// fit is each class's fit set (nil for classes with no pod on a new node)
+	fit []fitSet
+}
+
+// rowMeta: a resource row covers dimension dim (or, with anti set, one node per pod of group anti) for the pods
+// whose fit set lies inside fit; demand is the amount the row was scaled by.
+type rowMeta struct {
+	fit    fitSet
+	dim    int
+	anti   *group
+	demand float64
 }
 
 // maxPivots caps the simplex; the dual solution in hand is still feasible, so stopping early only weakens the bound.
@@ -308,10 +363,12 @@ func (lp *coverLP) solve() float64 {
 		}
 	}
 	sum := 0.0
-	for _, v := range y {
-		sum += v
+	for j := range y {
+		y[j] /= scale
+		sum += y[j]
 	}
-	return sum / scale
+	lp.y = y
+	return sum
 }
 
 func pivot(t [][]float64, p, q int) {

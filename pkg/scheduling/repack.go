@@ -17,32 +17,37 @@ const (
 )
 
 // repack is a ruin-and-recreate step of the improvement pass. It takes the planned nodes whose price is furthest
-// above what their pods are worth, repackNodes at a time from one zone, lifts every pod improve may move off them,
-// shrinks them to what their remaining pods need, and puts the lifted pods back one by one, largest first, each on
-// the node (one of the set, or one of the repackReceivers other nodes of the zone with the most room) whose price
-// rises least, the tightest fit among equals. The result is kept when the nodes involved cost less than before,
-// and undone otherwise. Pods are put only where a move of improve could put them (same domains for every key but
-// the hostname, requirements that already admit the pod, hostname spread and anti-affinity counts), so every plan
-// stays valid. NodePools with limits or minValues are left alone.
+// above what their pods are worth (by the lower bound's dual prices, classWorth; without a bound, by the cheapest
+// fraction of one of the node's own options, fractionalPrice), repackNodes at a time from one zone, lifts every pod
+// improve may move off them, shrinks them to what their remaining pods need, and puts the lifted pods back one by
+// one, largest first, each on the node (one of the set, or one of the repackReceivers other nodes of the zone with
+// the most room) whose price rises least, the tightest fit among equals. The result is kept when the nodes
+// involved cost less than before, and undone otherwise. Pods are put only where a move of improve could put them
+// (same domains for every key but the hostname, requirements that already admit the pod, hostname spread and
+// anti-affinity counts), so every plan stays valid. NodePools with limits or minValues are left alone.
 func (s *solver) repack(planned []*candidate, movable []bool) {
-	type worth struct {
+	type waste struct {
 		n     *candidate
 		waste float64
 	}
 	buckets := map[string][]*candidate{}
-	var keys []string
-	var bad []worth
+	var bad []waste
+	worth := s.classWorth()
 	for _, n := range planned {
 		if len(n.pods) == 0 || !s.repackable(n) {
 			continue
 		}
 		k := strings.Join(s.domainChoices(n, labelZone), ",")
-		if _, ok := buckets[k]; !ok {
-			keys = append(keys, k)
-		}
 		buckets[k] = append(buckets[k], n)
-		if w := n.cost - s.fractionalPrice(n); w > 1e-9 {
-			bad = append(bad, worth{n, w})
+		w := n.cost - s.fractionalPrice(n)
+		if worth != nil {
+			w = n.cost
+			for _, p := range n.pods {
+				w -= worth[p.class.id]
+			}
+		}
+		if w > 1e-9 {
+			bad = append(bad, waste{n, w})
 		}
 	}
 	sort.SliceStable(bad, func(i, j int) bool { return bad[i].waste > bad[j].waste })
