@@ -18,17 +18,16 @@ const (
 	moveChecks = 48
 )
 
-// improve is a local search after first-fit-decreasing (repack, in repack.go, and exchange, in exchange.go, are its
-// last steps). First it tries to leave out the newest nodes, moving their
-// pods to other nodes that have room or grow for less than the node costs. Then, for each planned node, dearest
-// first, it moves up to
-// shrinkPods of its pods into room other planned nodes have at their current instance type (their price does not
-// change) when that lets the node drop to a cheaper instance type, or be left out altogether. (Letting receiving
-// nodes grow too was tried: on the benchmark mix it saved nothing more and doubled the pass's time.) A move is made only
-// when it keeps every constraint: resources, node requirements and taints (the receiving node's requirements must
-// already admit the pod), and topology, which the move may change only on the hostname key (both nodes are in the
-// same domain for every other key the pod's groups use). Pods with hostname pod affinity, host ports, volumes,
-// or relaxed preferences are not moved. Every accepted move lowers the plan's price, so the pass ends.
+// improve is a local search after first-fit-decreasing, in three steps. First it tries to leave out the newest
+// nodes, moving their pods to other nodes that have room or grow for less than the node costs. Then repack
+// (repack.go) lifts the movable pods off the nodes furthest above their pods' worth and puts them back where the
+// price rises least. Last, exchange (exchange.go) brings nodes down to a cheaper instance type by moving pods into
+// room other nodes have at their current type or swapping them for smaller ones. (shrink, which only moves, is used
+// instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
+// node requirements and taints (the receiving node's requirements must already admit the pod), and topology, which
+// the move may change only on the hostname key (both nodes are in the same domain for every other key the pod's
+// groups use). Pods with hostname pod affinity, host ports, volumes, or relaxed preferences are not moved. Every
+// kept change lowers the plan's price, so the pass ends.
 func (s *solver) improve() {
 	planned := s.nodes[len(s.existing):]
 	if len(planned) < 2 {
