@@ -21,9 +21,9 @@ const (
 // improve is a local search after first-fit-decreasing, in three steps. First it tries to leave out the newest
 // nodes, moving their pods to other nodes that have room or grow for less than the node costs. Then repack
 // (repack.go) lifts the movable pods off the nodes furthest above their pods' worth and puts them back where the
-// price rises least. Last, exchange (exchange.go) brings nodes down to a cheaper instance type by moving pods into
-// room other nodes have at their current type or swapping them for smaller ones. (shrink, which only moves, is used
-// instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
+// price rises least. Then exchange (exchange.go) brings nodes down to a cheaper instance type by moving pods into
+// room other nodes have at their current type or swapping them for smaller ones, and repack takes the worst
+// quarter of the nodes once more. (shrink, which only moves, is used instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
 // node requirements and taints (the receiving node's requirements must already admit the pod), and topology, which
 // the move may change only on the hostname key (both nodes are in the same domain for every other key the pod's
 // groups use). Pods with hostname pod affinity, host ports, volumes, or relaxed preferences are not moved. Every
@@ -65,11 +65,14 @@ func (s *solver) improve() {
 		s.tryEmpty(a, pods)
 	}
 	if !s.noRepack {
-		s.repack(planned, movable)
+		s.repack(planned, movable, 1)
 	}
 	if !s.noExchange {
 		// exchange makes the moves shrink would make and swaps too
 		s.exchange(planned, movable)
+		if !s.noRepack {
+			s.repack(planned, movable, repackAgain)
+		}
 		return
 	}
 	roomy := s.roomyNodes(planned)

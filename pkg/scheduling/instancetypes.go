@@ -64,6 +64,8 @@ type sig struct {
 	choices map[string][]string
 	// pinPrices caches the cheapest price under this sig pinned to one value of a topology key (pinnedPrice).
 	pinPrices []pinPrice
+	// front caches frontier: the options no cheaper option dominates
+	front []int
 }
 
 type pinPrice struct {

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -12,8 +13,8 @@ const (
 	repackNodes = 16
 	// repackReceivers is how many other nodes of the same zone, those with most room first, may take those pods.
 	repackReceivers = 32
-	// repackRounds caps the repacks per planned node: at most nodes*repackRounds/repackNodes are tried.
-	repackRounds = 2
+	// repackAgain is the share of the planned nodes, worst first, that repack takes again after exchange.
+	repackAgain = 0.25
 )
 
 // repack is a ruin-and-recreate step of the improvement pass. It takes the planned nodes whose price is furthest
@@ -25,7 +26,9 @@ const (
 // involved cost less than before, and undone otherwise. Pods are put only where a move of improve could put them
 // (same domains for every key but the hostname, requirements that already admit the pod, hostname spread and
 // anti-affinity counts), so every plan stays valid. NodePools with limits or minValues are left alone.
-func (s *solver) repack(planned []*candidate, movable []bool) {
+//
+// share bounds the sets tried to share × planned nodes / repackNodes (1: every node once).
+func (s *solver) repack(planned []*candidate, movable []bool, share float64) {
 	type waste struct {
 		n     *candidate
 		waste float64
@@ -51,7 +54,7 @@ func (s *solver) repack(planned []*candidate, movable []bool) {
 		}
 	}
 	sort.SliceStable(bad, func(i, j int) bool { return bad[i].waste > bad[j].waste })
-	tries := (len(planned)*repackRounds + repackNodes - 1) / repackNodes
+	tries := int(math.Ceil(float64(len(planned)) * share / repackNodes))
 	used := map[*candidate]bool{}
 	for _, b := range bad {
 		if tries <= 0 || s.ctx.Err() != nil {
@@ -110,31 +113,55 @@ func (s *solver) fractionalPrice(n *candidate) float64 {
 	return best
 }
 
-// cheapestFit returns the index and price of n's cheapest option that holds its pods (price 0 and n.ptr for an
-// empty node), or -1 when none does.
+// frontier lists the options of g no cheaper-or-equal earlier option dominates (holds at least as much of every
+// resource), in price order. The cheapest option that holds some pods is always on it, so searches for one need
+// look only there.
+func (g *sig) frontier() []int {
+	if g.front != nil {
+		return g.front
+	}
+	g.front = make([]int, 0, 16)
+	for i, o := range g.opts {
+		dominated := false
+		for _, j := range g.front {
+			if o.t.avail.LessEq(g.opts[j].t.avail) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			g.front = append(g.front, i)
+		}
+	}
+	return g.front
+}
+
+// cheapestFit returns the frontier position and price of n's cheapest option that holds its pods (0 and price 0 for
+// an empty node), or -1 when none does.
 func cheapestFit(n *candidate) (int, float64) {
 	if len(n.pods) == 0 {
-		return n.ptr, 0
+		return 0, 0
 	}
-	for i, o := range n.sig.opts {
-		if n.used.LessEq(o.t.avail) {
-			return i, o.price
+	for k, i := range n.sig.frontier() {
+		if o := n.sig.opts[i]; n.used.LessEq(o.t.avail) {
+			return k, o.price
 		}
 	}
 	return -1, 0
 }
 
 // riseFor is how much n's price rises if it takes req on top of its pods, given its price now and the first
-// option that may hold them (none before from does); ok is false when no option holds them or the rise is not
-// below limit.
+// frontier position that may hold them (none before from does), and the position that does; ok is false when no
+// option holds them or the rise is not below limit.
 func riseFor(n *candidate, now float64, from int, req Vec, limit float64) (float64, int, bool) {
-	for i := from; i < len(n.sig.opts); i++ {
-		o := n.sig.opts[i]
+	front := n.sig.frontier()
+	for k := max(from, 0); k < len(front); k++ {
+		o := n.sig.opts[front[k]]
 		if o.price-now >= limit {
 			return 0, 0, false
 		}
 		if Fits(n.used, req, o.t.avail) {
-			return o.price - now, i, true
+			return o.price - now, k, true
 		}
 	}
 	return 0, 0, false
@@ -176,11 +203,7 @@ func (s *solver) repackSet(set, zone []*candidate, movable []bool) bool {
 	price := make([]float64, len(recv))
 	first := make([]int, len(recv))
 	for k, n := range recv {
-		i, p := cheapestFit(n)
-		price[k] = p
-		if len(n.pods) > 0 {
-			first[k] = i
-		}
+		first[k], price[k] = cheapestFit(n)
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return size2(pods[i].p.class.req) > size2(pods[j].p.class.req) })
 	where := make([]*candidate, len(pods))
@@ -198,7 +221,7 @@ func (s *solver) repackSet(set, zone []*candidate, movable []bool) bool {
 			if !fits {
 				continue
 			}
-			left := roomLeft(n, c.req, n.sig.opts[at].t.avail)
+			left := roomLeft(n, c.req, n.sig.opts[n.sig.frontier()[at]].t.avail)
 			better := best < 0 || rise < bestRise-1e-12 || left < bestLeft
 			if better && s.sameDomains(c, l.origin, n) && s.canMove(c, l.origin, n) {
 				best, bestRise, bestLeft, bestAt = k, rise, left, at
@@ -219,8 +242,14 @@ func (s *solver) repackSet(set, zone []*candidate, movable []bool) bool {
 	}
 	if ok && after < before-1e-9 {
 		for _, n := range recv {
-			if ptr, p := cheapestFit(n); p != n.cost {
-				s.setOption(n, ptr, p)
+			// the first option in price order that holds the pods, as placement keeps it
+			switch pos, p := cheapestFit(n); {
+			case len(n.pods) == 0:
+				if n.cost > 0 {
+					s.setOption(n, n.ptr, 0)
+				}
+			case pos >= 0 && (n.sig.frontier()[pos] != n.ptr || p != n.cost):
+				s.setOption(n, n.sig.frontier()[pos], p)
 			}
 		}
 		return true
