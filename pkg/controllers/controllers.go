@@ -10,8 +10,10 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
+	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
@@ -45,9 +47,13 @@ func New(d deps.Deps) []Named {
 		{hash.Name, hash.NewController(d)},
 		{counter.Name, counter.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
-		{"nodeclaim.termination", nodeclaimtermination.NewController(d)},
-		{"node.termination", nodetermination.NewController(d)},
+		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
+		{nodetermination.Name, nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
+		// The disruption signals (Drifted, Consolidatable, expiration, the last pod event) that the disruption
+		// controller acts on.
+		{podevents.Name, podevents.NewController(d)},
+		{nodeclaimdisruption.Name, nodeclaimdisruption.NewController(d)},
 		{disruption.Name, disruption.NewController(d)},
 	}
 }
