@@ -20,8 +20,10 @@ const (
 
 // decider holds one pass's state.
 type decider struct {
-	snap    *Snapshot
-	opts    Options
+	snap *Snapshot
+	opts Options
+	// busy is why consolidation waits this pass: Snapshot.Busy, or pending pods that could be placed.
+	busy    string
 	allowed map[string]map[karpv1.DisruptionReason]int
 	stays   map[string]Stay
 	result  *Result
@@ -47,6 +49,14 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}}}
 	if err := d.budgets(); err != nil {
 		return nil, err
+	}
+	d.busy = snap.Busy
+	if d.busy == "" && len(snap.Pending) > 0 {
+		busy, err := pendingPlaceable(ctx, snap, opts.Scheduling)
+		if err != nil {
+			return nil, err
+		}
+		d.busy = busy
 	}
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
@@ -228,8 +238,8 @@ func (d *decider) consolidatable(open []*Candidate, underutilized bool) []*Candi
 			d.stayf(c, StayPolicy, "it has pods, and nodepool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool)
 			continue
 		}
-		if d.snap.Busy != "" {
-			d.stayf(c, StayBusy, "consolidation waits: %s", d.snap.Busy)
+		if d.busy != "" {
+			d.stayf(c, StayBusy, "consolidation waits: %s", d.busy)
 			continue
 		}
 		out = append(out, c)

@@ -247,6 +247,29 @@ func TestDecide(t *testing.T) {
 			want: summary{Stays: map[string]disruption.StayReason{"a": disruption.StayBusy}},
 		},
 		{
+			name: "consolidation waits for a pending pod the provisioner can place",
+			snap: func() *disruption.Snapshot {
+				s := world(nil, test.Candidate("a", "medium", 0.2).Obj())
+				s.Pending = []*corev1.Pod{pod("waiting", "1")}
+				return s
+			},
+			want: summary{Stays: map[string]disruption.StayReason{"a": disruption.StayBusy}},
+			check: func(t *testing.T, r *disruption.Result) {
+				if msg := r.Stays[0].Message; !strings.Contains(msg, "1 pod is waiting for capacity") {
+					t.Errorf("stay message %q does not say a pod is waiting", msg)
+				}
+			},
+		},
+		{
+			name: "a pending pod that fits nowhere does not hold up consolidation",
+			snap: func() *disruption.Snapshot {
+				s := world(nil, test.Candidate("a", "medium", 0.2).Obj())
+				s.Pending = []*corev1.Pod{pod("too-big", "96")}
+				return s
+			},
+			want: summary{Command: "empty/delete (empty): 1 node(s) a, saving $0.2000/h", Stays: none},
+		},
+		{
 			name: "a drifted node is replaced even when it would not save money",
 			snap: func() *disruption.Snapshot {
 				return world(nil, test.Candidate("a", "small", 0.1).Drifted(karpv1.ReasonNodePoolDrifted).Pods(pod("web", "1500m")).Obj())

@@ -58,6 +58,30 @@ func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts sche
 	return out, nil
 }
 
+// pendingPlaceable plans the pending pods on the cluster as it is and says how many of them the scheduler could
+// place (on a node or on new capacity); "" when none could, so that pods no NodePool can take do not hold up
+// consolidation.
+func pendingPlaceable(ctx context.Context, snap *Snapshot, opts scheduling.Options) (string, error) {
+	cluster := *snap.Cluster
+	cluster.Pods = snap.Pending
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return "", fmt.Errorf("planning pending pods: %w", err)
+	}
+	placed := len(snap.Pending) - len(plan.Unschedulable)
+	if placed <= 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("%s waiting for capacity the provisioner can launch", pluralPods(placed)), nil
+}
+
+func pluralPods(n int) string {
+	if n == 1 {
+		return "1 pod is"
+	}
+	return fmt.Sprintf("%d pods are", n)
+}
+
 // totalPrice is the candidates' hourly price.
 func totalPrice(cands []*Candidate) float64 {
 	var sum float64

@@ -28,9 +28,14 @@ type Snapshot struct {
 	Disrupting map[string]int
 	// NodeCounts counts, per NodePool, its nodes (for percentage budgets).
 	NodeCounts map[string]int
-	// Busy says why no new command may start now (pending pods, nodes still launching, a command in progress),
-	// or is empty. Drift still runs when busy only because of nodes launching.
+	// Busy says why no new consolidation may start now (nodes still launching, a command in progress), or is
+	// empty. Drift still runs when the cluster is busy.
 	Busy string
+	// Pending are the pods waiting for a node (marked unschedulable by the kube-scheduler). Consolidation waits
+	// while any of them could be placed, on a node or on new capacity the provisioner is about to launch; pods
+	// that fit nowhere (no NodePool can take them) do not hold it up, or one such pod would stop consolidation in
+	// the whole cluster for as long as it exists.
+	Pending []*corev1.Pod
 }
 
 // Candidate is one of Dovetail's nodes with what the decision needs to know about it.

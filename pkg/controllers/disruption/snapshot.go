@@ -19,11 +19,11 @@ import (
 // provisioner sees it, budgets' counts and whether the cluster is busy.
 func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
-	pending := 0
+	var pending []*corev1.Pod
 	for i := range st.pods {
 		p := &st.pods[i]
 		if provisioning.IsProvisionable(p) {
-			pending++
+			pending = append(pending, p)
 		}
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -69,16 +69,14 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 		snap.Candidates = append(snap.Candidates, cand)
 		moving = append(moving, bound[node.Name]...)
 	}
-	switch {
-	case pending > 0:
-		snap.Busy = fmt.Sprintf("%d pod(s) are waiting for capacity", pending)
-	case len(launching) > 0:
+	snap.Pending = pending
+	if len(launching) > 0 {
 		snap.Busy = fmt.Sprintf("nodeclaim %s is not initialized yet", launching[0])
 	}
 	if len(snap.Candidates) == 0 {
 		return snap, nil
 	}
-	in, err := provisioning.ClusterInput(ctx, c.deps, nil, st.pods, st.claims, moving)
+	in, err := provisioning.ClusterInput(ctx, c.deps, nil, st.pods, st.claims, append(moving, pending...))
 	if err != nil {
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}
