@@ -65,7 +65,7 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 			}
 			types[pool] = its
 		}
-		cand := candidate(nc, node, bound[node.Name], types[pool])
+		cand := core.CandidateFrom(nc, node, bound[node.Name], types[pool])
 		snap.Candidates = append(snap.Candidates, cand)
 		moving = append(moving, bound[node.Name]...)
 	}
@@ -83,44 +83,4 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 	snap.Cluster, _ = adapter.Snapshot(in)
 	sort.Slice(snap.Candidates, func(i, j int) bool { return snap.Candidates[i].NodeClaim < snap.Candidates[j].NodeClaim })
 	return snap, nil
-}
-
-// candidate describes one of Dovetail's nodes for the decision.
-func candidate(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, types []*cloudprovider.InstanceType) *core.Candidate {
-	labels := node.Labels
-	c := &core.Candidate{
-		NodeClaim:       nc.Name,
-		Node:            node.Name,
-		NodePool:        nc.NodePoolName(),
-		InstanceType:    labels[corev1.LabelInstanceTypeStable],
-		Zone:            labels[corev1.LabelTopologyZone],
-		CapacityType:    labels[karpv1.CapacityTypeLabelKey],
-		Pods:            pods,
-		NodeAnnotations: node.Annotations,
-		Initialized:     nc.IsTrue(karpv1.ConditionTypeInitialized),
-		Deleting:        !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero(),
-		Consolidatable:  nc.IsTrue(karpv1.ConditionTypeConsolidatable),
-		CreatedAt:       nc.CreationTimestamp.Time,
-	}
-	if cond := nc.GetCondition(karpv1.ConditionTypeDrifted); cond != nil && cond.Status == "True" {
-		c.Drifted = cond.Reason
-	}
-	c.Price = price(types, c.InstanceType, c.Zone, c.CapacityType)
-	return c
-}
-
-// price is the hourly price of the offering a node runs as; 0 when the catalog no longer lists it (then
-// consolidation can only delete the node, never replace it with a "cheaper" one).
-func price(types []*cloudprovider.InstanceType, name, zone, capacityType string) float64 {
-	for _, it := range types {
-		if it.Name != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == capacityType {
-				return o.Price
-			}
-		}
-	}
-	return 0
 }
