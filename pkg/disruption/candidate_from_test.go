@@ -76,7 +76,9 @@ func TestCandidateFrom(t *testing.T) {
 			types: types, want: want(func(c *disruption.Candidate) { c.InstanceType, c.Price = "old.large", 0 })},
 		{name: "no offering in its zone and capacity type: price 0", nc: claim().Obj(),
 			node: node("m.xlarge", karpv1.CapacityTypeSpot).Obj(), types: types,
-			want: want(func(c *disruption.Candidate) { c.InstanceType, c.CapacityType, c.Price = "m.xlarge", karpv1.CapacityTypeSpot, 0 })},
+			want: want(func(c *disruption.Candidate) {
+				c.InstanceType, c.CapacityType, c.Price = "m.xlarge", karpv1.CapacityTypeSpot, 0
+			})},
 		{name: "no instance types: price 0", nc: claim().Obj(), node: node("m.large", karpv1.CapacityTypeOnDemand).Obj(),
 			want: want(func(c *disruption.Candidate) { c.Price = 0 })},
 	} {

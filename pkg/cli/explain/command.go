@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 )
@@ -23,6 +25,20 @@ type Options struct {
 	// the built-in catalog; ClusterName is then required.
 	FromAWS     bool
 	ClusterName string
+	// FeatureGates, PreferencePolicy and MinValuesPolicy are the controller's settings of the same names that
+	// change its disruption decisions (explain node); empty means the controller's default.
+	FeatureGates     string
+	PreferencePolicy string
+	MinValuesPolicy  string
+	// Clock gives the time budgets are evaluated at (default: the real clock).
+	Clock clock.PassiveClock
+}
+
+func (o *Options) now() time.Time {
+	if o.Clock == nil {
+		return time.Now()
+	}
+	return o.Clock.Now()
 }
 
 func (o *Options) validate() error {
@@ -51,7 +67,10 @@ overhead, offerings in the allowed zones and capacity types, limits, minValues, 
 (anti-)affinity), printing what each filter removed and the change that would make the pod schedulable.
 
 "explain node NAME" says what Dovetail knows about a node: its NodeClaim and conditions, its NodePool's
-disruption settings, and the pods and annotations that keep it from being disrupted.`,
+disruption settings, and the pods and annotations that keep it from being disrupted. Then it runs the disruption
+controller's decision on the same snapshot the controller builds (instance types and prices as for "explain pod")
+and prints what the controller would do about the node now: disrupt it (the command), or why it stays, and the
+disruption command already in progress on it, if any.`,
 		Example: `  dovetailctl explain pod default/web-7d9f8
   dovetailctl explain pod default/trainer -o json
   AWS_REGION=us-west-2 dovetailctl explain pod default/trainer --from-aws --cluster-name prod
@@ -80,9 +99,9 @@ disruption settings, and the pods and annotations that keep it from being disrup
 			return RunPod(cmd.Context(), c, o, key, cmd.OutOrStdout())
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	node := &cobra.Command{
 		Use:   "node NAME",
-		Short: "Explain why a node stays: its NodeClaim, conditions and disruption blockers",
+		Short: "Explain why a node stays: its NodeClaim, conditions, disruption blockers and the disruption decision",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := simulate.NewClient(o.Kubeconfig)
@@ -91,7 +110,12 @@ disruption settings, and the pods and annotations that keep it from being disrup
 			}
 			return RunNode(cmd.Context(), c, o, args[0], cmd.OutOrStdout())
 		},
-	})
+	}
+	nf := node.Flags()
+	nf.StringVar(&o.FeatureGates, "feature-gates", "", "the controller's FEATURE_GATES (SpotToSpotConsolidation changes consolidation; default: the controller's defaults)")
+	nf.StringVar(&o.PreferencePolicy, "preference-policy", "", "the controller's PREFERENCE_POLICY: Respect or Ignore (default Respect)")
+	nf.StringVar(&o.MinValuesPolicy, "min-values-policy", "", "the controller's MIN_VALUES_POLICY: Strict or BestEffort (default Strict)")
+	cmd.AddCommand(node)
 	return cmd
 }
 

@@ -129,7 +129,7 @@ func TestExplainNode(t *testing.T) {
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
 	c := fakeClient(t, node, nc, guarded, pinned, ds, pdb, test.NodePool("general").Obj())
 	var out bytes.Buffer
-	if err := RunNode(context.Background(), c, &Options{Output: "json"}, "n1", &out); err != nil {
+	if err := RunNode(context.Background(), c, &Options{Output: "json", Region: "us-west-2"}, "n1", &out); err != nil {
 		t.Fatalf("RunNode: %v", err)
 	}
 	var r NodeReport
@@ -148,7 +148,7 @@ func TestExplainNode(t *testing.T) {
 		t.Errorf("nodeclaim %q pods %q, want general-abc and 3", r.NodeClaim, r.Requests["pods"])
 	}
 	out.Reset()
-	if err := RunNode(context.Background(), c, &Options{Output: "table"}, "n1", &out); err != nil || !strings.Contains(out.String(), "Why it stays:") {
+	if err := RunNode(context.Background(), c, &Options{Output: "table", Region: "us-west-2"}, "n1", &out); err != nil || !strings.Contains(out.String(), "Why it stays:") {
 		t.Errorf("table: err %v output:\n%s", err, out.String())
 	}
 	if err := RunNode(context.Background(), c, &Options{Output: "table"}, "nope", &out); err == nil || !strings.Contains(err.Error(), "node nope not found") {

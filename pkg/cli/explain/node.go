@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -18,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cli/simulate"
+	"github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -37,12 +40,28 @@ type NodeReport struct {
 	Disruption string `json:"disruption,omitempty"`
 	// Blockers are what keeps the node from voluntary disruption (consolidation, drift, expiry).
 	Blockers []string `json:"blockers"`
+	// PricePerHour is the hourly price of the node's offering in the instance types used (PriceSource); absent
+	// when they do not list it, and then consolidation can only delete the node, never replace it.
+	PricePerHour *float64 `json:"pricePerHour,omitempty"`
+	PriceSource  string   `json:"priceSource,omitempty"`
+	// Decision is what the disruption controller would decide about the node now.
+	Decision *NodeDecision `json:"decision"`
+	// CommandInProgress is the disruption command the node's NodeClaim already carries, if any.
+	CommandInProgress *CommandInProgress `json:"commandInProgress,omitempty"`
+	// Warnings are what may make the decision differ from the controller's (NodePools left out, unknown prices,
+	// an unreadable command record).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-// RunNode explains one node of the cluster c reads, writing the report to w.
-func RunNode(ctx context.Context, c client.Reader, o *Options, name string, w io.Writer) error {
+// RunNode explains one node of the cluster c reads, writing the report to w. It only reads: c is a client.Client
+// because the disruption controller's snapshot code, which it reuses, takes one.
+func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io.Writer) error {
 	ctx = ctxOr(ctx)
 	if err := o.validate(); err != nil {
+		return err
+	}
+	opts, err := o.decisionOptions()
+	if err != nil {
 		return err
 	}
 	var node corev1.Node
@@ -52,45 +71,58 @@ func RunNode(ctx context.Context, c client.Reader, o *Options, name string, w io
 		}
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	var (
-		claims karpv1.NodeClaimList
-		pods   corev1.PodList
-		pdbs   policyv1.PodDisruptionBudgetList
-	)
-	if err := c.List(ctx, &claims); err != nil {
-		return fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	if err := c.List(ctx, &pods); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
-	if err := c.List(ctx, &pdbs); err != nil {
-		return fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	v, err := readView(ctx, c, o.now())
+	if err != nil {
+		return err
 	}
 	var nc *karpv1.NodeClaim
-	for i := range claims.Items {
-		x := &claims.Items[i]
+	for i := range v.claims {
+		x := &v.claims[i]
 		if x.Status.NodeName == node.Name || (x.Status.ProviderID != "" && x.Status.ProviderID == node.Spec.ProviderID) {
 			nc = x
 			break
 		}
 	}
 	var onNode []*corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range v.pods {
+		p := &v.pods[i]
 		if p.Spec.NodeName == node.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			onNode = append(onNode, p)
 		}
 	}
 	var pool *karpv1.NodePool
-	if pn := node.Labels[karpv1.NodePoolLabelKey]; pn != "" {
-		var np karpv1.NodePool
-		if err := c.Get(ctx, types.NamespacedName{Name: pn}, &np); err == nil {
-			pool = &np
-		} else if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading nodepool %s: %w", pn, err)
+	for _, np := range v.allPools {
+		if pn := node.Labels[karpv1.NodePoolLabelKey]; pn != "" && np.Name == pn {
+			pool = np
+			break
 		}
 	}
-	r := nodeReport(&node, nc, pool, onNode, pdbs.Items)
+	r := nodeReport(&node, nc, pool, onNode, v.pdbs)
+	its, source, warnings, err := o.poolInstanceTypes(ctx, c, v)
+	if err != nil {
+		return err
+	}
+	r.Warnings = warnings
+	if nc != nil {
+		if cmd, ok, err := decodeCommand(nc); err != nil {
+			r.Warnings = append(r.Warnings, err.Error()+" (the controller drops an unreadable record on its next pass)")
+		} else if ok {
+			r.CommandInProgress = cmd
+		}
+		if pn := nc.NodePoolName(); v.pools[pn] != nil {
+			it, zone, ct := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], node.Labels[karpv1.CapacityTypeLabelKey]
+			r.PriceSource = source
+			if p := disruption.OfferingPrice(its[pn], it, zone, ct); p > 0 {
+				r.PricePerHour = &p
+			} else {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("the price of %s in %s (%s) is unknown to %s: consolidation can only delete this node, never replace it with a cheaper one",
+					orDash(it), orDash(zone), orDash(ct), source))
+			}
+		}
+	}
+	if r.Decision, err = decideNode(ctx, c, v, &node, nc, its, opts); err != nil {
+		return err
+	}
 	if o.Output == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -99,8 +131,42 @@ func RunNode(ctx context.Context, c client.Reader, o *Options, name string, w io
 	return r.writeTable(w)
 }
 
+// poolInstanceTypes returns the instance types of every NodePool not being deleted, as explain pod gets them
+// (--from-aws, --instance-types or the built-in catalog), where they come from, and warnings for the NodePools
+// the controller would not launch replacements from.
+func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *clusterView) (instanceTypes, string, []string, error) {
+	var pools []*karpv1.NodePool
+	var warnings []string
+	for _, np := range v.allPools {
+		if v.pools[np.Name] == nil {
+			continue
+		}
+		pools = append(pools, np)
+		if reason := simulate.NotProvisioning(np); reason != "" {
+			warnings = append(warnings, fmt.Sprintf("NodePool %s launches no replacements: %s", np.Name, reason))
+		}
+	}
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	if o.FromAWS {
+		its, skipped, err := awsInstanceTypes(ctx, c, o.ClusterName, pools)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return its, "AWS (--from-aws)", append(warnings, skipped...), nil
+	}
+	its, err := simulate.InstanceTypes(o.Region, o.InstanceTypesFile, pools, v.classes)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	source := "the built-in catalog for " + o.Region
+	if o.InstanceTypesFile != "" {
+		source = o.InstanceTypesFile
+	}
+	return its, source, warnings, nil
+}
+
 // nodeReport assembles the report from what the cluster holds.
-func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod, pdbs []policyv1.PodDisruptionBudget) *NodeReport {
+func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *NodeReport {
 	r := &NodeReport{Node: node.Name, NodePool: node.Labels[karpv1.NodePoolLabelKey], InstanceType: node.Labels[corev1.LabelInstanceTypeStable],
 		Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[karpv1.CapacityTypeLabelKey],
 		Requests: map[string]string{}, Allocatable: map[string]string{}, Blockers: []string{}}
@@ -198,8 +264,7 @@ func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, 
 		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue {
 			r.Blockers = append(r.Blockers, "pod "+p.Namespace+"/"+p.Name+" has "+karpv1.DoNotDisruptAnnotationKey+"=true")
 		}
-		for i := range pdbs {
-			b := &pdbs[i]
+		for _, b := range pdbs {
 			if b.Namespace != p.Namespace || b.Status.DisruptionsAllowed > 0 {
 				continue
 			}
@@ -237,9 +302,18 @@ func isDaemonOrMirror(p *corev1.Pod) bool {
 
 func (r *NodeReport) writeTable(w io.Writer) error {
 	l := &lineWriter{w: w}
+	for _, warning := range r.Warnings {
+		l.printf("warning: %s\n", warning)
+	}
 	l.printf("Node %s\n", r.Node)
 	l.printf("  nodepool: %s  nodeclaim: %s\n", orDash(r.NodePool), orDash(r.NodeClaim))
 	l.printf("  instance type: %s  zone: %s  capacity type: %s\n", orDash(r.InstanceType), orDash(r.Zone), orDash(r.CapacityType))
+	switch {
+	case r.PricePerHour != nil:
+		l.printf("  price: $%.4f/h (%s)\n", *r.PricePerHour, r.PriceSource)
+	case r.PriceSource != "":
+		l.printf("  price: unknown to %s: consolidation can only delete the node\n", r.PriceSource)
+	}
 	l.printf("  requests/allocatable: cpu %s/%s, memory %s/%s, pods %s/%s\n", r.Requests["cpu"], r.Allocatable["cpu"],
 		r.Requests["memory"], r.Allocatable["memory"], r.Requests["pods"], r.Allocatable["pods"])
 	if len(r.Taints) > 0 {
@@ -254,8 +328,21 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 			l.printf("    %s\n", c)
 		}
 	}
+	if d := r.Decision; d != nil {
+		l.printf("Disruption decision: %s\n", d.summary())
+	}
+	if c := r.CommandInProgress; c != nil {
+		kind := strings.ToLower(c.Reason) + "/" + c.Decision
+		if c.ConsolidationType != "" {
+			kind += " (" + c.ConsolidationType + ")"
+		}
+		l.printf("Disruption command in progress: %s: %s, %d replacement(s), started %s: %s\n", c.ID, kind, c.Replacements,
+			c.Started.UTC().Format(time.RFC3339), orDash(c.Message))
+	} else {
+		l.printf("Disruption command in progress: none\n")
+	}
 	if len(r.Blockers) == 0 {
-		l.printf("Nothing Dovetail knows blocks disrupting this node: it stays while consolidation finds no cheaper placement for its pods.\n")
+		l.printf("Nothing Dovetail knows blocks disrupting this node: the disruption decision above says whether it goes now.\n")
 		return l.err
 	}
 	l.printf("Why it stays:\n")
@@ -263,6 +350,20 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		l.printf("  - %s\n", b)
 	}
 	return l.err
+}
+
+// summary is the decision in one line.
+func (d *NodeDecision) summary() string {
+	switch d.Outcome {
+	case OutcomeDisrupt:
+		return "would be disrupted now: " + d.Message
+	case OutcomeInProgress:
+		return fmt.Sprintf("being disrupted [%s]: %s", d.Reason, d.Message)
+	case OutcomeNotCandidate:
+		return "not a candidate: " + d.Message
+	default:
+		return fmt.Sprintf("stays [%s]: %s", d.Reason, d.Message)
+	}
 }
 
 func orDash(s string) string {

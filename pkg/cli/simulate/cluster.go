@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/adapt"
 )
@@ -80,13 +81,20 @@ func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile
 	if err != nil {
 		return nil, err
 	}
-	o := &Options{Region: region, InstanceTypesFile: instanceTypesFile}
-	types, err := o.instanceTypes(cs.nodePools, cs.nodeClasses)
+	types, err := InstanceTypes(region, instanceTypesFile, cs.nodePools, cs.nodeClasses)
 	if err != nil {
 		return nil, err
 	}
 	cs.snapshot.InstanceTypes = types
 	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses, Skipped: cs.skipped}, nil
+}
+
+// InstanceTypes returns each NodePool's instance types the way simulate computes them: those of instanceTypesFile
+// for every NodePool when it is set, else the built-in catalog's for region with the kubelet settings of the
+// NodePool's EC2NodeClass.
+func InstanceTypes(region, instanceTypesFile string, pools []*karpv1.NodePool, classes []*awsv1.EC2NodeClass) (map[string][]*cloudprovider.InstanceType, error) {
+	o := &Options{Region: region, InstanceTypesFile: instanceTypesFile}
+	return o.instanceTypes(pools, classes)
 }
 
 func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
@@ -154,7 +162,7 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
-		if reason := notProvisioning(np); reason != "" {
+		if reason := NotProvisioning(np); reason != "" {
 			out.skipped = append(out.skipped, SkippedNodePool{NodePool: np.Name, Reason: reason})
 			continue
 		}
@@ -190,9 +198,9 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 	return out, nil
 }
 
-// notProvisioning says why the provisioner launches no node for pending pods from the NodePool ("" when it
+// NotProvisioning says why the provisioner launches no node for pending pods from the NodePool ("" when it
 // does): a static NodePool keeps a fixed number of nodes, and one whose Ready condition is False is skipped.
-func notProvisioning(np *karpv1.NodePool) string {
+func NotProvisioning(np *karpv1.NodePool) string {
 	if np.IsStatic() {
 		return fmt.Sprintf("static: spec.replicas is %d", *np.Spec.Replicas)
 	}
