@@ -58,6 +58,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		}
 		d.busy = busy
 	}
+	d.result.Waiting = d.busy
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
 		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets); s != nil {

@@ -143,6 +143,9 @@ type Result struct {
 	Allowed map[string]map[karpv1.DisruptionReason]int
 	// TimedOut names consolidation types whose search ran out of time.
 	TimedOut []string
+	// Waiting says why consolidation waits this pass (Snapshot.Busy, or pending pods the provisioner can place),
+	// or is empty.
+	Waiting string
 }
 
 // Options tune a decision pass.

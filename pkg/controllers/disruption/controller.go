@@ -50,6 +50,8 @@ type Controller struct {
 	mu sync.Mutex
 	// blocked is the last DisruptionBlocked message announced per NodeClaim, so events are emitted on change.
 	blocked map[string]string
+	// waiting is why consolidation waited in the last pass, logged on change.
+	waiting string
 }
 
 // NewController returns the controller.
@@ -122,6 +124,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("deciding: %w", err)
 	}
 	c.record(res, snap, c.deps.Clock.Since(start))
+	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
 	if res.Command == nil {
 		return nil
@@ -259,4 +262,17 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 			delete(c.blocked, name)
 		}
 	}
+}
+
+// logWaiting logs why consolidation waits, once per change of reason.
+func (c *Controller) logWaiting(ctx context.Context, why string) {
+	if why == c.waiting {
+		return
+	}
+	c.waiting = why
+	if why == "" {
+		log.FromContext(ctx).Info("consolidation no longer waits")
+		return
+	}
+	log.FromContext(ctx).Info("consolidation waits", "why", why)
 }
