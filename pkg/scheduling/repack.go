@@ -22,7 +22,7 @@ const (
 // fraction of one of the node's own options, fractionalPrice), repackNodes at a time from one zone, lifts every pod
 // improve may move off them, shrinks them to what their remaining pods need, and puts the lifted pods back one by
 // one, largest first, each on the node (one of the set, or one of the repackReceivers other nodes of the zone with
-// the most room) whose price rises least, the tightest fit among equals. The result is kept when the nodes
+// the most room) whose price rises least, the tightest fit among equals (roomLeft). The result is kept when the nodes
 // involved cost less than before, and undone otherwise. Pods are put only where a move of improve could put them
 // (same domains for every key but the hostname, requirements that already admit the pod, hostname spread and
 // anti-affinity counts), so every plan stays valid. NodePools with limits or minValues are left alone.
@@ -300,15 +300,17 @@ func (s *solver) roomiest(zone []*candidate, skip map[*candidate]bool, k int) []
 	return out
 }
 
-// roomLeft is the share of the tightest of cpu and memory that stays free on allocatable avail when n takes req too.
+// roomLeft measures the room that stays free on allocatable avail when n takes req too: the sum of the squares of
+// the free shares of cpu and memory. Smaller is a tighter fit; of two fits leaving the same total, the one leaving
+// room in both resources rather than much of one scores lower, and that room is likelier to take another pod.
 func roomLeft(n *candidate, req, avail Vec) float64 {
-	left := 1.0
-	for _, d := range []int{dimCPU, dimMemory} {
+	var f [2]float64
+	for i, d := range []int{dimCPU, dimMemory} {
 		if avail[d] > 0 {
-			left = min(left, float64(avail[d]-n.used[d]-req[d])/float64(avail[d]))
+			f[i] = float64(avail[d]-n.used[d]-req[d]) / float64(avail[d])
 		}
 	}
-	return left
+	return f[0]*f[0] + f[1]*f[1]
 }
 
 // liftPod takes p off planned node from: resources and hostname topology counts (the first half of movePod).
