@@ -22,8 +22,9 @@ const (
 // nodes, moving their pods to other nodes that have room or grow for less than the node costs. Then repack
 // (repack.go) lifts the movable pods off the nodes furthest above their pods' worth and puts them back where the
 // price rises least. Then exchange (exchange.go) brings nodes down to a cheaper instance type by moving pods into
-// room other nodes have at their current type or swapping them for smaller ones, and repack takes the worst
-// quarter of the nodes once more. (shrink, which only moves, is used instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
+// room other nodes have at their current type or swapping them for smaller ones; repack takes the worst half of
+// the nodes once more, exchange runs again and repack takes the worst quarter. (shrink, which only moves, is used
+// instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
 // node requirements and taints (the receiving node's requirements must already admit the pod), and topology, which
 // the move may change only on the hostname key (both nodes are in the same domain for every other key the pod's
 // groups use). Pods with hostname pod affinity, host ports, volumes, or relaxed preferences are not moved. Every
@@ -71,7 +72,10 @@ func (s *solver) improve() {
 		// exchange makes the moves shrink would make and swaps too
 		s.exchange(planned, movable)
 		if !s.noRepack {
+			// each opens moves for the other: a second round of both
 			s.repack(planned, movable, repackAgain)
+			s.exchange(planned, movable)
+			s.repack(planned, movable, repackLast)
 		}
 		return
 	}

@@ -14,7 +14,9 @@ const (
 	// repackReceivers is how many other nodes of the same zone, those with most room first, may take those pods.
 	repackReceivers = 32
 	// repackAgain is the share of the planned nodes, worst first, that repack takes again after exchange.
-	repackAgain = 0.25
+	repackAgain = 0.5
+	// repackLast is the share repack takes after the second exchange.
+	repackLast = 0.25
 )
 
 // repack is a ruin-and-recreate step of the improvement pass. It takes the planned nodes whose price is furthest
