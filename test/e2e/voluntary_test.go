@@ -191,6 +191,94 @@ func TestEmptyNodeIsConsolidated(t *testing.T) {
 	t.Logf("empty node removed %.1fs after the scale-down; the replica stayed on %s", time.Since(scaled).Seconds(), keep)
 }
 
+// TestUnderutilizedNodesConsolidated: four 1.5-cpu replicas run two to a 4-vCPU node; scaled down to two, the
+// ReplicaSet removes one replica from each node (the ones given a lower pod-deletion-cost), leaving both nodes
+// half used. Consolidation (its budget opened for
+// Underutilized) replaces the two nodes with one: the replacement launches and initializes first, then the old
+// nodes drain, and both replicas end up Running on the one node left.
+func TestUnderutilizedNodesConsolidated(t *testing.T) {
+	ctx := context.Background()
+	const pool = "underused"
+	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"m5.xlarge"}, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "5s", Budgets: []map[string]any{{"nodes": "100%"}}})
+	dep := framework.Deployment(pool, "web", pool, 4, "1500m", "512Mi")
+	if err := env.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	waitRunning(t, pool, labels, 4, 2*time.Minute)
+	before := claimsByNode(t, pool)
+	if len(before) != 2 {
+		t.Fatalf("%d nodes for four 1.5-cpu replicas on m5.xlarge, want 2: %v", len(before), before)
+	}
+	// One replica a node goes first on scale-down.
+	pods, err := env.Pods(ctx, pool, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if marked[p.Spec.NodeName] {
+			continue
+		}
+		marked[p.Spec.NodeName] = true
+		pp := client.MergeFrom(p.DeepCopy())
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["controller.kubernetes.io/pod-deletion-cost"] = "-100"
+		if err := env.Client.Patch(ctx, p, pp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(marked) != 2 {
+		t.Fatalf("replicas on %d nodes, want 2", len(marked))
+	}
+	patch := client.MergeFrom(dep.DeepCopy())
+	dep.Spec.Replicas = ptr.To[int32](2)
+	if err := env.Client.Patch(ctx, dep, patch); err != nil {
+		t.Fatal(err)
+	}
+	scaled := time.Now()
+	err = framework.Poll(ctx, 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		pods, err := env.Pods(ctx, pool, labels)
+		if err != nil {
+			return false, "", err
+		}
+		now := claimsByNode(t, pool)
+		var running []string
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				running = append(running, p.Spec.NodeName)
+			}
+		}
+		status := fmt.Sprintf("nodeclaims by node %v, running replicas on %v", now, running)
+		if len(now) != 1 || len(running) != 2 {
+			return false, status, nil
+		}
+		for _, n := range running {
+			if _, ok := now[n]; !ok {
+				return false, status, nil
+			}
+		}
+		return true, status, nil
+	})
+	if err != nil {
+		t.Fatalf("two half-used nodes were not consolidated into one: %v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
+	}
+	t.Logf("two half-used nodes consolidated into one %.1fs after the scale-down", time.Since(scaled).Seconds())
+	for node, claim := range before {
+		events, err := env.Events(ctx, "default", "NodeClaim", claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !anyContains(events, "DisruptionTerminating: ", "underutilized") {
+			t.Errorf("nodeclaim %s (node %s): no DisruptionTerminating event for underutilized; events: %q", claim, node, events)
+		}
+	}
+}
+
 // claimsByNode returns the pool's NodeClaims that are not being deleted, by node name.
 func claimsByNode(t *testing.T, pool string) map[string]string {
 	t.Helper()

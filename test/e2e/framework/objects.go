@@ -90,6 +90,9 @@ type PoolOptions struct {
 	TerminationGracePeriod string
 	// ConsolidateAfter, when set, replaces spec.disruption.consolidateAfter (e.g. "5s", "Never").
 	ConsolidateAfter string
+	// Budgets, when set, replace spec.disruption.budgets (the example's schedule blocks Underutilized on weekdays
+	// from 09:00 to 17:00 UTC), e.g. []map[string]any{{"nodes": "100%"}}.
+	Budgets []map[string]any
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -138,6 +141,15 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		}
 		if opts.TerminationGracePeriod != "" {
 			if err := unstructured.SetNestedField(o.Object, opts.TerminationGracePeriod, "spec", "template", "spec", "terminationGracePeriod"); err != nil {
+				return nil, err
+			}
+		}
+		if opts.Budgets != nil {
+			budgets := make([]any, len(opts.Budgets))
+			for i, b := range opts.Budgets {
+				budgets[i] = b
+			}
+			if err := unstructured.SetNestedSlice(o.Object, budgets, "spec", "disruption", "budgets"); err != nil {
 				return nil, err
 			}
 		}
