@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
+	ctrldisruption "github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
@@ -71,45 +73,49 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 		}
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	v, err := readView(ctx, c, o.now())
+	v, err := ctrldisruption.Observe(ctx, c, o.now())
 	if err != nil {
 		return err
 	}
+	var classes awsv1.EC2NodeClassList
+	if err := c.List(ctx, &classes); err != nil {
+		return fmt.Errorf("listing ec2nodeclasses: %w", err)
+	}
 	var nc *karpv1.NodeClaim
-	for i := range v.claims {
-		x := &v.claims[i]
+	for i := range v.Claims {
+		x := &v.Claims[i]
 		if x.Status.NodeName == node.Name || (x.Status.ProviderID != "" && x.Status.ProviderID == node.Spec.ProviderID) {
 			nc = x
 			break
 		}
 	}
 	var onNode []*corev1.Pod
-	for i := range v.pods {
-		p := &v.pods[i]
+	for i := range v.Pods {
+		p := &v.Pods[i]
 		if p.Spec.NodeName == node.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			onNode = append(onNode, p)
 		}
 	}
 	var pool *karpv1.NodePool
-	for _, np := range v.allPools {
+	for _, np := range v.AllNodePools {
 		if pn := node.Labels[karpv1.NodePoolLabelKey]; pn != "" && np.Name == pn {
 			pool = np
 			break
 		}
 	}
-	r := nodeReport(&node, nc, pool, onNode, v.pdbs)
-	its, source, warnings, err := o.poolInstanceTypes(ctx, c, v)
+	r := nodeReport(&node, nc, pool, onNode, v.PodDisruptionBudgets)
+	its, source, warnings, err := o.poolInstanceTypes(ctx, c, v, classes.Items)
 	if err != nil {
 		return err
 	}
 	r.Warnings = warnings
 	if nc != nil {
-		if cmd, ok, err := decodeCommand(nc); err != nil {
+		if cmd, ok, err := ctrldisruption.RecordOf(nc); err != nil {
 			r.Warnings = append(r.Warnings, err.Error()+" (the controller drops an unreadable record on its next pass)")
 		} else if ok {
-			r.CommandInProgress = cmd
+			r.CommandInProgress = &cmd
 		}
-		if pn := nc.NodePoolName(); v.pools[pn] != nil {
+		if pn := nc.NodePoolName(); v.NodePools[pn] != nil {
 			it, zone, ct := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], node.Labels[karpv1.CapacityTypeLabelKey]
 			r.PriceSource = source
 			if p := disruption.OfferingPrice(its[pn], it, zone, ct); p > 0 {
@@ -134,11 +140,11 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 // poolInstanceTypes returns the instance types of every NodePool not being deleted, as explain pod gets them
 // (--from-aws, --instance-types or the built-in catalog), where they come from, and warnings for the NodePools
 // the controller would not launch replacements from.
-func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *clusterView) (instanceTypes, string, []string, error) {
+func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctrldisruption.View, classes []awsv1.EC2NodeClass) (instanceTypes, string, []string, error) {
 	var pools []*karpv1.NodePool
 	var warnings []string
-	for _, np := range v.allPools {
-		if v.pools[np.Name] == nil {
+	for _, np := range v.AllNodePools {
+		if v.NodePools[np.Name] == nil {
 			continue
 		}
 		pools = append(pools, np)
@@ -154,7 +160,11 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *clu
 		}
 		return its, "AWS (--from-aws)", append(warnings, skipped...), nil
 	}
-	its, err := simulate.InstanceTypes(o.Region, o.InstanceTypesFile, pools, v.classes)
+	var nodeClasses []*awsv1.EC2NodeClass
+	for i := range classes {
+		nodeClasses = append(nodeClasses, &classes[i])
+	}
+	its, err := simulate.InstanceTypes(o.Region, o.InstanceTypesFile, pools, nodeClasses)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -332,7 +342,7 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		l.printf("Disruption decision: %s\n", d.summary())
 	}
 	if c := r.CommandInProgress; c != nil {
-		kind := strings.ToLower(c.Reason) + "/" + c.Decision
+		kind := strings.ToLower(string(c.Reason)) + "/" + c.Decision
 		if c.ConsolidationType != "" {
 			kind += " (" + c.ConsolidationType + ")"
 		}

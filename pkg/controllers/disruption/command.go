@@ -3,6 +3,7 @@ package disruption
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -16,8 +17,8 @@ const (
 	ReplacementForAnnotationKey = "dovetail.sh/replacement-for"
 )
 
-// record is what a candidate's CommandAnnotationKey holds.
-type record struct {
+// Record is what a candidate's CommandAnnotationKey holds.
+type Record struct {
 	// ID names the command (the replacements point at it).
 	ID string `json:"id"`
 	// Reason is Drifted, Empty or Underutilized; Decision is delete or replace; ConsolidationType is empty,
@@ -33,7 +34,7 @@ type record struct {
 	Message string `json:"message,omitempty"`
 }
 
-func (r record) encode() (string, error) {
+func (r Record) encode() (string, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("encoding disruption record: %w", err)
@@ -42,8 +43,8 @@ func (r record) encode() (string, error) {
 }
 
 // decodeRecord reads a candidate's command record.
-func decodeRecord(s string) (record, error) {
-	var r record
+func decodeRecord(s string) (Record, error) {
+	var r Record
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return r, fmt.Errorf("annotation %s: %w", CommandAnnotationKey, err)
 	}
@@ -53,9 +54,66 @@ func decodeRecord(s string) (record, error) {
 	return r, nil
 }
 
-// inProgress is a command some candidates carry, with the replacements that point at it.
-type inProgress struct {
-	record       record
-	candidates   []*karpv1.NodeClaim
-	replacements []*karpv1.NodeClaim
+// RecordOf reads the command record a NodeClaim carries; ok is false when it has none. A record that cannot be
+// read is an error: the controller drops it (and untaints the node) on its next pass.
+func RecordOf(nc *karpv1.NodeClaim) (r Record, ok bool, err error) {
+	raw, ok := nc.Annotations[CommandAnnotationKey]
+	if !ok {
+		return Record{}, false, nil
+	}
+	if r, err = decodeRecord(raw); err != nil {
+		return Record{}, true, fmt.Errorf("NodeClaim %s: %w", nc.Name, err)
+	}
+	return r, true, nil
+}
+
+// carriesCommand says whether a NodeClaim not being deleted is a candidate of a command in progress: it carries
+// a record that can be read.
+func carriesCommand(nc *karpv1.NodeClaim) bool {
+	_, ok, err := RecordOf(nc)
+	return nc.DeletionTimestamp.IsZero() && ok && err == nil
+}
+
+// InProgress is a command some candidates carry, with the replacements that point at it.
+type InProgress struct {
+	// Record is the first candidate's record.
+	Record Record
+	// Candidates are the NodeClaims not being deleted that carry the command's record, by name.
+	Candidates []*karpv1.NodeClaim
+	// Replacements are the NodeClaims whose ReplacementForAnnotationKey names the command, by name.
+	Replacements []*karpv1.NodeClaim
+}
+
+// CommandsInProgress groups the commands the view's NodeClaims carry, sorted by ID. NodeClaims being deleted and
+// records that cannot be read are left out.
+func CommandsInProgress(v *View) []*InProgress {
+	byID := map[string]*InProgress{}
+	var ids []string
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		r, ok, err := RecordOf(nc)
+		if !ok || err != nil {
+			continue
+		}
+		if byID[r.ID] == nil {
+			byID[r.ID] = &InProgress{Record: r}
+			ids = append(ids, r.ID)
+		}
+		byID[r.ID].Candidates = append(byID[r.ID].Candidates, nc)
+	}
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		if cmd := byID[nc.Annotations[ReplacementForAnnotationKey]]; cmd != nil {
+			cmd.Replacements = append(cmd.Replacements, nc)
+		}
+	}
+	sort.Strings(ids)
+	var out []*InProgress
+	for _, id := range ids {
+		out = append(out, byID[id])
+	}
+	return out
 }

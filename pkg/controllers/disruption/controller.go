@@ -3,13 +3,11 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -76,15 +74,10 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}))
 }
 
-// state is one pass's view of the cluster, from the cache.
+// state is one pass's view of the cluster, from the cache, with the commands in progress.
 type state struct {
-	now        time.Time
-	claims     []karpv1.NodeClaim
-	nodes      map[string]*corev1.Node // by name
-	pods       []corev1.Pod
-	pools      map[string]*karpv1.NodePool
-	pdbs       []*policyv1.PodDisruptionBudget
-	inProgress []*inProgress
+	*View
+	inProgress []*InProgress
 }
 
 // Reconcile runs one pass: resume a command in progress, or decide and start a new one.
@@ -107,7 +100,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.untaintOrphans(ctx, st); err != nil {
 		return err
 	}
-	snap, err := c.snapshot(ctx, st)
+	snap, err := BuildSnapshot(ctx, c.deps, st.View)
 	if err != nil {
 		return err
 	}
@@ -116,10 +109,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	start := c.deps.Clock.Now()
-	res, err := core.Decide(ctx, snap, core.Options{
-		SpotToSpotConsolidation: c.deps.Settings.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),
-		Scheduling:              adapter.New(c.deps.Settings).Options,
-	})
+	res, err := core.Decide(ctx, snap, DecisionOptions(c.deps.Settings))
 	if err != nil {
 		return fmt.Errorf("deciding: %w", err)
 	}
@@ -132,79 +122,38 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	return c.start(ctx, st, res.Command)
 }
 
-// observe lists what a pass needs and groups the commands in progress.
-func (c *Controller) observe(ctx context.Context) (*state, error) {
-	st := &state{now: c.deps.Clock.Now(), nodes: map[string]*corev1.Node{}, pools: map[string]*karpv1.NodePool{}}
-	ncs := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, ncs); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+// DecisionOptions are the decision's options from the controller's settings.
+func DecisionOptions(s *settings.Settings) core.Options {
+	return core.Options{
+		SpotToSpotConsolidation: s.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),
+		Scheduling:              adapter.New(s).Options,
 	}
-	st.claims = ncs.Items
-	sort.Slice(st.claims, func(i, j int) bool { return st.claims[i].Name < st.claims[j].Name })
-	nodes := &corev1.NodeList{}
-	if err := c.deps.Client.List(ctx, nodes); err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	for i := range nodes.Items {
-		st.nodes[nodes.Items[i].Name] = &nodes.Items[i]
-	}
-	pods := &corev1.PodList{}
-	if err := c.deps.Client.List(ctx, pods); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	st.pods = pods.Items
-	pools := &karpv1.NodePoolList{}
-	if err := c.deps.Client.List(ctx, pools); err != nil {
-		return nil, fmt.Errorf("listing nodepools: %w", err)
-	}
-	for i := range pools.Items {
-		if pools.Items[i].DeletionTimestamp.IsZero() {
-			st.pools[pools.Items[i].Name] = &pools.Items[i]
-		}
-	}
-	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := c.deps.Client.List(ctx, pdbs); err != nil {
-		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
-	}
-	for i := range pdbs.Items {
-		st.pdbs = append(st.pdbs, &pdbs.Items[i])
-	}
+}
 
-	byID := map[string]*inProgress{}
-	var ids []string
+// observe lists what a pass needs, drops the records it cannot read and groups the commands in progress.
+func (c *Controller) observe(ctx context.Context) (*state, error) {
+	v, err := Observe(ctx, c.deps.Client, c.deps.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	st := &state{View: v}
 	logger := log.FromContext(ctx)
-	for i := range st.claims {
-		nc := &st.claims[i]
+	for i := range st.Claims {
+		nc := &st.Claims[i]
 		raw, ok := nc.Annotations[CommandAnnotationKey]
 		if !ok || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		r, err := decodeRecord(raw)
-		if err != nil {
+		if _, err := decodeRecord(raw); err != nil {
 			// A record we cannot read is dropped (the node is untainted as an orphan) rather than blocking
 			// disruption forever.
 			logger.Error(err, "dropping unreadable disruption record", "nodeclaim", nc.Name)
 			if err := c.clearCandidate(ctx, st, nc); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if byID[r.ID] == nil {
-			byID[r.ID] = &inProgress{record: r}
-			ids = append(ids, r.ID)
-		}
-		byID[r.ID].candidates = append(byID[r.ID].candidates, nc)
-	}
-	for i := range st.claims {
-		nc := &st.claims[i]
-		if cmd := byID[nc.Annotations[ReplacementForAnnotationKey]]; cmd != nil {
-			cmd.replacements = append(cmd.replacements, nc)
 		}
 	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		st.inProgress = append(st.inProgress, byID[id])
-	}
+	st.inProgress = CommandsInProgress(v)
 	return st, nil
 }
 
@@ -235,8 +184,8 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	seen := map[string]bool{}
 	claims := map[string]*karpv1.NodeClaim{}
-	for i := range st.claims {
-		claims[st.claims[i].Name] = &st.claims[i]
+	for i := range st.Claims {
+		claims[st.Claims[i].Name] = &st.Claims[i]
 	}
 	for _, s := range stays {
 		switch s.Reason {
@@ -250,7 +199,7 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 		}
 		c.blocked[s.NodeClaim] = s.Message
 		msg := "Cannot disrupt: " + s.Message
-		if n := st.nodes[s.Node]; n != nil {
+		if n := st.Nodes[s.Node]; n != nil {
 			c.deps.Recorder.Event(n, corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
 		}
 		if nc := claims[s.NodeClaim]; nc != nil {

@@ -25,17 +25,17 @@ import (
 func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) error {
 	logger := log.FromContext(ctx)
 	claims := map[string]*karpv1.NodeClaim{}
-	for i := range st.claims {
-		claims[st.claims[i].Name] = &st.claims[i]
+	for i := range st.Claims {
+		claims[st.Claims[i].Name] = &st.Claims[i]
 	}
 	first := cmd.Candidates[0].NodeClaim
-	r := record{
-		ID:                first + "-" + strconv.FormatInt(st.now.Unix(), 10),
+	r := Record{
+		ID:                first + "-" + strconv.FormatInt(st.Now.Unix(), 10),
 		Reason:            cmd.Reason,
 		Decision:          cmd.Decision,
 		ConsolidationType: cmd.ConsolidationType,
 		Replacements:      len(cmd.Replacements),
-		Started:           st.now.UTC().Truncate(1e9),
+		Started:           st.Now.UTC().Truncate(1e9),
 		Message:           cmd.Message(),
 	}
 	raw, err := r.encode()
@@ -63,13 +63,13 @@ func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) er
 		}
 	}
 	if len(cmd.Replacements) == 0 {
-		return c.terminate(ctx, &inProgress{record: r, candidates: candidates})
+		return c.terminate(ctx, &InProgress{Record: r, Candidates: candidates})
 	}
 	var names []string
 	for _, plan := range cmd.Replacements {
-		np := st.pools[plan.NodePool]
+		np := st.NodePools[plan.NodePool]
 		if np == nil {
-			return c.abort(ctx, st, &inProgress{record: r, candidates: candidates}, fmt.Sprintf("nodepool %s of the replacement is gone", plan.NodePool))
+			return c.abort(ctx, st, &InProgress{Record: r, Candidates: candidates}, fmt.Sprintf("nodepool %s of the replacement is gone", plan.NodePool))
 		}
 		nn := solver.NewNodeClaim{NodePool: np, Requests: plan.Requests}
 		for _, req := range plan.Requirements {
@@ -96,11 +96,11 @@ func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) er
 
 // resume moves a command in progress on: delete the candidates once every replacement is initialized, abandon
 // the command when a replacement is lost or does not initialize in time, otherwise wait.
-func (c *Controller) resume(ctx context.Context, st *state, cmd *inProgress) error {
-	r := cmd.record
-	age := st.now.Sub(r.Started)
+func (c *Controller) resume(ctx context.Context, st *state, cmd *InProgress) error {
+	r := cmd.Record
+	age := st.Now.Sub(r.Started)
 	var waiting []string
-	for _, nc := range cmd.replacements {
+	for _, nc := range cmd.Replacements {
 		if !nc.DeletionTimestamp.IsZero() {
 			return c.abort(ctx, st, cmd, fmt.Sprintf("replacement nodeclaim %s is being deleted", nc.Name))
 		}
@@ -115,9 +115,9 @@ func (c *Controller) resume(ctx context.Context, st *state, cmd *inProgress) err
 		}
 	}
 	switch {
-	case len(cmd.replacements) < r.Replacements && age > missingReplacementGrace:
-		return c.abort(ctx, st, cmd, fmt.Sprintf("only %d of %d replacement nodeclaims exist", len(cmd.replacements), r.Replacements))
-	case len(cmd.replacements) < r.Replacements:
+	case len(cmd.Replacements) < r.Replacements && age > missingReplacementGrace:
+		return c.abort(ctx, st, cmd, fmt.Sprintf("only %d of %d replacement nodeclaims exist", len(cmd.Replacements), r.Replacements))
+	case len(cmd.Replacements) < r.Replacements:
 		return nil
 	case len(waiting) == 0:
 		return c.terminate(ctx, cmd)
@@ -143,10 +143,10 @@ func notInitialized(nc *karpv1.NodeClaim) string {
 }
 
 // terminate deletes the candidates; the termination controllers drain them within their grace periods.
-func (c *Controller) terminate(ctx context.Context, cmd *inProgress) error {
-	r := cmd.record
+func (c *Controller) terminate(ctx context.Context, cmd *InProgress) error {
+	r := cmd.Record
 	var errs []error
-	for _, nc := range cmd.candidates {
+	for _, nc := range cmd.Candidates {
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
 		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
@@ -161,12 +161,12 @@ func (c *Controller) terminate(ctx context.Context, cmd *inProgress) error {
 
 // abort abandons a command: the candidates lose their record, condition and taint and stay in service.
 // Replacements already launched stay too; consolidation removes them later if they are not needed.
-func (c *Controller) abort(ctx context.Context, st *state, cmd *inProgress, why string) error {
-	r := cmd.record
+func (c *Controller) abort(ctx context.Context, st *state, cmd *InProgress, why string) error {
+	r := cmd.Record
 	log.FromContext(ctx).Info("abandoning disruption", "command", r.ID, "why", why)
 	c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 	var errs []error
-	for _, nc := range cmd.candidates {
+	for _, nc := range cmd.Candidates {
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonDisruptionAborted, "Disruption abandoned (%s): %s", r.Message, why)
 		if err := c.clearCandidate(ctx, st, nc); err != nil {
 			errs = append(errs, err)
@@ -177,7 +177,7 @@ func (c *Controller) abort(ctx context.Context, st *state, cmd *inProgress, why 
 
 // markCandidate records the command on a candidate: the annotation first (what a restart resumes from), then
 // the DisruptionReason condition users see.
-func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, raw string, r record) error {
+func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, raw string, r Record) error {
 	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
@@ -213,16 +213,16 @@ func (c *Controller) clearCandidate(ctx context.Context, st *state, nc *karpv1.N
 			return fmt.Errorf("clearing condition %s of nodeclaim %s: %w", karpv1.ConditionTypeDisruptionReason, nc.Name, err)
 		}
 	}
-	return c.untaint(ctx, st.nodes[nc.Status.NodeName])
+	return c.untaint(ctx, st.Nodes[nc.Status.NodeName])
 }
 
 // untaintOrphans removes the disrupted taint from nodes whose NodeClaim is neither being deleted nor part of a
 // command: left by a pass that stopped between tainting and recording, or by an abandoned command.
 func (c *Controller) untaintOrphans(ctx context.Context, st *state) error {
 	var errs []error
-	for i := range st.claims {
-		nc := &st.claims[i]
-		node := st.nodes[nc.Status.NodeName]
+	for i := range st.Claims {
+		nc := &st.Claims[i]
+		node := st.Nodes[nc.Status.NodeName]
 		if nc.Status.NodeName == "" || node == nil || !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero() ||
 			nc.Annotations[CommandAnnotationKey] != "" {
 			continue
@@ -240,7 +240,7 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 
 // taint puts the disrupted taint on a candidate's Node so that nothing new lands there.
 func (c *Controller) taint(ctx context.Context, st *state, nc *karpv1.NodeClaim) error {
-	node := st.nodes[nc.Status.NodeName]
+	node := st.Nodes[nc.Status.NodeName]
 	if node == nil || hasDisruptedTaint(node) {
 		return nil
 	}

@@ -10,18 +10,21 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 )
 
-// snapshot builds the decision's input: one candidate per NodeClaim with a registered Node, the cluster as the
-// provisioner sees it, budgets' counts and whether the cluster is busy.
-func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, error) {
+// BuildSnapshot builds the decision's input from a pass's view: one candidate per NodeClaim with a registered
+// Node (with its NodePool's instance types from d.CloudProvider), the cluster as the provisioner sees it (through
+// d.Client), budgets' counts, pending pods and whether the cluster is busy. With no candidate the snapshot has no
+// cluster: there is nothing to decide.
+func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
-	for i := range st.pods {
-		p := &st.pods[i]
+	for i := range v.Pods {
+		p := &v.Pods[i]
 		if provisioning.IsProvisionable(p) {
 			pending = append(pending, p)
 		}
@@ -31,34 +34,35 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 		bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
 	}
 	snap := &core.Snapshot{
-		Now:        st.now,
-		NodePools:  st.pools,
-		Disrupting: map[string]int{},
-		NodeCounts: map[string]int{},
+		Now:                  v.Now,
+		NodePools:            v.NodePools,
+		PodDisruptionBudgets: v.PodDisruptionBudgets,
+		Disrupting:           map[string]int{},
+		NodeCounts:           map[string]int{},
 	}
-	snap.PodDisruptionBudgets = st.pdbs
 	var launching []string
 	var moving []*corev1.Pod
 	types := map[string][]*cloudprovider.InstanceType{}
-	for i := range st.claims {
-		nc := &st.claims[i]
+	for i := range v.Claims {
+		nc := &v.Claims[i]
 		pool := nc.NodePoolName()
 		if pool == "" {
 			continue
 		}
 		snap.NodeCounts[pool]++
-		if !nc.DeletionTimestamp.IsZero() || nc.Annotations[CommandAnnotationKey] != "" {
+		// Records that cannot be read do not count: the controller drops them before it builds a snapshot.
+		if !nc.DeletionTimestamp.IsZero() || carriesCommand(nc) {
 			snap.Disrupting[pool]++
 		}
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) {
 			launching = append(launching, nc.Name)
 		}
-		node := st.nodes[nc.Status.NodeName]
+		node := v.Nodes[nc.Status.NodeName]
 		if node == nil || nc.Status.NodeName == "" {
 			continue
 		}
-		if _, ok := types[pool]; !ok && st.pools[pool] != nil {
-			its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, st.pools[pool])
+		if _, ok := types[pool]; !ok && v.NodePools[pool] != nil {
+			its, err := d.CloudProvider.GetInstanceTypes(ctx, v.NodePools[pool])
 			if err != nil {
 				// Without prices its nodes can still be deleted, never replaced by something "cheaper".
 				log.FromContext(ctx).V(1).Info("no instance types for nodepool", "nodepool", pool, "error", err.Error())
@@ -76,7 +80,7 @@ func (c *Controller) snapshot(ctx context.Context, st *state) (*core.Snapshot, e
 	if len(snap.Candidates) == 0 {
 		return snap, nil
 	}
-	in, err := provisioning.ClusterInput(ctx, c.deps, nil, st.pods, st.claims, append(moving, pending...))
+	in, err := provisioning.ClusterInput(ctx, d, nil, v.Pods, v.Claims, append(moving, pending...))
 	if err != nil {
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}
