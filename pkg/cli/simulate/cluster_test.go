@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -25,22 +24,10 @@ import (
 // launch from (clear errors), then with a NodePool, an EC2NodeClass, an existing Node with a pod, an in-flight
 // NodeClaim, a Deployment, a DaemonSet and pending pods of every kind the snapshot must sort out.
 func TestSimulateFromCluster(t *testing.T) {
-	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := test.StartEnv(t, s)
-	kubeconfig := test.Kubeconfig(t, env.Config)
+	env := test.StartCLIEnv(t)
+	kubeconfig := env.Kubeconfig
 	ctx := context.Background()
 	c := env.Client
-	create := func(objs ...client.Object) {
-		t.Helper()
-		for _, o := range objs {
-			if err := c.Create(ctx, o); err != nil {
-				t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	}
 	simulate := func(output string) (string, error) {
 		t.Helper()
 		return run(t, &Options{FromCluster: true, Kubeconfig: kubeconfig, InstanceTypesFile: "testdata/types.json", Output: output})
@@ -60,7 +47,7 @@ func TestSimulateFromCluster(t *testing.T) {
 			static := test.NodePool("fixed").Obj()
 			static.Spec.Replicas = ptr.To[int64](3)
 			broken := test.NodePool("broken").NodeClass("missing").Obj()
-			create(static, broken)
+			env.Create(t, static, broken)
 			broken.SetCondition(karpv1.ConditionTypeReady, metav1.ConditionFalse, "NodeClassNotFound", "EC2NodeClass missing not found")
 			if err := c.Status().Update(ctx, broken); err != nil {
 				t.Fatal(err)
@@ -89,7 +76,7 @@ func TestSimulateFromCluster(t *testing.T) {
 	}
 
 	// The cluster.
-	create(
+	env.Create(t,
 		test.NodePool("general").Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj(),
 		test.EC2NodeClass("default", "test").Obj(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
@@ -98,7 +85,7 @@ func TestSimulateFromCluster(t *testing.T) {
 		Label(karpv1.NodePoolLabelKey, "general").Label(corev1.LabelTopologyZone, "us-west-2a").
 		Label(corev1.LabelInstanceTypeStable, "m5.xlarge").Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand).
 		Label(corev1.LabelArchStable, "amd64").Label(corev1.LabelOSStable, "linux").Obj()
-	create(existing)
+	env.Create(t, existing)
 	existing.Status = test.Node("existing", "").Ready(true).Obj().Status
 	if err := c.Status().Update(ctx, existing); err != nil {
 		t.Fatal(err)
@@ -113,7 +100,7 @@ func TestSimulateFromCluster(t *testing.T) {
 		Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2b").
 		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large").
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).Obj()
-	create(inflight)
+	env.Create(t, inflight)
 	inflight.Status.ProviderID = "aws:///us-west-2b/i-inflight"
 	inflight.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"),
 		corev1.ResourceMemory: resource.MustParse("6Gi"), corev1.ResourcePods: resource.MustParse("20")}
@@ -124,7 +111,7 @@ func TestSimulateFromCluster(t *testing.T) {
 
 	gated := test.Pod("gated").Namespace("shop").Requests("1", "1Gi").Obj()
 	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
-	create(
+	env.Create(t,
 		// On the existing node: 2 of its 4 cpu are taken.
 		test.Pod("running").Namespace("shop").Requests("2", "1Gi").NodeName("existing").Obj(),
 		// Pending: two fit the rest of the existing node, one only the in-flight NodeClaim (zone), two need a
