@@ -352,7 +352,11 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		l.printf("Disruption command in progress: none\n")
 	}
 	if len(r.Blockers) == 0 {
-		l.printf("Nothing Dovetail knows blocks disrupting this node: the disruption decision above says whether it goes now.\n")
+		msg := "Nothing that blocks every disruption method (do-not-disrupt, a PodDisruptionBudget, the NodePool's policy) applies"
+		if r.Decision != nil && r.Decision.Outcome == OutcomeStay {
+			msg += "; it stays this pass for the reason above"
+		}
+		l.printf("%s.\n", msg)
 		return l.err
 	}
 	l.printf("Why it stays:\n")

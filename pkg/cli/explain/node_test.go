@@ -277,6 +277,32 @@ Why it stays:
 	}
 }
 
+// A node that stays for a reason of the moment only (here: consolidateAfter has not passed) has no standing
+// blocker, and the last line must not contradict the decision.
+func TestExplainNodeTableStaysWithoutBlocker(t *testing.T) {
+	nc, node := dovetailNode("n1", "m5.2xlarge", "8", "32Gi")
+	nc = nc.Condition(karpv1.ConditionTypeConsolidatable, metav1.ConditionFalse, "NotConsolidatable", explainNow)
+	web := test.Pod("web").Requests("500m", "1Gi").Running("n1").Obj()
+	c := fakeClient(t, onDemand().ConsolidateAfter("10m").Obj(), nc.Obj(), node.Obj(), web)
+	o := &Options{Output: "table", Region: "us-west-2", InstanceTypesFile: "testdata/types.json", Clock: clocktesting.NewFakePassiveClock(explainNow)}
+	var out bytes.Buffer
+	if err := RunNode(context.Background(), c, o, "n1", &out); err != nil {
+		t.Fatalf("RunNode: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"Disruption decision: stays [NotConsolidatable]: pods were scheduled or removed less than consolidateAfter (10m0s) ago",
+		"Disruption command in progress: none",
+		"Nothing that blocks every disruption method (do-not-disrupt, a PodDisruptionBudget, the NodePool's policy) applies; it stays this pass for the reason above.",
+	}
+	if len(lines) < len(want) {
+		t.Fatalf("output too short:\n%s", out.String())
+	}
+	if diff := cmp.Diff(want, lines[len(lines)-len(want):]); diff != "" {
+		t.Errorf("last lines (-want +got):\n%s", diff)
+	}
+}
+
 func TestExplainNodeOptionErrors(t *testing.T) {
 	nc, node := large()
 	c := fakeClient(t, test.NodePool("general").Obj(), nc.Obj(), node.Obj())
