@@ -1,0 +1,102 @@
+package interruption
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPolicyFromAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        Policy
+		invalid     []string
+	}{
+		{name: "none", want: DefaultPolicy()},
+		{name: "both set", annotations: map[string]string{SpotInterruptionAnnotation: "Ignore", ScheduledChangeAnnotation: "Drain"},
+			want: Policy{Spot: SpotIgnore, Scheduled: ScheduledDrain}},
+		{name: "scheduled ignore", annotations: map[string]string{ScheduledChangeAnnotation: "Ignore"},
+			want: Policy{Spot: SpotDrain, Scheduled: ScheduledIgnore}},
+		{name: "invalid values fall back", annotations: map[string]string{SpotInterruptionAnnotation: "drain", ScheduledChangeAnnotation: "Later"},
+			want: DefaultPolicy(), invalid: []string{SpotInterruptionAnnotation, ScheduledChangeAnnotation}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, invalid := PolicyFromAnnotations(tt.annotations)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("policy (-want +got):\n%s", diff)
+			}
+			var keys []string
+			for _, i := range invalid {
+				keys = append(keys, i.Key)
+			}
+			if diff := cmp.Diff(tt.invalid, keys); diff != "" {
+				t.Errorf("invalid keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+	_, invalid := PolicyFromAnnotations(map[string]string{SpotInterruptionAnnotation: "x"})
+	if want := `annotation dovetail.sh/spot-interruption has invalid value "x"; allowed values are Drain, Ignore; using the default Drain`; invalid[0].Message() != want {
+		t.Errorf("message = %q, want %q", invalid[0].Message(), want)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	hour := time.Hour
+	fiveMin := 5 * time.Minute
+	def := DefaultPolicy()
+	tests := []struct {
+		name   string
+		msg    Message
+		policy Policy
+		tgp    *time.Duration
+		want   Action
+		at     time.Time
+		mark   bool
+	}{
+		{name: "spot default drains", msg: Message{Kind: KindSpotInterruption}, policy: def, want: ActionDelete, mark: true},
+		{name: "spot ignore is an event, offering still marked", msg: Message{Kind: KindSpotInterruption},
+			policy: Policy{Spot: SpotIgnore, Scheduled: DefaultScheduledPolicy}, want: ActionEventOnly, mark: true},
+		{name: "rebalance is an event", msg: Message{Kind: KindRebalanceRecommendation}, policy: def, want: ActionEventOnly},
+		{name: "stopping deletes", msg: Message{Kind: KindStateChange, State: "stopping"}, policy: def, want: ActionDelete},
+		{name: "stopped deletes", msg: Message{Kind: KindStateChange, State: "stopped"}, policy: def, want: ActionDelete},
+		{name: "shutting-down deletes", msg: Message{Kind: KindStateChange, State: "shutting-down"}, policy: def, want: ActionDelete},
+		{name: "terminated deletes", msg: Message{Kind: KindStateChange, State: "terminated"}, policy: def, want: ActionDelete},
+		{name: "running is ignored", msg: Message{Kind: KindStateChange, State: "running"}, policy: def, want: ActionIgnore},
+		{name: "unknown is ignored", msg: Message{Kind: KindUnknown}, policy: def, want: ActionIgnore},
+		{name: "scheduled default, no TGP: 15 minutes before start",
+			msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, want: ActionDeleteAt, at: now.Add(45 * time.Minute)},
+		{name: "scheduled default, TGP 5m", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, tgp: &fiveMin,
+			want: ActionDeleteAt, at: now.Add(55 * time.Minute)},
+		{name: "scheduled default, lead already past: now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(10 * time.Minute)},
+			policy: def, want: ActionDelete},
+		{name: "scheduled default, due exactly now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, tgp: &hour,
+			want: ActionDelete},
+		{name: "scheduled default, no start time: now", msg: Message{Kind: KindScheduledChange}, policy: def, want: ActionDelete},
+		{name: "scheduled drain: now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)},
+			policy: Policy{Spot: SpotDrain, Scheduled: ScheduledDrain}, want: ActionDelete},
+		{name: "scheduled ignore: event", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)},
+			policy: Policy{Spot: SpotDrain, Scheduled: ScheduledIgnore}, want: ActionEventOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.msg, tt.policy, tt.tgp, now)
+			type summary struct {
+				Action Action
+				At     time.Time
+				Mark   bool
+				Reason bool
+			}
+			want := summary{Action: tt.want, At: tt.at, Mark: tt.mark, Reason: tt.want != ActionIgnore}
+			if diff := cmp.Diff(want, summary{got.Action, got.At, got.MarkOfferingUnavailable, got.Reason != ""}); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+			if got.Action != ActionIgnore && got.Message == "" {
+				t.Errorf("Decide gave no event message")
+			}
+		})
+	}
+}
