@@ -29,6 +29,8 @@ var notFoundCodes = map[string]bool{
 	"InvalidAMIID.NotFound":                       true,
 	"InvalidSubnetID.NotFound":                    true,
 	"InvalidGroup.NotFound":                       true,
+	"QueueDoesNotExist":                           true,
+	"AWS.SimpleQueueService.NonExistentQueue":     true,
 }
 
 // launchTemplateNotFoundCodes are CreateFleet/RunInstances errors meaning a launch template is gone.

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -59,6 +60,13 @@ type EKSAPI interface {
 	DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }
 
+// SQSAPI is the part of the SQS client the interruption queue calls.
+type SQSAPI interface {
+	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
 // Clients are the service clients of one account and region.
 type Clients struct {
 	Region  string
@@ -67,6 +75,7 @@ type Clients struct {
 	IAM     IAMAPI
 	Pricing PricingAPI
 	EKS     EKSAPI
+	SQS     SQSAPI
 }
 
 // LoadConfig loads the SDK configuration the standard way (environment, shared files, web identity), with
@@ -98,5 +107,6 @@ func NewClients(cfg aws.Config) *Clients {
 			o.Region = PricingRegion
 		}),
 		EKS: eks.NewFromConfig(cfg),
+		SQS: sqs.NewFromConfig(cfg),
 	}
 }
