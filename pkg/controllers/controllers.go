@@ -9,6 +9,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
@@ -37,7 +38,7 @@ type Named struct {
 // New returns every controller, in registration order.
 //
 // TODO(lead): add the controllers that do not exist yet, each as {<pkg>.Name, <pkg>.NewController(d)}:
-// interruption (SQS) and node repair, when they land.
+// node repair, when it lands.
 func New(d deps.Deps) []Named {
 	return []Named{
 		{provisioning.Name, provisioning.NewController(d)},
@@ -55,6 +56,8 @@ func New(d deps.Deps) []Named {
 		{podevents.Name, podevents.NewController(d)},
 		{nodeclaimdisruption.Name, nodeclaimdisruption.NewController(d)},
 		{disruption.Name, disruption.NewController(d)},
+		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
+		{interruption.Name, interruption.NewController(d)},
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	LabelCapacityType      = "capacity_type"
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
+	// LabelMessageType is the kind of an interruption-queue message.
+	LabelMessageType = "message_type"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -104,6 +106,15 @@ type Metrics struct {
 	ConsolidationTimeouts *prometheus.CounterVec
 	// NodePoolAllowedDisruptions is how many more nodes of a NodePool may be disrupted now, by reason.
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// InterruptionReceivedMessages counts interruption-queue messages received, by message type.
+	InterruptionReceivedMessages *prometheus.CounterVec
+	// InterruptionDeletedMessages counts interruption-queue messages deleted after handling.
+	InterruptionDeletedMessages prometheus.Counter
+	// InterruptionMessageQueueDuration is how long a message waited in the queue before it was handled.
+	InterruptionMessageQueueDuration prometheus.Histogram
+	// InterruptionForeignMessages counts messages about instances no NodeClaim of this cluster owns (left in the
+	// queue for the cluster sharing it), each counted once.
+	InterruptionForeignMessages prometheus.Counter
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -251,6 +262,23 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_allowed_disruptions",
 			Help: "How many more nodes of a NodePool may be disrupted now, by NodePool and reason.",
 		}, []string{LabelNodePool, LabelReason}),
+		InterruptionReceivedMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_interruption_received_messages_total",
+			Help: "Interruption-queue messages received, by message type.",
+		}, []string{LabelMessageType}),
+		InterruptionDeletedMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "karpenter_interruption_deleted_messages_total",
+			Help: "Interruption-queue messages deleted after they were handled.",
+		}),
+		InterruptionMessageQueueDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_interruption_message_queue_duration_seconds",
+			Help:    "How long interruption messages waited in the queue before they were handled.",
+			Buckets: durationBuckets,
+		}),
+		InterruptionForeignMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dovetail_interruption_foreign_messages_total",
+			Help: "Interruption-queue messages about instances this cluster does not own, left in the queue; each counted once.",
+		}),
 	}
 	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -271,6 +299,8 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
 		m.NodeClaimsDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
+		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
+		m.InterruptionForeignMessages,
 	}
 }
 

@@ -36,3 +36,16 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 	}
 	return cp, nil
 }
+
+// newInterruptionQueue returns the interruption queue named by INTERRUPTION_QUEUE in the provider's account, or
+// nil when the setting is empty.
+func newInterruptionQueue(cp cloudprovider.CloudProvider, s *settings.Settings) (cloudprovider.InterruptionQueue, error) {
+	if s.InterruptionQueue == "" {
+		return nil, nil
+	}
+	p, ok := cp.(*aws.CloudProvider)
+	if !ok {
+		return nil, fmt.Errorf("INTERRUPTION_QUEUE is set but the %s cloud provider has no interruption queue", cp.Name())
+	}
+	return p.InterruptionQueue(s.InterruptionQueue), nil
+}

@@ -194,14 +194,19 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
+	queue, err := newInterruptionQueue(cp, s)
+	if err != nil {
+		return deps.Deps{}, err
+	}
 	return deps.Deps{
-		Client:        mgr.GetClient(),
-		KubeClient:    kube,
-		CloudProvider: metrics.Instrument(cp, m),
-		Clock:         clk,
-		Recorder:      mgr.GetEventRecorderFor("dovetail"),
-		Settings:      s,
-		Metrics:       m,
+		Client:            mgr.GetClient(),
+		KubeClient:        kube,
+		CloudProvider:     metrics.Instrument(cp, m),
+		Clock:             clk,
+		Recorder:          mgr.GetEventRecorderFor("dovetail"),
+		Settings:          s,
+		Metrics:           m,
+		InterruptionQueue: queue,
 	}, nil
 }
 

@@ -29,4 +29,6 @@ type Deps struct {
 	Settings *settings.Settings
 	// Metrics are the Prometheus metrics controllers record (built once by the operator).
 	Metrics *metrics.Metrics
+	// InterruptionQueue is where interruption messages arrive; nil when INTERRUPTION_QUEUE is empty.
+	InterruptionQueue cloudprovider.InterruptionQueue
 }
