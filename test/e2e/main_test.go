@@ -49,6 +49,8 @@ func run(m *testing.M) int {
 			// registration_test.go waits out this timeout (registrationTimeout). Nodes here join in seconds: at most
 			// 15 s from NodeClaim creation in the 200-node TestUninitializedTaintRace on a loaded machine.
 			"REGISTRATION_TIMEOUT=60s",
+			// The simulator creates a queue named after the cluster in every account (interruption_test.go).
+			"INTERRUPTION_QUEUE=dovetail",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},
 	})
