@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // InterruptionEvent asks the simulator to put an EventBridge-shaped event into the cluster's interruption queue
@@ -18,6 +19,8 @@ type InterruptionEvent struct {
 	InstanceID string `json:"instanceId"`
 	// TerminateAfter (a Go duration, e.g. "30s") terminates the instance after a spot interruption warning.
 	TerminateAfter string `json:"terminateAfter,omitempty"`
+	// StartTime is a health event's scheduled start (default: in an hour).
+	StartTime *time.Time `json:"startTime,omitempty"`
 }
 
 // SendInterruptionEvent sends ev into the simulator's default queue (named after the cluster).
