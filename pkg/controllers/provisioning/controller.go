@@ -46,8 +46,13 @@ type Controller struct {
 	mu sync.Mutex
 	// announced is what the last pass told each pending pod (by UID), so events are emitted on change only.
 	announced map[types.UID]string
+	// createdMu guards created, which the informer's event handlers update while a pass may run.
+	createdMu sync.Mutex
 	// created holds the NodeClaims this controller created that its cache has not shown yet, so a pass that
-	// runs before the informer catches up counts them instead of launching the same capacity twice.
+	// runs before the informer catches up counts them instead of launching the same capacity twice. An entry
+	// goes as soon as the informer delivers any event for the NodeClaim: from then on the cache speaks for it,
+	// including its deletion (a NodeClaim deleted seconds after launch, e.g. by a spot interruption, must not be
+	// counted as capacity on its way).
 	created map[string]createdClaim
 	// unschedulableCodes are the reason codes the unschedulable-pods gauge has a series for.
 	unschedulableCodes map[string]bool
@@ -99,7 +104,12 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		}))).
 		Watches(&karpv1.NodePool{}, trigger).
 		Watches(&karpv1.NodeClaim{}, handler.Funcs{
-			DeleteFunc: func(context.Context, event.DeleteEvent, workqueueAdder) { c.batcher.Trigger() },
+			CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueueAdder) { c.CacheShows(e.Object.GetName()) },
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) { c.CacheShows(e.ObjectNew.GetName()) },
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueAdder) {
+				c.CacheShows(e.Object.GetName())
+				c.batcher.Trigger()
+			},
 		}).
 		Complete(reconcile.Func(c.reconcilePod))
 	if err != nil {
@@ -165,7 +175,9 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", nn.NodePool.Name, err))
 			continue
 		}
+		c.createdMu.Lock()
 		c.created[nc.Name] = createdClaim{nodeClaim: nc.DeepCopy(), at: c.deps.Clock.Now()}
+		c.createdMu.Unlock()
 		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(nn.Pods),
 			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
@@ -225,6 +237,8 @@ func (c *Controller) recordUnschedulable(plan solver.Plan) {
 // withCreated adds to a listing of the cache the NodeClaims this controller created that it does not show yet,
 // and forgets those it shows (or that are too old to still be on their way).
 func (c *Controller) withCreated(listed []karpv1.NodeClaim) []karpv1.NodeClaim {
+	c.createdMu.Lock()
+	defer c.createdMu.Unlock()
 	seen := map[string]bool{}
 	for i := range listed {
 		seen[listed[i].Name] = true
@@ -243,6 +257,14 @@ func (c *Controller) withCreated(listed []karpv1.NodeClaim) []karpv1.NodeClaim {
 		listed = append(listed, *c.created[name].nodeClaim.DeepCopy())
 	}
 	return listed
+}
+
+// CacheShows forgets a NodeClaim this controller created once the informer has delivered an event for it: the
+// cache now shows it, or its deletion. The NodeClaim watch calls it; tests may too.
+func (c *Controller) CacheShows(name string) {
+	c.createdMu.Lock()
+	defer c.createdMu.Unlock()
+	delete(c.created, name)
 }
 
 // announce emits an event on the pod unless the previous pass emitted the same one; next collects this pass's.

@@ -80,6 +80,56 @@ func TestCreatedNodeClaimCountedBeforeTheCacheShowsIt(t *testing.T) {
 	}
 }
 
+// TestDeletedNodeClaimNotCountedAfterTheCacheShowedIt: a NodeClaim deleted seconds after launch (a spot
+// interruption), with no provisioning pass in between, is no longer counted as capacity on its way once the
+// informer has shown it: the pod it held gets a new NodeClaim at once, not after createdClaimTTL.
+func TestDeletedNodeClaimNotCountedAfterTheCacheShowedIt(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}
+	c := NewController(deps.Deps{Client: api, CloudProvider: fake.New(clk), Clock: clk,
+		Recorder: record.NewFakeRecorder(100), Settings: s, Metrics: metrics.NewForTest()})
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("after the first pass: %d nodeclaims (%v), want 1", len(list.Items), err)
+	}
+	first := list.Items[0].Name
+	// The informer delivers the NodeClaim's creation; then it is deleted before any other pass runs, and its pod
+	// is pending again.
+	c.CacheShows(first)
+	gone := &list.Items[0]
+	gone.Finalizers = nil
+	if err := api.Update(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(5 * time.Second)
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name == first {
+		names := []string{}
+		for _, nc := range list.Items {
+			names = append(names, nc.Name)
+		}
+		t.Fatalf("after the deletion: nodeclaims %v, want one new nodeclaim for the pod (the deleted %s was still counted)", names, first)
+	}
+}
+
 // TestUnschedulablePodsMetric: a pass sets the gauge per reason code, and a later pass without those pods sets
 // it back to 0.
 func TestUnschedulablePodsMetric(t *testing.T) {
