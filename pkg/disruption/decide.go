@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,15 +51,6 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	if err := d.budgets(); err != nil {
 		return nil, err
 	}
-	d.busy = snap.Busy
-	if d.busy == "" && len(snap.Pending) > 0 {
-		busy, err := pendingPlaceable(ctx, snap, opts.Scheduling)
-		if err != nil {
-			return nil, err
-		}
-		d.busy = busy
-	}
-	d.result.Waiting = d.busy
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
 		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets); s != nil {
@@ -67,6 +59,16 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		}
 		open = append(open, c)
 	}
+	d.busy = snap.Busy
+	// Planning the pending pods costs a solve: only when consolidation could take some candidate.
+	if d.busy == "" && len(snap.Pending) > 0 && slices.ContainsFunc(open, func(c *Candidate) bool { return c.Consolidatable }) {
+		busy, err := pendingPlaceable(ctx, snap, opts.Scheduling)
+		if err != nil {
+			return nil, err
+		}
+		d.busy = busy
+	}
+	d.result.Waiting = d.busy
 	methods := []func(context.Context, []*Candidate) (*Command, error){d.drift, d.emptiness, d.multiNode, d.singleNode}
 	for _, m := range methods {
 		cmd, err := m(ctx, open)

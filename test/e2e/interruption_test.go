@@ -101,19 +101,8 @@ func TestInterruptionSpotDrains(t *testing.T) {
 func TestInterruptionSpotIgnore(t *testing.T) {
 	ctx := context.Background()
 	const pool = "spot-ignore"
-	setupPool(t, pool, framework.PoolOptions{CapacityTypes: []string{karpv1.CapacityTypeSpot}})
-	np := &karpv1.NodePool{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(np.DeepCopy())
-	if np.Annotations == nil {
-		np.Annotations = map[string]string{}
-	}
-	np.Annotations[interruption.SpotInterruptionAnnotation] = string(interruption.SpotIgnore)
-	if err := env.Client.Patch(ctx, np, patch); err != nil {
-		t.Fatal(err)
-	}
+	setupPool(t, pool, framework.PoolOptions{CapacityTypes: []string{karpv1.CapacityTypeSpot},
+		Annotations: map[string]string{interruption.SpotInterruptionAnnotation: string(interruption.SpotIgnore)}})
 	if err := env.Client.Create(ctx, framework.Deployment(pool, "app", pool, 1, "1", "1Gi")); err != nil {
 		t.Fatal(err)
 	}

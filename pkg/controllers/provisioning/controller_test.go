@@ -22,6 +22,14 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
+// newTestController is the provisioner on the fake cloud provider with a fake clock, reading through c.
+func newTestController(c client.Client) (*Controller, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}
+	return NewController(deps.Deps{Client: c, CloudProvider: fake.New(clk), Clock: clk,
+		Recorder: record.NewFakeRecorder(100), Settings: s, Metrics: metrics.NewForTest()}), clk
+}
+
 // TestCreatedNodeClaimCountedBeforeTheCacheShowsIt runs two passes while the cache lags behind the API server
 // and shows no NodeClaim: the second pass must count the NodeClaim the first created, not launch another.
 func TestCreatedNodeClaimCountedBeforeTheCacheShowsIt(t *testing.T) {
@@ -41,10 +49,7 @@ func TestCreatedNodeClaimCountedBeforeTheCacheShowsIt(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	clk := clocktesting.NewFakeClock(time.Now())
-	s := &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}
-	c := NewController(deps.Deps{Client: cache, CloudProvider: fake.New(clk), Clock: clk,
-		Recorder: record.NewFakeRecorder(100), Settings: s, Metrics: metrics.NewForTest()})
+	c, clk := newTestController(cache)
 
 	count := func() int {
 		t.Helper()
@@ -91,10 +96,7 @@ func TestDeletedNodeClaimNotCountedAfterTheCacheShowedIt(t *testing.T) {
 	}
 	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
-	clk := clocktesting.NewFakeClock(time.Now())
-	s := &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}
-	c := NewController(deps.Deps{Client: api, CloudProvider: fake.New(clk), Clock: clk,
-		Recorder: record.NewFakeRecorder(100), Settings: s, Metrics: metrics.NewForTest()})
+	c, clk := newTestController(api)
 	if err := c.Schedule(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +143,8 @@ func TestUnschedulablePodsMetric(t *testing.T) {
 	nowhere := test.Pod("nowhere").Requests("100m", "").NodeSelector("team", "absent").Unschedulable().Obj()
 	huge := test.Pod("huge").Requests("512", "").Unschedulable().Obj()
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), nowhere, huge).Build()
-	clk := clocktesting.NewFakeClock(time.Now())
-	m := metrics.NewForTest()
-	c := NewController(deps.Deps{Client: api, CloudProvider: fake.New(clk), Clock: clk, Recorder: record.NewFakeRecorder(100),
-		Settings: &settings.Settings{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}, Metrics: m})
+	c, _ := newTestController(api)
+	m := c.deps.Metrics
 	gauge := func() map[string]float64 {
 		out := map[string]float64{}
 		for _, code := range []string{"Requirements", "Resources"} {

@@ -93,6 +93,8 @@ type PoolOptions struct {
 	// Budgets, when set, replace spec.disruption.budgets (the example's schedule blocks Underutilized on weekdays
 	// from 09:00 to 17:00 UTC), e.g. []map[string]any{{"nodes": "100%"}}.
 	Budgets []map[string]any
+	// Annotations are added to the NodePool's metadata (e.g. Dovetail's interruption policies).
+	Annotations map[string]string
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -143,6 +145,16 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 			if err := unstructured.SetNestedField(o.Object, opts.TerminationGracePeriod, "spec", "template", "spec", "terminationGracePeriod"); err != nil {
 				return nil, err
 			}
+		}
+		if len(opts.Annotations) > 0 {
+			annotations := o.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			for k, v := range opts.Annotations {
+				annotations[k] = v
+			}
+			o.SetAnnotations(annotations)
 		}
 		if opts.Budgets != nil {
 			budgets := make([]any, len(opts.Budgets))
