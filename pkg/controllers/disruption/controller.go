@@ -48,8 +48,9 @@ type Controller struct {
 	mu sync.Mutex
 	// blocked is the last DisruptionBlocked message announced per NodeClaim, so events are emitted on change.
 	blocked map[string]string
-	// waiting is why consolidation waited in the last pass, logged on change.
-	waiting string
+	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
+	waiting       string
+	waitingLogged time.Time
 }
 
 // NewController returns the controller.
@@ -213,15 +214,22 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	}
 }
 
-// logWaiting logs why consolidation waits, once per change of reason.
+// waitingLogEvery is how often a changed reason to wait is logged while consolidation keeps waiting: the reason
+// names counts and NodeClaims, so during a large launch it changes nearly every pass.
+const waitingLogEvery = time.Minute
+
+// logWaiting logs when consolidation starts and stops waiting, and a changed reason at most once a waitingLogEvery.
 func (c *Controller) logWaiting(ctx context.Context, why string) {
-	if why == c.waiting {
+	now := c.deps.Clock.Now()
+	switch {
+	case why == c.waiting:
 		return
-	}
-	c.waiting = why
-	if why == "" {
+	case why == "":
 		log.FromContext(ctx).Info("consolidation no longer waits")
-		return
+	case c.waiting != "" && now.Sub(c.waitingLogged) < waitingLogEvery:
+		return // still waiting, for a reason worded differently: keep the last one logged
+	default:
+		log.FromContext(ctx).Info("consolidation waits", "why", why)
 	}
-	log.FromContext(ctx).Info("consolidation waits", "why", why)
+	c.waiting, c.waitingLogged = why, now
 }
