@@ -6,11 +6,21 @@ import (
 )
 
 // SolvePlaced builds the plan's new nodes by hand instead of by first-fit-decreasing: one node per entry of nodes,
-// holding the named pods (placed in the order given, each node growing to its cheapest fitting option), then runs
-// the improvement pass, with or without its repack and exchange steps, and returns the plan.
+// holding the named pods (placed in the order given, each node growing to its cheapest fitting option, in the zone
+// placement would choose), then runs the improvement pass, with or without its repack and exchange steps, and
+// returns the plan.
 func SolvePlaced(snap *Snapshot, nodes [][]string, repack, exchange bool) (*Plan, error) {
+	return solvePlaced(snap, nodes, func(s *solver) { s.noRepack, s.noExchange = !repack, !exchange })
+}
+
+// SolvePlacedRezone is SolvePlaced without repack and exchange, with or without the rezone step.
+func SolvePlacedRezone(snap *Snapshot, nodes [][]string, rezone bool) (*Plan, error) {
+	return solvePlaced(snap, nodes, func(s *solver) { s.noRepack, s.noExchange, s.noRezone = true, true, !rezone })
+}
+
+func solvePlaced(snap *Snapshot, nodes [][]string, set func(*solver)) (*Plan, error) {
 	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60})
-	s.noRepack, s.noExchange = !repack, !exchange
+	set(s)
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}

@@ -27,8 +27,10 @@ const (
 // instead of exchange when that is turned off.) A move is made only when it keeps every constraint: resources,
 // node requirements and taints (the receiving node's requirements must already admit the pod), and topology, which
 // the move may change only on the hostname key (both nodes are in the same domain for every other key the pod's
-// groups use). Pods with hostname pod affinity, host ports, volumes, or relaxed preferences are not moved. Every
-// kept change lowers the plan's price, so the pass ends.
+// groups use). Pods with hostname pod affinity, host ports, volumes, or relaxed preferences are not moved. Last,
+// rezone (rezone.go) pins nodes to a cheaper zone where the zone spread constraints allow it on the final counts,
+// swapping pods of equal requests across zones to get there. Every kept change lowers the plan's price, so the pass
+// ends.
 func (s *solver) improve() {
 	planned := s.nodes[len(s.existing):]
 	if len(planned) < 2 {
@@ -43,6 +45,15 @@ func (s *solver) improve() {
 	if !anyMovable {
 		return
 	}
+	s.reshape(planned, movable)
+	if !s.noRezone {
+		s.rezone(planned, movable)
+	}
+}
+
+// reshape is the part of improve that changes which pods share a node: leaving out nodes, repack and exchange (or
+// shrink).
+func (s *solver) reshape(planned []*candidate, movable []bool) {
 	// dearest first: their shrinking saves most; ties by index keep it deterministic
 	order := append([]*candidate(nil), planned...)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].cost > order[j].cost })

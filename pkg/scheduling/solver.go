@@ -68,8 +68,8 @@ type solver struct {
 	vol           *volumeIndex
 
 	failures map[*podInfo]string
-	// noRepack and noExchange turn off steps of the improvement pass (tests compare with and without them).
-	noRepack, noExchange bool
+	// noRepack, noExchange and noRezone turn off steps of the improvement pass (tests compare with and without them).
+	noRepack, noExchange, noRezone bool
 	// order holds planned nodes by current price; mark[idx]==stamp flags nodes the current class may grow.
 	order []*candidate
 	mark  []uint32
