@@ -129,6 +129,37 @@ func TestBenchmarkWorkloads(t *testing.T) {
 	}
 }
 
+// TestMixedWorkloadSeeds checks small draws of the benchmark's mix (60 of them: 30 to 400 pods, twelve seeds each).
+// At these sizes the improvement pass and the zone post-pass change most plans, which the random cases above rarely
+// make them do.
+func TestMixedWorkloadSeeds(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{30, 60, 120, 250, 400} {
+		for seed := int64(1); seed <= 12; seed++ {
+			t.Run(fmt.Sprintf("%d-pods-seed-%d", n, seed), func(t *testing.T) {
+				snap := scheduletest.MixedSnapshot(n, seed)
+				plan, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := oracle.Check(ctx, snap, plan, oracle.Options{Order: n <= 120})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, x := range v {
+					if i == 10 {
+						break
+					}
+					t.Errorf("violation: %s", x)
+				}
+				if len(v) > 0 {
+					t.Errorf("%d violations", len(v))
+				}
+			})
+		}
+	}
+}
+
 func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "default", Name: name}
 }
