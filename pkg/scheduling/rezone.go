@@ -323,36 +323,26 @@ func (rz *rezoner) evacuate() {
 	}
 	sort.Strings(zones)
 	order := make([]string, len(zones))
-	var pods []*podInfo
-	for _, x := range rz.planned {
-		if rz.zone[x.idx] != rz.cheap || rz.bound[x.idx] == 0 {
-			continue
-		}
-		pods = append(pods[:0], x.pods...)
-		for _, p := range pods {
-			if rz.role[p.class.id] != zoneBound {
-				continue
-			}
-			copy(order, zones)
-			sort.SliceStable(order, func(i, j int) bool { return boundIn(p.class, order[i]) < boundIn(p.class, order[j]) })
-			k := rz.zk[p.class.id]
-			done := false
-			for _, z := range order {
-				list := byZone[z][k]
-				for i, tries := len(list)-1, 0; i >= 0 && tries < rezoneTries; i, tries = i-1, tries+1 {
-					if rz.swap(p, x, list[i].p, list[i].n, true) {
-						list[i] = list[len(list)-1]
-						byZone[z][k] = list[:len(list)-1]
-						done = true
-						break
-					}
-				}
-				if done {
+	rz.eachBoundInCheap(func(x *candidate, p *podInfo) {
+		copy(order, zones)
+		sort.SliceStable(order, func(i, j int) bool { return boundIn(p.class, order[i]) < boundIn(p.class, order[j]) })
+		k := rz.zk[p.class.id]
+		done := false
+		for _, z := range order {
+			list := byZone[z][k]
+			for i, tries := len(list)-1, 0; i >= 0 && tries < rezoneTries; i, tries = i-1, tries+1 {
+				if rz.swap(p, x, list[i].p, list[i].n, true) {
+					list[i] = list[len(list)-1]
+					byZone[z][k] = list[:len(list)-1]
+					done = true
 					break
 				}
 			}
+			if done {
+				break
+			}
 		}
-	}
+	})
 }
 
 // gather swaps bound pods off the nodes of a zone that hold few of them (stage 2).
@@ -452,36 +442,26 @@ func (rz *rezoner) relocate() bool {
 	before := rz.price()
 	// bound pods left in the cheap zone swap with any unbound pod of equal requests elsewhere, on nodes with bound
 	// pods first; the repair evens out the counts
-	var pods []*podInfo
-	for _, x := range rz.planned {
-		if rz.zone[x.idx] != rz.cheap || rz.bound[x.idx] == 0 {
-			continue
-		}
-		pods = append(pods[:0], x.pods...)
-		for _, p := range pods {
-			if rz.role[p.class.id] != zoneBound {
+	rz.eachBoundInCheap(func(x *candidate, p *podInfo) {
+		tries, done := 0, false
+		for k := 0; k < 2*len(rz.planned) && !done && tries < rezoneTries; k++ {
+			y := rz.planned[k%len(rz.planned)]
+			if z := rz.zone[y.idx]; z == "" || z == rz.cheap || (rz.bound[y.idx] == 0) == (k < len(rz.planned)) {
 				continue
 			}
-			tries, done := 0, false
-			for k := 0; k < 2*len(rz.planned) && !done && tries < rezoneTries; k++ {
-				y := rz.planned[k%len(rz.planned)]
-				if z := rz.zone[y.idx]; z == "" || z == rz.cheap || (rz.bound[y.idx] == 0) == (k < len(rz.planned)) {
+			for _, q := range y.pods {
+				if rz.role[q.class.id] != zoneFree || !sameReq(p.class, q.class) {
 					continue
 				}
-				for _, q := range y.pods {
-					if rz.role[q.class.id] != zoneFree || !sameReq(p.class, q.class) {
-						continue
-					}
-					tries++
-					if rz.swap(p, x, q, y, false) {
-						log = append(log, rezoneOp{p: p, x: x, q: q, y: y})
-						done = true
-						break
-					}
+				tries++
+				if rz.swap(p, x, q, y, false) {
+					log = append(log, rezoneOp{p: p, x: x, q: q, y: y})
+					done = true
+					break
 				}
 			}
 		}
-	}
+	})
 	var moved []*candidate
 	for _, n := range rz.planned {
 		if rz.zone[n.idx] == "" || rz.zone[n.idx] == rz.cheap || rz.bound[n.idx] > 0 || !rz.mayRepin(n) {
@@ -1097,4 +1077,21 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// eachBoundInCheap calls f for every pod a zone spread group binds on a planned node in the cheap zone, going over a
+// copy of each node's pods so that f may swap them away.
+func (rz *rezoner) eachBoundInCheap(f func(x *candidate, p *podInfo)) {
+	var pods []*podInfo
+	for _, x := range rz.planned {
+		if rz.zone[x.idx] != rz.cheap || rz.bound[x.idx] == 0 {
+			continue
+		}
+		pods = append(pods[:0], x.pods...)
+		for _, p := range pods {
+			if rz.role[p.class.id] == zoneBound {
+				f(x, p)
+			}
+		}
+	}
 }

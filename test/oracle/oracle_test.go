@@ -114,15 +114,7 @@ func TestBenchmarkWorkloads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, x := range v {
-				if i == 10 {
-					break
-				}
-				t.Errorf("violation: %s", x)
-			}
-			if len(v) > 0 {
-				t.Errorf("%d violations", len(v))
-			}
+			reportViolations(t, v)
 			t.Logf("%d pods, %d new nodes, %d unplaced, %d violations; solve %v, check %v", n, len(plan.NodeClaims),
 				len(plan.Unschedulable), len(v), solve.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		})
@@ -146,17 +138,23 @@ func TestMixedWorkloadSeeds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i, x := range v {
-					if i == 10 {
-						break
-					}
-					t.Errorf("violation: %s", x)
-				}
-				if len(v) > 0 {
-					t.Errorf("%d violations", len(v))
-				}
+				reportViolations(t, v)
 			})
 		}
+	}
+}
+
+// reportViolations fails t with the first ten violations and their number.
+func reportViolations[V any](t *testing.T, v []V) {
+	t.Helper()
+	for i, x := range v {
+		if i == 10 {
+			break
+		}
+		t.Errorf("violation: %v", x)
+	}
+	if len(v) > 0 {
+		t.Errorf("%d violations", len(v))
 	}
 }
 
