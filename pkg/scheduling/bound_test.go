@@ -16,11 +16,29 @@ import (
 func TestBoundCountsAntiAffinityNodes(t *testing.T) {
 	// four small pods that refuse to share a node: the resource cover alone would be a fraction of one node; the
 	// bound must charge four of the cheapest nodes, which is what the plan pays
-	plan := run(t, tcase{pods: pods(4, func(i int) *test.SchedPodBuilder {
-		return test.SchedPod(fmt.Sprintf("p%d", i)).Requests("100m", "100Mi").Labels("app", "x").PodAntiAffinity(corev1.LabelHostname, "app", "x")
-	})})
-	if d := cmp.Diff([]float64{0.32, 0.32, 1}, []float64{round(plan.Cost), round(plan.LowerBound), round(plan.Ratio)}); d != "" {
-		t.Errorf("cost, bound, ratio (-want +got):\n%s", d)
+	tests := []struct {
+		name  string
+		terms int
+	}{
+		{name: "one term", terms: 1},
+		// the same term twice is one group: each pod still takes one node (the bound charged two)
+		{name: "a term repeated", terms: 2},
+	}
+	for _, tc := range tests {
+		for _, bound := range []string{scheduling.BoundCovering, scheduling.BoundPattern} {
+			t.Run(tc.name+"/"+bound, func(t *testing.T) {
+				plan := run(t, tcase{opts: scheduling.Options{Bound: bound}, pods: pods(4, func(i int) *test.SchedPodBuilder {
+					b := test.SchedPod(fmt.Sprintf("p%d", i)).Requests("100m", "100Mi").Labels("app", "x")
+					for range tc.terms {
+						b = b.PodAntiAffinity(corev1.LabelHostname, "app", "x")
+					}
+					return b
+				})})
+				if d := cmp.Diff([]float64{0.32, 0.32, 1}, []float64{round(plan.Cost), round(plan.LowerBound + 1e-6), round(plan.Ratio)}); d != "" {
+					t.Errorf("cost, bound, ratio (-want +got):\n%s", d)
+				}
+			})
+		}
 	}
 }
 

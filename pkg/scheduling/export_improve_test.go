@@ -17,5 +17,8 @@ func SolveWithoutImprove(snap *Snapshot) (before float64, plan *Plan, err error)
 		}
 	}
 	s.improve()
-	return before, s.plan(), nil
+	plan = s.plan()
+	plan.LowerBound = s.lowerBound(true)
+	plan.Ratio = plan.Cost / plan.LowerBound
+	return before, plan, nil
 }

@@ -25,12 +25,18 @@ import (
 // NodePools. Each relaxation only lowers the optimum, so the result stays a valid bound. Any feasible dual
 // solution bounds the program from below, so the bound is taken from the dual (scaled into feasibility) and holds
 // even if the simplex stops early.
-func (s *solver) lowerBound() float64 {
+//
+// With pattern set, the configuration program's bound (patternBound) is taken too when it is higher.
+func (s *solver) lowerBound(pattern bool) float64 {
 	lp, cols, counts := s.boundProgram()
 	if lp == nil {
 		return 0
 	}
-	return math.Max(lp.solve(), s.perPodBound(cols, counts))
+	b := math.Max(lp.solve(), s.perPodBound(cols, counts))
+	if pattern {
+		b = math.Max(b, s.patternBound(cols, counts, lp.fit))
+	}
+	return b
 }
 
 // classWorth prices each class's pods by the bound's dual solution: a pod is worth the dual value of every row that
@@ -73,7 +79,11 @@ func (s *solver) boundProgram() (*coverLP, []boundCol, []int) {
 			c := p.class
 			counts[c.id]++
 			planned++
-			for _, g := range c.antiHard {
+			for i, g := range c.antiHard {
+				// a pod with two identical terms is in their group once (it still takes one node, not two)
+				if slices.Index(c.antiHard, g) < i {
+					continue
+				}
 				if g.kind == kindAnti && !g.soft && g.key == labelHostname && g.matchesPod(c.namespace, c.labels) {
 					antiPods[g] = append(antiPods[g], c.id)
 				}

@@ -26,13 +26,6 @@ func (s *solver) plan() *Plan {
 		plan.Unschedulable = append(plan.Unschedulable, PodError{Pod: p.key, Reason: why, Code: s.failureCode(p)})
 	}
 	sort.Slice(plan.Unschedulable, func(i, j int) bool { return lessKey(plan.Unschedulable[i].Pod, plan.Unschedulable[j].Pod) })
-	plan.LowerBound = s.lowerBound()
-	switch {
-	case plan.LowerBound > 0:
-		plan.Ratio = plan.Cost / plan.LowerBound
-	case plan.Cost == 0:
-		plan.Ratio = 1
-	}
 	return plan
 }
 

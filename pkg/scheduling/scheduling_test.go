@@ -479,13 +479,36 @@ func TestExistingCapacityFirst(t *testing.T) {
 }
 
 func TestCostPlanAndBound(t *testing.T) {
-	plan := run(t, tcase{pods: pods(8, func(i int) *test.SchedPodBuilder { return test.SchedPod(fmt.Sprintf("p%d", i)).Requests("900m", "1Gi") })})
-	// 8 x 0.9 cpu: the cheapest cover is four arm.large (two pods each, 0.08 each); the fractional bound is
-	// 7.2 cpu at 0.04 per cpu = 0.288
-	if d := cmp.Diff([]float64{0.32, 0.288}, []float64{round(plan.Cost), round(plan.LowerBound)}); d != "" {
-		t.Errorf("cost, bound (-want +got):\n%s", d)
+	// 8 x 0.9 cpu: the cheapest cover is four arm.large (two pods each, 0.08 each)
+	tests := []struct {
+		bound string
+		want  float64
+	}{
+		// the covering program fills nodes with fractions of pods: 7.2 cpu at 0.04 per cpu
+		{bound: scheduling.BoundCovering, want: 0.288},
+		// the configuration program holds whole pods: no type holds more than two for 0.04 a pod
+		{bound: scheduling.BoundPattern, want: 0.32},
+		{bound: "", want: 0.32},
+		{bound: scheduling.BoundNone, want: 0},
 	}
-	if plan.Ratio < 1 {
-		t.Errorf("ratio = %v below 1: the bound is not a lower bound", plan.Ratio)
+	for _, tc := range tests {
+		t.Run(tc.bound, func(t *testing.T) {
+			plan := run(t, tcase{opts: scheduling.Options{Bound: tc.bound},
+				pods: pods(8, func(i int) *test.SchedPodBuilder { return test.SchedPod(fmt.Sprintf("p%d", i)).Requests("900m", "1Gi") })})
+			if d := cmp.Diff([]float64{0.32, tc.want}, []float64{round(plan.Cost), round(plan.LowerBound + 1e-6)}); d != "" {
+				t.Errorf("cost, bound (-want +got):\n%s", d)
+			}
+			if tc.want > 0 && plan.Ratio < 1 {
+				t.Errorf("ratio = %v below 1: the bound is not a lower bound", plan.Ratio)
+			}
+		})
+	}
+}
+
+func TestUnknownBound(t *testing.T) {
+	snap := &scheduling.Snapshot{Pods: []*corev1.Pod{test.SchedPod("p").Requests("1", "1Gi").Obj()}}
+	_, err := scheduling.Solve(context.Background(), snap, scheduling.Options{Bound: "Tight"})
+	if err == nil || !strings.Contains(err.Error(), `unknown bound "Tight"`) {
+		t.Errorf("Solve with bound Tight: error %v, want one naming the bound", err)
 	}
 }

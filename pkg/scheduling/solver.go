@@ -21,6 +21,13 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	if opts.MaxInstanceTypes <= 0 {
 		opts.MaxInstanceTypes = 60
 	}
+	switch opts.Bound {
+	case "":
+		opts.Bound = BoundPattern
+	case BoundPattern, BoundCovering, BoundNone:
+	default:
+		return nil, fmt.Errorf("unknown bound %q: want %s, %s or %s", opts.Bound, BoundPattern, BoundCovering, BoundNone)
+	}
 	s := newSolver(ctx, snap, opts)
 	if err := s.prepare(); err != nil {
 		return nil, err
@@ -35,6 +42,17 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	s.improve()
 	plan := s.plan()
 	plan.Duration = time.Since(start)
+	if opts.Bound != BoundNone {
+		start = time.Now()
+		plan.LowerBound = s.lowerBound(opts.Bound == BoundPattern)
+		switch {
+		case plan.LowerBound > 0:
+			plan.Ratio = plan.Cost / plan.LowerBound
+		case plan.Cost == 0:
+			plan.Ratio = 1
+		}
+		plan.BoundDuration = time.Since(start)
+	}
 	return plan, nil
 }
 

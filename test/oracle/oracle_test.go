@@ -59,6 +59,10 @@ func TestRandomWorkloads(t *testing.T) {
 			t.Fatalf("seed %d: solve: %v", seed, err)
 		}
 		solveTime += time.Since(start)
+		// the plan is one way to place its pods, so no lower bound may exceed its cost
+		if plan.LowerBound > plan.Cost*(1+1e-9)+1e-12 {
+			t.Errorf("seed %d: lower bound %.6f above the plan's cost %.6f", seed, plan.LowerBound, plan.Cost)
+		}
 		start = time.Now()
 		v, err := oracle.Check(ctx, snap, plan, oracle.Options{EveryOption: true, Order: true})
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -109,13 +108,11 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 		return err
 	}
 	snap.InstanceTypes = types
-	start := time.Now()
 	plan, err := scheduling.Solve(ctx, snap, scheduling.Options{})
 	if err != nil {
 		return fmt.Errorf("scheduling: %w", err)
 	}
-	elapsed := time.Since(start)
-	r := newReport(snap, plan, elapsed)
+	r := newReport(snap, plan)
 	r.SkippedNodePools = skipped
 	if o.Output == "json" {
 		return r.writeJSON(w)

@@ -22,6 +22,7 @@ type report struct {
 	OnExistingNodes   []placementOut  `json:"onExistingNodes"`
 	Unschedulable     []unschedulable `json:"unschedulable"`
 	SchedulingSeconds float64         `json:"schedulingSeconds"`
+	BoundSeconds      float64         `json:"boundSeconds"`
 	// SkippedNodePools are the cluster's NodePools left out (--from-cluster only).
 	SkippedNodePools []SkippedNodePool `json:"skippedNodePools,omitempty"`
 	plan             *scheduling.Plan  `json:"-"`
@@ -58,9 +59,9 @@ type unschedulable struct {
 	Reason string `json:"reason"`
 }
 
-func newReport(snap *scheduling.Snapshot, plan *scheduling.Plan, elapsed time.Duration) *report {
+func newReport(snap *scheduling.Snapshot, plan *scheduling.Plan) *report {
 	r := &report{Pods: len(snap.Pods), HourlyCost: plan.Cost, LowerBound: plan.LowerBound, Ratio: plan.Ratio,
-		SchedulingSeconds: elapsed.Seconds(), plan: plan, NewNodes: []nodeGroup{}, NodeClaims: []nodeClaimOut{},
+		SchedulingSeconds: plan.Duration.Seconds(), BoundSeconds: plan.BoundDuration.Seconds(), plan: plan, NewNodes: []nodeGroup{}, NodeClaims: []nodeClaimOut{},
 		OnExistingNodes: []placementOut{}, Unschedulable: []unschedulable{}}
 	groups := map[[4]string]*nodeGroup{}
 	for _, nc := range plan.NodeClaims {
@@ -138,6 +139,7 @@ func (r *report) writeTable(w io.Writer) error {
 			fmt.Fprintf(w, "  %s: %s\n", p.NodePool, p.Reason)
 		}
 	}
-	fmt.Fprintf(w, "Scheduling step:    %s for %d pods\n", time.Duration(r.SchedulingSeconds*float64(time.Second)).Round(time.Microsecond), r.Pods)
+	fmt.Fprintf(w, "Scheduling step:    %s for %d pods (lower bound: %s more)\n", time.Duration(r.SchedulingSeconds*float64(time.Second)).Round(time.Microsecond), r.Pods,
+		time.Duration(r.BoundSeconds*float64(time.Second)).Round(time.Microsecond))
 	return nil
 }

@@ -22,9 +22,11 @@ type Scheduler struct {
 	Options scheduling.Options
 }
 
-// New returns the scheduler with PREFERENCE_POLICY and MIN_VALUES_POLICY from the settings.
+// New returns the scheduler with PREFERENCE_POLICY and MIN_VALUES_POLICY from the settings. It computes no lower
+// bound: nothing in the controllers reads it, and the pattern bound would cost tenths of a second a pass.
 func New(s *settings.Settings) Scheduler {
-	return Scheduler{Options: scheduling.Options{PreferencePolicy: s.PreferencePolicy, MinValuesPolicy: s.MinValuesPolicy}}
+	return Scheduler{Options: scheduling.Options{PreferencePolicy: s.PreferencePolicy, MinValuesPolicy: s.MinValuesPolicy,
+		Bound: scheduling.BoundNone}}
 }
 
 var _ solver.Solver = Scheduler{}
