@@ -114,17 +114,17 @@ func parse(r io.Reader) ([]result, error) {
 }
 
 func writeTable(w io.Writer, results []result) {
-	fmt.Fprintln(w, "| pods | wall s | cpu s | pods/s (wall) | nodes | $/hour | LP ratio | peak RSS MiB | allocs | violations | load (1/5/15 min) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| pods | wall s | cpu s | pods/s (wall) | nodes | $/hour | bound $/hour | ratio | bound cpu s | peak RSS MiB | allocs | violations | load (1/5/15 min) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range results {
 		m := r.metrics
 		viol := "—"
 		if v, ok := m["violations"]; ok {
 			viol = fmt.Sprint(v)
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s | %s | %.2f | %.3f | %.0f | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s | %s | %.2f | %.2f | %.3f | %.2f | %.0f | %s | %s | %s |\n",
 			thousands(float64(r.pods)), m["ns/op"]/1e9, m["cpu-s/op"], thousands(m["pods/s"]), thousands(m["nodes"]),
-			m["$/h"], m["lp-ratio"], m["peak-MiB"], short(m["allocs/op"]), viol, r.load)
+			m["$/h"], m["bound-$/h"], m["lp-ratio"], m["bound-cpu-s"], m["peak-MiB"], short(m["allocs/op"]), viol, r.load)
 	}
 }
 
