@@ -876,9 +876,9 @@ func (ms *master) costOf(j int) float64 {
 	return 0
 }
 
-// duals returns y = c_B·B⁻¹, clamped at zero (the bound needs y >= 0; clamping keeps it valid).
-func (ms *master) duals() []float64 {
-	y := make([]float64, ms.m)
+// prices sets y = c_B·B⁻¹, the dual prices of the current basis.
+func (ms *master) prices(y []float64) {
+	clear(y)
 	for i, b := range ms.basic {
 		c := ms.costOf(b)
 		if c == 0 {
@@ -888,6 +888,12 @@ func (ms *master) duals() []float64 {
 			y[k] += c * v
 		}
 	}
+}
+
+// duals returns the dual prices clamped at zero (the bound needs y >= 0; clamping keeps it valid).
+func (ms *master) duals() []float64 {
+	y := make([]float64, ms.m)
+	ms.prices(y)
 	for k := range y {
 		y[k] = math.Max(0, y[k])
 	}
@@ -910,17 +916,9 @@ func (ms *master) optimize() {
 	for _, b := range ms.basic {
 		inBasis[slot(b)] = true
 	}
+	y := make([]float64, ms.m)
 	for it := 0; it < masterPivots; it++ {
-		y := make([]float64, ms.m)
-		for i, b := range ms.basic {
-			c := ms.costOf(b)
-			if c == 0 {
-				continue
-			}
-			for k, v := range ms.binv[i] {
-				y[k] += c * v
-			}
-		}
+		ms.prices(y)
 		enter, best := 0, -1e-9
 		found := false
 		for j, a := range ms.cols {

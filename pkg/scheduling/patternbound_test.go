@@ -62,6 +62,7 @@ func TestKnapsackBoundsHold(t *testing.T) {
 
 // bestPattern enumerates the patterns of type t and returns the greatest worth at y.
 func bestPattern(pp *patternProgram, t int, y []float64) float64 {
+	ks := newKnapsack(pp)
 	a := make([]float64, len(pp.items))
 	var walk func(k int) float64
 	walk = func(k int) float64 {
@@ -71,7 +72,7 @@ func bestPattern(pp *patternProgram, t int, y []float64) float64 {
 		best := 0.0
 		for n := 0; n <= pp.maxCopies(k, t); n++ {
 			a[k] = float64(n)
-			if !fitsSoFar(pp, t, a) {
+			if !ks.feasible(t, a) {
 				break
 			}
 			best = math.Max(best, walk(k+1))
@@ -80,23 +81,4 @@ func bestPattern(pp *patternProgram, t int, y []float64) float64 {
 		return best
 	}
 	return walk(0)
-}
-
-func fitsSoFar(pp *patternProgram, t int, a []float64) bool {
-	anti := 0.0
-	for j := range pp.dims {
-		u := 0.0
-		for k, n := range a {
-			u += n * pp.items[k].req[j]
-		}
-		if u > pp.cap[t][j] {
-			return false
-		}
-	}
-	for k, n := range a {
-		if len(pp.items[k].anti) > 0 {
-			anti += n
-		}
-	}
-	return anti <= 1
 }
