@@ -8,8 +8,8 @@ func SolveWithoutImprove(snap *Snapshot) (before float64, plan *Plan, err error)
 	if err := s.prepare(); err != nil {
 		return 0, nil, err
 	}
-	for _, c := range s.classes {
-		s.placeClass(c)
+	if err := s.placeClasses(); err != nil {
+		return 0, nil, err
 	}
 	for _, n := range s.nodes[len(s.existing):] {
 		if len(n.pods) > 0 {

@@ -61,8 +61,8 @@ func BoundAndWorth(snap *Snapshot) (lp, worth float64, err error) {
 	if err := s.prepare(); err != nil {
 		return 0, 0, err
 	}
-	for _, c := range s.classes {
-		s.placeClass(c)
+	if err := s.placeClasses(); err != nil {
+		return 0, 0, err
 	}
 	prog, _, _ := s.boundProgram()
 	if prog == nil {

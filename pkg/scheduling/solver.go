@@ -32,11 +32,8 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
-	for _, c := range s.classes {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("solve interrupted: %w", err)
-		}
-		s.placeClass(c)
+	if err := s.placeClasses(); err != nil {
+		return nil, err
 	}
 	s.retryAffinityFailures()
 	s.improve()
@@ -88,10 +85,15 @@ type solver struct {
 	failures map[*podInfo]string
 	// noRepack, noExchange and noRezone turn off steps of the improvement pass (tests compare with and without them).
 	noRepack, noExchange, noRezone bool
-	// order holds planned nodes by current price; mark[idx]==stamp flags nodes the current class may grow.
-	order []*candidate
-	mark  []uint32
-	stamp uint32
+	// order holds planned nodes by current price; refused[idx]==stamp flags nodes that will never take the current
+	// class.
+	order   []*candidate
+	refused []uint32
+	stamp   uint32
+	// blockRoom holds, for each roomBlock consecutive nodes, the most cpu and memory one of them has free at its
+	// current option (blockDirty: to be recomputed), so placeBatch skips runs of full nodes without looking at each.
+	blockRoom  [][2]int64
+	blockDirty []bool
 }
 
 type narrowResult struct {
@@ -241,7 +243,8 @@ func (s *solver) prepareExisting() {
 		}
 		s.existing = append(s.existing, n)
 		s.nodes = append(s.nodes, n)
-		s.mark = append(s.mark, 0)
+		s.refused = append(s.refused, 0)
+		s.touch(n)
 	}
 }
 
@@ -309,6 +312,49 @@ func (s *solver) countExistingPods() {
 			}
 		}
 	}
+}
+
+// Placement rounds (see placeClasses).
+const (
+	// placeRoundPods is about how many pending pods one placement round takes.
+	placeRoundPods = 2500
+	// placeWholePods is the most pending pods placed in one round. In small workloads most classes hold a few pods
+	// and splitting them made the benchmark's plans dearer (by 0.1% at 5,000 pods, 0.6% at 1,000); at 20,000 pods
+	// rounds save 1.0% but cost about 10% more CPU time, more than the solve may grow there.
+	placeWholePods = 20000
+)
+
+// placeClasses places the classes in order, in rounds: each round places an equal share of every class's pods
+// (classes of pods needing a node of their own go whole in the first round). Placed whole, a large class fills
+// the room first-fit finds, and the nodes grown for it, with copies of itself; in rounds, pods of the other
+// classes, which often fit the leftover room better, come between them, as they do in a smaller workload. On the
+// benchmark workload at 50,000 pods this lowers the final price by 1.3%.
+func (s *solver) placeClasses() error {
+	pending := 0
+	for _, c := range s.classes {
+		pending += len(c.pods)
+	}
+	rounds := 1
+	if pending > placeWholePods {
+		rounds = (pending + placeRoundPods - 1) / placeRoundPods
+	}
+	for r := 0; r < rounds; r++ {
+		for _, c := range s.classes {
+			if err := s.ctx.Err(); err != nil {
+				return fmt.Errorf("solve interrupted: %w", err)
+			}
+			if c.tier == 0 || c.err != "" {
+				if r == 0 {
+					s.placeClass(c)
+				}
+				continue
+			}
+			if lo, hi := len(c.pods)*r/rounds, len(c.pods)*(r+1)/rounds; hi > lo {
+				s.placePods(c, c.pods[lo:hi])
+			}
+		}
+	}
+	return nil
 }
 
 // placeClass places every pod of the class, relaxing preferences when a pod does not fit.
@@ -416,6 +462,11 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 	if g == n.sig && !grow && !Fits(n.used, c.req, n.sig.opts[n.ptr].t.avail) {
 		return attempt{reason: "no slack"}
 	}
+	if !grow && g != n.sig && !s.holdsAtPrice(g, n, c.req) {
+		// checked before the topology, which is dearer: no option of g (or of a pinning of g, which costs no less)
+		// takes the pod without raising the node's price
+		return attempt{reason: "no slack"}
+	}
 	g, fail := s.topologyCheck(c, n, g)
 	if fail.set {
 		return attempt{topo: fail, permanent: fail.permanent()}
@@ -502,6 +553,20 @@ func portConflict(have, want []hostPort) bool {
 			if w.conflicts(h) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// holdsAtPrice reports whether an option of g within the pool's limits holds n's pods and req for no more than
+// n's price now.
+func (s *solver) holdsAtPrice(g *sig, n *candidate, req Vec) bool {
+	for _, o := range g.opts {
+		if o.price-n.price() > 1e-12 {
+			return false
+		}
+		if Fits(n.used, req, o.t.avail) && s.withinLimits(n, o.t) {
+			return true
 		}
 	}
 	return false
@@ -618,6 +683,35 @@ func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
 	}
 	n.pods = append(n.pods, p)
 	s.recordTopology(c, n)
+	s.touch(n)
+}
+
+// roomBlock is how many consecutive nodes share an entry of the solver's blockRoom.
+const roomBlock = 32
+
+// touch flags n's entry of blockRoom for recomputing after n's pods or option changed.
+func (s *solver) touch(n *candidate) {
+	b := n.idx / roomBlock
+	for len(s.blockDirty) <= b {
+		s.blockDirty = append(s.blockDirty, true)
+		s.blockRoom = append(s.blockRoom, [2]int64{})
+	}
+	s.blockDirty[b] = true
+}
+
+// blockMayHold reports whether some node of block b may have room for req at its current option (it looks at cpu
+// and memory only).
+func (s *solver) blockMayHold(b int, req Vec) bool {
+	if s.blockDirty[b] {
+		room := [2]int64{-1, -1}
+		for _, n := range s.nodes[b*roomBlock : min(len(s.nodes), (b+1)*roomBlock)] {
+			capNow := n.capacityNow()
+			room[0] = max(room[0], capNow[dimCPU]-n.used[dimCPU])
+			room[1] = max(room[1], capNow[dimMemory]-n.used[dimMemory])
+		}
+		s.blockRoom[b], s.blockDirty[b] = room, false
+	}
+	return s.blockRoom[b][0] >= req[dimCPU] && s.blockRoom[b][1] >= req[dimMemory]
 }
 
 // placeBatch places pods of c: first into room nodes already have (existing nodes, then planned nodes at their
@@ -626,25 +720,27 @@ func (s *solver) commit(c *class, p *podInfo, n *candidate, a attempt) {
 func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 	placed := 0
 	s.stamp++
-	for _, n := range s.nodes {
-		if placed == len(pods) {
-			break
-		}
-		if n.existing == nil && !Fits(n.used, c.req, n.capacityNow()) {
-			// no room at the current option: only growth can help; cheap permanent check first
-			if Fits(n.used, c.req, n.sig.maxAvl) {
-				s.mark[n.idx] = s.stamp
-			}
+	for b := 0; b*roomBlock < len(s.nodes) && placed < len(pods); b++ {
+		if !s.blockMayHold(b, c.req) {
 			continue
 		}
-		a := s.try(c, n, false)
-		for a.ok && placed < len(pods) {
-			s.commit(c, pods[placed], n, a)
-			placed++
-			a = s.try(c, n, false)
-		}
-		if !a.permanent && n.existing == nil {
-			s.mark[n.idx] = s.stamp
+		for _, n := range s.nodes[b*roomBlock : min(len(s.nodes), (b+1)*roomBlock)] {
+			if placed == len(pods) {
+				break
+			}
+			if !Fits(n.used, c.req, n.capacityNow()) {
+				// no room at the current option: only growth can help (bestGrowth)
+				continue
+			}
+			a := s.try(c, n, false)
+			for a.ok && placed < len(pods) {
+				s.commit(c, pods[placed], n, a)
+				placed++
+				a = s.try(c, n, false)
+			}
+			if a.permanent {
+				s.refused[n.idx] = s.stamp
+			}
 		}
 	}
 	for placed < len(pods) {
@@ -660,7 +756,6 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 				return placed
 			}
 			s.addNode(nn)
-			s.mark[nn.idx] = s.stamp
 			best = &growItem{n: nn, a: na}
 		}
 		n, a := best.n, best.a
@@ -680,19 +775,19 @@ const growthCandidates = 8
 // preferred: a grown node's extra room is usually filled by later pods, and fewer nodes carry less overhead.
 const newNodeBias = 0.7
 
-// bestGrowth returns, among the cheapest planned nodes marked for the current class, the one whose growth to fit
-// one more pod raises the price least (0 when it still has room).
+// bestGrowth returns, among the cheapest planned nodes that may grow to take the current class and have not
+// refused it, the one whose growth to fit one more pod raises the price least (0 when it still has room).
 func (s *solver) bestGrowth(c *class) *growItem {
 	var best *growItem
 	found := 0
 	for _, n := range s.order {
-		if s.mark[n.idx] != s.stamp {
+		if s.refused[n.idx] == s.stamp || !Fits(n.used, c.req, n.sig.maxAvl) {
 			continue
 		}
 		a := s.try(c, n, true)
 		if !a.ok {
 			if a.permanent {
-				s.mark[n.idx] = 0
+				s.refused[n.idx] = s.stamp
 			}
 			continue
 		}
@@ -741,9 +836,10 @@ type growItem struct {
 func (s *solver) addNode(n *candidate) {
 	n.idx = len(s.nodes)
 	s.nodes = append(s.nodes, n)
-	s.mark = append(s.mark, 0)
+	s.refused = append(s.refused, 0)
 	n.cost = n.sig.opts[n.ptr].price
 	s.reorder(n, -1)
+	s.touch(n)
 	p := n.sig.pool
 	p.nodes++
 	p.used.Add(n.sig.opts[n.ptr].t.capacity)
