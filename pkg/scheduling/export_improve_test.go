@@ -22,3 +22,10 @@ func SolveWithoutImprove(snap *Snapshot) (before float64, plan *Plan, err error)
 	plan.Ratio = plan.Cost / plan.LowerBound
 	return before, plan, nil
 }
+
+// SolveWithoutTopologyMemo solves snap as Solve does (without a bound), checking topology afresh on every node.
+func SolveWithoutTopologyMemo(snap *Snapshot) (*Plan, error) {
+	s := newSolver(context.Background(), snap, Options{MaxInstanceTypes: 60, Bound: BoundNone})
+	s.noTopoMemo = true
+	return s.solve()
+}

@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
 	"strconv"
@@ -74,3 +75,25 @@ func TestRandomWorkloadsDeterministic(t *testing.T) {
 }
 
 var zonesAll = []string{"z1", "z2", "z3"}
+
+// TestTopologyMemoKeepsPlans solves random snapshots and the benchmark mix with and without the topology answers
+// kept per sig, and expects the same plans: the memo may only save work.
+func TestTopologyMemoKeepsPlans(t *testing.T) {
+	snaps := map[string]*scheduling.Snapshot{"benchmark mix": scheduletest.MixedSnapshot(6000, 3)}
+	for seed := 0; seed < 300; seed++ {
+		snaps[fmt.Sprintf("random seed %d", seed)] = scheduletest.RandomSnapshot(rand.New(rand.NewSource(int64(seed))))
+	}
+	for name, snap := range snaps {
+		want, err := scheduling.SolveWithoutTopologyMemo(snap)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := scheduling.Solve(context.Background(), snap, scheduling.Options{Bound: scheduling.BoundNone})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+			t.Errorf("%s: plans differ (-without memo +with):\n%s", name, d)
+		}
+	}
+}

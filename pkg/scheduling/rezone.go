@@ -954,6 +954,7 @@ func shiftZone(c *class, from, to string) {
 
 // unrecordZone is the inverse of record for a group on a key other than the hostname.
 func (g *group) unrecordZone(domain string, isC, isM bool) {
+	g.version++
 	if isM {
 		g.counts[domain]--
 		g.total--

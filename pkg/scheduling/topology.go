@@ -56,6 +56,9 @@ type group struct {
 	// eligibility caches: by sig id for planned nodes, by node index for existing ones (0 unknown, 1 yes, 2 no)
 	eligSig  []int8
 	eligNode []int8
+	// version grows with every change to the counts (record, unrecordZone), so answers drawn from them can be
+	// kept until it moves.
+	version uint64
 }
 
 func (g *group) String() string {
@@ -239,6 +242,7 @@ func (g *group) allows(domain string, node int, isC, isM, first bool) bool {
 }
 
 func (g *group) record(domain string, node int, isC, isM bool) {
+	g.version++
 	if g.key == labelHostname {
 		for len(g.hostCounts) <= node {
 			g.hostCounts = append(g.hostCounts, 0)
@@ -442,9 +446,9 @@ func (s *solver) computeSigChoices(g *sig, key string) []string {
 }
 
 // topologyCheck decides the domain of node n for every topology key that matters to class c and reports whether
-// c may go there. pins lists keys whose value had to be chosen for a planned node (under sig g0).
-func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fail topoFailure) {
-	pinned = g0
+// c may go there. For a planned node (under sig g0) it returns g0 narrowed to the domains chosen for keys whose
+// value was not decided yet. Hostname keys are checked first: their refusals are the ones that never lift.
+func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (*sig, topoFailure) {
 	// a pod may start a series of pods with affinity to each other only if no pod anywhere matches any of its
 	// affinity terms and it matches all of them itself
 	first := c.cur.selfAffine
@@ -454,48 +458,104 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (pinned *sig, fa
 		}
 	}
 	for ki := range c.cur.topo {
-		kg := &c.cur.topo[ki]
-		choices := s.sigDomainChoices(n, g0, kg.key)
-		if len(choices) == 0 {
-			for i, g := range kg.groups {
-				if kg.isC[i] {
-					return nil, topoFailure{set: true, g: g, missing: true}
-				}
+		if kg := &c.cur.topo[ki]; kg.key == labelHostname {
+			if _, fail := s.checkKey(n, kg, g0, g0, first); fail.set {
+				return nil, fail
 			}
-			continue
 		}
-		chosen := ""
-		var why *group
-		var tried uint64
-		for k := 0; k < len(choices); k++ {
-			j := k
-			if len(choices) > 1 && len(choices) <= 64 {
-				j = nextChoice(choices, tried, kg, func(d string) float64 { return s.pinnedPrice(g0, n, kg.key, d) })
-				tried |= 1 << uint(j)
+	}
+	if n.existing != nil || s.noTopoMemo {
+		return s.checkDomainKeys(c, n, g0, first)
+	}
+	// For a planned node the answer on the other keys depends only on g0 and the groups' counts, not on the node:
+	// placement asks the same question of thousands of nodes between two placements (a zone at its spread limit
+	// refuses every node pinned to it), so it is kept per sig until a count changes.
+	cons := c.cur
+	v := uint64(1)
+	for _, g := range cons.affinity {
+		v += g.version
+	}
+	for ki := range cons.topo {
+		if kg := &cons.topo[ki]; kg.key != labelHostname {
+			for _, g := range kg.groups {
+				v += g.version
 			}
-			d := choices[j]
-			ok := true
-			for i, g := range kg.groups {
-				isM := kg.isM[i] && g.eligibleUnder(n, g0)
-				if !g.allows(d, n.idx, kg.isC[i], isM, first) {
-					ok = false
-					why = g
-					break
-				}
+		}
+	}
+	for len(cons.memo) <= g0.id {
+		cons.memo = append(cons.memo, topoMemo{})
+	}
+	m := &cons.memo[g0.id]
+	if m.version != v {
+		pinned, fail := s.checkDomainKeys(c, n, g0, first)
+		*m = topoMemo{version: v, pinned: pinned, fail: fail}
+	}
+	return m.pinned, m.fail
+}
+
+// topoMemo is a kept answer of topologyCheck on the keys other than the hostname, for planned nodes under one sig.
+type topoMemo struct {
+	version uint64 // 1 + the sum of the versions of the groups it read when computed; 0: nothing kept
+	pinned  *sig
+	fail    topoFailure
+}
+
+// checkDomainKeys is topologyCheck on the keys other than the hostname.
+func (s *solver) checkDomainKeys(c *class, n *candidate, g0 *sig, first bool) (*sig, topoFailure) {
+	pinned := g0
+	for ki := range c.cur.topo {
+		if kg := &c.cur.topo[ki]; kg.key != labelHostname {
+			var fail topoFailure
+			if pinned, fail = s.checkKey(n, kg, g0, pinned, first); fail.set {
+				return nil, fail
 			}
-			if ok {
-				chosen = d
+		}
+	}
+	return pinned, topoFailure{}
+}
+
+// checkKey chooses the domain of node n (under sig g0) for one topology key where every group allows the pod, and
+// pins the node's sig (pinned so far) to it when the node's value for the key was not decided yet.
+func (s *solver) checkKey(n *candidate, kg *keyGroups, g0, pinned *sig, first bool) (*sig, topoFailure) {
+	choices := s.sigDomainChoices(n, g0, kg.key)
+	if len(choices) == 0 {
+		for i, g := range kg.groups {
+			if kg.isC[i] {
+				return nil, topoFailure{set: true, g: g, missing: true}
+			}
+		}
+		return pinned, topoFailure{}
+	}
+	chosen := ""
+	var why *group
+	var tried uint64
+	for k := 0; k < len(choices); k++ {
+		j := k
+		if len(choices) > 1 && len(choices) <= 64 {
+			j = nextChoice(choices, tried, kg, func(d string) float64 { return s.pinnedPrice(g0, n, kg.key, d) })
+			tried |= 1 << uint(j)
+		}
+		d := choices[j]
+		ok := true
+		for i, g := range kg.groups {
+			isM := kg.isM[i] && g.eligibleUnder(n, g0)
+			if !g.allows(d, n.idx, kg.isC[i], isM, first) {
+				ok = false
+				why = g
 				break
 			}
 		}
-		if chosen == "" {
-			return nil, topoFailure{set: true, g: why}
+		if ok {
+			chosen = d
+			break
 		}
-		if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !s.decided(n, pinned, kg.key)) {
-			pinned = s.pin(pinned, kg.key, chosen)
-			if pinned == nil {
-				return nil, topoFailure{set: true, g: why, noType: true, key: kg.key, value: chosen}
-			}
+	}
+	if chosen == "" {
+		return nil, topoFailure{set: true, g: why}
+	}
+	if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !s.decided(n, pinned, kg.key)) {
+		if pinned = s.pin(pinned, kg.key, chosen); pinned == nil {
+			return nil, topoFailure{set: true, g: why, noType: true, key: kg.key, value: chosen}
 		}
 	}
 	return pinned, topoFailure{}
