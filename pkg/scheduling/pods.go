@@ -62,8 +62,10 @@ type constraints struct {
 	selfAffine bool
 	// topo lists, per topology key (sorted), every group that constrains or matches the class.
 	topo []keyGroups
-	// memo keeps topologyCheck's answers on keys other than the hostname for planned nodes, by sig id.
-	memo []topoMemo
+	// memo keeps topologyCheck's answers on keys other than the hostname for planned nodes, narrowed narrow's, both
+	// by sig id.
+	memo     []topoMemo
+	narrowed []narrowResult
 }
 
 // keyGroups are the groups on one topology key that concern a class: whether each constrains the class (isC) and

@@ -585,14 +585,24 @@ func (s *solver) withinLimits(n *candidate, t *itInfo) bool {
 	return true
 }
 
-// narrow intersects a sig with a class's requirements.
+// narrow intersects a sig with a class's requirements. Answers are kept on cons by sig id (placement asks for every
+// node it looks at) and in narrowCache for every constraint set with the same requirements and tolerations.
 func (s *solver) narrow(g *sig, cons *constraints) narrowResult {
-	k := narrowKey{g.id, cons.id}
-	if r, ok := s.narrowCache[k]; ok {
-		return r
+	if g.id < len(cons.narrowed) {
+		if r := cons.narrowed[g.id]; r.sig != nil || r.reason != "" {
+			return r
+		}
 	}
-	r := s.computeNarrow(g, cons)
-	s.narrowCache[k] = r
+	k := narrowKey{g.id, cons.id}
+	r, ok := s.narrowCache[k]
+	if !ok {
+		r = s.computeNarrow(g, cons)
+		s.narrowCache[k] = r
+	}
+	for len(cons.narrowed) <= g.id {
+		cons.narrowed = append(cons.narrowed, narrowResult{})
+	}
+	cons.narrowed[g.id] = r
 	return r
 }
 

@@ -459,8 +459,12 @@ func (s *solver) topologyCheck(c *class, n *candidate, g0 *sig) (*sig, topoFailu
 	}
 	for ki := range c.cur.topo {
 		if kg := &c.cur.topo[ki]; kg.key == labelHostname {
-			if _, fail := s.checkKey(n, kg, g0, g0, first); fail.set {
-				return nil, fail
+			// the node is its own domain: nothing to choose or pin
+			for i, g := range kg.groups {
+				isM := kg.isM[i] && g.eligibleUnder(n, g0)
+				if !g.allows(n.name, n.idx, kg.isC[i], isM, first) {
+					return nil, topoFailure{set: true, g: g}
+				}
 			}
 		}
 	}
