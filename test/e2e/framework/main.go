@@ -1,0 +1,74 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// MainOptions configure Main.
+type MainOptions struct {
+	// Name prefixes Main's messages and the stack's temporary state directory ("e2e", "bench").
+	Name string
+	// PortEnv names the environment variable that overrides Stack.PortBase (a port between 1024 and 65000).
+	PortEnv string
+	// KeepEnv, when set and that environment variable is not empty, leaves the stack running after the tests.
+	KeepEnv string
+	// Stack is how to start the stack; Main fills in StateDir, and PortBase when PortEnv is set.
+	Stack Options
+}
+
+// Main is the body of a TestMain that shares one local stack between a package's tests: it starts the stack,
+// stores it in *stack, runs the tests, prints the controller's and simulator's last log lines when something
+// failed, stops the stack and removes its state. It returns the exit code for os.Exit.
+func Main(m *testing.M, opts MainOptions, stack **Stack) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", opts.Name, err)
+		return 1
+	}
+	if v := os.Getenv(opts.PortEnv); opts.PortEnv != "" && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 || n > 65000 {
+			return fail(fmt.Errorf("%s=%q: want a port number between 1024 and 65000", opts.PortEnv, v))
+		}
+		opts.Stack.PortBase = n
+	}
+	state, err := os.MkdirTemp("", "dovetail-"+opts.Name+"-")
+	if err != nil {
+		return fail(err)
+	}
+	opts.Stack.StateDir = state
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	env, err := Up(ctx, opts.Stack)
+	defer func() {
+		if opts.KeepEnv != "" && os.Getenv(opts.KeepEnv) != "" {
+			fmt.Printf("%s: %s set: stack left running (state %s)\n", opts.Name, opts.KeepEnv, state)
+			return
+		}
+		downCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := env.Down(downCtx); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: stopping the stack: %v\n", opts.Name, err)
+		}
+		_ = os.RemoveAll(state)
+	}()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: starting the stack: %v\n", opts.Name, err)
+		fmt.Fprintln(os.Stderr, "--- dovetail log ---\n"+env.LogTail("dovetail", 40))
+		fmt.Fprintln(os.Stderr, "--- awssim log ---\n"+env.LogTail("awssim", 40))
+		return 1
+	}
+	*stack = env
+	fmt.Printf("%s: stack up in %.1fs (state %s)\n", opts.Name, time.Since(start).Seconds(), state)
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "--- dovetail log (last 80 lines) ---\n"+env.LogTail("dovetail", 80))
+		fmt.Fprintln(os.Stderr, "--- awssim log (last 40 lines) ---\n"+env.LogTail("awssim", 40))
+	}
+	return code
+}
