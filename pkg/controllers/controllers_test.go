@@ -21,8 +21,6 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -30,24 +28,13 @@ const timeout = 30 * time.Second
 
 // TestWalkingSkeleton drives a pending pod to a Ready NodeClaim inside envtest: provisioning creates the
 // NodeClaim, lifecycle launches it on the fake cloud, the test plays the kubelet, lifecycle registers and
-// initializes it, and the NodePool counts it. Deleting the NodePool deletes its NodeClaims.
+// initializes it, and the NodePool counts it. Deleting the NodePool deletes its NodeClaims. Provisioning solves
+// with its default solver, the scheduler of pkg/scheduling behind solver/adapter.
 func TestWalkingSkeleton(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		solver solver.Solver
-	}{
-		{"first-fit solver", solver.FirstFit{}},
-		{"pkg/scheduling solver", adapter.Scheduler{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { walkingSkeleton(t, tc.solver) })
-	}
-}
-
-func walkingSkeleton(t *testing.T, s solver.Solver) {
 	var prov *provisioning.Controller
 	env := test.StartControllerEnv(t,
 		func(d deps.Deps) test.Registrar {
-			prov = provisioning.NewController(d).WithSolver(s)
+			prov = provisioning.NewController(d)
 			return prov
 		},
 		func(d deps.Deps) test.Registrar { return lifecycle.NewController(d) },

@@ -81,9 +81,6 @@ func NewController(d deps.Deps) *Controller {
 	}
 }
 
-// WithSolver replaces the solver (tests compare first-fit and the real scheduler).
-func (c *Controller) WithSolver(s solver.Solver) *Controller { c.solver = s; return c }
-
 // Batcher returns the controller's batcher, so tests can drive it.
 func (c *Controller) Batcher() *Batcher { return c.batcher }
 

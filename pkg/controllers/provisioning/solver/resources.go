@@ -5,6 +5,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// ResourceNodes is the pseudo-resource "nodes" in NodePool limits and usage.
+const ResourceNodes corev1.ResourceName = "nodes"
+
 // PodRequests returns the pod's effective requests: the larger of the sum of its containers and the largest
 // init container, plus its overhead, plus one "pods".
 func PodRequests(p *corev1.Pod) corev1.ResourceList {
@@ -54,31 +57,4 @@ func Subtract(a, b corev1.ResourceList) corev1.ResourceList {
 		out[name] = d
 	}
 	return out
-}
-
-// Fits reports whether every request is covered by available. A zero request for a missing resource fits.
-func Fits(requests, available corev1.ResourceList) bool {
-	for name, q := range requests {
-		a, ok := available[name]
-		if !ok {
-			if q.IsZero() {
-				continue
-			}
-			return false
-		}
-		if a.Cmp(q) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// Exceeds returns the first resource name for which usage is above limits, or "".
-func Exceeds(usage, limits corev1.ResourceList) corev1.ResourceName {
-	for name, l := range limits {
-		if u, ok := usage[name]; ok && u.Cmp(l) > 0 {
-			return name
-		}
-	}
-	return ""
 }

@@ -24,8 +24,8 @@ type Input struct {
 	NodePools []NodePoolOption
 	// InFlight are the NodeClaims (launching, registering or running) that can still take pods.
 	InFlight []InFlightClaim
-	// Nodes are the cluster's Nodes, each with the pods bound to it. The real scheduler counts them for
-	// topology spread, pod affinity, host ports and volumes; first-fit looks at InFlight only.
+	// Nodes are the cluster's Nodes, each with the pods bound to it. The scheduler counts them for topology
+	// spread, pod affinity, host ports and volumes.
 	Nodes []ExistingNode
 	// DaemonSets run a pod on every new node they tolerate; their requests are overhead on new nodes.
 	DaemonSets []*appsv1.DaemonSet

@@ -1,6 +1,6 @@
 // Package adapter lets the real scheduler (pkg/scheduling) serve as the provisioner's solver.Solver: it converts
-// the provisioner's snapshot into a scheduling.Snapshot and the resulting scheduling.Plan back. Switching the
-// provisioner to it is one line in provisioning.NewController: solver: adapter.Scheduler{Options: ...}.
+// the provisioner's snapshot into a scheduling.Snapshot and the resulting scheduling.Plan back.
+// provisioning.NewController solves with New(settings).
 package adapter
 
 import (
