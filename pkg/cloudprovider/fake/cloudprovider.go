@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
 // ProviderIDPrefix starts every provider ID the fake hands out: fake:///<zone>/i-<n>.
@@ -153,7 +154,7 @@ func (f *CloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karp
 			continue
 		}
 		for _, o := range it.Offerings {
-			if !matches(offeringLabels(it, o), reqs) {
+			if !requirements.Matches(reqs, offeringLabels(it, o), nil) {
 				continue
 			}
 			compatible = append(compatible, candidate{it, o})

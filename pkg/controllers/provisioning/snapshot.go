@@ -18,6 +18,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/operator/index"
+	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
@@ -257,14 +258,7 @@ func minAllocatable(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) cor
 	reqs := karpv1.NodeSelectorRequirements(nc.Spec.Requirements)
 	var out corev1.ResourceList
 	for _, it := range its {
-		r := karpv1.RequirementsFor(nc.Spec.Requirements, corev1.LabelInstanceTypeStable)
-		allowed := true
-		for _, x := range r {
-			if !solver.Match(x.NodeSelectorRequirement, it.Name, true) {
-				allowed = false
-			}
-		}
-		if !allowed || !typeLabelsAllowed(it, reqs) {
+		if !requirements.Allows(reqs, corev1.LabelInstanceTypeStable, it.Name) || !typeLabelsAllowed(it, reqs) {
 			continue
 		}
 		a := it.Allocatable()
@@ -283,11 +277,8 @@ func minAllocatable(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) cor
 	return out
 }
 
+// typeLabelsAllowed reports whether the requirements allow the instance type's labels. Requirements on keys the
+// type has no label for are skipped: erring towards more types only lowers minAllocatable.
 func typeLabelsAllowed(it *cloudprovider.InstanceType, reqs []corev1.NodeSelectorRequirement) bool {
-	for _, r := range reqs {
-		if v, ok := it.Labels[r.Key]; ok && !solver.Match(r, v, true) {
-			return false
-		}
-	}
-	return true
+	return requirements.Matches(reqs, it.Labels, func(key string) bool { _, ok := it.Labels[key]; return ok })
 }

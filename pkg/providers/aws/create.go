@@ -17,8 +17,8 @@ import (
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
-	"github.com/dovetail/dovetail/pkg/providers/aws/requirements"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
+	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
 // Create launches an instance for the NodeClaim: it selects offerings, makes sure the launch templates exist,

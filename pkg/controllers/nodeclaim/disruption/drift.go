@@ -3,12 +3,12 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
 // drift is why a NodeClaim no longer matches what its NodePool or node class would launch today. A zero
@@ -57,7 +57,7 @@ func nodeLabels(nc *karpv1.NodeClaim, node *corev1.Node) map[string]string {
 func requirementsDrift(labels map[string]string, np *karpv1.NodePool) drift {
 	for _, r := range np.Spec.Template.Spec.Requirements {
 		v, ok := labels[r.Key]
-		if !ok || allows(r.NodeSelectorRequirement, v) {
+		if !ok || requirements.Match(r.NodeSelectorRequirement, v, true) {
 			continue
 		}
 		return drift{
@@ -67,47 +67,6 @@ func requirementsDrift(labels map[string]string, np *karpv1.NodePool) drift {
 		}
 	}
 	return drift{}
-}
-
-// allows reports whether a label with value v (present on the node) satisfies r.
-func allows(r corev1.NodeSelectorRequirement, v string) bool {
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		return containsString(r.Values, v)
-	case corev1.NodeSelectorOpNotIn:
-		return !containsString(r.Values, v)
-	case corev1.NodeSelectorOpExists:
-		return true
-	case corev1.NodeSelectorOpDoesNotExist:
-		return false
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if len(r.Values) != 1 {
-			return false
-		}
-		have, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return false
-		}
-		bound, err := strconv.ParseInt(r.Values[0], 10, 64)
-		if err != nil {
-			return false
-		}
-		if r.Operator == corev1.NodeSelectorOpGt {
-			return have > bound
-		}
-		return have < bound
-	}
-	// An operator the API does not define cannot be satisfied; the CRD rejects it anyway.
-	return false
-}
-
-func containsString(values []string, v string) bool {
-	for _, x := range values {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func requirementString(r corev1.NodeSelectorRequirement) string {

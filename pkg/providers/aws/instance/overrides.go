@@ -11,7 +11,7 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	"github.com/dovetail/dovetail/pkg/providers/aws/requirements"
+	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
 // MaxInstanceTypes is how many instance types (the cheapest) one CreateFleet call may choose among.
