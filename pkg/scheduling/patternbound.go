@@ -19,9 +19,9 @@ import (
 // the pattern the restricted program's dual prices value most. Whatever the dual prices y >= 0, if no pattern of any
 // type is worth more than θ times the type's price at y, then y/θ is a feasible dual solution of the whole program,
 // so Σ demand·y/θ bounds it from below (Farley's bound). θ is taken from upper bounds on each knapsack (a Lagrangian
-// bound, and a dynamic program over cpu and memory that only ever rounds in the knapsack's favour), so the bound
-// holds after any number of rounds whether or not the knapsacks found their best pattern; more rounds and exact
-// knapsacks only tighten it.
+// bound, a dynamic program over cpu and memory that only ever rounds in the knapsack's favour, and the knapsack's
+// linear relaxation bounded through its dual prices), so the bound holds after any number of rounds whether or not
+// the knapsacks found their best pattern; more rounds and exact knapsacks only tighten it.
 //
 // It relaxes what the covering program relaxes (zones, capacity types, hostname spread, node affinity and taints,
 // limits, minValues, DaemonSet differences between NodePools) and keeps whole pods, fit sets, and at most one pod a
@@ -365,11 +365,18 @@ func (pp *patternProgram) price(ks *knapsack, y []float64, cells int) (float64, 
 				// on the fine grid: the coarse rounds look for patterns, the fine ones make θ tight)
 				ratio = math.Min(ratio, ks.cpuBound(c.t, y)/price)
 			}
-			{
-				for _, a := range patterns {
-					if worth := patternWorth(a, y); worth > price*(1+1e-9) {
-						found = append(found, foundPattern{a: a, price: price, gain: worth / price})
-					}
+			if !exact && cells == dpCells && ratio > theta {
+				// a coarsened grid may find no pattern at all, or lose the best when its pods must be trimmed to
+				// fit: the linear relaxation, exact in every dimension, gives a pattern of its own (and a bound)
+				ub, a := ks.lpBound(c.t, y)
+				ratio = math.Min(ratio, ub/price)
+				if a != nil {
+					patterns = append(patterns, a)
+				}
+			}
+			for _, a := range patterns {
+				if worth := patternWorth(a, y); worth > price*(1+1e-9) {
+					found = append(found, foundPattern{a: a, price: price, gain: worth / price})
 				}
 			}
 		}

@@ -82,3 +82,79 @@ func bestPattern(pp *patternProgram, t int, y []float64) float64 {
 	}
 	return walk(0)
 }
+
+// TestKnapsackLPBoundHolds checks the knapsack's linear relaxation against every pattern, enumerated, on small
+// random cases with what the dynamic program drops: a pod-count dimension, copy limits below what fits, and items
+// in several anti-affinity groups. Its bound must never be below the best pattern's worth, must be no looser than
+// the Lagrangian search's (both relax the same capacity rows, and the simplex finds the best multipliers), and its
+// pattern must fit and be worth no more than the best.
+func TestKnapsackLPBoundHolds(t *testing.T) {
+	const mi = 1 << 20
+	tight, found := 0, 0
+	for seed := int64(0); seed < 400; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		pp := &patternProgram{dims: []int{dimCPU, dimMemory}, cpu: 0, mem: 1, groups: r.Intn(3)}
+		pods := r.Intn(2) == 0
+		if pods {
+			pp.dims = append(pp.dims, dimPods)
+		}
+		for range 1 + r.Intn(3) {
+			c := []float64{float64(500 + 250*r.Intn(8)), float64((256 + 128*r.Intn(16)) * mi)}
+			if pods {
+				c = append(c, float64(2+r.Intn(8)))
+			}
+			pp.cols = append(pp.cols, boundCol{price: 0.01 + r.Float64()})
+			pp.cap = append(pp.cap, c)
+		}
+		all := fitSet{1<<len(pp.cols) - 1}
+		for range 2 + r.Intn(4) {
+			req := []float64{float64(50 * (1 + r.Intn(12))), float64(4 * mi * (16 + r.Intn(200)))}
+			if pods {
+				req = append(req, 1)
+			}
+			it := patternItem{req: req, fit: all, demand: float64(1 + r.Intn(12))}
+			for g := 0; g < pp.groups; g++ {
+				if r.Intn(3) == 0 {
+					it.anti = append(it.anti, g)
+				}
+			}
+			pp.items = append(pp.items, it)
+		}
+		y := make([]float64, len(pp.items))
+		for k := range y {
+			y[k] = r.Float64() * 0.05
+		}
+		ks := newKnapsack(pp)
+		for ti := range pp.cols {
+			best := bestPattern(pp, ti, y)
+			ub, a := ks.lpBound(ti, y)
+			if ub < best-1e-9 {
+				t.Errorf("seed %d type %d: linear relaxation %.6f below the best pattern %.6f", seed, ti, ub, best)
+			}
+			if lag := ks.searchLambda(ti, y); ub > lag+1e-9 {
+				t.Errorf("seed %d type %d: linear relaxation %.6f above the Lagrangian bound %.6f", seed, ti, ub, lag)
+			}
+			if a == nil {
+				continue
+			}
+			for k, n := range a {
+				if n > float64(pp.maxCopies(k, ti)) {
+					t.Errorf("seed %d type %d: pattern %v holds more of item %d than its limit", seed, ti, a, k)
+				}
+			}
+			if !ks.feasible(ti, a) || patternWorth(a, y) > best+1e-9 {
+				t.Errorf("seed %d type %d: pattern %v does not fit or is worth more than the best", seed, ti, a)
+			}
+			if ub < best+1e-9 {
+				tight++
+			}
+			if patternWorth(a, y) > best-1e-9 {
+				found++
+			}
+		}
+	}
+	// the cases must reach the relaxation's edge: some where it is exact, and patterns that are the best
+	if tight == 0 || found == 0 {
+		t.Errorf("%d cases with the bound exact, %d with the best pattern found: want some of each", tight, found)
+	}
+}
