@@ -21,7 +21,9 @@ import (
 // so Σ demand·y/θ bounds it from below (Farley's bound). θ is taken from upper bounds on each knapsack (a Lagrangian
 // bound, a dynamic program over cpu and memory that only ever rounds in the knapsack's favour, and the knapsack's
 // linear relaxation bounded through its dual prices), so the bound holds after any number of rounds whether or not
-// the knapsacks found their best pattern; more rounds and exact knapsacks only tighten it.
+// the knapsacks found their best pattern; more rounds and exact knapsacks only tighten it. When a round finds no
+// improving pattern but θ is above one, the bound would lose all of it to the knapsacks' looseness, so the few
+// types that set θ are bounded again, more tightly (refine).
 //
 // It relaxes what the covering program relaxes (zones, capacity types, hostname spread, node affinity and taints,
 // limits, minValues, DaemonSet differences between NodePools) and keeps whole pods, fit sets, and at most one pod a
@@ -46,7 +48,18 @@ const (
 	dpPatterns = 8
 	// dpCPUUnits caps the cpu units of cpuBound's dynamic program.
 	dpCPUUnits = 4096
+	// dpRefineCells caps the table of the dynamic program refine runs for the few types that set θ;
+	// dpRefineRounding is the most that grid may round a request down, relative to it, for refine to run it.
+	dpRefineCells    = 1 << 20
+	dpRefineRounding = 0.125
+	// refineSteps caps the steps of refine a round; refineSlack is how far above one θ must be for it to run.
+	refineSteps = 6
+	refineSlack = 1e-5
 )
+
+// dpGrid caps the dynamic program's table (cpu × memory cells): coarse while column generation looks for patterns,
+// fine once the coarse grid finds none, refine for the few types refine bounds anew.
+type dpGrid struct{ coarse, fine, refine int }
 
 // patternItem is a set of pods on new nodes that are alike for the bound.
 type patternItem struct {
@@ -68,6 +81,8 @@ type patternProgram struct {
 	cap    [][]float64 // cap[t][d]: instance type t's capacity in active dimension d
 	groups int
 	seeds  []seedPattern
+	// grid caps the dynamic program's table in each use (tests shrink it)
+	grid dpGrid
 	// trace, when set, sees every round: the restricted optimum, the duals' worth, θ and the patterns found
 	trace func(round int, restricted, worth, theta float64, found int)
 }
@@ -153,7 +168,8 @@ func (s *solver) patternProgramFor(cols []boundCol, counts []int, fit []fitSet) 
 		}
 	}
 	pp := &patternProgram{items: items, cols: cols, dims: dims, cap: caps, groups: len(groupIndex),
-		cpu: slices.Index(dims, dimCPU), mem: slices.Index(dims, dimMemory)}
+		cpu: slices.Index(dims, dimCPU), mem: slices.Index(dims, dimMemory),
+		grid: dpGrid{coarse: dpCoarseCells, fine: dpCells, refine: dpRefineCells}}
 	pp.active = pp.undominated()
 	// the plan's own nodes are patterns: a warm start whose restricted optimum is at most the plan's cost
 	colOf := map[string]int{}
@@ -266,13 +282,17 @@ func (pp *patternProgram) solve() float64 {
 	bound := 0.0
 	// a coarse grid finds improving patterns cheaply; once it finds none, the exact grid takes over, both to find
 	// the patterns the coarse one missed and to give a tight θ for the bound
-	cells := dpCoarseCells
+	cells := pp.grid.coarse
 	for round := 0; round < patternRounds; round++ {
 		ms.optimize()
 		y := ms.duals()
-		theta, found := pp.price(ks, y, cells)
+		theta, found, tb := pp.price(ks, y, cells)
 		if theta <= 0 {
 			break
+		}
+		if cells == pp.grid.fine && len(found) == 0 && theta > 1+refineSlack {
+			// no improving pattern: θ above one is the knapsacks' bounds' looseness, and the bound loses it all
+			theta, found = pp.refine(ks, y, tb)
 		}
 		worth := 0.0
 		for k, it := range pp.items {
@@ -293,10 +313,10 @@ func (pp *patternProgram) solve() float64 {
 			}
 		}
 		if added == 0 {
-			if cells == dpCells {
+			if cells == pp.grid.fine {
 				break
 			}
-			cells = dpCells
+			cells = pp.grid.fine
 		}
 	}
 	return bound
@@ -327,63 +347,119 @@ type foundPattern struct {
 	gain  float64 // worth / price
 }
 
+// typeBounds holds each instance type's bound on its best pattern's worth at the dual prices relative to its
+// price (0 where nothing of worth fits), and how far the type was searched: 0 for the Lagrangian bound at last
+// round's multipliers only, 1 once examined as far as it could raise θ, 2 once examined fully, 3 once refined.
+type typeBounds struct {
+	ratio []float64
+	level []int8
+}
+
 // price returns θ, an upper bound over every instance type on the best pattern's worth at y relative to the type's
-// price, and the improving patterns found, best first. Types are taken in the order of their Lagrangian bound at
-// last round's multipliers; once that is at most θ for the rest, they cannot raise θ and are not searched. A type
-// is searched only as far as it can raise θ: a tighter Lagrangian bound first, the dynamic program when that is not
-// enough.
-func (pp *patternProgram) price(ks *knapsack, y []float64, cells int) (float64, []foundPattern) {
-	type cand struct {
-		t     int
-		ratio float64
-	}
-	cands := make([]cand, 0, len(pp.active))
+// price, the improving patterns found, best first, and each type's bound. Types are taken in the order of their
+// Lagrangian bound at last round's multipliers; once that is at most θ for the rest, they cannot raise θ and are
+// not searched.
+func (pp *patternProgram) price(ks *knapsack, y []float64, cells int) (float64, []foundPattern, typeBounds) {
+	tb := typeBounds{ratio: make([]float64, len(pp.cols)), level: make([]int8, len(pp.cols))}
+	cands := make([]int, 0, len(pp.active))
 	for _, t := range pp.active {
 		ub := ks.quickBound(t, y)
 		if ub <= 0 {
 			continue
 		}
 		if pp.cols[t].price <= 0 {
-			return 0, nil // a free instance type: no positive bound
+			return 0, nil, tb // a free instance type: no positive bound
 		}
-		cands = append(cands, cand{t: t, ratio: ub / pp.cols[t].price})
+		tb.ratio[t] = ub / pp.cols[t].price
+		cands = append(cands, t)
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].ratio > cands[j].ratio })
+	sort.SliceStable(cands, func(i, j int) bool { return tb.ratio[cands[i]] > tb.ratio[cands[j]] })
 	theta := 0.0
 	var found []foundPattern
-	for _, c := range cands {
-		if c.ratio <= theta {
+	for _, t := range cands {
+		if tb.ratio[t] <= theta {
 			break // no later type can raise θ: its bound is lower
 		}
-		price := pp.cols[c.t].price
-		ratio := math.Min(c.ratio, ks.searchLambda(c.t, y)/price)
-		if ratio > theta {
-			ub, patterns, exact := ks.dpBound(c.t, y, cells)
-			ratio = math.Min(ratio, ub/price)
-			if !exact && cells == dpCells && ratio > theta {
-				// a coarsened grid loosens memory most: bound it with memory priced in instead, cpu kept exact (only
-				// on the fine grid: the coarse rounds look for patterns, the fine ones make θ tight)
-				ratio = math.Min(ratio, ks.cpuBound(c.t, y)/price)
-			}
-			if !exact && cells == dpCells && ratio > theta {
-				// a coarsened grid may find no pattern at all, or lose the best when its pods must be trimmed to
-				// fit: the linear relaxation, exact in every dimension, gives a pattern of its own (and a bound)
-				ub, a := ks.lpBound(c.t, y)
-				ratio = math.Min(ratio, ub/price)
-				if a != nil {
-					patterns = append(patterns, a)
-				}
-			}
-			for _, a := range patterns {
-				if worth := patternWorth(a, y); worth > price*(1+1e-9) {
-					found = append(found, foundPattern{a: a, price: price, gain: worth / price})
-				}
-			}
-		}
-		theta = math.Max(theta, ratio)
+		found = pp.examine(ks, t, y, cells, theta, tb, found)
+		theta = math.Max(theta, tb.ratio[t])
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].gain > found[j].gain })
-	return theta, found
+	return theta, found, tb
+}
+
+// examine bounds type t's ratio only as far as it can raise θ above theta: a tighter Lagrangian bound first, the
+// dynamic program when that is not enough, and on the fine grid, when the dynamic program is not exact, cpuBound
+// and the linear relaxation. It appends the improving patterns it finds to found.
+func (pp *patternProgram) examine(ks *knapsack, t int, y []float64, cells int, theta float64, tb typeBounds, found []foundPattern) []foundPattern {
+	price := pp.cols[t].price
+	ratio := math.Min(tb.ratio[t], ks.searchLambda(t, y)/price)
+	if ratio > theta {
+		ub, patterns, exact := ks.dpBound(t, y, cells)
+		ratio = math.Min(ratio, ub/price)
+		if !exact && cells == pp.grid.fine && ratio > theta {
+			// a coarsened grid loosens memory most: bound it with memory priced in instead, cpu kept exact (only
+			// on the fine grid: the coarse rounds look for patterns, the fine ones make θ tight)
+			ratio = math.Min(ratio, ks.cpuBound(t, y)/price)
+		}
+		if !exact && cells == pp.grid.fine && ratio > theta {
+			// a coarsened grid may find no pattern at all, or lose the best when its pods must be trimmed to
+			// fit: the linear relaxation, exact in every dimension, gives a pattern of its own (and a bound)
+			ub, a := ks.lpBound(t, y)
+			ratio = math.Min(ratio, ub/price)
+			if a != nil {
+				patterns = append(patterns, a)
+			}
+		}
+		found = appendImproving(found, patterns, y, price)
+	}
+	tb.ratio[t], tb.level[t] = ratio, 1
+	return found
+}
+
+// refine lowers θ when the knapsacks' bounds, not the patterns, keep it above one. It takes the type whose bound
+// sets θ while that bound is above one: a type price examined only as far as it could raise θ then, or not at all,
+// is examined fully (every bound while its ratio is above one); one examined fully is bounded anew with the dynamic
+// program on a finer grid (grid.refine) unless even that grid rounds some request down by more than
+// dpRefineRounding of it (on the largest types, where cpuBound does better); one refined already ends it, as do
+// refineSteps steps. It returns θ over the bounds so lowered (tb is updated) and the improving patterns found.
+func (pp *patternProgram) refine(ks *knapsack, y []float64, tb typeBounds) (float64, []foundPattern) {
+	var found []foundPattern
+	for range refineSteps {
+		t := 0
+		for u, r := range tb.ratio {
+			if r > tb.ratio[t] {
+				t = u
+			}
+		}
+		if tb.ratio[t] <= 1+refineSlack || tb.level[t] == 3 {
+			break
+		}
+		if tb.level[t] < 2 {
+			found = pp.examine(ks, t, y, pp.grid.fine, 1, tb, found)
+			tb.level[t] = 2
+			continue
+		}
+		tb.level[t] = 3
+		if ks.dpRounding(t, y, pp.grid.refine) > dpRefineRounding {
+			continue // even the finer grid rounds some request away: its bound would be no tighter
+		}
+		price := pp.cols[t].price
+		ub, patterns, _ := ks.dpBound(t, y, pp.grid.refine)
+		tb.ratio[t] = math.Min(tb.ratio[t], ub/price)
+		found = appendImproving(found, patterns, y, price)
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].gain > found[j].gain })
+	return slices.Max(tb.ratio), found
+}
+
+// appendImproving appends to found the patterns of a type at price that are worth more than it at y.
+func appendImproving(found []foundPattern, patterns [][]float64, y []float64, price float64) []foundPattern {
+	for _, a := range patterns {
+		if worth := patternWorth(a, y); worth > price*(1+1e-9) {
+			found = append(found, foundPattern{a: a, price: price, gain: worth / price})
+		}
+	}
+	return found
 }
 
 func patternWorth(a, y []float64) float64 {
@@ -558,25 +634,7 @@ func (ks *knapsack) dpBound(t int, y []float64, cells int) (ub float64, patterns
 	if pp.cpu < 0 || pp.mem < 0 || len(ks.itemsFor(t, y)) == 0 {
 		return math.Inf(1), nil, false // no bound
 	}
-	capC, capM := pp.cap[t][pp.cpu], pp.cap[t][pp.mem]
-	gc, gm := int64(0), int64(0)
-	for _, k := range ks.order {
-		gc = gcd(gc, int64(pp.items[k].req[pp.cpu]))
-		gm = gcd(gm, int64(pp.items[k].req[pp.mem]))
-	}
-	uc, um := float64(max(gc, 1)), float64(max(gm, 1))
-	nc, nm := int(capC/uc), int(capM/um)
-	exact = true
-	for (nc+1)*(nm+1) > cells {
-		exact = false
-		if nm >= nc {
-			um *= 2
-			nm = int(capM / um)
-		} else {
-			uc *= 2
-			nc = int(capC / uc)
-		}
-	}
+	uc, um, nc, nm, exact := ks.dpGridFor(t, cells)
 	var free, anti []dpItem
 	for _, k := range ks.order {
 		item := &pp.items[k]
@@ -639,6 +697,51 @@ func (ks *knapsack) dpBound(t int, y []float64, cells int) (ub float64, patterns
 		}
 	}
 	return ub, patterns, exact
+}
+
+// dpGridFor returns dpBound's grid for type t over the items of ks.order: the units of cpu and memory, the
+// capacity in units, and whether the grid is exact (the units divide every request).
+func (ks *knapsack) dpGridFor(t, cells int) (uc, um float64, nc, nm int, exact bool) {
+	pp := ks.pp
+	capC, capM := pp.cap[t][pp.cpu], pp.cap[t][pp.mem]
+	gc, gm := int64(0), int64(0)
+	for _, k := range ks.order {
+		gc = gcd(gc, int64(pp.items[k].req[pp.cpu]))
+		gm = gcd(gm, int64(pp.items[k].req[pp.mem]))
+	}
+	uc, um = float64(max(gc, 1)), float64(max(gm, 1))
+	nc, nm = int(capC/uc), int(capM/um)
+	exact = true
+	for (nc+1)*(nm+1) > cells {
+		exact = false
+		if nm >= nc {
+			um *= 2
+			nm = int(capM / um)
+		} else {
+			uc *= 2
+			nc = int(capC / uc)
+		}
+	}
+	return uc, um, nc, nm, exact
+}
+
+// dpRounding is the most that dpBound's grid for type t at y rounds an item's cpu or memory request down, relative
+// to the request (1 when there is no grid).
+func (ks *knapsack) dpRounding(t int, y []float64, cells int) float64 {
+	pp := ks.pp
+	if pp.cpu < 0 || pp.mem < 0 || len(ks.itemsFor(t, y)) == 0 {
+		return 1
+	}
+	uc, um, _, _, _ := ks.dpGridFor(t, cells)
+	worst := 0.0
+	for _, k := range ks.order {
+		for _, d := range [][2]float64{{pp.items[k].req[pp.cpu], uc}, {pp.items[k].req[pp.mem], um}} {
+			if r, u := d[0], d[1]; r > 0 {
+				worst = math.Max(worst, (r-math.Floor(r/u)*u)/r)
+			}
+		}
+	}
+	return worst
 }
 
 // trace follows the table f back from cell (c, m), adding the pods it took to a; false if it loses the way.
