@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/requirements"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -221,7 +221,7 @@ func (c *checker) materialize(nc *scheduling.NodeClaimPlan, np *scheduling.NodeP
 	// the node must satisfy the NodePool's and the NodeClaim's requirements
 	for _, r := range append(append([]scheduling.NodeSelectorRequirementWithMinValues(nil), np.Requirements...), nc.Requirements...) {
 		v, ok := lbl[r.Key]
-		if !matchExpr(r.NodeSelectorRequirement, v, ok) {
+		if !requirements.Match(r.NodeSelectorRequirement, v, ok) {
 			c.out = append(c.out, Violation{Node: nc.Name, Plugin: "Plan", Message: fmt.Sprintf("node labels %s=%q break requirement %s %s %v", r.Key, v, r.Key, r.Operator, r.Values)})
 		}
 	}
@@ -345,53 +345,10 @@ func (c *checker) checkResources() {
 	}
 }
 
-func matchExpr(e corev1.NodeSelectorRequirement, v string, present bool) bool {
-	switch e.Operator {
-	case corev1.NodeSelectorOpIn:
-		if !present {
-			return false
-		}
-		for _, x := range e.Values {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	case corev1.NodeSelectorOpNotIn:
-		if !present {
-			return true
-		}
-		for _, x := range e.Values {
-			if x == v {
-				return false
-			}
-		}
-		return true
-	case corev1.NodeSelectorOpExists:
-		return present
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !present
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !present || len(e.Values) != 1 {
-			return false
-		}
-		a, err1 := strconv.ParseInt(v, 10, 64)
-		b, err2 := strconv.ParseInt(e.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if e.Operator == corev1.NodeSelectorOpGt {
-			return a > b
-		}
-		return a < b
-	}
-	return false
-}
-
 func termMatches(t corev1.NodeSelectorTerm, lbl map[string]string) bool {
 	for _, e := range t.MatchExpressions {
 		v, ok := lbl[e.Key]
-		if !matchExpr(e, v, ok) {
+		if !requirements.Match(e, v, ok) {
 			return false
 		}
 	}
@@ -563,7 +520,7 @@ func (c *checker) checkVolumes(p *pod) {
 			for _, term := range sc.AllowedTopologies {
 				all := true
 				for _, e := range term.MatchLabelExpressions {
-					if !matchExpr(corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values}, lbl[e.Key], hasKey(lbl, e.Key)) {
+					if !requirements.Match(corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values}, lbl[e.Key], hasKey(lbl, e.Key)) {
 						all = false
 					}
 				}
