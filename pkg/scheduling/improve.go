@@ -392,17 +392,7 @@ func (s *solver) canMove(c *class, from, b *candidate) bool {
 		return false
 	}
 	// only hostname counts change: the pod stays in the same domain of every other key
-	for _, kg := range c.cur.topo {
-		if kg.key != labelHostname {
-			continue
-		}
-		for i, g := range kg.groups {
-			if !g.allows("", b.idx, kg.isC[i], kg.isM[i] && g.eligible(b), false) {
-				return false
-			}
-		}
-	}
-	return true
+	return s.hostAllows(c, b)
 }
 
 // movePod moves p from one planned node to another, keeping resources and hostname topology counts.

@@ -62,8 +62,8 @@ type constraints struct {
 	selfAffine bool
 	// topo lists, per topology key (sorted), every group that constrains or matches the class.
 	topo []keyGroups
-	// memo keeps topologyCheck's answers on keys other than the hostname for planned nodes, narrowed narrow's, both
-	// by sig id.
+	// memo keeps topologyCheck's answers on keys other than the hostname for planned nodes, and narrowed keeps
+	// narrow's answers; both are indexed by sig id.
 	memo     []topoMemo
 	narrowed []narrowResult
 }

@@ -518,8 +518,9 @@ func (s *solver) checkDomainKeys(c *class, n *candidate, g0 *sig, first bool) (*
 	return pinned, topoFailure{}
 }
 
-// checkKey chooses the domain of node n (under sig g0) for one topology key where every group allows the pod, and
-// pins the node's sig (pinned so far) to it when the node's value for the key was not decided yet.
+// checkKey chooses the domain of node n (under sig g0) for one topology key other than the hostname where every
+// group allows the pod, and pins the node's sig (pinned so far) to it when the node's value for the key was not
+// decided yet.
 func (s *solver) checkKey(n *candidate, kg *keyGroups, g0, pinned *sig, first bool) (*sig, topoFailure) {
 	choices := s.sigDomainChoices(n, g0, kg.key)
 	if len(choices) == 0 {
@@ -557,7 +558,7 @@ func (s *solver) checkKey(n *candidate, kg *keyGroups, g0, pinned *sig, first bo
 	if chosen == "" {
 		return nil, topoFailure{set: true, g: why}
 	}
-	if n.existing == nil && kg.key != labelHostname && (len(choices) > 1 || !s.decided(n, pinned, kg.key)) {
+	if n.existing == nil && (len(choices) > 1 || !s.decided(n, pinned, kg.key)) {
 		if pinned = s.pin(pinned, kg.key, chosen); pinned == nil {
 			return nil, topoFailure{set: true, g: why, noType: true, key: kg.key, value: chosen}
 		}
