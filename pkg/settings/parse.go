@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,17 +21,6 @@ type Option struct {
 	Bool     bool
 	Required bool
 	apply    func(s *Settings, v string) error
-}
-
-// defaultFeatureGates are the gates known to Dovetail with their default values.
-func defaultFeatureGates() map[string]bool {
-	return map[string]bool{
-		FeatureSpotToSpotConsolidation: false,
-		FeatureNodeRepair:              false,
-		FeatureReservedCapacity:        false,
-		FeatureNodeOverlay:             false,
-		FeatureStaticCapacity:          false,
-	}
 }
 
 // Options returns the table of every setting, in documentation order.
@@ -88,8 +76,8 @@ func Options() []Option {
 			Usage: "A launched NodeClaim whose Node has not joined the cluster after this long is deleted and its instance terminated.",
 			apply: durationInto(func(s *Settings) *time.Duration { return &s.RegistrationTimeout })},
 		{Env: "FEATURE_GATES", Flag: "feature-gates",
-			Default: "NodeOverlay=false,NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false",
-			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names are rejected.",
+			Default: defaultFeatureGatesString(),
+			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names, and true for a feature not implemented yet, are rejected.",
 			apply:   applyFeatureGates},
 		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info",
 			Usage: "Log verbosity: debug, info, warn or error.",
@@ -253,39 +241,4 @@ func enumInto(field func(*Settings) *string, allowed ...string) func(*Settings, 
 		}
 		return fmt.Errorf("must be one of %s, got %q", strings.Join(allowed, ", "), v)
 	}
-}
-
-// applyFeatureGates starts from the defaults and applies the Name=bool pairs in v.
-func applyFeatureGates(s *Settings, v string) error {
-	gates := defaultFeatureGates()
-	for _, pair := range strings.Split(v, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		name, val, ok := strings.Cut(pair, "=")
-		if !ok {
-			return fmt.Errorf("%q is not Name=true|false", pair)
-		}
-		name = strings.TrimSpace(name)
-		if _, known := gates[name]; !known {
-			return fmt.Errorf("unknown feature gate %q (known: %s)", name, strings.Join(knownGates(), ", "))
-		}
-		b, err := strconv.ParseBool(strings.TrimSpace(val))
-		if err != nil {
-			return fmt.Errorf("feature gate %s: value must be true or false, got %q", name, val)
-		}
-		gates[name] = b
-	}
-	s.FeatureGates = gates
-	return nil
-}
-
-func knownGates() []string {
-	var names []string
-	for n := range defaultFeatureGates() {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -23,6 +23,7 @@ const (
 	FeatureReservedCapacity        = "ReservedCapacity"
 	FeatureNodeOverlay             = "NodeOverlay"
 	FeatureStaticCapacity          = "StaticCapacity"
+	FeatureCapacityBuffer          = "CapacityBuffer"
 )
 
 // Settings are the controller's settings. The zero value is not valid: use Parse.
