@@ -27,6 +27,9 @@ const (
 	LabelCapacityType      = "capacity_type"
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
+	// Labels of karpenter_nodeclaims_unhealthy_disrupted_total.
+	LabelCondition = "condition"
+	LabelImageID   = "image_id"
 	// LabelMessageType is the kind of an interruption-queue message.
 	LabelMessageType = "message_type"
 )
@@ -90,8 +93,11 @@ type Metrics struct {
 	ConditionDuration             *prometheus.HistogramVec
 	ConditionTransitions          *prometheus.CounterVec
 	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption (reason: expired, drifted, empty,
-	// underutilized), by NodePool and capacity type.
+	// underutilized, interruption, unhealthy), by NodePool and capacity type.
 	NodeClaimsDisrupted *prometheus.CounterVec
+	// NodeClaimsUnhealthyDisrupted counts NodeClaims deleted by node repair, by the node condition that made the
+	// node unhealthy (snake case, e.g. kernel_ready), NodePool, capacity type and image ID.
+	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
 	// DisruptionDecisions counts the disruption controller's commands, by decision (delete, replace), reason
 	// and consolidation type (empty, single, multi; "" for drift).
 	DisruptionDecisions *prometheus.CounterVec
@@ -237,6 +243,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodeclaims_disrupted_total",
 			Help: "NodeClaims disrupted by Dovetail, by disruption reason, owning NodePool and capacity type.",
 		}, []string{LabelReason, LabelNodePool, LabelCapacityType}),
+		NodeClaimsUnhealthyDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodeclaims_unhealthy_disrupted_total",
+			Help: "NodeClaims deleted by node repair, by the node condition that made the node unhealthy, owning NodePool, capacity type and image ID.",
+		}, []string{LabelCondition, LabelNodePool, LabelCapacityType, LabelImageID}),
 		DisruptionDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_voluntary_disruption_decisions_total",
 			Help: "Voluntary disruption commands started, by decision (delete, replace), reason and consolidation type.",
@@ -297,7 +307,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
 		m.NodesEvictionRequests, m.NodesLifetimeDuration,
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
-		m.NodeClaimsDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
+		m.NodeClaimsDisrupted, m.NodeClaimsUnhealthyDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
 		m.InterruptionForeignMessages,

@@ -29,7 +29,7 @@ type FeatureGate struct {
 func FeatureGates() []FeatureGate {
 	return []FeatureGate{
 		{Name: FeatureSpotToSpotConsolidation, Implemented: true},
-		{Name: FeatureNodeRepair},
+		{Name: FeatureNodeRepair, Implemented: true},
 		{Name: FeatureReservedCapacity, KarpenterDefault: true},
 		{Name: FeatureNodeOverlay},
 		{Name: FeatureStaticCapacity},

@@ -79,6 +79,9 @@ func Options() []Option {
 			Default: defaultFeatureGatesString(),
 			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names, and true for a feature not implemented yet, are rejected.",
 			apply:   applyFeatureGates},
+		{Env: "NODE_REPAIR_TOLERATIONS", Flag: "node-repair-tolerations",
+			Usage: "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
+			apply: applyNodeRepairTolerations},
 		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info",
 			Usage: "Log verbosity: debug, info, warn or error.",
 			apply: func(s *Settings, v string) error {
@@ -156,6 +159,9 @@ func Parse(args []string, getenv func(string) string) (*Settings, error) {
 	if s.BatchIdleDuration > s.BatchMaxDuration {
 		return nil, fmt.Errorf("BATCH_IDLE_DURATION (--batch-idle-duration) %s must not exceed BATCH_MAX_DURATION (--batch-max-duration) %s",
 			s.BatchIdleDuration, s.BatchMaxDuration)
+	}
+	if len(s.NodeRepairTolerations) > 0 && !s.FeatureEnabled(FeatureNodeRepair) {
+		return nil, fmt.Errorf("NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) has no effect unless FEATURE_GATES (--feature-gates) has %s=true", FeatureNodeRepair)
 	}
 	if s.MetricsPort == s.HealthProbePort {
 		return nil, fmt.Errorf("METRICS_PORT (--metrics-port) and HEALTH_PROBE_PORT (--health-probe-port) must differ, both are %d", s.MetricsPort)
@@ -241,4 +247,32 @@ func enumInto(field func(*Settings) *string, allowed ...string) func(*Settings, 
 		}
 		return fmt.Errorf("must be one of %s, got %q", strings.Join(allowed, ", "), v)
 	}
+}
+
+// applyNodeRepairTolerations reads ConditionType=duration pairs; a condition type named twice is an error.
+func applyNodeRepairTolerations(s *Settings, v string) error {
+	out := map[string]time.Duration{}
+	for _, pair := range strings.Split(v, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(pair, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return fmt.Errorf("%q is not ConditionType=duration", pair)
+		}
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("condition %s is given twice", name)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(val))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("condition %s: toleration must be a positive duration such as 30s or 10m, got %q", name, val)
+		}
+		out[name] = d
+	}
+	if len(out) > 0 {
+		s.NodeRepairTolerations = out
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ var notInChart = map[string]string{
 	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
 	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
 	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
+	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
 }
 
 // envName matches an environment variable entry of a container (`- name: CLUSTER_NAME`); container and port
