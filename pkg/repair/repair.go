@@ -115,8 +115,8 @@ func (d Decision) Message() string {
 		return fmt.Sprintf("unhealthy (%s); would be repaired at %s, after the %s toleration", cond,
 			h.RepairAt.UTC().Format(time.RFC3339), h.Policy.TolerationDuration)
 	case Repair:
-		return fmt.Sprintf("unhealthy (%s) for longer than the %s toleration: repaired (NodeClaim deleted, drain not waiting for PodDisruptionBudgets)",
-			cond, h.Policy.TolerationDuration)
+		return fmt.Sprintf("unhealthy (%s) past its %s toleration since %s: repaired now (its NodeClaim deleted, the drain not waiting for PodDisruptionBudgets)",
+			cond, h.Policy.TolerationDuration, h.RepairAt.UTC().Format(time.RFC3339))
 	case HeldBack:
 		return fmt.Sprintf("unhealthy (%s) past its %s toleration since %s, but repair holds back: %s",
 			cond, h.Policy.TolerationDuration, h.RepairAt.UTC().Format(time.RFC3339), d.Group.LimitMessage())

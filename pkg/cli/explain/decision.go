@@ -63,21 +63,21 @@ type DecisionCommand struct {
 // annotation: the record the disruption controller writes and reads back.
 type CommandInProgress = ctrldisruption.Record
 
-// decisionOptions are the decision's options from the controller settings the command was given
-// (--feature-gates, --preference-policy, --min-values-policy), validated by the controller's own parser.
-func (o *Options) decisionOptions() (disruption.Options, error) {
+// controllerSettings are the controller settings the command was given (--feature-gates, --preference-policy,
+// --min-values-policy, --node-repair-tolerations), validated by the controller's own parser.
+func (o *Options) controllerSettings() (*settings.Settings, error) {
 	args := []string{"--cluster-name", "dovetailctl-explain"}
 	for _, f := range []struct{ flag, value string }{{"feature-gates", o.FeatureGates}, {"preference-policy", o.PreferencePolicy},
-		{"min-values-policy", o.MinValuesPolicy}} {
+		{"min-values-policy", o.MinValuesPolicy}, {"node-repair-tolerations", o.NodeRepairTolerations}} {
 		if f.value != "" {
 			args = append(args, "--"+f.flag, f.value)
 		}
 	}
 	s, err := settings.Parse(args, func(string) string { return "" })
 	if err != nil {
-		return disruption.Options{}, fmt.Errorf("controller settings: %w", err)
+		return nil, fmt.Errorf("controller settings: %w", err)
 	}
-	return ctrldisruption.DecisionOptions(s), nil
+	return s, nil
 }
 
 // decideNode says what the disruption controller would decide about node now. nc is the node's NodeClaim (nil

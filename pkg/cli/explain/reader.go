@@ -47,7 +47,9 @@ func (instanceTypes) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovide
 func (instanceTypes) Name() string { return "dovetailctl" }
 
 // RepairPolicies are the AWS provider's: explain reports when the controller would repair a node.
-func (instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy { return awsprovider.RepairPolicies() }
+func (instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy {
+	return awsprovider.RepairPolicies()
+}
 
 // podsByNode serves the lists of pods by spec.nodeName that the controller's snapshot makes once per NodeClaim
 // (from its cache's index) out of the pods explain has already listed, instead of one API request each. Every
