@@ -104,12 +104,24 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !node.DeletionTimestamp.IsZero() || node.Spec.ProviderID == "" {
 		return reconcile.Result{}, nil
 	}
-	nc, err := c.nodeClaimOf(ctx, node)
-	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, err
-	}
 	policies, err := Policies(c.deps.CloudProvider, c.overrides())
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The node alone first: healthy nodes (nearly every event, kwok and kubelet heartbeats included) and nodes
+	// within their toleration cost no list of the NodePool.
+	now := c.deps.Clock.Now()
+	h := repair.Check(node, policies)
+	if !h.Unhealthy {
+		return reconcile.Result{}, nil
+	}
+	if now.Before(h.RepairAt) {
+		log.FromContext(ctx).V(1).Info("node unhealthy, within its toleration", "node", node.Name,
+			"condition", h.Condition.Type, "status", h.Condition.Status, "repairAt", h.RepairAt)
+		return reconcile.Result{RequeueAfter: h.RepairAt.Sub(now)}, nil
+	}
+	nc, err := c.nodeClaimOf(ctx, node)
+	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
 	}
 	nodes := &corev1.NodeList{}
@@ -120,7 +132,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.deps.Client.List(ctx, nodes, opts...); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
-	in := repair.Input{Now: c.deps.Clock.Now(), Policies: policies}
+	in := repair.Input{Now: now, Policies: policies}
 	for i := range nodes.Items {
 		in.Nodes = append(in.Nodes, &nodes.Items[i])
 	}
@@ -132,8 +144,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger := log.FromContext(ctx).WithValues("node", node.Name, "nodeclaim", nc.Name, "nodepool", d.Group.NodePool)
 	switch d.Verdict {
 	case repair.Tolerated:
-		logger.V(1).Info("node unhealthy, within its toleration", "condition", d.Health.Condition.Type,
-			"status", d.Health.Condition.Status, "repairAt", d.Health.RepairAt)
 		return reconcile.Result{RequeueAfter: d.Recheck.Sub(in.Now)}, nil
 	case repair.HeldBack:
 		logger.Info("node repair held back", "condition", d.Health.Condition.Type, "unhealthy", d.Group.Unhealthy,
