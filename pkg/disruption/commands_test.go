@@ -174,6 +174,25 @@ func TestDecideSeveralCommands(t *testing.T) {
 			savings: 0.1, evictions: 2,
 		},
 		{
+			name: "a PodDisruptionBudget's allowance is not counted on by two commands",
+			snap: func() *disruption.Snapshot {
+				web := func(name string) *corev1.Pod {
+					return test.SchedPod(name).Labels("app", "web").Requests("1500m", "1Gi").Obj()
+				}
+				s := pools([]*karpv1.NodePool{test.NodePool("a").Obj()},
+					test.Candidate("s1", "medium", 0.2).Pool("a").Pods(keeper("k1", "2")).Obj(),
+					test.Candidate("s2", "medium", 0.2).Pool("a").Pods(keeper("k2", "2")).Obj(),
+					test.Candidate("x", "small", 0.05).Pool("a").Pods(web("x-web")).Obj(),
+					test.Candidate("y", "small", 0.05).Pool("a").Pods(web("y-web")).Obj())
+				s.PodDisruptionBudgets = append(s.PodDisruptionBudgets, pdb("web", 1))
+				return s
+			},
+			opts: disruption.Options{MaxMultiNodeCandidates: 1},
+			want: passSummary{Commands: []string{"underutilized/delete (single): 1 node(s) x, saving $0.0500/h"},
+				Stays: map[string]disruption.StayReason{"s1": disruption.StayDoNotDisrupt, "s2": disruption.StayDoNotDisrupt, "y": disruption.StayPDB}},
+			savings: 0.05, evictions: 1,
+		},
+		{
 			name: "two nodes that could each move onto the same spare room: only one command gets it",
 			snap: func() *disruption.Snapshot {
 				return pools([]*karpv1.NodePool{test.NodePool("a").Obj()},

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
+
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
@@ -36,6 +38,8 @@ type decider struct {
 	// which go first next pass even when another method reached them.
 	examined   map[string]bool
 	unexamined map[string]bool
+	// pdbUsed counts, per PodDisruptionBudget, the evictions the commands decided so far make under it.
+	pdbUsed map[*policyv1.PodDisruptionBudget]int
 }
 
 // Decide runs the methods in order (drift, emptiness, multi-node then single-node consolidation) and returns
@@ -57,7 +61,8 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	}
 	d := &decider{snap: snap, opts: opts, stays: map[string]Stay{}, allowed: map[string]map[karpv1.DisruptionReason]int{},
 		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}},
-		work:   newWorking(snap.Cluster), taken: map[string]bool{}, examined: map[string]bool{}, unexamined: map[string]bool{}}
+		work:   newWorking(snap.Cluster), taken: map[string]bool{}, examined: map[string]bool{}, unexamined: map[string]bool{},
+		pdbUsed: map[*policyv1.PodDisruptionBudget]int{}}
 	if err := d.budgets(); err != nil {
 		return nil, err
 	}
@@ -104,6 +109,24 @@ func (d *decider) free(cs []*Candidate) []*Candidate {
 	return out
 }
 
+// pdbSpent records a stay for a candidate with a pod whose PodDisruptionBudget's allowance the earlier commands
+// of the pass use up, and reports it: two commands started together must not count on the same allowance.
+func (d *decider) pdbSpent(c *Candidate) bool {
+	if len(d.pdbUsed) == 0 {
+		return false
+	}
+	for _, p := range c.reschedulablePods() {
+		for _, pdb := range selectingPDBs(p, d.snap.PodDisruptionBudgets) {
+			if used := d.pdbUsed[pdb]; used > 0 && int32(used) >= pdb.Status.DisruptionsAllowed {
+				d.stayf(c, StayPDB, "pod %s/%s is covered by PodDisruptionBudget %s/%s, whose %d allowed disruption(s) earlier commands of this pass use",
+					p.Namespace, p.Name, pdb.Namespace, pdb.Name, pdb.Status.DisruptionsAllowed)
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // receiving records a stay for a candidate an earlier command of the pass moves pods onto and reports it.
 func (d *decider) receiving(c *Candidate) bool {
 	msg, ok := d.work.receiving[c.Node]
@@ -122,6 +145,13 @@ func (d *decider) accept(cmd *Command, sim *simulation) {
 		d.taken[c.NodeClaim] = true
 		d.examined[c.NodeClaim] = true
 		per[c.NodePool]++
+	}
+	for _, c := range cmd.Candidates {
+		for _, p := range c.reschedulablePods() {
+			for _, pdb := range selectingPDBs(p, d.snap.PodDisruptionBudgets) {
+				d.pdbUsed[pdb]++
+			}
+		}
 	}
 	for pool, k := range per {
 		for r, n := range d.allowed[pool] {
@@ -223,7 +253,7 @@ func (d *decider) take(cands []*Candidate, reason karpv1.DisruptionReason, limit
 		if len(out) == limit {
 			break
 		}
-		if d.taken[c.NodeClaim] || d.receiving(c) {
+		if d.taken[c.NodeClaim] || d.receiving(c) || d.pdbSpent(c) {
 			continue
 		}
 		n, ok := left[c.NodePool]
@@ -271,7 +301,7 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 	}
 	sortByCost(drifted)
 	for _, c := range drifted {
-		if d.receiving(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
+		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
 			continue
 		}
 		sim, err := simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
@@ -488,7 +518,7 @@ func (d *decider) singleNode(ctx context.Context, open []*Candidate) error {
 			d.leftOut(cands[i:])
 			return nil
 		}
-		if d.receiving(c) || !d.room(c, karpv1.DisruptionReasonUnderutilized) {
+		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonUnderutilized) {
 			continue
 		}
 		cmd, sim, why, msg, err := d.consolidate(ctx, []*Candidate{c}, ConsolidationSingle)
