@@ -177,3 +177,30 @@ func PassPlan(cluster *scheduling.Snapshot, cmds []*Command) (*scheduling.Snapsh
 	}
 	return &out, plan
 }
+
+// closedTo is the working cluster with the named nodes closed to new pods: they stay, with their pods (which
+// still count for topology spread and affinity), but with exactly the room their pods take.
+func (w *working) closedTo(names map[string]bool) *scheduling.Snapshot {
+	if len(names) == 0 {
+		return w.cluster
+	}
+	out := *w.cluster
+	out.Nodes = make([]*scheduling.StateNode, len(w.cluster.Nodes))
+	for i, n := range w.cluster.Nodes {
+		if !names[n.Name] {
+			out.Nodes[i] = n
+			continue
+		}
+		full := *n
+		full.Allocatable = corev1.ResourceList{}
+		for _, p := range n.Pods {
+			for res, q := range scheduling.PodRequests(p) {
+				sum := full.Allocatable[res]
+				sum.Add(q)
+				full.Allocatable[res] = sum
+			}
+		}
+		out.Nodes[i] = &full
+	}
+	return &out
+}
