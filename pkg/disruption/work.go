@@ -20,6 +20,8 @@ type working struct {
 	receiving map[string]string
 	// replacements counts the replacement StateNodes added, to name them uniquely.
 	replacements int
+	// full caches closed copies of nodes (a node whose pods change is a new StateNode).
+	full map[*scheduling.StateNode]*scheduling.StateNode
 }
 
 func newWorking(c *scheduling.Snapshot) *working {
@@ -27,7 +29,7 @@ func newWorking(c *scheduling.Snapshot) *working {
 	cl.Nodes = append([]*scheduling.StateNode(nil), c.Nodes...)
 	cl.NodePools = append([]*scheduling.NodePool(nil), c.NodePools...)
 	cl.Pods = nil
-	return &working{cluster: &cl, receiving: map[string]string{}}
+	return &working{cluster: &cl, receiving: map[string]string{}, full: map[*scheduling.StateNode]*scheduling.StateNode{}}
 }
 
 // apply records a command: its candidates' nodes leave the cluster, the pods its simulation moved go where the
@@ -191,6 +193,10 @@ func (w *working) closedTo(names map[string]bool) *scheduling.Snapshot {
 			out.Nodes[i] = n
 			continue
 		}
+		if f, ok := w.full[n]; ok {
+			out.Nodes[i] = f
+			continue
+		}
 		full := *n
 		full.Allocatable = corev1.ResourceList{}
 		for _, p := range n.Pods {
@@ -200,6 +206,7 @@ func (w *working) closedTo(names map[string]bool) *scheduling.Snapshot {
 				full.Allocatable[res] = sum
 			}
 		}
+		w.full[n] = &full
 		out.Nodes[i] = &full
 	}
 	return &out
