@@ -435,6 +435,10 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 		if narrowed == nil {
 			return nil, nil, why, msg, nil
 		}
+		// Under Balanced, keep only the options that save enough, so that whatever the cloud launches is approved.
+		if need := MinSavings(cands, d.snap.NodePools, d.totals, BalancedK); need > 0 && narrowed.Price <= price-need {
+			narrowed = capOptions(narrowed, price-need, d.snap.Cluster.InstanceTypes[r.NodePool])
+		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
 	default:
 		return nil, nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
