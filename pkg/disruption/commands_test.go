@@ -278,10 +278,20 @@ func TestDecideSeveralCommands(t *testing.T) {
 	}
 }
 
-func nodePods(c *scheduling.Snapshot) []int {
-	var out []int
+// nodePods fingerprints the parts of the cluster a pass could modify: nodes, their room and pods, NodePool usage.
+func nodePods(c *scheduling.Snapshot) []string {
+	var out []string
 	for _, n := range c.Nodes {
-		out = append(out, len(n.Pods))
+		cpu := n.Allocatable[corev1.ResourceCPU]
+		pods := n.Allocatable[corev1.ResourcePods]
+		line := fmt.Sprintf("%s cpu=%s pods=%s:", n.Name, cpu.String(), pods.String())
+		for _, p := range n.Pods {
+			line += " " + p.Name + "@" + p.Spec.NodeName
+		}
+		out = append(out, line)
+	}
+	for _, np := range c.NodePools {
+		out = append(out, fmt.Sprintf("%s usage %v", np.Name, np.Usage))
 	}
 	return out
 }
