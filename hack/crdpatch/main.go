@@ -139,12 +139,8 @@ func patchRequirementItem(item map[string]interface{}, where string, allowNodePo
 	if err != nil {
 		return err
 	}
-	op["enum"] = []interface{}{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}
-	vals, err := at(item, "values", "[]")
-	if err != nil {
-		return err
-	}
-	vals["maxLength"] = maxLabelValueLength
+	op["enum"] = []interface{}{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"}
+	// Requirement values are not limited in length or syntax at admission, as in Karpenter.
 	return nil
 }
 

@@ -9,6 +9,7 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 )
 
@@ -43,6 +44,8 @@ func AMIFamilyFromAlias(aliasFamily string) string {
 		return AMIFamilyWindows2019
 	case "windows2022":
 		return AMIFamilyWindows2022
+	case "windows2025":
+		return AMIFamilyWindows2025
 	}
 	return ""
 }
