@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/dovetail/dovetail/pkg/catalog"
 )
@@ -156,10 +157,16 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 		B("ipv6Supported", true), T("enaSupport", "required"), B("efaSupported", false),
 		B("encryptionInTransitSupported", t.Hypervisor == "nitro" && t.Generation >= 5))
 	hyper := TOpt("hypervisor", t.Hypervisor)
+	// Nitro Enclaves need a Nitro instance with at least 4 vCPUs and are not offered on burstable types.
+	enclaves := "unsupported"
+	if t.Hypervisor == "nitro" && t.VCPU >= 4 && !strings.HasPrefix(t.Name, "t") {
+		enclaves = "supported"
+	}
 	return E("item",
 		T("instanceType", t.Name), B("currentGeneration", t.CurrentGeneration), B("freeTierEligible", false),
 		StrList("supportedUsageClasses", "item", usage), StrList("supportedRootDeviceTypes", "item", []string{"ebs"}),
 		StrList("supportedVirtualizationTypes", "item", t.VirtualizationTypes), B("bareMetal", t.BareMetal), hyper,
+		T("nitroEnclavesSupport", enclaves),
 		proc,
 		E("vCpuInfo", I("defaultVCpus", int64(t.VCPU))),
 		E("memoryInfo", I("sizeInMiB", t.MemoryMiB)),

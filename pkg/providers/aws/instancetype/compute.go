@@ -38,6 +38,8 @@ type Info struct {
 	Hypervisor           string
 	BareMetal            bool
 	EncryptionInTransit  bool
+	// NitroEnclaves is true when the type supports Nitro Enclaves (the karpenter.k8s.aws/nitro-sandbox label).
+	NitroEnclaves bool
 }
 
 // Device is a GPU or accelerator model on an instance type; MemoryMiB is per device.
@@ -299,6 +301,7 @@ func Labels(info Info, os string) map[string]string {
 		l[awsv1.LabelInstanceEBSBandwidth] = strconv.FormatInt(info.EBSBandwidthMbps, 10)
 	}
 	l[awsv1.LabelInstanceEncryptionInTransitSupported] = strconv.FormatBool(info.EncryptionInTransit)
+	l[awsv1.LabelNitroSandbox] = strconv.FormatBool(info.NitroEnclaves)
 	if info.LocalNVMe && info.LocalStorageGB > 0 {
 		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(info.LocalStorageGB, 10)
 	}
