@@ -311,6 +311,11 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 	if nc.Spec.UserData != nil {
 		b.UserData = *nc.Spec.UserData
 	}
+	if build := awsv1.WindowsBuild(family); build != "" {
+		// The Windows kubelet reports its build too; registering it up front keeps the Node matching the
+		// NodeClaim's instance type from the first moment.
+		b.Labels[corev1.LabelWindowsBuild] = build
+	}
 	return b
 }
 

@@ -615,3 +615,28 @@ func TestBottlerocketBootstrapAgainstSimulator(t *testing.T) {
 		t.Errorf("ephemeral-storage = %s, want the 20Gi Bottlerocket data volume", eph.String())
 	}
 }
+
+// TestWindows2025AgainstSimulator launches a node with the windows2025 alias: the simulator answers the SSM
+// parameter, the instance type carries the Windows labels and the user data is the EKS Windows bootstrap.
+func TestWindows2025AgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolve(t, test.EC2NodeClass("default", "dovetail").Alias("windows2025@latest").Obj())
+	created, err := p.Create(context.Background(), claim("default-win", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	for k, want := range map[string]string{corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: awsv1.WindowsBuild2025} {
+		if got := created.Labels[k]; got != want {
+			t.Errorf("NodeClaim label %s = %q, want %q", k, got, want)
+		}
+	}
+	if created.Status.ImageID == "" {
+		t.Fatalf("no image id on the created NodeClaim")
+	}
+	checkUserData(t, p, created.Status.ImageID)
+	img, err := p.ec2.DescribeImages(context.Background(), &ec2.DescribeImagesInput{ImageIds: []string{created.Status.ImageID}})
+	if err != nil || len(img.Images) != 1 || !strings.Contains(awssdk.ToString(img.Images[0].Name), "Windows_Server-2025") {
+		t.Fatalf("image %s is not the Windows Server 2025 EKS image: %v %v", created.Status.ImageID, img, err)
+	}
+}

@@ -69,6 +69,8 @@ type Settings struct {
 	EphemeralStorage resource.Quantity
 	// OS is the kubernetes.io/os value; empty means linux.
 	OS string
+	// WindowsBuild is the node.kubernetes.io/windows-build value of Windows nodes; empty for Linux.
+	WindowsBuild string
 }
 
 // Shape is what a node of an instance type offers: its labels, capacity and the overhead held back from pods.
@@ -143,7 +145,7 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 		return Shape{}, fmt.Errorf("instance type %s: evictionHard: %w", info.Name, err)
 	}
 	return Shape{
-		Labels:   Labels(info, s.OS),
+		Labels:   withWindowsBuild(Labels(info, s.OS), s.WindowsBuild),
 		Capacity: capacity,
 		Overhead: cloudprovider.Overhead{
 			KubeReserved:      kubeReserved,
@@ -257,6 +259,14 @@ func threshold(v string, capacity resource.Quantity) (resource.Quantity, error) 
 		return *resource.NewQuantity(int64(math.Ceil(float64(capacity.Value())*pct/100)), resource.BinarySI), nil
 	}
 	return resource.ParseQuantity(v)
+}
+
+// withWindowsBuild adds the node.kubernetes.io/windows-build label when build is set.
+func withWindowsBuild(l map[string]string, build string) map[string]string {
+	if build != "" {
+		l[corev1.LabelWindowsBuild] = build
+	}
+	return l
 }
 
 // Labels returns the well-known labels a node of this type carries (arch, os, instance type and the

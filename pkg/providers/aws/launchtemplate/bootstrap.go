@@ -24,6 +24,9 @@ const (
 	FamilyAL2          = "AL2"
 	FamilyBottlerocket = "Bottlerocket"
 	FamilyCustom       = "Custom"
+	FamilyWindows2019  = "Windows2019"
+	FamilyWindows2022  = "Windows2022"
+	FamilyWindows2025  = "Windows2025"
 )
 
 // mimeBoundary is fixed so the same inputs give byte-identical user data (and so the same launch template).
@@ -72,10 +75,12 @@ func (b Bootstrap) Render() (string, error) {
 		return b.al2()
 	case FamilyBottlerocket:
 		return b.bottlerocket()
+	case FamilyWindows2019, FamilyWindows2022, FamilyWindows2025:
+		return b.windows()
 	case FamilyCustom:
 		return b.UserData, nil
 	}
-	return "", fmt.Errorf("AMI family %q has no bootstrap support (supported: AL2023, AL2, Bottlerocket, Custom)", b.Family)
+	return "", fmt.Errorf("AMI family %q has no bootstrap support (supported: AL2023, AL2, Bottlerocket, Windows2019, Windows2022, Windows2025, Custom)", b.Family)
 }
 
 // nodeConfig is nodeadm's NodeConfig document (node.eks.aws/v1alpha1).
@@ -175,6 +180,47 @@ func (b Bootstrap) al2() (string, error) {
 	}
 	return writeMIME(append(user, part{contentType: `text/x-shellscript; charset="us-ascii"`, body: []byte(sb.String())}))
 }
+
+// windows renders the PowerShell user data of the EKS-optimized Windows AMIs: the node class's own PowerShell
+// (without its <powershell> tags) runs first, then the AMI's Start-EKSBootstrap.ps1 with the cluster and the
+// kubelet flags.
+func (b Bootstrap) windows() (string, error) {
+	var sb strings.Builder
+	sb.WriteString("<powershell>\n")
+	if user := strings.TrimSpace(b.UserData); user != "" {
+		user = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(user, "<powershell>"), "</powershell>"))
+		if strings.Contains(user, "<powershell>") || strings.Contains(user, "</powershell>") {
+			return "", fmt.Errorf("windows userData: at most one <powershell> block, at the start and end, is supported")
+		}
+		sb.WriteString(user)
+		sb.WriteString("\n")
+	}
+	sb.WriteString("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n")
+	fmt.Fprintf(&sb, "& $EKSBootstrapScriptFile -EKSClusterName %s -APIServerEndpoint %s -Base64ClusterCA %s",
+		psQuote(b.ClusterName), psQuote(b.Endpoint), psQuote(b.CABundle))
+	args := b.kubeletFlags()
+	if b.Kubelet.MaxPods > 0 {
+		args = append(args, "--max-pods="+strconv.Itoa(int(b.Kubelet.MaxPods)))
+	}
+	if r := mapFlag(b.Kubelet.KubeReserved, "=", ","); r != "" {
+		args = append(args, "--kube-reserved="+r)
+	}
+	if r := mapFlag(b.Kubelet.SystemReserved, "=", ","); r != "" {
+		args = append(args, "--system-reserved="+r)
+	}
+	if r := mapFlag(b.Kubelet.EvictionHard, "<", ","); r != "" {
+		args = append(args, "--eviction-hard="+r)
+	}
+	fmt.Fprintf(&sb, " -KubeletExtraArgs %s", psQuote(strings.Join(args, " ")))
+	if len(b.Kubelet.ClusterDNS) > 0 {
+		fmt.Fprintf(&sb, " -DNSClusterIP %s", psQuote(b.Kubelet.ClusterDNS[0]))
+	}
+	sb.WriteString("\n</powershell>\n")
+	return sb.String(), nil
+}
+
+// psQuote quotes s as a PowerShell single-quoted string.
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

@@ -234,7 +234,32 @@ func TestAL2AndCustomUserData(t *testing.T) {
 	if err != nil || custom != "raw" {
 		t.Errorf("Custom user data = %q, %v; want the user's data unchanged", custom, err)
 	}
-	if _, err := sample("Windows2022", "").Render(); err == nil {
-		t.Errorf("Windows2022 user data succeeded, want an unsupported-family error")
+	if _, err := sample("Windows2016", "").Render(); err == nil {
+		t.Errorf("Windows2016 user data succeeded, want an unsupported-family error")
+	}
+}
+
+func TestWindowsUserData(t *testing.T) {
+	for _, fam := range []string{FamilyWindows2019, FamilyWindows2022, FamilyWindows2025} {
+		t.Run(fam, func(t *testing.T) {
+			got, err := sample(fam, "<powershell>\nWrite-Host 'before bootstrap'\n</powershell>").Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "<powershell>\n" +
+				"Write-Host 'before bootstrap'\n" +
+				"[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
+				"& $EKSBootstrapScriptFile -EKSClusterName 'dovetail' -APIServerEndpoint 'https://127.0.0.1:6443' -Base64ClusterCA 'Q0E='" +
+				" -KubeletExtraArgs '--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/nodepool=default" +
+				" --register-with-taints=karpenter.sh/unregistered:NoExecute,team=a:NoSchedule --max-pods=29" +
+				" --kube-reserved=cpu=70m,memory=574Mi --eviction-hard=memory.available<100Mi' -DNSClusterIP '10.100.0.10'\n" +
+				"</powershell>\n"
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("user data (-want +got):\n%s", d)
+			}
+		})
+	}
+	if _, err := sample(FamilyWindows2025, "<powershell>a</powershell><powershell>b</powershell>").Render(); err == nil {
+		t.Errorf("two <powershell> blocks were accepted")
 	}
 }
