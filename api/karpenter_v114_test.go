@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -221,6 +222,31 @@ func v114EC2NodeClassCases() []validationCase {
 	} {
 		cs = append(cs, validationCase{name: "ec2 networkInterfaces " + c.name, base: b, patch: ni(c.items), want: c.want})
 	}
+	// spec.kubelet takes every field of the upstream KubeletConfiguration; a name it lacks is refused (the API
+	// server names it when the client asks for strict field validation, as kubectl does).
+	kl := func(fields string) string { return `spec: {kubelet: {` + fields + `}}` }
+	for _, c := range []struct{ name, fields, want string }{
+		{"serializeImagePulls", `serializeImagePulls: false`, ""},
+		{"maxParallelImagePulls", `serializeImagePulls: false, maxParallelImagePulls: 5`, ""},
+		{"registerWithTaints", `registerWithTaints: [{key: example.com/x, value: "y", effect: NoSchedule}]`, ""},
+		{"logging", `logging: {format: json, verbosity: 2}`, ""},
+		{"featureGates", `featureGates: {InPlacePodVerticalScaling: true}`, ""},
+		{"containerLogMaxSize", `containerLogMaxSize: 50Mi, containerLogMaxFiles: 3`, ""},
+		{"shutdownGracePeriod", `shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 10s`, ""},
+		{"cpuManagerPolicy", `cpuManagerPolicy: static, topologyManagerPolicy: single-numa-node`, ""},
+		{"reservedMemory", `reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]`, ""},
+		{"allowedUnsafeSysctls", `allowedUnsafeSysctls: ["net.core.somaxconn"]`, ""},
+		{"kubeAPIQPS", `kubeAPIQPS: 50, kubeAPIBurst: 100`, ""},
+		{"imageMaximumGCAge", `imageMaximumGCAge: 168h, imageMinimumGCAge: 2m`, ""},
+		{"protectKernelDefaults", `protectKernelDefaults: true, podPidsLimit: 4096`, ""},
+		{"modelled next to upstream", `maxPods: 50, serializeImagePulls: false, evictionHard: {memory.available: 5%}`, ""},
+		{"unknown field", `notAKubeletField: true`, `unknown field "spec.kubelet.notAKubeletField"`},
+		{"misspelled field", `serialiseImagePulls: false`, `unknown field "spec.kubelet.serialiseImagePulls"`},
+		{"wrong type", `serializeImagePulls: "no"`, "spec.kubelet.serializeImagePulls: Invalid value"},
+		{"wrong type of a list", `allowedUnsafeSysctls: "net.core.somaxconn"`, "spec.kubelet.allowedUnsafeSysctls: Invalid value"},
+	} {
+		cs = append(cs, validationCase{name: "ec2 kubelet " + c.name, base: b, patch: kl(c.fields), want: c.want})
+	}
 	// Connection tracking and placement groups.
 	cs = append(cs,
 		validationCase{name: "ec2 connectionTracking empty", base: b, patch: `spec: {connectionTracking: {}}`, want: "spec.connectionTracking: set at least one of"},
@@ -296,7 +322,7 @@ func normalize(t *testing.T, v interface{}) map[string]interface{} {
 	return out
 }
 
-// TestKarpenterV114Admission applies every case; accepted ones are read back from the dry-run create and their
+// TestKarpenterV114Admission applies every case with strict field validation (what kubectl asks for); accepted ones are read back from the dry-run create and their
 // spec compared with karpenterDefaults of the manifest.
 func TestKarpenterV114Admission(t *testing.T) {
 	cases := v114Cases()
@@ -315,7 +341,7 @@ func TestKarpenterV114Admission(t *testing.T) {
 			want := karpenterDefaults(t, obj.Object)
 			var err error
 			if tc.update == "" {
-				err = kube.Create(ctx, obj, client.DryRunAll)
+				err = kube.Create(ctx, obj, client.DryRunAll, client.FieldValidation("Strict"))
 			} else {
 				if err := kube.Create(ctx, obj); err != nil {
 					t.Fatalf("creating the object to update: %v", err)
@@ -323,7 +349,14 @@ func TestKarpenterV114Admission(t *testing.T) {
 				t.Cleanup(func() { _ = kube.Delete(context.Background(), obj) })
 				obj = manifest(t, toYAML(t, obj.Object), tc.update)
 				want = karpenterDefaults(t, manifest(t, toYAML(t, want), tc.update).Object)
-				err = kube.Update(ctx, obj)
+				err = kube.Update(ctx, obj, client.FieldValidation("Strict"))
+			}
+			if tc.want != "" && strings.HasPrefix(tc.want, "unknown field") {
+				// Strict field validation refuses unknown fields as a bad request, before schema validation.
+				if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("want a BadRequest error containing %q, got %v", tc.want, err)
+				}
+				return
 			}
 			checkResult(t, err, tc.want)
 			if tc.want != "" {

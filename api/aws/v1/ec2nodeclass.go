@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -281,6 +282,11 @@ type KubeletConfiguration struct {
 	// CPUCFSQuota enables CPU CFS quota enforcement for containers with CPU limits.
 	// +optional
 	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+	// Extra holds every other field of the upstream KubeletConfiguration (kubelet.config.k8s.io/v1beta1) set in
+	// spec.kubelet, by its JSON name, e.g. serializeImagePulls or logging. Dovetail does not interpret them and
+	// passes them to the node's kubelet configuration unchanged. The CRD lists the upstream fields, so a name
+	// KubeletConfiguration does not have is refused.
+	Extra map[string]apiextensionsv1.JSON `json:"-"`
 }
 
 // MetadataOptions configure the EC2 instance metadata service.
