@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -300,6 +301,12 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 		kc.ImageGCHighThresholdPercent = k.ImageGCHighThresholdPercent
 		kc.ImageGCLowThresholdPercent = k.ImageGCLowThresholdPercent
 		kc.CPUCFSQuota = k.CPUCFSQuota
+		if len(k.Extra) > 0 {
+			kc.Extra = map[string]json.RawMessage{}
+			for name, v := range k.Extra {
+				kc.Extra[name] = json.RawMessage(v.Raw)
+			}
+		}
 	}
 	taints := []corev1.Taint{karpv1.UnregisteredNoExecuteTaint()}
 	taints = append(taints, nodeClaim.Spec.Taints...)

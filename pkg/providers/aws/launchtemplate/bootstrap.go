@@ -3,6 +3,7 @@ package launchtemplate
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -64,6 +65,43 @@ type KubeletConfig struct {
 	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
 	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
 	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
+	// Extra are upstream KubeletConfiguration fields Dovetail does not model, by JSON name; they are written into
+	// the node's kubelet configuration unchanged (AL2023, AL2, Windows). Bottlerocket has no place for them.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// kubeletConfigFields breaks the recursion of KubeletConfig.MarshalJSON.
+type kubeletConfigFields KubeletConfig
+
+// MarshalJSON writes the modelled fields and Extra in one object; a modelled field wins over an Extra entry of
+// the same name.
+func (k KubeletConfig) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(kubeletConfigFields(k))
+	if err != nil || len(k.Extra) == 0 {
+		return raw, err
+	}
+	all := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, err
+	}
+	for name, v := range k.Extra {
+		if _, modelled := all[name]; !modelled {
+			all[name] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+// extraJSON is Extra as one JSON object, "" when there is none.
+func (k KubeletConfig) extraJSON() (string, error) {
+	if len(k.Extra) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(k.Extra)
+	if err != nil {
+		return "", fmt.Errorf("encoding kubelet configuration fields: %w", err)
+	}
+	return string(b), nil
 }
 
 // Render renders the user data (not yet base64-encoded) for the family.
@@ -152,6 +190,15 @@ func (b Bootstrap) al2() (string, error) {
 	var sb strings.Builder
 	sb.WriteString("#!/bin/bash -xe\n")
 	sb.WriteString("exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
+	extra, err := b.Kubelet.extraJSON()
+	if err != nil {
+		return "", err
+	}
+	if extra != "" {
+		// bootstrap.sh edits the AMI's kubelet-config.json in place, so fields merged in before it stay.
+		sb.WriteString("KUBELET_CONFIG=/etc/kubernetes/kubelet/kubelet-config.json\n")
+		fmt.Fprintf(&sb, "echo \"$(jq --argjson extra %s '. * $extra' \"$KUBELET_CONFIG\")\" > \"$KUBELET_CONFIG\"\n", shellQuote(extra))
+	}
 	fmt.Fprintf(&sb, "/etc/eks/bootstrap.sh %s --apiserver-endpoint %s --b64-cluster-ca %s",
 		shellQuote(b.ClusterName), shellQuote(b.Endpoint), shellQuote(b.CABundle))
 	if len(b.Kubelet.ClusterDNS) > 0 {
@@ -215,7 +262,22 @@ func (b Bootstrap) windows() (string, error) {
 	if len(b.Kubelet.ClusterDNS) > 0 {
 		fmt.Fprintf(&sb, " -DNSClusterIP %s", psQuote(b.Kubelet.ClusterDNS[0]))
 	}
-	sb.WriteString("\n</powershell>\n")
+	sb.WriteString("\n")
+	extra, err := b.Kubelet.extraJSON()
+	if err != nil {
+		return "", err
+	}
+	if extra != "" {
+		// Start-EKSBootstrap.ps1 writes the kubelet configuration and starts the kubelet; the extra fields are
+		// merged into it afterwards and the kubelet restarted to read them.
+		sb.WriteString("$KubeletConfigFile = \"$env:ProgramData\\kubernetes\\kubelet-config.json\"\n")
+		sb.WriteString("$KubeletConfig = Get-Content $KubeletConfigFile -Raw | ConvertFrom-Json\n")
+		fmt.Fprintf(&sb, "$KubeletExtra = %s | ConvertFrom-Json\n", psQuote(extra))
+		sb.WriteString("foreach ($f in $KubeletExtra.PSObject.Properties) { $KubeletConfig | Add-Member -NotePropertyName $f.Name -NotePropertyValue $f.Value -Force }\n")
+		sb.WriteString("$KubeletConfig | ConvertTo-Json -Depth 20 | Set-Content $KubeletConfigFile\n")
+		sb.WriteString("Restart-Service kubelet\n")
+	}
+	sb.WriteString("</powershell>\n")
 	return sb.String(), nil
 }
 
@@ -364,7 +426,45 @@ func (b Bootstrap) bottlerocket() (string, error) {
 		}
 		doc.set(k+".node-taints", tomlString(key), "["+strings.Join(vals, ", ")+"]")
 	}
+	var unsupported []string
+	for _, name := range slices.Sorted(maps.Keys(b.Kubelet.Extra)) {
+		setting, ok := bottlerocketKubeletSettings[name]
+		if !ok {
+			unsupported = append(unsupported, name)
+			continue
+		}
+		// Strings, numbers, booleans and lists of strings are written the same in JSON and TOML.
+		doc.set(k, setting, string(b.Kubelet.Extra[name]))
+	}
+	if len(unsupported) > 0 {
+		return "", fmt.Errorf("kubelet fields %s have no Bottlerocket setting (Bottlerocket configures its kubelet only through settings.kubernetes); remove them or use another AMI family",
+			strings.Join(unsupported, ", "))
+	}
 	return doc.String(), nil
+}
+
+// bottlerocketKubeletSettings maps upstream KubeletConfiguration fields to the settings.kubernetes keys
+// Bottlerocket renders into its kubelet configuration.
+var bottlerocketKubeletSettings = map[string]string{
+	"allowedUnsafeSysctls":            "allowed-unsafe-sysctls",
+	"containerLogMaxFiles":            "container-log-max-files",
+	"containerLogMaxSize":             "container-log-max-size",
+	"cpuManagerPolicy":                "cpu-manager-policy",
+	"cpuManagerReconcilePeriod":       "cpu-manager-reconcile-period",
+	"eventBurst":                      "event-burst",
+	"eventRecordQPS":                  "event-qps",
+	"kubeAPIBurst":                    "kube-api-burst",
+	"kubeAPIQPS":                      "kube-api-qps",
+	"memoryManagerPolicy":             "memory-manager-policy",
+	"podPidsLimit":                    "pod-pids-limit",
+	"registryBurst":                   "registry-burst",
+	"registryPullQPS":                 "registry-qps",
+	"seccompDefault":                  "seccomp-default",
+	"serverTLSBootstrap":              "server-tls-bootstrap",
+	"shutdownGracePeriod":             "shutdown-grace-period",
+	"shutdownGracePeriodCriticalPods": "shutdown-grace-period-for-critical-pods",
+	"topologyManagerPolicy":           "topology-manager-policy",
+	"topologyManagerScope":            "topology-manager-scope",
 }
 
 // tomlDoc is the small TOML subset Bottlerocket settings use: [table] headers and single-line key = value pairs.
