@@ -197,6 +197,11 @@ func v114EC2NodeClassCases() []validationCase {
 		validationCase{name: "ec2 cr tags and owner", base: b, patch: `spec: {capacityReservationSelectorTerms: [{tags: {a: b}, ownerID: "012345678901"}]}`},
 		validationCase{name: "ec2 cr empty list", base: b, patch: `spec: {capacityReservationSelectorTerms: []}`, want: "should have at least 1 items"},
 		validationCase{name: "ec2 cr empty term", base: b, patch: `spec: {capacityReservationSelectorTerms: [{}]}`, want: "each term must set tags, id or instanceMatchCriteria"},
+		validationCase{name: "ec2 ami id with ssmParameter (id wins, as in Karpenter)", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-0a, ssmParameter: /my/ami}]}`},
+		validationCase{name: "ec2 ami alias with ssmParameter (alias wins, as in Karpenter)", base: b, patch: `spec: {amiSelectorTerms: [{alias: al2023@latest, ssmParameter: /my/ami}]}`},
+		validationCase{name: "ec2 ami ssmParameter with tags", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{ssmParameter: /my/ami, tags: {a: b}}]}`},
+		validationCase{name: "ec2 ami alias with owner", base: b, patch: `spec: {amiSelectorTerms: [{alias: al2023@latest, owner: self}]}`, want: "a term with alias may not also set id, tags, name or owner"},
+		validationCase{name: "ec2 ami alias next to another term", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{alias: al2023@latest}, {id: ami-0b}]}`, want: "an alias term must be the only term"},
 		validationCase{name: "ec2 ami id and tags alone", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-0a, tags: {a: b}}]}`, want: "a term with id may not also set"},
 		validationCase{name: "ec2 ami id and tags next to a name term", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-0a, tags: {a: b}}, {name: x}]}`, want: "a term with id may not also set"},
 	)

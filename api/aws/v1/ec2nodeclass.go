@@ -70,8 +70,8 @@ type EC2NodeClassSpec struct {
 	// AMISelectorTerms select the AMIs; either one alias term (family@version) or terms by id, name, tags,
 	// owner or SSM parameter.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))",message="spec.amiSelectorTerms: each term must set one of alias, id, name, tags or ssmParameter"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))",message="spec.amiSelectorTerms: a term with id may not also set alias, tags, name, owner or ssmParameter"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))",message="spec.amiSelectorTerms: a term with alias may not also set id, tags, name, owner or ssmParameter"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))",message="spec.amiSelectorTerms: a term with id may not also set alias, tags, name or owner"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))",message="spec.amiSelectorTerms: a term with alias may not also set id, tags, name or owner"
 	// +kubebuilder:validation:XValidation:rule="!(self.exists(x, has(x.alias)) && self.size() != 1)",message="spec.amiSelectorTerms: an alias term must be the only term"
 	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
@@ -223,7 +223,8 @@ type AMISelectorTerm struct {
 	// Owner of the AMI: an account id or an alias such as amazon or self.
 	// +optional
 	Owner string `json:"owner,omitempty"`
-	// SSMParameter is an SSM parameter name or ARN whose value is an AMI id.
+	// SSMParameter is an SSM parameter name or ARN whose value is an AMI id. Next to id or alias it is not
+	// used (as in Karpenter, id and alias win).
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }

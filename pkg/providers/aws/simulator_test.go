@@ -683,3 +683,25 @@ func TestKubeletExtraFieldsReachUserData(t *testing.T) {
 	}
 	t.Fatalf("no launch template uses image %s", created.Status.ImageID)
 }
+
+// TestAMITermIDWinsOverSSMParameter resolves a term that sets both id and ssmParameter: the id is used, as
+// Karpenter does, and the parameter (which does not exist) is not read.
+func TestAMITermIDWinsOverSSMParameter(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	ctx := context.Background()
+	latest, err := p.ResolveAMIs(ctx, test.EC2NodeClass("latest", "dovetail").Alias("al2023@latest").Obj())
+	if err != nil || len(latest) == 0 {
+		t.Fatalf("ResolveAMIs(al2023@latest) = %v, %v", latest, err)
+	}
+	nc := test.EC2NodeClass("both", "dovetail").Obj()
+	nc.Spec.AMIFamily = awssdk.String(awsv1.AMIFamilyAL2023)
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: latest[0].ID, SSMParameter: "/does/not/exist"}}
+	got, err := p.ResolveAMIs(ctx, nc)
+	if err != nil {
+		t.Fatalf("ResolveAMIs: %v", err)
+	}
+	if len(got) != 1 || got[0].ID != latest[0].ID {
+		t.Errorf("resolved %+v, want only %s", got, latest[0].ID)
+	}
+}

@@ -137,7 +137,7 @@ func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersion 
 		switch {
 		case t.Alias != "":
 			imgs, err = r.aliasImages(ctx, t.Alias, k8sVersion)
-		case t.SSMParameter != "":
+		case t.SSMParameter != "" && t.ID == "":
 			imgs, err = r.ssmImages(ctx, t.SSMParameter, nc.AMIFamily())
 		default:
 			imgs, err = r.selectedImages(ctx, t, nc.AMIFamily())
