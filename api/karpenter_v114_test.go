@@ -95,6 +95,13 @@ func v114NodePoolCases() []validationCase {
 		validationCase{name: "np budget duplicate among three", base: b, patch: `spec: {disruption: {budgets: [{nodes: "1", reasons: [Empty, Drifted, Empty]}]}}`, want: "Duplicate value"},
 		validationCase{name: "np budget reason unknown", base: b, patch: `spec: {disruption: {budgets: [{nodes: "1", reasons: [Expired]}]}}`, want: `Unsupported value: "Expired"`},
 	)
+	// Taints: a value, when given, is a non-empty label value.
+	cs = append(cs,
+		validationCase{name: "np taint without value", base: b, patch: `spec: {template: {spec: {taints: [{key: example.com/dedicated, effect: NoSchedule}]}}}`},
+		validationCase{name: "np taint with value", base: b, patch: `spec: {template: {spec: {taints: [{key: example.com/dedicated, value: gpu, effect: NoExecute}]}}}`},
+		validationCase{name: "np taint with empty value", base: b, patch: `spec: {template: {spec: {taints: [{key: example.com/dedicated, value: "", effect: NoSchedule}]}}}`, want: "should be at least 1 chars long"},
+		validationCase{name: "np startup taint with empty value", base: b, patch: `spec: {template: {spec: {startupTaints: [{key: example.com/init, value: "", effect: NoSchedule}]}}}`, want: "should be at least 1 chars long"},
+	)
 	// Well-known keys Karpenter v1.14 added to the karpenter.k8s.aws domain, in requirements and template labels.
 	for _, k := range []string{"nitro-sandbox", "placement-group-id", "placement-group-partition", "capacity-reservation-interruptible", "instance-capability-flex"} {
 		key := "karpenter.k8s.aws/" + k

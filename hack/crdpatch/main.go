@@ -159,6 +159,8 @@ func patchTaintItem(item map[string]interface{}) error {
 	if err != nil {
 		return err
 	}
+	// A taint value, when given, is a non-empty label value (Karpenter refuses "" too).
+	val["minLength"] = 1
 	val["maxLength"] = maxLabelValueLength
 	val["pattern"] = labelValuePattern
 	eff, err := at(item, "effect")
