@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/dovetail/dovetail/pkg/catalog"
 )
@@ -157,9 +156,8 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 		B("ipv6Supported", true), T("enaSupport", "required"), B("efaSupported", false),
 		B("encryptionInTransitSupported", t.Hypervisor == "nitro" && t.Generation >= 5))
 	hyper := TOpt("hypervisor", t.Hypervisor)
-	// Nitro Enclaves need a Nitro instance with at least 4 vCPUs and are not offered on burstable types.
 	enclaves := "unsupported"
-	if t.Hypervisor == "nitro" && t.VCPU >= 4 && !strings.HasPrefix(t.Name, "t") {
+	if t.NitroEnclaves() {
 		enclaves = "supported"
 	}
 	return E("item",
