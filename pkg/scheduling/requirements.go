@@ -225,7 +225,12 @@ func (r *Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequiremen
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpExists})
 	}
 	if r.greater != nil {
-		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(*r.greater, 10)}})
+		if *r.greater < 0 {
+			// Gte 0 is kept as Gt -1; NodeClaim requirements take non-negative values only, so render it back as Gte.
+			out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: karpv1.NodeSelectorOpGte, Values: []string{strconv.FormatInt(*r.greater+1, 10)}})
+		} else {
+			out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(*r.greater, 10)}})
+		}
 	}
 	if r.less != nil {
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.FormatInt(*r.less, 10)}})
