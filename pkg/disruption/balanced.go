@@ -12,9 +12,8 @@ import (
 )
 
 // PolicyBalanced is consolidationPolicy: Balanced (Karpenter v1.14): consolidate underutilized nodes only when a
-// move's savings are worth its disruption. The API's enum value is added on another branch; this local constant
-// has the same value and can give way to karpv1.ConsolidationPolicyBalanced once both are merged.
-const PolicyBalanced karpv1.ConsolidationPolicy = "Balanced"
+// move's savings are worth its disruption. It is the API's value, named here for the package's callers.
+const PolicyBalanced = karpv1.ConsolidationPolicyBalanced
 
 // BalancedK is Karpenter's consolidation threshold k: a Balanced move is approved when its score is at least 1/k.
 const BalancedK = 2.0
