@@ -28,6 +28,10 @@ test: control-plane build ## Run every test: unit, envtest (real kube-apiserver)
 build: ## Build bin/dovetail, bin/dovetailctl and bin/awssim.
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+.PHONY: image
+image: ## Build OCI images of dovetail and dovetailctl (linux/amd64, linux/arm64) into bin/image/ without Docker; print their references.
+	$(GO) run ./hack/image -out $(BIN)/image
+
 .PHONY: control-plane
 control-plane: ## Build (once, cached outside the clone) etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok.
 	@bash hack/build-control-plane.sh >/dev/null

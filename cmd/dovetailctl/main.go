@@ -6,10 +6,13 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	// CA roots compiled in: the image has no /etc/ssl, and explain/teardown/doctor call AWS over TLS.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/dovetail/dovetail/pkg/cli/explain"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	"github.com/dovetail/dovetail/pkg/cli/teardown"
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 func main() {
@@ -18,6 +21,7 @@ func main() {
 		Short:         "Dovetail's command-line tool",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Commit(),
 	}
 	// Subcommands: one line each, from pkg/cli/<name>.NewCommand().
 	root.AddCommand(simulate.NewCommand())
