@@ -1,4 +1,5 @@
-// Command dovetailctl is Dovetail's command-line tool: offline simulation, explanations and teardown.
+// Command dovetailctl is Dovetail's command-line tool: offline simulation, explanations, setup checks and
+// teardown. Installed as kubectl-dovetail it is also a kubectl plugin (`kubectl dovetail ...`).
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	// CA roots compiled in: the image has no /etc/ssl, and explain/teardown/doctor call AWS over TLS.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/dovetail/dovetail/pkg/cli/doctor"
 	"github.com/dovetail/dovetail/pkg/cli/explain"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	"github.com/dovetail/dovetail/pkg/cli/teardown"
@@ -27,6 +29,7 @@ func main() {
 	root.AddCommand(simulate.NewCommand())
 	root.AddCommand(explain.NewCommand())
 	root.AddCommand(teardown.NewCommand())
+	root.AddCommand(doctor.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dovetailctl:", err)
 		os.Exit(1)
