@@ -119,7 +119,7 @@ var throttleCodes = map[string]*apiError{
 	"pricing": {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
 	"sqs": {Status: http.StatusBadRequest, Code: "com.amazonaws.sqs#RequestThrottled", Message: "Rate exceeded",
 		QueryCode: "RequestThrottled"},
-	"eks": {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
+	"eks":    {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
 	"events": {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
 }
 
