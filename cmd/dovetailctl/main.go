@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	// CA roots compiled in: the image has no /etc/ssl, and explain/teardown/doctor call AWS over TLS.
@@ -30,6 +31,11 @@ func main() {
 	root.AddCommand(explain.NewCommand())
 	root.AddCommand(teardown.NewCommand())
 	root.AddCommand(doctor.NewCommand())
+	// As a kubectl plugin (kubectl-dovetail on PATH) help speaks of `kubectl dovetail`; the command's name, which
+	// completion scripts register, stays dovetailctl.
+	if filepath.Base(os.Args[0]) == "kubectl-dovetail" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl dovetail"}
+	}
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "dovetailctl:", err)
 		os.Exit(1)
