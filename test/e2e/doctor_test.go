@@ -35,11 +35,17 @@ func TestDoctor(t *testing.T) {
 	})
 
 	report, code := runDoctor(t, ctl)
-	if code != 0 || report.Fail > 0 || report.Warn > 0 {
-		t.Errorf("healthy stack: exit %d, %d warnings, %d failures:\n%s", code, report.Warn, report.Fail, text(report))
+	if code != 0 || report.Fail > 0 {
+		t.Errorf("healthy stack: exit %d, %d failures:\n%s", code, report.Fail, text(report))
 	}
-	for _, check := range []string{"identity", "iam-permissions", "nodeclass-subnets/" + pool, "nodeclass-amis/" + pool,
-		"interruption-queue", "interruption-queue-policy", "interruption-rules", "nodepools-launchable/" + pool} {
+	// Warnings are about the workloads (DaemonSets) other tests of the shared stack may leave running; the setup
+	// checks below must pass outright.
+	if report.Warn > 0 {
+		t.Logf("healthy stack: %d warnings:\n%s", report.Warn, text(report))
+	}
+	for _, check := range []string{"identity", "iam-permissions", "nodeclass-subnets/" + pool, "nodeclass-security-groups/" + pool,
+		"nodeclass-amis/" + pool, "nodeclass-instance-profile/" + pool, "interruption-queue", "interruption-queue-policy",
+		"interruption-rules", "cluster-uid", "leftovers", "uninitialized-nodes", "nodepools-launchable/" + pool} {
 		if got := report.Get(check); len(got) != 1 || got[0].Status != doctor.Pass {
 			t.Errorf("healthy stack: check %s: %+v", check, got)
 		}
