@@ -21,7 +21,7 @@ demo: build ## Start the local cluster, AWS simulator and controller; schedule 2
 	@bash hack/demo.sh
 
 .PHONY: test
-test: control-plane build ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
+test: control-plane build image ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
 	@bash hack/test.sh
 
 ##@ Building
