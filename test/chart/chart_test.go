@@ -352,8 +352,8 @@ func TestRenderTeardownHook(t *testing.T) {
 	if diff := cmp.Diff([]string{"/dovetailctl", "teardown", "--timeout", "20m", "--skip-aws"}, c.Command); diff != "" {
 		t.Errorf("teardown command (-want +got):\n%s", diff)
 	}
-	if c.Image != "ghcr.io/dovetail/dovetail:0.1.0" {
-		t.Errorf("teardown image %q, want the controller's", c.Image)
+	if c.Image != "ghcr.io/dovetail/dovetailctl:0.1.0" {
+		t.Errorf("teardown image %q, want the dovetailctl image `make image` builds", c.Image)
 	}
 	var role rbacv1.ClusterRole
 	decode(t, objs["ClusterRole/dovetail-teardown"], &role)
