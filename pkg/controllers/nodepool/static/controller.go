@@ -21,6 +21,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/disruption"
@@ -207,6 +208,14 @@ func (c *Controller) create(ctx context.Context, logger logr.Logger, np *karpv1.
 		c.deps.Recorder.Event(np, corev1.EventTypeWarning, EventNoTypes, ErrNoInstanceType.Error())
 		return fmt.Errorf("nodepool %s: %w", np.Name, ErrNoInstanceType)
 	}
+	// The template's hash as of this NodePool, not its annotation, which the hash controller may not have
+	// updated yet after a template change: a drift replacement must not carry the old hash and drift in turn.
+	np = np.DeepCopy()
+	if np.Annotations == nil {
+		np.Annotations = map[string]string{}
+	}
+	np.Annotations[karpv1.NodePoolHashAnnotationKey] = hash.Compute(np)
+	np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = hash.Version
 	var errs []error
 	for i := 0; i < plan.Create; i++ {
 		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: reqs})
