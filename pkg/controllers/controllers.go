@@ -21,6 +21,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
+	nodepoolstatic "github.com/dovetail/dovetail/pkg/controllers/nodepool/static"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 	"github.com/dovetail/dovetail/pkg/settings"
@@ -62,6 +63,10 @@ func New(d deps.Deps) []Named {
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
 		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
+		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.
+		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d)})
 	}
 	return all
 }

@@ -105,15 +105,16 @@ func controllerPackage(dir string) (name string, hasConstructor bool, err error)
 	return name, hasConstructor, nil
 }
 
-// TestGatedControllersOffByDefault: with the default feature gates, the node repair controller does not run.
+// TestGatedControllersOffByDefault: with the default feature gates, the node repair and static NodePool
+// controllers do not run.
 func TestGatedControllersOffByDefault(t *testing.T) {
 	s, err := settings.Parse([]string{"--cluster-name=test"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range controllers.New(deps.Deps{Settings: s}) {
-		if c.Name == "node.health" {
-			t.Errorf("controller %s registered with NodeRepair off", c.Name)
+		if c.Name == "node.health" || c.Name == "nodepool.static" {
+			t.Errorf("controller %s registered with its feature gate off", c.Name)
 		}
 	}
 }

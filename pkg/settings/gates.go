@@ -32,7 +32,7 @@ func FeatureGates() []FeatureGate {
 		{Name: FeatureNodeRepair, Implemented: true},
 		{Name: FeatureReservedCapacity, KarpenterDefault: true},
 		{Name: FeatureNodeOverlay},
-		{Name: FeatureStaticCapacity},
+		{Name: FeatureStaticCapacity, Implemented: true},
 		{Name: FeatureCapacityBuffer},
 	}
 }

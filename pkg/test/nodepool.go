@@ -75,3 +75,6 @@ func (b *NodePoolBuilder) ExpireAfter(d string) *NodePoolBuilder {
 
 // Obj returns the NodePool.
 func (b *NodePoolBuilder) Obj() *karpv1.NodePool { return b.np.DeepCopy() }
+
+// Replicas makes the NodePool static with n replicas.
+func (b *NodePoolBuilder) Replicas(n int64) *NodePoolBuilder { b.np.Spec.Replicas = &n; return b }

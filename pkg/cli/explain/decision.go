@@ -97,6 +97,10 @@ func decideNode(ctx context.Context, c client.Client, v *ctrldisruption.View, no
 	case nc.Status.NodeName != node.Name:
 		return notCandidate("NodeClaim %s has not recorded node %s as its node yet (status.nodeName %q)", nc.Name, node.Name, nc.Status.NodeName)
 	}
+	if np := v.NodePools[nc.NodePoolName()]; np != nil && np.IsStatic() {
+		return notCandidate("NodePool %s is static (spec.replicas %d): the disruption controller never considers its nodes; the static NodePool controller keeps their count and replaces drifted ones",
+			np.Name, *np.Spec.Replicas)
+	}
 	if d := inProgress(v, nc); d != nil {
 		return d, nil
 	}

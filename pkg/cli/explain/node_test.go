@@ -200,7 +200,7 @@ func TestExplainNodeDecision(t *testing.T) {
 			return nil, test.Node("n1", "aws:///us-west-2a/i-n1").Offering("m5.large", "us-west-2a", karpv1.CapacityTypeOnDemand)
 		}, want: nodeOutcome{Decision: &NodeDecision{Outcome: OutcomeNotCandidate,
 			Message: "no NodeClaim launched node n1: the disruption controller considers only the nodes Dovetail launched"}}},
-		{name: "a static NodePool launches no replacements", objs: objs(web("500m")),
+		{name: "a static NodePool's node is no candidate", objs: objs(web("500m")),
 			pool: func() *karpv1.NodePool {
 				np := onDemand().Obj()
 				replicas := int64(1)
@@ -208,8 +208,8 @@ func TestExplainNodeDecision(t *testing.T) {
 				return np
 			}(),
 			want: nodeOutcome{PricePerHour: price(priceLarge), Warnings: []string{"NodePool general launches no replacements: static: spec.replicas is 1"},
-				Decision: &NodeDecision{Outcome: OutcomeStay, Reason: "PodsDoNotFit",
-					Message: "pod default/web would not fit anywhere else: no NodePool and no existing node"}}},
+				Decision: &NodeDecision{Outcome: OutcomeNotCandidate,
+					Message: "NodePool general is static (spec.replicas 1): the disruption controller never considers its nodes; the static NodePool controller keeps their count and replaces drifted ones"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := general

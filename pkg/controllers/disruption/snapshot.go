@@ -61,6 +61,11 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		if node == nil || nc.Status.NodeName == "" {
 			continue
 		}
+		if np := v.NodePools[pool]; np != nil && np.IsStatic() {
+			// A static NodePool's nodes are never consolidated; their drift is replaced by the static
+			// NodePool controller (pkg/controllers/nodepool/static), replacement first.
+			continue
+		}
 		if _, ok := types[pool]; !ok && v.NodePools[pool] != nil {
 			its, err := d.CloudProvider.GetInstanceTypes(ctx, v.NodePools[pool])
 			if err != nil {

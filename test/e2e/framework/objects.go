@@ -100,6 +100,10 @@ type PoolOptions struct {
 	Requirements []map[string]any
 	// Alias, when set, replaces the EC2NodeClass's AMI alias (e.g. "windows2025@latest").
 	Alias string
+	// Replicas, when set, makes the NodePool static (spec.replicas); Limits then replaces spec.limits (a static
+	// NodePool takes only limits.nodes), e.g. map[string]any{"nodes": "6"}, or removes it when nil.
+	Replicas *int64
+	Limits   map[string]any
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -182,6 +186,17 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 			}
 			if err := unstructured.SetNestedSlice(o.Object, budgets, "spec", "disruption", "budgets"); err != nil {
 				return nil, err
+			}
+		}
+		if opts.Replicas != nil {
+			if err := unstructured.SetNestedField(o.Object, *opts.Replicas, "spec", "replicas"); err != nil {
+				return nil, err
+			}
+			unstructured.RemoveNestedField(o.Object, "spec", "limits")
+			if opts.Limits != nil {
+				if err := unstructured.SetNestedMap(o.Object, opts.Limits, "spec", "limits"); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if opts.ConsolidateAfter != "" {
