@@ -53,6 +53,12 @@ type Options struct {
 	ResponseDelay time.Duration
 	// Seed seeds the random source for throttling faults and taint delays (default 1).
 	Seed int64
+	// IAMPolicy, when set, is an IAM identity policy (JSON, possibly a template with ${VAR} placeholders) every
+	// call is authorized against, as if the caller's role had only this policy. Empty: everything is allowed.
+	IAMPolicy []byte
+	// IAMPolicyVars fill the policy template's placeholders, over the defaults AWS_PARTITION (aws),
+	// AWS_REGION, AWS_ACCOUNT_ID (each account's number), CLUSTER_NAME and INTERRUPTION_QUEUE (Queues[0]).
+	IAMPolicyVars map[string]string
 }
 
 // Timing holds the instance lifecycle durations.
@@ -182,6 +188,12 @@ func New(opts Options) (*Simulator, error) {
 				return nil, fmt.Errorf("zone %q is not a zone of region %s in the catalog", name, opts.Region)
 			}
 		}
+	}
+	if len(opts.IAMPolicy) > 0 {
+		if _, err := renderPolicy(opts.IAMPolicy, (&Simulator{opts: opts}).policyVars("000000000000")); err != nil {
+			return nil, fmt.Errorf("IAM policy: %w", err)
+		}
+		opts.Logger.Info("enforcing an IAM policy", "digest", policyDigest(opts.IAMPolicy))
 	}
 	s := &Simulator{
 		opts:          opts,
