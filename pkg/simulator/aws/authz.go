@@ -20,34 +20,60 @@ type authzCheck struct {
 	ctx      map[string][]string
 }
 
-// policyFor returns the account's policy: the template rendered with the account number (cached).
+// policyState is the enforced policy template, its variables, and its rendering per account number.
+type policyState struct {
+	template  []byte
+	vars      map[string]string
+	byAccount map[string]*iampolicy.Policy
+}
+
+// SetIAMPolicy replaces the enforced IAM policy (see Options.IAMPolicy); an empty template stops enforcement.
+// The template is rendered and parsed here, so a bad policy is an error now rather than on a later call.
+func (s *Simulator) SetIAMPolicy(template []byte, vars map[string]string) error {
+	st := policyState{template: template, vars: vars, byAccount: map[string]*iampolicy.Policy{}}
+	if len(template) > 0 {
+		if _, err := renderPolicy(template, s.policyVars(vars, "000000000000")); err != nil {
+			return fmt.Errorf("IAM policy: %w", err)
+		}
+		s.log.Info("enforcing an IAM policy", "digest", policyDigest(template))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = st
+	return nil
+}
+
+// policyFor returns the policy rendered for the account (cached), or nil when none is enforced.
 func (s *Simulator) policyFor(a *account) (*iampolicy.Policy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a.policy != nil {
-		return a.policy, nil
+	if len(s.policy.template) == 0 {
+		return nil, nil
 	}
-	p, err := renderPolicy(s.opts.IAMPolicy, s.policyVars(a.number))
+	if p, ok := s.policy.byAccount[a.number]; ok {
+		return p, nil
+	}
+	p, err := renderPolicy(s.policy.template, s.policyVars(s.policy.vars, a.number))
 	if err != nil {
 		return nil, err
 	}
-	a.policy = p
+	s.policy.byAccount[a.number] = p
 	return p, nil
 }
 
-// policyVars are the template variables: the simulator's defaults, then Options.IAMPolicyVars.
-func (s *Simulator) policyVars(accountNumber string) map[string]string {
-	vars := map[string]string{
+// policyVars are the template variables: the simulator's defaults, then vars.
+func (s *Simulator) policyVars(vars map[string]string, accountNumber string) map[string]string {
+	out := map[string]string{
 		"AWS_PARTITION":      "aws",
 		"AWS_REGION":         s.opts.Region,
 		"AWS_ACCOUNT_ID":     accountNumber,
 		"CLUSTER_NAME":       s.opts.ClusterName,
 		"INTERRUPTION_QUEUE": s.opts.Queues[0],
 	}
-	for k, v := range s.opts.IAMPolicyVars {
-		vars[k] = v
+	for k, v := range vars {
+		out[k] = v
 	}
-	return vars
+	return out
 }
 
 func renderPolicy(template []byte, vars map[string]string) (*iampolicy.Policy, error) {
@@ -61,10 +87,10 @@ func renderPolicy(template []byte, vars map[string]string) (*iampolicy.Policy, e
 // authorize evaluates the checks of one call against the policy; nil when there is no policy or every
 // check is allowed. checksOf is called only when a policy is enforced. The first denied check names the action and resource in the error, as AWS does.
 func (s *Simulator) authorize(a *account, service string, checksOf func() []authzCheck) *apiError {
-	if len(s.opts.IAMPolicy) == 0 {
+	p, err := s.policyFor(a)
+	if p == nil && err == nil {
 		return nil
 	}
-	p, err := s.policyFor(a)
 	if err != nil {
 		// Validated in New; a failure here is a bug, and failing closed is the safe answer.
 		return &apiError{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()}

@@ -96,6 +96,8 @@ type Simulator struct {
 	seq           uint64
 	// wake is closed and replaced whenever an SQS message is sent, waking long polls.
 	wake chan struct{}
+	// policy is the enforced IAM policy (see SetIAMPolicy).
+	policy policyState
 }
 
 // New builds a Simulator, filling defaults and validating options.
@@ -189,12 +191,6 @@ func New(opts Options) (*Simulator, error) {
 			}
 		}
 	}
-	if len(opts.IAMPolicy) > 0 {
-		if _, err := renderPolicy(opts.IAMPolicy, (&Simulator{opts: opts}).policyVars("000000000000")); err != nil {
-			return nil, fmt.Errorf("IAM policy: %w", err)
-		}
-		opts.Logger.Info("enforcing an IAM policy", "digest", policyDigest(opts.IAMPolicy))
-	}
 	s := &Simulator{
 		opts:          opts,
 		cat:           cat,
@@ -206,6 +202,9 @@ func New(opts Options) (*Simulator, error) {
 		accounts:      map[string]*account{},
 		spotOverrides: map[string]float64{},
 		wake:          make(chan struct{}),
+	}
+	if err := s.SetIAMPolicy(opts.IAMPolicy, opts.IAMPolicyVars); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

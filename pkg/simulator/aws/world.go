@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"sort"
 	"time"
-
-	"github.com/dovetail/dovetail/pkg/iampolicy"
 )
 
 // account is the state of one simulated AWS account (one access key id).
@@ -28,8 +26,6 @@ type account struct {
 	queues       map[string]*queue
 	reservations []*capacityReservation
 	amiRelease   int
-	// policy is Options.IAMPolicy rendered for this account (nil until first needed or without a policy).
-	policy *iampolicy.Policy
 }
 
 type subnet struct {
