@@ -25,6 +25,34 @@ type policyState struct {
 	template  []byte
 	vars      map[string]string
 	byAccount map[string]*iampolicy.Policy
+	// suspended lets every call through until resumed (tests set up another principal's resources this way).
+	suspended bool
+}
+
+// IAMPolicyState is what the admin API reports about the enforced policy.
+type IAMPolicyState struct {
+	Enforced  bool   `json:"enforced"`
+	Suspended bool   `json:"suspended"`
+	Digest    string `json:"digest,omitempty"`
+}
+
+// IAMPolicyStatus reports whether a policy is set and enforced.
+func (s *Simulator) IAMPolicyStatus() IAMPolicyState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := IAMPolicyState{Enforced: len(s.policy.template) > 0 && !s.policy.suspended, Suspended: s.policy.suspended}
+	if len(s.policy.template) > 0 {
+		st.Digest = policyDigest(s.policy.template)
+	}
+	return st
+}
+
+// SuspendIAMPolicy stops (true) or restarts (false) enforcing the policy without forgetting it.
+func (s *Simulator) SuspendIAMPolicy(suspend bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy.suspended = suspend
+	s.log.Info("IAM policy enforcement", "suspended", suspend)
 }
 
 // SetIAMPolicy replaces the enforced IAM policy (see Options.IAMPolicy); an empty template stops enforcement.
@@ -47,7 +75,7 @@ func (s *Simulator) SetIAMPolicy(template []byte, vars map[string]string) error 
 func (s *Simulator) policyFor(a *account) (*iampolicy.Policy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.policy.template) == 0 {
+	if len(s.policy.template) == 0 || s.policy.suspended {
 		return nil, nil
 	}
 	if p, ok := s.policy.byAccount[a.number]; ok {

@@ -151,6 +151,43 @@ func TestIAMPolicyEnforcedOnTheWire(t *testing.T) {
 	}
 }
 
+func TestIAMPolicySuspendThroughAdminAPI(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.IAMPolicy = []byte(authzTestPolicy); o.IAMPolicyVars = map[string]string{"OWNER": "me"} })
+	ctx := context.Background()
+	getSecret := func() string {
+		_, err := e.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/private/secret")})
+		code, _ := apiCode(t, err)
+		return code
+	}
+	admin := func(action string) IAMPolicyState {
+		resp, err := http.Post(e.srv.URL+"/_awssim/iam-policy/"+action, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st IAMPolicyState
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("admin %s: HTTP %d, %v", action, resp.StatusCode, err)
+		}
+		return st
+	}
+	if got := getSecret(); got != "AccessDeniedException" {
+		t.Errorf("enforced: %s", got)
+	}
+	if st := admin("suspend"); st.Enforced || !st.Suspended || st.Digest == "" {
+		t.Errorf("after suspend: %+v", st)
+	}
+	if got := getSecret(); got != "ParameterNotFound" {
+		t.Errorf("suspended: %s, want ParameterNotFound", got)
+	}
+	if st := admin("resume"); !st.Enforced || st.Suspended {
+		t.Errorf("after resume: %+v", st)
+	}
+	if got := getSecret(); got != "AccessDeniedException" {
+		t.Errorf("resumed: %s", got)
+	}
+}
+
 func TestIAMPolicyTemplateErrors(t *testing.T) {
 	for name, doc := range map[string]string{
 		"unknown placeholder": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:*","Resource":"${NOPE}"}]}`,
