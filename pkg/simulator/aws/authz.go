@@ -350,12 +350,21 @@ func (s *Simulator) iamChecks(a *account, action string, p params) []authzCheck 
 
 // jsonChecks returns what an SSM, Pricing or SQS call must be allowed to do.
 func (s *Simulator) jsonChecks(r *http.Request, a *account, service, action string, body []byte) []authzCheck {
-	var in struct{ Name, QueueName, QueueUrl string }
+	var in struct {
+		Name, QueueName, QueueUrl string
+		Names                     []string
+	}
 	_ = json.Unmarshal(body, &in)
 	switch service {
 	case "ssm":
-		if in.Name != "" {
-			return []authzCheck{{action: "ssm:" + action, resource: fmt.Sprintf("arn:aws:ssm:%s::parameter%s", s.opts.Region, in.Name)}}
+		var out []authzCheck
+		for _, n := range append([]string{in.Name}, in.Names...) {
+			if n != "" {
+				out = append(out, authzCheck{action: "ssm:" + action, resource: fmt.Sprintf("arn:aws:ssm:%s::parameter%s", s.opts.Region, n)})
+			}
+		}
+		if len(out) > 0 {
+			return out
 		}
 	case "sqs":
 		owner, name := a.number, in.QueueName
