@@ -152,7 +152,10 @@ func TestIAMPolicyEnforcedOnTheWire(t *testing.T) {
 }
 
 func TestIAMPolicySuspendThroughAdminAPI(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.IAMPolicy = []byte(authzTestPolicy); o.IAMPolicyVars = map[string]string{"OWNER": "me"} })
+	e := newEnv(t, func(o *Options) {
+		o.IAMPolicy = []byte(authzTestPolicy)
+		o.IAMPolicyVars = map[string]string{"OWNER": "me"}
+	})
 	ctx := context.Background()
 	getSecret := func() string {
 		_, err := e.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/private/secret")})
