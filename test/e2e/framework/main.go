@@ -76,6 +76,9 @@ func Main(m *testing.M, opts MainOptions, stack **Stack) int {
 	*stack = env
 	fmt.Printf("%s: stack up in %.1fs (state %s)\n", opts.Name, time.Since(start).Seconds(), state)
 	code := m.Run()
+	if os.Getenv(IAMPolicyEnv) != "" {
+		reportDenials(opts.Name, env.LogTail("awssim", 1<<24))
+	}
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "--- dovetail log (last 80 lines) ---\n"+env.LogTail("dovetail", 80))
 		fmt.Fprintln(os.Stderr, "--- awssim log (last 40 lines) ---\n"+env.LogTail("awssim", 40))
@@ -104,4 +107,20 @@ func iamPolicyFlags(v, clusterName string) ([]string, error) {
 		clusterName = "dovetail"
 	}
 	return []string{"--iam-policy=" + path, "--iam-policy-var=NODE_ROLE_NAME=KarpenterNodeRole-" + clusterName}, nil
+}
+
+// reportDenials prints how many calls the simulator's policy denied, and the first few, so a run under
+// DOVETAIL_E2E_IAM_POLICY shows whether the controller needed a permission the policy lacks (a denial the
+// controller retried past would not fail a test).
+func reportDenials(name, awssimLog string) {
+	var denied []string
+	for _, line := range strings.Split(awssimLog, "\n") {
+		if strings.Contains(line, "IAM policy denied a call") {
+			denied = append(denied, line)
+		}
+	}
+	fmt.Printf("%s: the IAM policy denied %d calls\n", name, len(denied))
+	for _, line := range denied[:min(len(denied), 20)] {
+		fmt.Printf("%s:   %s\n", name, line)
+	}
 }
