@@ -83,6 +83,10 @@ test-unit: control-plane ## Unit and envtest tests only.
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
+.PHONY: test-e2e-iam
+test-e2e-iam: control-plane build ## End-to-end tests with the simulator enforcing the documented controller IAM policy (docs/iam.md).
+	DOVETAIL_E2E_IAM_POLICY=documented KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
+
 .PHONY: bench-scheduling
 bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to docs/benchmarks.md).
 	@bash hack/bench-scheduling.sh

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -42,6 +43,8 @@ type serveOptions struct {
 	responseDelay     time.Duration
 	kubeQPS           float64
 	kubeBurst         int
+	iamPolicy         string
+	iamPolicyVars     []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -75,7 +78,22 @@ func newServeCommand() *cobra.Command {
 	f.Float64Var(&o.kubeQPS, "kube-qps", 200, "queries per second to the cluster's API server (Node creation, taint removal, deletion)")
 	f.IntVar(&o.kubeBurst, "kube-burst", 400, "burst of queries to the cluster's API server above --kube-qps")
 	f.DurationVar(&o.responseDelay, "response-delay", 2*time.Millisecond, "real-time pause before each response (works around an SDK race on loopback; 0 keeps the default, negative disables)")
+	f.StringVar(&o.iamPolicy, "iam-policy", "", "IAM policy file (JSON, ${VAR} placeholders allowed) every call is authorized against; empty allows everything")
+	f.StringArrayVar(&o.iamPolicyVars, "iam-policy-var", nil, "KEY=VALUE filling a ${KEY} placeholder of --iam-policy (repeatable); CLUSTER_UID defaults to the kube-system namespace UID of --kubeconfig")
 	return cmd
+}
+
+// policyVars parses --iam-policy-var values.
+func policyVars(kvs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--iam-policy-var %q: want KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func parseTaintDelay(s string) (time.Duration, time.Duration, error) {
@@ -143,6 +161,16 @@ func (o *serveOptions) run(ctx context.Context) error {
 		}
 		opts.ClusterCA = ca
 	}
+	if o.iamPolicy != "" {
+		if opts.IAMPolicy, err = os.ReadFile(o.iamPolicy); err != nil {
+			return fmt.Errorf("--iam-policy: %w", err)
+		}
+		if opts.IAMPolicyVars, err = policyVars(o.iamPolicyVars); err != nil {
+			return err
+		}
+	} else if len(o.iamPolicyVars) > 0 {
+		return fmt.Errorf("--iam-policy-var needs --iam-policy")
+	}
 	if o.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 		if err != nil {
@@ -155,6 +183,13 @@ func (o *serveOptions) run(ctx context.Context) error {
 			return fmt.Errorf("building Kubernetes client: %w", err)
 		}
 		opts.Nodes = kube.New(cs)
+		if _, set := opts.IAMPolicyVars["CLUSTER_UID"]; opts.IAMPolicy != nil && !set {
+			uid, err := kubeSystemUID(ctx, cs)
+			if err != nil {
+				return fmt.Errorf("reading the kube-system namespace UID for the policy's CLUSTER_UID: %w", err)
+			}
+			opts.IAMPolicyVars["CLUSTER_UID"] = uid
+		}
 		if opts.ClusterEndpoint == "" {
 			opts.ClusterEndpoint = cfg.Host
 		}
@@ -203,4 +238,24 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	logger.Info("awssim stopped")
 	return nil
+}
+
+// kubeSystemUID reads the kube-system namespace UID (the controller's cluster UID), waiting up to 30 s for a
+// freshly started API server to create the namespace.
+func kubeSystemUID(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		if err == nil {
+			return string(ns.UID), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
 }

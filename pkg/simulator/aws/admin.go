@@ -223,6 +223,11 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Snapshot())
 	case route == "GET instances":
 		writeAdmin(w, http.StatusOK, s.Instances())
+	case route == "GET iam-policy":
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":
+		s.SuspendIAMPolicy(strings.HasSuffix(path, "suspend"))
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "GET faults":
 		writeAdmin(w, http.StatusOK, s.GetFaults())
 	case route == "PUT faults":

@@ -50,6 +50,12 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	h, ok := s.ec2Handlers()[action]
+	if ok {
+		if err := s.authorize(a, "ec2", func() []authzCheck { return s.ec2Checks(a, action, p) }); err != nil {
+			writeEC2Error(w, err, reqID)
+			return
+		}
+	}
 	if !ok {
 		s.log.Warn("unsupported EC2 action", "action", action)
 		writeEC2Error(w, errBadRequest("InvalidAction", "The action %s is not valid for this web service (awssim does not simulate it)", action), reqID)

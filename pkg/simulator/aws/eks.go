@@ -15,6 +15,12 @@ func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, a *account)
 		writeRESTError(w, err)
 		return
 	}
+	if err := s.authorize(a, "eks", func() []authzCheck {
+		return []authzCheck{{action: "eks:DescribeCluster", resource: fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", s.opts.Region, a.number, name)}}
+	}); err != nil {
+		writeRESTError(w, err)
+		return
+	}
 	if name == "" || strings.Contains(name, "/") {
 		writeRESTError(w, errNotFound("ResourceNotFoundException", "awssim simulates only DescribeCluster (GET /clusters/{name})"))
 		return

@@ -55,6 +55,12 @@ func (s *Simulator) serveIAM(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	h, ok := s.iamHandlers()[action]
+	if ok {
+		if err := s.authorize(a, "iam", func() []authzCheck { return s.iamChecks(a, action, p) }); err != nil {
+			writeIAMError(w, err, reqID)
+			return
+		}
+	}
 	if !ok {
 		s.log.Warn("unsupported IAM action", "action", action)
 		writeIAMError(w, errBadRequest("InvalidAction", "awssim does not simulate IAM %s", action), reqID)

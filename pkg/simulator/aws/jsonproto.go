@@ -30,6 +30,10 @@ func (s *Simulator) serveJSON(w http.ResponseWriter, r *http.Request, a *account
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
+	if err := s.authorize(a, service, func() []authzCheck { return s.jsonChecks(r, a, service, action, body) }); err != nil {
+		writeJSONError(w, version, err)
+		return
+	}
 	out, apiErr := h(r, a, body)
 	if apiErr != nil {
 		s.log.Debug("JSON call failed", "target", r.Header.Get("X-Amz-Target"), "code", apiErr.Code, "message", apiErr.Message)

@@ -53,6 +53,12 @@ type Options struct {
 	ResponseDelay time.Duration
 	// Seed seeds the random source for throttling faults and taint delays (default 1).
 	Seed int64
+	// IAMPolicy, when set, is an IAM identity policy (JSON, possibly a template with ${VAR} placeholders) every
+	// call is authorized against, as if the caller's role had only this policy. Empty: everything is allowed.
+	IAMPolicy []byte
+	// IAMPolicyVars fill the policy template's placeholders, over the defaults AWS_PARTITION (aws),
+	// AWS_REGION, AWS_ACCOUNT_ID (each account's number), CLUSTER_NAME and INTERRUPTION_QUEUE (Queues[0]).
+	IAMPolicyVars map[string]string
 }
 
 // Timing holds the instance lifecycle durations.
@@ -90,6 +96,8 @@ type Simulator struct {
 	seq           uint64
 	// wake is closed and replaced whenever an SQS message is sent, waking long polls.
 	wake chan struct{}
+	// policy is the enforced IAM policy (see SetIAMPolicy).
+	policy policyState
 }
 
 // New builds a Simulator, filling defaults and validating options.
@@ -194,6 +202,9 @@ func New(opts Options) (*Simulator, error) {
 		accounts:      map[string]*account{},
 		spotOverrides: map[string]float64{},
 		wake:          make(chan struct{}),
+	}
+	if err := s.SetIAMPolicy(opts.IAMPolicy, opts.IAMPolicyVars); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
