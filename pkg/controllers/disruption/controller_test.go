@@ -101,6 +101,55 @@ func replacementOf(t *testing.T, e *test.ControllerEnv) *karpv1.NodeClaim {
 	return out
 }
 
+// ready registers a replacement as a Node (8 cpu, 16Gi, like the old node) and initializes it, then waits until
+// the cache shows both.
+func ready(t *testing.T, e *test.ControllerEnv, repl *karpv1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
+	name := repl.Name + "-node"
+	n := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi").
+		Label(karpv1.NodePoolLabelKey, repl.Labels[karpv1.NodePoolLabelKey]).Obj()
+	status := n.Status
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = status
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's admission taints a new Node not-ready; envtest runs no node lifecycle controller to
+	// remove it once the Node is Ready.
+	n.Spec.Taints = nil
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(repl), got); err != nil {
+			return false, err.Error()
+		}
+		got.Status.NodeName, got.Status.ProviderID = name, "fake:///"+name
+		for _, ct := range karpv1.NodeClaimReadinessConditions() {
+			got.SetTrue(ct, ct)
+		}
+		if err := c.Status().Update(ctx, got); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	test.Eventually(t, wait, func() (bool, string) {
+		got, node := &karpv1.NodeClaim{}, &corev1.Node{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got); err != nil || !got.IsTrue(karpv1.ConditionTypeInitialized) {
+			return false, "replacement not initialized in the cache"
+		}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return false, "replacement node not in the cache"
+		}
+		return true, ""
+	})
+}
+
 func tainted(n *corev1.Node) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
 }
@@ -142,17 +191,7 @@ func TestDriftedNodeIsReplacedAcrossARestart(t *testing.T) {
 	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil || !old.DeletionTimestamp.IsZero() {
 		t.Fatalf("old nodeclaim deleted before its replacement initialized (err %v)", err)
 	}
-	for _, ct := range karpv1.NodeClaimReadinessConditions() {
-		repl.SetTrue(ct, ct)
-	}
-	if err := e.Env.Client.Status().Update(ctx, repl); err != nil {
-		t.Fatal(err)
-	}
-	test.Eventually(t, wait, func() (bool, string) {
-		got := &karpv1.NodeClaim{}
-		err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got)
-		return err == nil && got.IsTrue(karpv1.ConditionTypeInitialized), "replacement not initialized in the cache"
-	})
+	ready(t, e, repl)
 	if err := restarted.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
