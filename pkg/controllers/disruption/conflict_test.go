@@ -125,3 +125,49 @@ func TestCommandStoppedAfterRecordingIsFinished(t *testing.T) {
 		t.Error("old nodeclaim not deleted after the replacement launched by the second pass initialized")
 	}
 }
+
+// TestNoDrainWhenPodsDoNotFit: the replacement initialized, but the kube-scheduler filled it with another pod,
+// so the old node's pod would have nowhere to go: the old node is not drained; after ValidationTimeout the
+// command is abandoned and the old node stays.
+func TestNoDrainWhenPodsDoNotFit(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	repl := replacementOf(t, e)
+	ready(t, e, repl)
+	hog := test.SchedPod("hog").Requests("8", "1Gi").Obj()
+	hog.Spec.NodeName = repl.Name + "-node"
+	if err := e.Env.Client.Create(ctx, hog); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(hog), &corev1.Pod{}) == nil, "pod hog not cached yet"
+	})
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+	}
+	e.Clock.Step(disruption.ValidationTimeout + time.Second)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+	}
+	if _, ok := old.Annotations[disruption.CommandAnnotationKey]; ok {
+		t.Error("command not abandoned after ValidationTimeout")
+	}
+}
