@@ -106,6 +106,10 @@ type Metrics struct {
 	ConsolidationTimeouts *prometheus.CounterVec
 	// NodePoolAllowedDisruptions is how many more nodes of a NodePool may be disrupted now, by reason.
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// DisruptionSavings is the hourly savings of the consolidation commands the last disruption pass decided.
+	DisruptionSavings prometheus.Gauge
+	// DisruptionEvictionsPerDollar is the last pass's evictions divided by its savings per hour (0 without savings).
+	DisruptionEvictionsPerDollar prometheus.Gauge
 	// InterruptionReceivedMessages counts interruption-queue messages received, by message type.
 	InterruptionReceivedMessages *prometheus.CounterVec
 	// InterruptionDeletedMessages counts interruption-queue messages deleted after handling.
@@ -262,6 +266,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_allowed_disruptions",
 			Help: "How many more nodes of a NodePool may be disrupted now, by NodePool and reason.",
 		}, []string{LabelNodePool, LabelReason}),
+		DisruptionSavings: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_disruption_savings_dollars_per_hour",
+			Help: "Hourly savings of the consolidation commands the last disruption pass decided (drift not counted).",
+		}),
+		DisruptionEvictionsPerDollar: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_disruption_evictions_per_dollar",
+			Help: "Pods the last disruption pass's commands evict per dollar per hour they save (0 when they save nothing).",
+		}),
 		InterruptionReceivedMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_interruption_received_messages_total",
 			Help: "Interruption-queue messages received, by message type.",
@@ -299,6 +311,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
 		m.NodeClaimsDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
+		m.DisruptionSavings, m.DisruptionEvictionsPerDollar,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
 		m.InterruptionForeignMessages,
 	}

@@ -274,6 +274,12 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 	for _, t := range res.TimedOut {
 		m.ConsolidationTimeouts.WithLabelValues(t).Inc()
 	}
+	m.DisruptionSavings.Set(res.SavingsPerHour)
+	perDollar := 0.0
+	if res.SavingsPerHour > 0 {
+		perDollar = float64(res.Evictions) / res.SavingsPerHour
+	}
+	m.DisruptionEvictionsPerDollar.Set(perDollar)
 }
 
 // announceStays emits a DisruptionBlocked event on a node (and its NodeClaim) when something the user controls
