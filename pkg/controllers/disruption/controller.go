@@ -71,6 +71,8 @@ type Controller struct {
 	// decided is when the last decision ran, and decidedWith the commands in progress right after it.
 	decided     time.Time
 	decidedWith string
+	// examined is the last decision's Result.Examined, fed to the next one (candidates not examined go first).
+	examined map[string]time.Time
 	// inFlight says the last pass ended with commands in progress (the loop then polls faster).
 	inFlight bool
 }
@@ -163,10 +165,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	start := c.deps.Clock.Now()
+	snap.Examined = c.examined
 	res, err := core.Decide(ctx, snap, DecisionOptions(c.deps.Settings))
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("deciding: %w", err))...)
 	}
+	c.examined = res.Examined
 	c.record(res, snap, c.deps.Clock.Since(start))
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
@@ -197,6 +201,9 @@ func (c *Controller) commandFailed(ctx context.Context, command string, err erro
 
 // commandsOf returns the commands a decision found, in order.
 func commandsOf(res *core.Result) []*core.Command {
+	if len(res.Commands) > 0 {
+		return res.Commands
+	}
 	if res.Command == nil {
 		return nil
 	}
