@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -38,6 +39,8 @@ type decider struct {
 	// which go first next pass even when another method reached them.
 	examined   map[string]bool
 	unexamined map[string]bool
+	// totals are the NodePools' totals for Balanced scores, from the input snapshot.
+	totals map[string]PoolTotals
 	// pdbUsed counts, per PodDisruptionBudget, the evictions the commands decided so far make under it.
 	pdbUsed map[*policyv1.PodDisruptionBudget]int
 }
@@ -62,7 +65,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	d := &decider{snap: snap, opts: opts, stays: map[string]Stay{}, allowed: map[string]map[karpv1.DisruptionReason]int{},
 		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}},
 		work:   newWorking(snap.Cluster), taken: map[string]bool{}, examined: map[string]bool{}, unexamined: map[string]bool{},
-		pdbUsed: map[*policyv1.PodDisruptionBudget]int{}}
+		pdbUsed: map[*policyv1.PodDisruptionBudget]int{}, totals: Totals(snap.Candidates)}
 	if err := d.budgets(); err != nil {
 		return nil, err
 	}
@@ -414,7 +417,6 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 	switch len(sim.Replacements) {
 	case 0:
 		cmd.Decision, cmd.Savings = DecisionDelete, price
-		return cmd, sim, "", "", nil
 	case 1:
 		r := sim.Replacements[0]
 		narrowed, why, msg := cheaperReplacement(r, cands, price, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
@@ -422,10 +424,47 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 			return nil, nil, why, msg, nil
 		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
-		return cmd, sim, "", "", nil
 	default:
 		return nil, nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
 	}
+	scores, ok := ScoreCommand(cands, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
+	d.result.Scored = append(d.result.Scored, scores...)
+	if !ok {
+		return nil, nil, StayScore, balancedRejection(cmd, scores), nil
+	}
+	cmd.Scores = scores
+	return cmd, sim, "", "", nil
+}
+
+// balancedRejection says why a Balanced NodePool rejects a move.
+func balancedRejection(cmd *Command, scores []Score) string {
+	var parts []string
+	for _, s := range scores {
+		if !s.Approved {
+			parts = append(parts, s.String())
+		}
+	}
+	verb := "deleting"
+	if cmd.Decision == DecisionReplace {
+		verb = "replacing"
+	}
+	return fmt.Sprintf("consolidationPolicy Balanced: %s it would save $%.4f/h, not worth the disruption: %s", verb, cmd.Savings, strings.Join(parts, "; "))
+}
+
+// deleteScoreTooLow reports whether even deleting c outright (the most a move can save for its disruption) would
+// be rejected by its NodePool's Balanced policy, recording a stay; such a node is not simulated.
+func (d *decider) deleteScoreTooLow(c *Candidate) bool {
+	np := d.snap.NodePools[c.NodePool]
+	if np == nil || np.Spec.Disruption.ConsolidationPolicy != PolicyBalanced {
+		return false
+	}
+	s := ScoreMove(c.NodePool, c.Price, NodeDisruptionCost(c.Pods), d.totals[c.NodePool], BalancedK)
+	if s.Approved {
+		return false
+	}
+	d.examined[c.NodeClaim] = true
+	d.stayf(c, StayScore, "consolidationPolicy Balanced: even deleting it would not be worth the disruption: %s", s)
+	return true
 }
 
 // multiNode repeatedly looks, among the first MaxMultiNodeCandidates free candidates with budget, for the
@@ -518,7 +557,7 @@ func (d *decider) singleNode(ctx context.Context, open []*Candidate) error {
 			d.leftOut(cands[i:])
 			return nil
 		}
-		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonUnderutilized) {
+		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonUnderutilized) || d.deleteScoreTooLow(c) {
 			continue
 		}
 		cmd, sim, why, msg, err := d.consolidate(ctx, []*Candidate{c}, ConsolidationSingle)

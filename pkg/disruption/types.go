@@ -97,6 +97,9 @@ type Command struct {
 	Placements []scheduling.Placement
 	// Savings is the hourly price of the candidates less that of the replacements (negative for drift).
 	Savings float64
+	// Scores are the Balanced scores of the move, one per NodePool of its candidates with consolidationPolicy
+	// Balanced (empty otherwise).
+	Scores []Score
 	// Evictions counts the candidates' pods that would be evicted and rescheduled (the reschedulable ones:
 	// DaemonSet, static and terminal pods do not count).
 	Evictions int
@@ -145,6 +148,9 @@ const (
 	// StayReceiving: an earlier command of the same pass moves pods onto the node, so the pass does not disrupt it
 	// too; the next pass looks at it again.
 	StayReceiving StayReason = "ReceivesPods"
+	// StayScore: the node's NodePool has consolidationPolicy Balanced and the move's savings are not worth its
+	// disruption (score below 1/k).
+	StayScore StayReason = "ConsolidationScore"
 )
 
 // Result is the outcome of one decision pass.
@@ -169,6 +175,8 @@ type Result struct {
 	SavingsPerHour float64
 	// Evictions is the sum of the commands' evictions.
 	Evictions int
+	// Scored are the Balanced scores the pass computed, approved or rejected, in the order it computed them.
+	Scored []Score
 	// Eligible counts, per reason, the candidates a method could disrupt before budgets.
 	Eligible map[karpv1.DisruptionReason]int
 	// Allowed is, per NodePool and reason, how many more nodes budgets allowed to be disrupted at the start of
