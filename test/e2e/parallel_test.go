@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -41,6 +42,19 @@ func scaleDeployment(t *testing.T, namespace, name string, replicas int32) {
 	}
 }
 
+// commandIDs adds the ids of the disruption commands the NodeClaims carry (records stay on candidates being
+// deleted) to ids.
+func commandIDs(claims []karpv1.NodeClaim, ids map[string]bool) {
+	for i := range claims {
+		var r struct {
+			ID string `json:"id"`
+		}
+		if raw := claims[i].Annotations[commandAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &r) == nil && r.ID != "" {
+			ids[r.ID] = true
+		}
+	}
+}
+
 // disrupting counts a pool's NodeClaims a disruption holds: carrying a command record or being deleted.
 func disrupting(claims []karpv1.NodeClaim) int {
 	n := 0
@@ -54,7 +68,8 @@ func disrupting(claims []karpv1.NodeClaim) int {
 
 // TestParallelDisruptionAcrossNodePools: two NodePools with a budget of one node each scale in at the same
 // time. Both disrupt at once (each pool has a node held by a disruption while the other does), never more than
-// their budget, and both shrink to what their pods need.
+// their budget, and both shrink to what their pods need. Then both drift: two replace commands, one per pool,
+// are in flight at once.
 func TestParallelDisruptionAcrossNodePools(t *testing.T) {
 	ctx := context.Background()
 	pools := []string{"par-a", "par-b"}
@@ -73,15 +88,17 @@ func TestParallelDisruptionAcrossNodePools(t *testing.T) {
 		scaleDeployment(t, pool, "web", 1)
 	}
 	start := time.Now()
-	both, overBudget := false, ""
+	both, overBudget, most := false, "", 0
 	err := framework.Poll(ctx, 2*time.Minute, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		var counts, held []int
 		done := true
+		ids := map[string]bool{}
 		for _, pool := range pools {
 			claims, err := env.NodeClaims(ctx, pool)
 			if err != nil {
 				return false, "", err
 			}
+			commandIDs(claims, ids)
 			h := disrupting(claims)
 			counts, held = append(counts, len(claims)), append(held, h)
 			// A node being deleted counts against the budget until it is gone.
@@ -94,7 +111,11 @@ func TestParallelDisruptionAcrossNodePools(t *testing.T) {
 			both = true
 			t.Logf("both nodepools disrupting at once %.1fs after the scale-in", time.Since(start).Seconds())
 		}
-		return done && both, fmt.Sprintf("nodeclaims %v, disrupting %v, seen both at once %v", counts, held, both), nil
+		if len(ids) > most {
+			most = len(ids)
+			t.Logf("%d disruption commands in flight at once %.1fs after the scale-in", most, time.Since(start).Seconds())
+		}
+		return done && both, fmt.Sprintf("nodeclaims %v, disrupting %v, seen both at once %v, most commands at once %d", counts, held, both, most), nil
 	})
 	if err != nil {
 		t.Fatalf("%v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
@@ -103,6 +124,60 @@ func TestParallelDisruptionAcrossNodePools(t *testing.T) {
 		t.Error(overBudget)
 	}
 	t.Logf("both nodepools down to one node %.1fs after the scale-in", time.Since(start).Seconds())
+
+	// Emptiness deletes the empty nodes of both pools in one command. Drift replaces one node per command: with
+	// both pools drifting, each pool's budget lets one replace command run, and both run at once.
+	for _, pool := range pools {
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(np.DeepCopy())
+		if np.Spec.Template.Annotations == nil {
+			np.Spec.Template.Annotations = map[string]string{}
+		}
+		np.Spec.Template.Annotations["dovetail.test/revision"] = "2"
+		if err := env.Client.Patch(ctx, np, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start = time.Now()
+	old := map[string]bool{}
+	for _, pool := range pools {
+		claims, err := env.NodeClaims(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range claims {
+			old[claims[i].Name] = true
+		}
+	}
+	most = 0
+	err = framework.Poll(ctx, 2*time.Minute, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		ids := map[string]bool{}
+		left := 0
+		for _, pool := range pools {
+			claims, err := env.NodeClaims(ctx, pool)
+			if err != nil {
+				return false, "", err
+			}
+			commandIDs(claims, ids)
+			for i := range claims {
+				if old[claims[i].Name] {
+					left++
+				}
+			}
+		}
+		if len(ids) > most {
+			most = len(ids)
+			t.Logf("%d disruption commands in flight at once %.1fs after the template change", most, time.Since(start).Seconds())
+		}
+		return left == 0 && most >= 2, fmt.Sprintf("%d drifted nodeclaims left, most commands in flight at once %d", left, most), nil
+	})
+	if err != nil {
+		t.Fatalf("%v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
+	}
+	t.Logf("both drifted nodes replaced %.1fs after the template change", time.Since(start).Seconds())
 }
 
 // TestScaleInConverges: 20 nodes (two 700m pods a node) scale in to 9 pods and a do-not-disrupt pod. The

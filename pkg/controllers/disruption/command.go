@@ -38,6 +38,8 @@ type Record struct {
 	// the command (an API error, a restart) leaves the next pass to create the ones missing. Records written
 	// before this field existed have none, and a missing replacement then ends the command after a grace.
 	Launch []Launch `json:"launch,omitempty"`
+	// Plan names the whole-cluster consolidation plan the command belongs to, or is empty.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Launch is one replacement NodeClaim a command creates.
