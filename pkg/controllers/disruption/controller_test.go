@@ -23,17 +23,24 @@ const wait = 20 * time.Second
 // a pod bound there, and waits until the cache shows them.
 func drifted(t *testing.T, e *test.ControllerEnv) {
 	t.Helper()
-	ctx := context.Background()
-	c := e.Env.Client
-	if err := c.Create(ctx, test.NodePool("default").Obj()); err != nil {
+	if err := e.Env.Client.Create(context.Background(), test.NodePool("default").Obj()); err != nil {
 		t.Fatal(err)
 	}
+	driftedNode(t, e, "old", "web")
+}
+
+// driftedNode creates an initialized and drifted NodeClaim of NodePool "default" with its Node (fake-xlarge,
+// 8 cpu) named name and a pod of 1 cpu bound there, and waits until the cache shows them.
+func driftedNode(t *testing.T, e *test.ControllerEnv, name, podName string) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
 	labels := map[string]string{
 		corev1.LabelInstanceTypeStable: "fake-xlarge", corev1.LabelTopologyZone: "test-zone-a",
 		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
 	}
-	nb := test.NodeClaim("old", "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///old")
-	node := test.Node("old", "fake:///old").Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
+	nb := test.NodeClaim(name, "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///" + name)
+	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
 	for k, v := range labels {
 		nb.Label(k, v)
 		node.Label(k, v)
@@ -42,7 +49,7 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	if err := c.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc.Status.NodeName, nc.Status.ProviderID = "old", "fake:///old"
+	nc.Status.NodeName, nc.Status.ProviderID = name, "fake:///"+name
 	for _, ct := range karpv1.NodeClaimReadinessConditions() {
 		nc.SetTrue(ct, ct)
 	}
@@ -59,8 +66,8 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	p := test.SchedPod("web").Requests("1", "1Gi").Obj()
-	p.Spec.NodeName = "old"
+	p := test.SchedPod(podName).Requests("1", "1Gi").Obj()
+	p.Spec.NodeName = name
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +78,7 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	test.Eventually(t, wait, func() (bool, string) {
 		got := &karpv1.NodeClaim{}
 		pod := &corev1.Pod{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
 			return false, fmt.Sprintf("nodeclaim not cached yet: %v", err)
 		}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
