@@ -370,6 +370,11 @@ func (c *Controller) logWaiting(ctx context.Context, why string) {
 // does not show yet, so that a pass soon after a start neither decides on those candidates again nor misses the
 // command; and forgets the records the cache shows (or that are old).
 func (c *Controller) rememberRecent(v *View) {
+	for name, rec := range c.recent {
+		if v.Now.Sub(rec.written) > recentStart {
+			delete(c.recent, name) // including NodeClaims that are gone
+		}
+	}
 	for i := range v.Claims {
 		nc := &v.Claims[i]
 		rec, ok := c.recent[nc.Name]
