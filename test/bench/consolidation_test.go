@@ -89,28 +89,34 @@ var scaleInMix = []struct {
 }{{"small", "900m", "3100Mi"}, {"big", "3500m", "28Gi"}}
 
 // TestConsolidationScaleIn (issue 15): 500 pods of 0.9 cpu/3.1Gi and 500 of 3.5 cpu/28Gi scaled out on the example
-// NodePool, then consolidateAfter 30s with a 100% budget and both Deployments scaled to 350. It reports the
+// NodePool, then consolidateAfter 30s with a 100% budget and both Deployments scaled to 350
+// (DOVETAIL_BENCH_CONSOLIDATION_PODS changes the 500; the scale-in keeps 70 % of it). It reports the
 // seconds from the scale-in until the node count is stable (unchanged for 60 s with nothing disrupting), the
 // nodes before and after, the controller's average CPU (cores) and peak RSS over that phase. Targets: < 180 s,
 // < 0.25 cores, < 200 MiB.
 func TestConsolidationScaleIn(t *testing.T) {
 	ctx := context.Background()
 	const pool = "scalein"
+	each, err := envInt("DOVETAIL_BENCH_CONSOLIDATION_PODS", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := int32(each * 7 / 10)
 	setupPool(t, pool, framework.PoolOptions{})
 	tracker, err := trackPods(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tracker.Stop()
-	tracker.expect(1000)
+	tracker.expect(2 * each)
 	for _, m := range scaleInMix {
-		if err := env.Client.Create(ctx, deployment(pool, m.name, pool, pool, 500, m.cpu, m.memory)); err != nil {
+		if err := env.Client.Create(ctx, deployment(pool, m.name, pool, pool, int32(each), m.cpu, m.memory)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := framework.Poll(ctx, 15*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 		at, running := tracker.allRunning()
-		return !at.IsZero(), fmt.Sprintf("%d/1000 pods Running", running), nil
+		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, 2*each), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +136,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 	setDisruption(t, pool, "30s", "100%")
 	start := time.Now()
 	for _, m := range scaleInMix {
-		scale(t, pool, m.name, 350)
+		scale(t, pool, m.name, kept)
 	}
 	last, lastChange, lastLog := len(before), time.Now(), time.Now()
 	err = framework.Poll(ctx, 25*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -160,6 +166,8 @@ func TestConsolidationScaleIn(t *testing.T) {
 	elapsed := time.Since(start)
 	_, running, _ := tracker.counts()
 	figures := map[string]any{
+		"podsBefore":             2 * each,
+		"podsAfter":              2 * kept,
 		"nodesBefore":            len(before),
 		"nodesAfter":             last,
 		"secondsToStable":        seconds(stable),
@@ -172,8 +180,8 @@ func TestConsolidationScaleIn(t *testing.T) {
 	for k, v := range memory {
 		figures[k] = v
 	}
-	t.Logf("scale-in 1000 -> 700 pods: %d -> %d nodes, stable %.1fs after the scale-in; controller %.3f cores on average, peak RSS %v MiB",
-		len(before), last, seconds(stable), (cpu1-cpu0)/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
+	t.Logf("scale-in %d -> %d pods: %d -> %d nodes, stable %.1fs after the scale-in; controller %.3f cores on average, peak RSS %v MiB",
+		2*each, 2*kept, len(before), last, seconds(stable), (cpu1-cpu0)/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
 	report(t, result{Name: "consolidation-scale-in", Figures: figures,
 		Targets: map[string]any{"secondsToStable": "< 180", "controllerCPUCores": "< 0.25", "controllerPeakRSSMiB": "< 200"}})
 }
