@@ -94,7 +94,12 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for {
 			if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-				log.FromContext(ctx).Error(err, "disruption pass failed")
+				if apierrors.IsConflict(err) {
+					// Another writer changed an object after every retry: the next pass resumes from the objects.
+					log.FromContext(ctx).Info("disruption pass deferred a step to the next pass", "error", err.Error())
+				} else {
+					log.FromContext(ctx).Error(err, "disruption pass failed")
+				}
 			}
 			select {
 			case <-ctx.Done():
