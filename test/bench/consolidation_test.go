@@ -189,7 +189,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 // TestDriftReplace (issue 15): Karpenter's drift scenario. 300 pods of 0.9 cpu/3.1Gi and 300 of 3.5 cpu/28Gi,
 // each spread over hostnames (maxSkew 1), then an annotation added to the NodePool's template with a 100% budget:
 // every node drifts (DOVETAIL_BENCH_DRIFT_PODS changes the 300). It reports the seconds until no NodeClaim is drifted or being disrupted, and the fewest pods
-// Running meanwhile (must stay 600). Target: < 600 s.
+// Running meanwhile (should stay at the total). Target: < 600 s.
 func TestDriftReplace(t *testing.T) {
 	ctx := context.Background()
 	const pool = "drift"
