@@ -33,8 +33,9 @@ const (
 	// decision, or PollPeriod has passed.
 	BusyPollPeriod = 2 * time.Second
 	// ValidationTimeout is how long a command whose replacements are ready may wait for its pods to fit on the
-	// nodes there are (the check before draining) before it is abandoned.
-	ValidationTimeout = 3 * time.Minute
+	// nodes there are (the check before draining) before it is abandoned. Room taken by a pod the kube-scheduler
+	// put on a replacement rarely comes back, so the wait is short: the next decision plans again.
+	ValidationTimeout = time.Minute
 	// recentStart is how long the controller remembers the commands it started, for a cache that does not show
 	// their records yet.
 	recentStart = time.Minute
