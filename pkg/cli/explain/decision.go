@@ -124,28 +124,29 @@ func decideNode(ctx context.Context, c client.Client, v *ctrldisruption.View, no
 	return outcomeOf(res, nc.Name)
 }
 
-// inProgress returns the decision when disruption commands are in progress (the controller then carries them
-// out and decides nothing new), or nil. As the controller, it ignores NodeClaims being deleted and unreadable
-// records (which the controller drops).
+// inProgress returns the decision for a node that a disruption command in progress holds: one of its candidates,
+// or one of its replacements (which waits for the candidates' pods), or nil. Other nodes are decided on as the
+// controller does while commands are in progress: beside them. As the controller, it ignores NodeClaims being
+// deleted and unreadable records (which the controller drops).
 func inProgress(v *ctrldisruption.View, nc *karpv1.NodeClaim) *NodeDecision {
 	if r, ok, err := ctrldisruption.RecordOf(nc); ok && err == nil && nc.DeletionTimestamp.IsZero() {
 		return &NodeDecision{Outcome: OutcomeInProgress, Reason: string(r.Reason),
 			Message: fmt.Sprintf("disruption command %s, started %s, is being carried out: %s", r.ID, r.Started.UTC().Format(time.RFC3339), r.Message)}
 	}
-	cmds := ctrldisruption.CommandsInProgress(v)
-	if len(cmds) == 0 {
-		return nil
-	}
-	var parts []string
-	for _, cmd := range cmds {
-		var names []string
-		for _, x := range cmd.Candidates {
-			names = append(names, x.Name)
+	for _, cmd := range ctrldisruption.CommandsInProgress(v) {
+		for _, x := range cmd.Replacements {
+			if x.Name != nc.Name {
+				continue
+			}
+			var names []string
+			for _, y := range cmd.Candidates {
+				names = append(names, y.Name)
+			}
+			return &NodeDecision{Outcome: OutcomeStay, Reason: string(disruption.StayBusy),
+				Message: fmt.Sprintf("it replaces nodeclaim(s) %s in disruption command %s (%s): their pods are to move here", strings.Join(names, ", "), cmd.Record.ID, cmd.Record.Message)}
 		}
-		parts = append(parts, fmt.Sprintf("%s on nodeclaim(s) %s (%s)", cmd.Record.ID, strings.Join(names, ", "), cmd.Record.Message))
 	}
-	return &NodeDecision{Outcome: OutcomeStay, Reason: string(disruption.StayBusy),
-		Message: fmt.Sprintf("disruption command %s is in progress: the controller carries it out before deciding anything new", strings.Join(parts, "; "))}
+	return nil
 }
 
 // outcomeOf picks the node's part of a decision: in the command, or why it stays.

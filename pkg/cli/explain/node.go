@@ -357,6 +357,9 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		}
 		l.printf("Disruption command in progress: %s: %s, %d replacement(s), started %s: %s\n", c.ID, kind, c.Replacements,
 			c.Started.UTC().Format(time.RFC3339), orDash(c.Message))
+		if c.Plan != "" {
+			l.printf("  part of whole-cluster consolidation plan %s\n", c.Plan)
+		}
 	} else {
 		l.printf("Disruption command in progress: none\n")
 	}

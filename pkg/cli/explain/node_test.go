@@ -179,14 +179,25 @@ func TestExplainNodeDecision(t *testing.T) {
 			want: nodeOutcome{PricePerHour: price(price2XLarge), CommandInProgress: inProgress,
 				Decision: &NodeDecision{Outcome: OutcomeInProgress, Reason: "Underutilized",
 					Message: "disruption command n1-claim-1764000000, started 2026-11-24T09:58:00Z, is being carried out: " + inProgress.Message}}},
-		{name: "a command in progress elsewhere",
+		{name: "a command in progress elsewhere does not hold the node up",
 			objs: func() []client.Object {
 				nc, n := dovetailNode("n2", "m5.xlarge", "4", "16Gi")
 				return objs(agent, nc.Annotation(ctrldisruption.CommandAnnotationKey, strings.Replace(record, "n1-claim-", "n2-claim-", 1)).Obj(), n.Obj())
 			}(),
+			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeDisrupt, Reason: "Empty",
+				Message: "empty/delete (empty): 1 node(s) n1, saving $0.0960/h",
+				Command: &DecisionCommand{Reason: "Empty", ConsolidationType: "empty", Decision: "delete", Nodes: []string{"n1"}, SavingsPerHour: priceLarge}}}},
+		{name: "the replacement of a command in progress",
+			objs: func() []client.Object {
+				nc, n := dovetailNode("n2", "m5.xlarge", "4", "16Gi")
+				return objs(agent, nc.Annotation(ctrldisruption.CommandAnnotationKey, strings.Replace(record, "n1-claim-", "n2-claim-", 1)).Obj(), n.Obj())
+			}(),
+			node: func() (*test.NodeClaimBuilder, *test.NodeBuilder) {
+				nc, n := large()
+				return nc.Annotation(ctrldisruption.ReplacementForAnnotationKey, "n2-claim-1764000000"), n
+			},
 			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeStay, Reason: "ClusterBusy",
-				Message: "disruption command n2-claim-1764000000 on nodeclaim(s) n2-claim (" + inProgress.Message + ") is in progress: " +
-					"the controller carries it out before deciding anything new"}}},
+				Message: "it replaces nodeclaim(s) n2-claim in disruption command n2-claim-1764000000 (" + inProgress.Message + "): their pods are to move here"}}},
 		{name: "an unreadable command record is reported and ignored", objs: objs(agent),
 			node: func() (*test.NodeClaimBuilder, *test.NodeBuilder) {
 				nc, n := large()

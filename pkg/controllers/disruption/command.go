@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
@@ -32,6 +34,22 @@ type Record struct {
 	Started time.Time `json:"started"`
 	// Message is the command's one-line summary.
 	Message string `json:"message,omitempty"`
+	// Launch are the replacements to create, named when the command starts: a pass that stops after recording
+	// the command (an API error, a restart) leaves the next pass to create the ones missing. Records written
+	// before this field existed have none, and a missing replacement then ends the command after a grace.
+	Launch []Launch `json:"launch,omitempty"`
+	// Plan names the whole-cluster consolidation plan the command belongs to, or is empty.
+	Plan string `json:"plan,omitempty"`
+}
+
+// Launch is one replacement NodeClaim a command creates.
+type Launch struct {
+	// Name is the NodeClaim's name, chosen when the command starts.
+	Name     string `json:"name"`
+	NodePool string `json:"nodePool"`
+	// Requirements and Requests are the NodeClaim's, as the decision planned them.
+	Requirements []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
+	Requests     corev1.ResourceList                           `json:"requests,omitempty"`
 }
 
 func (r Record) encode() (string, error) {

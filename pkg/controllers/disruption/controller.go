@@ -2,12 +2,15 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -23,8 +26,19 @@ import (
 const Name = "disruption"
 
 const (
-	// PollPeriod is how often a pass runs.
+	// PollPeriod is how often a pass runs when no command is in progress.
 	PollPeriod = 10 * time.Second
+	// BusyPollPeriod is how often a pass runs while commands are in progress: a command that completes frees
+	// budget for the next one. Such a pass decides again only when a command ended or started since the last
+	// decision, or PollPeriod has passed.
+	BusyPollPeriod = 2 * time.Second
+	// ValidationTimeout is how long a command whose replacements are ready may wait for its pods to fit on the
+	// nodes there are (the check before draining) before it is abandoned. Room taken by a pod the kube-scheduler
+	// put on a replacement rarely comes back, so the wait is short: the next decision plans again.
+	ValidationTimeout = time.Minute
+	// recentStart is how long the controller remembers the commands it started, for a cache that does not show
+	// their records yet.
+	recentStart = time.Minute
 	// ReplacementTimeout is how long a command waits for its replacements to initialize before it is abandoned.
 	ReplacementTimeout = 10 * time.Minute
 	// missingReplacementGrace is how long a command may show fewer replacements than it launched (the cache
@@ -51,11 +65,28 @@ type Controller struct {
 	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
 	waiting       string
 	waitingLogged time.Time
+	// validating is, per command ID, when the check before draining first failed.
+	validating map[string]time.Time
+	// recent are the records this controller wrote on candidates, by NodeClaim, until the cache shows them.
+	recent map[string]recentRecord
+	// decided is when the last decision ran, and decidedWith the commands in progress right after it.
+	decided     time.Time
+	decidedWith string
+	// examined is the last decision's Result.Examined, fed to the next one (candidates not examined go first).
+	examined map[string]time.Time
+	// inFlight says the last pass ended with commands in progress (the loop then polls faster).
+	inFlight bool
+}
+
+// recentRecord is a record written by this controller.
+type recentRecord struct {
+	raw     string
+	written time.Time
 }
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}}
+	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -64,12 +95,17 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for {
 			if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-				log.FromContext(ctx).Error(err, "disruption pass failed")
+				if apierrors.IsConflict(err) {
+					// Another writer changed an object after every retry: the next pass resumes from the objects.
+					log.FromContext(ctx).Info("disruption pass deferred a step to the next pass", "error", err.Error())
+				} else {
+					log.FromContext(ctx).Error(err, "disruption pass failed")
+				}
 			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-c.deps.Clock.After(PollPeriod):
+			case <-c.deps.Clock.After(c.period()):
 			}
 		}
 	}))
@@ -81,46 +117,118 @@ type state struct {
 	inProgress []*InProgress
 }
 
-// Reconcile runs one pass: resume a command in progress, or decide and start a new one.
+// period is how long the loop waits before the next pass.
+func (c *Controller) period() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inFlight {
+		return BusyPollPeriod
+	}
+	return PollPeriod
+}
+
+// Reconcile runs one pass: move every command in progress on, then decide and start new commands as budgets
+// allow. A command that fails is logged and left to the next pass; the others go on.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
+	logger := log.FromContext(ctx)
 	st, err := c.observe(ctx)
 	if err != nil {
-		return err
-	}
-	if len(st.inProgress) > 0 {
-		for _, cmd := range st.inProgress {
-			if err := c.resume(ctx, st, cmd); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := c.untaintOrphans(ctx, st); err != nil {
 		return err
 	}
 	snap, err := BuildSnapshot(ctx, c.deps, st.View)
 	if err != nil {
 		return err
 	}
+	chk := newDrainChecker(st, snap, DecisionOptions(c.deps.Settings).Scheduling)
+	var errs []error
+	before := fingerprint(st)
+	for _, cmd := range st.inProgress {
+		if err := c.resume(ctx, st, chk, cmd); err != nil {
+			c.commandFailed(ctx, cmd.Record.ID, err, &errs)
+		}
+	}
+	for id := range c.validating {
+		if !slices.ContainsFunc(st.inProgress, func(cmd *InProgress) bool { return cmd.Record.ID == id }) {
+			delete(c.validating, id)
+		}
+	}
+	if err := c.untaintOrphans(ctx, st); err != nil {
+		errs = append(errs, err)
+	}
+	// A decision is due when nothing is in flight (the loop then runs every PollPeriod), when a command or a
+	// deletion ended or started since the last one, or PollPeriod after it.
+	current := fingerprint(st)
+	c.inFlight = current != ""
+	if current != "" && current == before && current == c.decidedWith && st.Now.Sub(c.decided) < PollPeriod {
+		return errors.Join(errs...)
+	}
 	if len(snap.Candidates) == 0 {
 		c.record(&core.Result{}, snap, 0)
-		return nil
+		c.decided, c.decidedWith = st.Now, current
+		return errors.Join(errs...)
 	}
 	start := c.deps.Clock.Now()
+	snap.Examined = c.examined
 	res, err := core.Decide(ctx, snap, DecisionOptions(c.deps.Settings))
 	if err != nil {
-		return fmt.Errorf("deciding: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("deciding: %w", err))...)
 	}
+	c.examined = res.Examined
 	c.record(res, snap, c.deps.Clock.Since(start))
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
+	for _, cmd := range commandsOf(res) {
+		if err := c.start(ctx, st, chk, cmd); err != nil {
+			c.commandFailed(ctx, candidateNames(cmd.Candidates)[0], err, &errs)
+		}
+	}
+	current = fingerprint(st)
+	c.inFlight = current != ""
+	c.decided, c.decidedWith = st.Now, current
+	if len(errs) > 0 {
+		logger.V(1).Info("pass ended with errors", "errors", len(errs))
+	}
+	return errors.Join(errs...)
+}
+
+// commandFailed handles a command's step that failed: a conflict (another writer changed an object after all
+// retries) is expected on a busy cluster and only logged, since the next pass resumes the command; other errors
+// are returned.
+func (c *Controller) commandFailed(ctx context.Context, command string, err error, errs *[]error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).Info("disruption command step deferred to the next pass", "command", command, "error", err.Error())
+		return
+	}
+	*errs = append(*errs, fmt.Errorf("command %s: %w", command, err))
+}
+
+// commandsOf returns the commands a decision found, in order.
+func commandsOf(res *core.Result) []*core.Command {
+	if len(res.Commands) > 0 {
+		return res.Commands
+	}
 	if res.Command == nil {
 		return nil
 	}
-	return c.start(ctx, st, res.Command)
+	return []*core.Command{res.Command}
+}
+
+// fingerprint names the commands in progress and the NodeClaims being deleted as the pass's objects now show
+// them (with its own writes), for telling whether any ended or started: "" when there are none.
+func fingerprint(st *state) string {
+	var parts []string
+	for _, cmd := range CommandsInProgress(st.View) {
+		parts = append(parts, cmd.Record.ID)
+	}
+	for i := range st.Claims {
+		if !st.Claims[i].DeletionTimestamp.IsZero() {
+			parts = append(parts, "-"+st.Claims[i].Name)
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // DecisionOptions are the decision's options from the controller's settings.
@@ -139,6 +247,7 @@ func (c *Controller) observe(ctx context.Context) (*state, error) {
 	}
 	st := &state{View: v}
 	logger := log.FromContext(ctx)
+	c.rememberRecent(v)
 	for i := range st.Claims {
 		nc := &st.Claims[i]
 		raw, ok := nc.Annotations[CommandAnnotationKey]
@@ -261,4 +370,30 @@ func (c *Controller) logWaiting(ctx context.Context, why string) {
 		log.FromContext(ctx).Info("consolidation waits", "why", why)
 	}
 	c.waiting, c.waitingLogged = why, now
+}
+
+// rememberRecent puts back on the view's NodeClaims the records this controller wrote recently that the cache
+// does not show yet, so that a pass soon after a start neither decides on those candidates again nor misses the
+// command; and forgets the records the cache shows (or that are old).
+func (c *Controller) rememberRecent(v *View) {
+	for name, rec := range c.recent {
+		if v.Now.Sub(rec.written) > recentStart {
+			delete(c.recent, name) // including NodeClaims that are gone
+		}
+	}
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		rec, ok := c.recent[nc.Name]
+		if !ok {
+			continue
+		}
+		if _, has := nc.Annotations[CommandAnnotationKey]; has || v.Now.Sub(rec.written) > recentStart || !nc.DeletionTimestamp.IsZero() {
+			delete(c.recent, nc.Name)
+			continue
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[CommandAnnotationKey] = rec.raw
+	}
 }

@@ -23,17 +23,24 @@ const wait = 20 * time.Second
 // a pod bound there, and waits until the cache shows them.
 func drifted(t *testing.T, e *test.ControllerEnv) {
 	t.Helper()
-	ctx := context.Background()
-	c := e.Env.Client
-	if err := c.Create(ctx, test.NodePool("default").Obj()); err != nil {
+	if err := e.Env.Client.Create(context.Background(), test.NodePool("default").Obj()); err != nil {
 		t.Fatal(err)
 	}
+	driftedNode(t, e, "old", "web")
+}
+
+// driftedNode creates an initialized and drifted NodeClaim of NodePool "default" with its Node (fake-xlarge,
+// 8 cpu) named name and a pod of 1 cpu bound there, and waits until the cache shows them.
+func driftedNode(t *testing.T, e *test.ControllerEnv, name, podName string) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
 	labels := map[string]string{
 		corev1.LabelInstanceTypeStable: "fake-xlarge", corev1.LabelTopologyZone: "test-zone-a",
 		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
 	}
-	nb := test.NodeClaim("old", "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///old")
-	node := test.Node("old", "fake:///old").Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
+	nb := test.NodeClaim(name, "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///" + name)
+	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
 	for k, v := range labels {
 		nb.Label(k, v)
 		node.Label(k, v)
@@ -42,7 +49,7 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	if err := c.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc.Status.NodeName, nc.Status.ProviderID = "old", "fake:///old"
+	nc.Status.NodeName, nc.Status.ProviderID = name, "fake:///"+name
 	for _, ct := range karpv1.NodeClaimReadinessConditions() {
 		nc.SetTrue(ct, ct)
 	}
@@ -59,8 +66,8 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	p := test.SchedPod("web").Requests("1", "1Gi").Obj()
-	p.Spec.NodeName = "old"
+	p := test.SchedPod(podName).Requests("1", "1Gi").Obj()
+	p.Spec.NodeName = name
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +78,7 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 	test.Eventually(t, wait, func() (bool, string) {
 		got := &karpv1.NodeClaim{}
 		pod := &corev1.Pod{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
 			return false, fmt.Sprintf("nodeclaim not cached yet: %v", err)
 		}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
@@ -99,6 +106,55 @@ func replacementOf(t *testing.T, e *test.ControllerEnv) *karpv1.NodeClaim {
 		return false, fmt.Sprintf("%d nodeclaims, none a replacement", len(l.Items))
 	})
 	return out
+}
+
+// ready registers a replacement as a Node (8 cpu, 16Gi, like the old node) and initializes it, then waits until
+// the cache shows both.
+func ready(t *testing.T, e *test.ControllerEnv, repl *karpv1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
+	name := repl.Name + "-node"
+	n := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi").
+		Label(karpv1.NodePoolLabelKey, repl.Labels[karpv1.NodePoolLabelKey]).Obj()
+	status := n.Status
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = status
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's admission taints a new Node not-ready; envtest runs no node lifecycle controller to
+	// remove it once the Node is Ready.
+	n.Spec.Taints = nil
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(repl), got); err != nil {
+			return false, err.Error()
+		}
+		got.Status.NodeName, got.Status.ProviderID = name, "fake:///"+name
+		for _, ct := range karpv1.NodeClaimReadinessConditions() {
+			got.SetTrue(ct, ct)
+		}
+		if err := c.Status().Update(ctx, got); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	test.Eventually(t, wait, func() (bool, string) {
+		got, node := &karpv1.NodeClaim{}, &corev1.Node{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got); err != nil || !got.IsTrue(karpv1.ConditionTypeInitialized) {
+			return false, "replacement not initialized in the cache"
+		}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return false, "replacement node not in the cache"
+		}
+		return true, ""
+	})
 }
 
 func tainted(n *corev1.Node) bool {
@@ -142,17 +198,7 @@ func TestDriftedNodeIsReplacedAcrossARestart(t *testing.T) {
 	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil || !old.DeletionTimestamp.IsZero() {
 		t.Fatalf("old nodeclaim deleted before its replacement initialized (err %v)", err)
 	}
-	for _, ct := range karpv1.NodeClaimReadinessConditions() {
-		repl.SetTrue(ct, ct)
-	}
-	if err := e.Env.Client.Status().Update(ctx, repl); err != nil {
-		t.Fatal(err)
-	}
-	test.Eventually(t, wait, func() (bool, string) {
-		got := &karpv1.NodeClaim{}
-		err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got)
-		return err == nil && got.IsTrue(karpv1.ConditionTypeInitialized), "replacement not initialized in the cache"
-	})
+	ready(t, e, repl)
 	if err := restarted.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

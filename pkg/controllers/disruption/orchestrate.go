@@ -10,6 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -19,14 +22,23 @@ import (
 	core "github.com/dovetail/dovetail/pkg/disruption"
 )
 
-// start carries out a new command in an order that a restart can resume at any step: record the command on
-// every candidate, taint their Nodes, launch the replacements (each pointing back at the command); with no
-// replacements, delete the candidates at once.
-func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) error {
+// start carries out a new command in an order that the next pass can finish from any step: record the command
+// (with the replacements to launch, named in advance) on every candidate, taint their Nodes, create the
+// replacements (each pointing back at the command). A command without replacements is checked and its
+// candidates deleted at once. A step that fails leaves the command recorded: resume finishes it.
+func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cmd *core.Command) error {
 	logger := log.FromContext(ctx)
 	claims := map[string]*karpv1.NodeClaim{}
 	for i := range st.Claims {
 		claims[st.Claims[i].Name] = &st.Claims[i]
+	}
+	var candidates []*karpv1.NodeClaim
+	for _, cand := range cmd.Candidates {
+		nc := claims[cand.NodeClaim]
+		if nc == nil {
+			return fmt.Errorf("candidate nodeclaim %s is gone from the cache", cand.NodeClaim)
+		}
+		candidates = append(candidates, nc)
 	}
 	first := cmd.Candidates[0].NodeClaim
 	r := Record{
@@ -38,6 +50,30 @@ func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) er
 		Started:           st.Now.UTC().Truncate(1e9),
 		Message:           cmd.Message(),
 	}
+	for _, plan := range cmd.Replacements {
+		if st.NodePools[plan.NodePool] == nil {
+			logger.Info("not starting disruption: the nodepool of its replacement is gone", "nodepool", plan.NodePool, "nodeclaims", candidateNames(cmd.Candidates))
+			return nil
+		}
+		l := Launch{Name: plan.NodePool + "-" + utilrand.String(5), NodePool: plan.NodePool, Requests: plan.Requests}
+		for _, req := range plan.Requirements {
+			l.Requirements = append(l.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+				NodeSelectorRequirement: req.NodeSelectorRequirement, MinValues: req.MinValues})
+		}
+		r.Launch = append(r.Launch, l)
+	}
+	if len(cmd.Replacements) == 0 {
+		// Nothing to wait for: the pods must fit on the nodes there are now, beside those of the other commands
+		// draining.
+		why, err := chk.check(ctx, &InProgress{Record: r, Candidates: candidates})
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			logger.Info("not starting disruption: its pods do not fit on the nodes there are now", "nodeclaims", candidateNames(cmd.Candidates), "why", why)
+			return nil
+		}
+	}
 	raw, err := r.encode()
 	if err != nil {
 		return err
@@ -46,60 +82,90 @@ func (c *Controller) start(ctx context.Context, st *state, cmd *core.Command) er
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 
-	var candidates []*karpv1.NodeClaim
-	for _, cand := range cmd.Candidates {
-		nc := claims[cand.NodeClaim]
-		if nc == nil {
-			return fmt.Errorf("candidate nodeclaim %s is gone from the cache", cand.NodeClaim)
-		}
-		if err := c.markCandidate(ctx, nc, raw, r); err != nil {
-			return err
-		}
-		candidates = append(candidates, nc)
-	}
+	in := &InProgress{Record: r}
 	for _, nc := range candidates {
-		if err := c.taint(ctx, st, nc); err != nil {
-			return err
+		if err := c.markCandidate(ctx, nc, raw); err != nil {
+			if len(in.Candidates) == 0 {
+				return err // nothing recorded: the command never started
+			}
+			return fmt.Errorf("command %s: %w", r.ID, err)
 		}
+		in.Candidates = append(in.Candidates, nc)
+	}
+	if err := c.finishStart(ctx, st, in); err != nil {
+		return err
 	}
 	if len(cmd.Replacements) == 0 {
-		return c.terminate(ctx, &InProgress{Record: r, Candidates: candidates})
+		return c.terminate(ctx, in)
 	}
-	var names []string
-	for _, plan := range cmd.Replacements {
-		np := st.NodePools[plan.NodePool]
-		if np == nil {
-			return c.abort(ctx, st, &InProgress{Record: r, Candidates: candidates}, fmt.Sprintf("nodepool %s of the replacement is gone", plan.NodePool))
-		}
-		nn := solver.NewNodeClaim{NodePool: np, Requests: plan.Requests}
-		for _, req := range plan.Requirements {
-			nn.Requirements = append(nn.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
-				NodeSelectorRequirement: req.NodeSelectorRequirement, MinValues: req.MinValues})
-		}
-		nc := provisioning.BuildNodeClaim(nn)
-		nc.Annotations[ReplacementForAnnotationKey] = r.ID
-		if err := c.deps.Client.Create(ctx, nc); err != nil {
-			// The command stays recorded: the next pass sees fewer replacements than launched and abandons it
-			// after a short grace.
-			return fmt.Errorf("creating replacement nodeclaim for command %s: %w", r.ID, err)
-		}
-		names = append(names, nc.Name)
-		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(strings.ToLower(string(r.Reason)), np.Name).Inc()
-	}
-	for _, nc := range candidates {
-		c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionLaunching,
-			"Launching %s for %s: %s", plural(len(names), "replacement"), strings.ToLower(string(r.Reason)), strings.Join(names, ", "))
-	}
-	logger.Info("launched replacements", "command", r.ID, "replacements", names)
 	return nil
 }
 
-// resume moves a command in progress on: delete the candidates once every replacement is initialized, abandon
-// the command when a replacement is lost or does not initialize in time, otherwise wait.
-func (c *Controller) resume(ctx context.Context, st *state, cmd *InProgress) error {
+// finishStart does what start may have left undone for a command in progress: the DisruptionReason condition
+// on its candidates, the taint on their Nodes, and the replacements not created yet. It is idempotent.
+func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress) error {
+	r := cmd.Record
+	var errs []error
+	for _, nc := range cmd.Candidates {
+		if cond := nc.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || cond.Status != metav1.ConditionTrue {
+			if err := c.setCondition(ctx, nc, r); err != nil {
+				// Users see the condition; the command does not depend on it: the next pass sets it.
+				log.FromContext(ctx).Info("condition not set yet", "command", r.ID, "nodeclaim", nc.Name, "error", err.Error())
+			}
+		}
+	}
+	for _, nc := range cmd.Candidates {
+		if err := c.taint(ctx, st.Nodes[nc.Status.NodeName]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // no replacement launches for a candidate that still takes new pods
+	}
+	have := map[string]bool{}
+	for _, nc := range cmd.Replacements {
+		have[nc.Name] = true
+	}
+	var created []string
+	for _, l := range r.Launch {
+		if have[l.Name] {
+			continue
+		}
+		np := st.NodePools[l.NodePool]
+		if np == nil {
+			errs = append(errs, fmt.Errorf("nodepool %s of replacement %s is gone", l.NodePool, l.Name))
+			continue
+		}
+		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requests: l.Requests, Requirements: l.Requirements})
+		nc.GenerateName, nc.Name = "", l.Name
+		nc.Annotations[ReplacementForAnnotationKey] = r.ID
+		err := c.deps.Client.Create(ctx, nc)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			continue // created by an earlier pass; the cache has not caught up
+		case err != nil:
+			errs = append(errs, fmt.Errorf("creating replacement nodeclaim %s: %w", l.Name, err))
+			continue
+		}
+		created = append(created, nc.Name)
+		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(strings.ToLower(string(r.Reason)), np.Name).Inc()
+	}
+	if len(created) > 0 {
+		for _, nc := range cmd.Candidates {
+			c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionLaunching,
+				"Launching %s for %s: %s", plural(len(created), "replacement"), strings.ToLower(string(r.Reason)), strings.Join(created, ", "))
+		}
+		log.FromContext(ctx).Info("launched replacements", "command", r.ID, "replacements", created)
+	}
+	return errors.Join(errs...)
+}
+
+// resume moves a command in progress on: finish what start left undone, delete the candidates once every
+// replacement is initialized and their pods fit on the nodes there are now, abandon the command when a
+// replacement is lost or does not initialize in time or the pods keep not fitting, otherwise wait.
+func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress) error {
 	r := cmd.Record
 	age := st.Now.Sub(r.Started)
-	var waiting []string
 	for _, nc := range cmd.Replacements {
 		if !nc.DeletionTimestamp.IsZero() {
 			return c.abort(ctx, st, cmd, fmt.Sprintf("replacement nodeclaim %s is being deleted", nc.Name))
@@ -110,22 +176,54 @@ func (c *Controller) resume(ctx context.Context, st *state, cmd *InProgress) err
 				return c.abort(ctx, st, cmd, fmt.Sprintf("replacement nodeclaim %s failed to launch: %s", nc.Name, cond.Message))
 			}
 		}
-		if !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+	}
+	switch {
+	case len(cmd.Replacements) < r.Replacements && (len(r.Launch) == 0 && age > missingReplacementGrace || age > ReplacementTimeout):
+		return c.abort(ctx, st, cmd, fmt.Sprintf("only %d of %d replacement nodeclaims exist", len(cmd.Replacements), r.Replacements))
+	case len(cmd.Replacements) < r.Replacements && len(r.Launch) == 0:
+		return nil // the cache catching up
+	}
+	if err := c.finishStart(ctx, st, cmd); err != nil {
+		return err
+	}
+	if len(cmd.Replacements) < r.Replacements {
+		return nil // just created, or the cache catching up
+	}
+	var waiting []string
+	for _, nc := range cmd.Replacements {
+		if !nc.IsTrue(karpv1.ConditionTypeInitialized) || st.Nodes[nc.Status.NodeName] == nil {
 			waiting = append(waiting, nc.Name+" ("+notInitialized(nc)+")")
 		}
 	}
 	switch {
-	case len(cmd.Replacements) < r.Replacements && age > missingReplacementGrace:
-		return c.abort(ctx, st, cmd, fmt.Sprintf("only %d of %d replacement nodeclaims exist", len(cmd.Replacements), r.Replacements))
-	case len(cmd.Replacements) < r.Replacements:
-		return nil
-	case len(waiting) == 0:
-		return c.terminate(ctx, cmd)
-	case age > ReplacementTimeout:
+	case len(waiting) > 0 && age > ReplacementTimeout:
 		return c.abort(ctx, st, cmd, fmt.Sprintf("replacements not initialized within %s: %s", ReplacementTimeout, strings.Join(waiting, ", ")))
+	case len(waiting) > 0:
+		log.FromContext(ctx).V(1).Info("waiting for replacements", "command", r.ID, "waiting", waiting)
+		return nil
 	}
-	log.FromContext(ctx).V(1).Info("waiting for replacements", "command", r.ID, "waiting", waiting)
-	return nil
+	why, err := chk.check(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		since, ok := c.validating[r.ID]
+		if !ok {
+			since = st.Now
+			c.validating[r.ID] = since
+			for _, nc := range cmd.Candidates {
+				c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness, "Not draining yet: %s", why)
+			}
+		}
+		if st.Now.Sub(since) > ValidationTimeout {
+			delete(c.validating, r.ID)
+			return c.abort(ctx, st, cmd, fmt.Sprintf("the pods of its nodes did not fit on the nodes there are for %s: %s", ValidationTimeout, why))
+		}
+		log.FromContext(ctx).Info("not draining yet: the pods would not fit", "command", r.ID, "why", why)
+		return nil
+	}
+	delete(c.validating, r.ID)
+	return c.terminate(ctx, cmd)
 }
 
 // notInitialized says what a replacement still lacks.
@@ -152,6 +250,8 @@ func (c *Controller) terminate(ctx context.Context, cmd *InProgress) error {
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
 			continue
 		}
+		// The pass's objects show it deleting, as the cache soon will.
+		nc.DeletionTimestamp = &metav1.Time{Time: c.deps.Clock.Now()}
 		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 		log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
@@ -175,10 +275,11 @@ func (c *Controller) abort(ctx context.Context, st *state, cmd *InProgress, why 
 	return errors.Join(errs...)
 }
 
-// markCandidate records the command on a candidate: the annotation first (what a restart resumes from), then
-// the DisruptionReason condition users see.
-func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, raw string, r Record) error {
-	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+// markCandidate records the command on a candidate (its annotation is what the next pass resumes from), then
+// the DisruptionReason condition users see. The annotation is set by a merge patch of that one key: it needs no
+// lock, since it cannot undo another writer's change, so a concurrent update of the NodeClaim does not fail it.
+func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, raw string) error {
+	patch := client.MergeFrom(nc.DeepCopy())
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
@@ -186,10 +287,49 @@ func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, ra
 	if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
 		return fmt.Errorf("recording disruption on nodeclaim %s: %w", nc.Name, err)
 	}
-	status := client.MergeFrom(nc.DeepCopy())
-	nc.SetCondition(karpv1.ConditionTypeDisruptionReason, "True", string(r.Reason), r.Message)
-	if err := c.deps.Client.Status().Patch(ctx, nc, status); err != nil {
-		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", karpv1.ConditionTypeDisruptionReason, nc.Name, err)
+	c.recent[nc.Name] = recentRecord{raw: raw, written: c.deps.Clock.Now()}
+	return nil
+}
+
+// setCondition sets the DisruptionReason condition of a candidate. The conditions are a list that a merge patch
+// replaces whole, so it is patched with an optimistic lock on the object as read, re-read on a conflict.
+func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, r Record) error {
+	return c.patchConditions(ctx, nc, func(o *karpv1.NodeClaim) bool {
+		if cond := o.GetCondition(karpv1.ConditionTypeDisruptionReason); cond != nil && cond.Status == metav1.ConditionTrue {
+			return false
+		}
+		o.SetCondition(karpv1.ConditionTypeDisruptionReason, "True", string(r.Reason), r.Message)
+		return true
+	})
+}
+
+// patchConditions applies change to the NodeClaim's status with an optimistic lock on the object as last read,
+// re-reading it (from the cache, which catches up within the backoff) on a conflict; change says whether there is
+// anything to write. nc's conditions are updated with what was written.
+func (c *Controller) patchConditions(ctx context.Context, nc *karpv1.NodeClaim, change func(*karpv1.NodeClaim) bool) error {
+	cur := nc.DeepCopy()
+	reread := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if reread {
+			cur = &karpv1.NodeClaim{}
+			if err := c.deps.Client.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
+				return err
+			}
+		}
+		reread = true
+		want := cur.DeepCopy()
+		if !change(want) {
+			nc.Status.Conditions = cur.Status.Conditions
+			return nil
+		}
+		if err := c.deps.Client.Status().Patch(ctx, want, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		nc.Status.Conditions = want.Status.Conditions
+		return nil
+	})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("patching the conditions of nodeclaim %s: %w", nc.Name, err)
 	}
 	return nil
 }
@@ -199,6 +339,7 @@ func (c *Controller) clearCandidate(ctx context.Context, st *state, nc *karpv1.N
 	if !nc.DeletionTimestamp.IsZero() {
 		return nil
 	}
+	delete(c.recent, nc.Name)
 	if _, ok := nc.Annotations[CommandAnnotationKey]; ok {
 		patch := client.MergeFrom(nc.DeepCopy())
 		delete(nc.Annotations, CommandAnnotationKey)
@@ -207,10 +348,14 @@ func (c *Controller) clearCandidate(ctx context.Context, st *state, nc *karpv1.N
 		}
 	}
 	if nc.GetCondition(karpv1.ConditionTypeDisruptionReason) != nil {
-		status := client.MergeFrom(nc.DeepCopy())
-		nc.ClearCondition(karpv1.ConditionTypeDisruptionReason)
-		if err := c.deps.Client.Status().Patch(ctx, nc, status); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("clearing condition %s of nodeclaim %s: %w", karpv1.ConditionTypeDisruptionReason, nc.Name, err)
+		if err := c.patchConditions(ctx, nc, func(o *karpv1.NodeClaim) bool {
+			if o.GetCondition(karpv1.ConditionTypeDisruptionReason) == nil {
+				return false
+			}
+			o.ClearCondition(karpv1.ConditionTypeDisruptionReason)
+			return true
+		}); err != nil {
+			return err
 		}
 	}
 	return c.untaint(ctx, st.Nodes[nc.Status.NodeName])
@@ -239,27 +384,62 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 }
 
 // taint puts the disrupted taint on a candidate's Node so that nothing new lands there.
-func (c *Controller) taint(ctx context.Context, st *state, nc *karpv1.NodeClaim) error {
-	node := st.Nodes[nc.Status.NodeName]
+func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 	if node == nil || hasDisruptedTaint(node) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint())
-	if err := c.deps.Client.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("tainting node %s: %w", node.Name, err)
-	}
-	return nil
+	return c.updateTaints(ctx, node.Name, func(n *corev1.Node) bool {
+		if hasDisruptedTaint(n) {
+			return false
+		}
+		n.Spec.Taints = append(n.Spec.Taints, karpv1.DisruptedNoScheduleTaint())
+		return true
+	})
 }
 
 func (c *Controller) untaint(ctx context.Context, node *corev1.Node) error {
 	if node == nil || !hasDisruptedTaint(node) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	node.Spec.Taints = slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
-	if err := c.deps.Client.Patch(ctx, node, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("untainting node %s: %w", node.Name, err)
+	return c.updateTaints(ctx, node.Name, func(n *corev1.Node) bool {
+		if !hasDisruptedTaint(n) {
+			return false
+		}
+		n.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+		return true
+	})
+}
+
+// updateTaints changes a Node's taints on the live object: read from the API server (not the pass's cache,
+// which a kubelet heartbeat makes stale at any time), changed, and written with its resourceVersion, so that
+// no other writer's taint is lost; a conflict re-reads and retries. A Node that is gone needs nothing.
+func (c *Controller) updateTaints(ctx context.Context, name string, change func(*corev1.Node) bool) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if c.deps.KubeClient == nil {
+			// Without a clientset (tests of the decision only): the cache, with an optimistic lock.
+			n := &corev1.Node{}
+			if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+				return err
+			}
+			base := n.DeepCopy()
+			if !change(n) {
+				return nil
+			}
+			return c.deps.Client.Patch(ctx, n, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		}
+		nodes := c.deps.KubeClient.CoreV1().Nodes()
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !change(n) {
+			return nil
+		}
+		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("changing the taints of node %s: %w", name, err)
 	}
 	return nil
 }

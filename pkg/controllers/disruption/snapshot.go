@@ -18,8 +18,14 @@ import (
 
 // BuildSnapshot builds the decision's input from a pass's view: one candidate per NodeClaim with a registered
 // Node (with its NodePool's instance types from d.CloudProvider), the cluster as the provisioner sees it (through
-// d.Client), budgets' counts, pending pods and whether the cluster is busy. With no candidate the snapshot has no
-// cluster: there is nothing to decide.
+// d.Client), budgets' counts, pending pods and whether the cluster is busy.
+//
+// Commands in progress keep what they hold: their candidates and their replacements are no candidates (a
+// replacement waiting for its command's pods looks empty), both are MarkedForDeletion in the cluster so that no
+// simulation places pods there (the candidates' pods stay where they are; the replacements' room is their
+// command's), the candidates count as disrupting in budgets, and the replacements launching do not make the
+// cluster busy. With neither a candidate nor a command in progress the snapshot has no cluster: there is
+// nothing to decide or check.
 func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
@@ -40,6 +46,10 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		Disrupting:           map[string]int{},
 		NodeCounts:           map[string]int{},
 	}
+	active := activeCommands(v)
+	// held are the cluster's node names (Node names, or NodeClaim names while in flight) that commands in
+	// progress hold.
+	held := map[string]bool{}
 	var launching []string
 	var moving []*corev1.Pod
 	types := map[string][]*cloudprovider.InstanceType{}
@@ -51,11 +61,21 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		}
 		snap.NodeCounts[pool]++
 		// Records that cannot be read do not count: the controller drops them before it builds a snapshot.
-		if !nc.DeletionTimestamp.IsZero() || carriesCommand(nc) {
+		candidate := carriesCommand(nc)
+		if !nc.DeletionTimestamp.IsZero() || candidate {
 			snap.Disrupting[pool]++
 		}
-		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+		replacement := active[nc.Annotations[ReplacementForAnnotationKey]]
+		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) && !replacement {
 			launching = append(launching, nc.Name)
+		}
+		if candidate || replacement {
+			held[nc.Name] = true
+			if nc.Status.NodeName != "" {
+				held[nc.Status.NodeName] = true
+			}
+			moving = append(moving, bound[nc.Status.NodeName]...)
+			continue
 		}
 		node := v.Nodes[nc.Status.NodeName]
 		if node == nil || nc.Status.NodeName == "" {
@@ -82,7 +102,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	if len(launching) > 0 {
 		snap.Busy = fmt.Sprintf("nodeclaim %s is not initialized yet", launching[0])
 	}
-	if len(snap.Candidates) == 0 {
+	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
 	in, err := provisioning.ClusterInput(ctx, d, nil, v.Pods, v.Claims, append(moving, pending...))
@@ -90,6 +110,24 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}
 	snap.Cluster, _ = adapter.Snapshot(in)
+	for _, n := range snap.Cluster.Nodes {
+		if held[n.Name] {
+			n.MarkedForDeletion = true
+		}
+	}
 	sort.Slice(snap.Candidates, func(i, j int) bool { return snap.Candidates[i].NodeClaim < snap.Candidates[j].NodeClaim })
 	return snap, nil
+}
+
+// activeCommands are the IDs of the commands in progress: records that can be read on NodeClaims not being
+// deleted.
+func activeCommands(v *View) map[string]bool {
+	out := map[string]bool{}
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		if r, ok, err := RecordOf(nc); ok && err == nil && nc.DeletionTimestamp.IsZero() {
+			out[r.ID] = true
+		}
+	}
+	return out
 }

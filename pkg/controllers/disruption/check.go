@@ -1,0 +1,104 @@
+package disruption
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	core "github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+)
+
+// drainChecker answers, within one pass, whether a command's candidates may drain now (core.ValidateDrain):
+// their pods must fit on the registered, initialized nodes as the kube-scheduler filled them, beside the pods of
+// the nodes other commands are draining and of the commands cleared earlier in the same pass.
+type drainChecker struct {
+	opts scheduling.Options
+	// cluster is the pass's cluster with the replacements of commands in progress usable again (a command's
+	// pods may go there) and registered nodes whose NodeClaim is not initialized left out.
+	cluster *scheduling.Snapshot
+	// bound are the pods bound to each node.
+	bound map[string][]*corev1.Pod
+	// drain are the nodes whose pods are leaving, moving their pods, pending the pods waiting for a node.
+	drain   map[string]bool
+	moving  []*corev1.Pod
+	pending []*corev1.Pod
+}
+
+func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
+	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}}
+	for i := range st.Pods {
+		p := &st.Pods[i]
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero():
+		case p.Spec.NodeName != "":
+			k.bound[p.Spec.NodeName] = append(k.bound[p.Spec.NodeName], p)
+		default:
+			k.pending = append(k.pending, p)
+		}
+	}
+	if snap.Cluster == nil {
+		return k
+	}
+	usable, unusable := map[string]bool{}, map[string]bool{}
+	for _, cmd := range st.inProgress {
+		for _, nc := range cmd.Replacements {
+			if nc.Status.NodeName != "" && nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp.IsZero() {
+				usable[nc.Status.NodeName] = true
+			}
+		}
+	}
+	for i := range st.Claims {
+		nc := &st.Claims[i]
+		if nc.Status.NodeName == "" {
+			continue
+		}
+		if !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+			unusable[nc.Status.NodeName] = true
+		}
+		// Nodes another command is draining: their pods are on their way.
+		if _, ok, err := RecordOf(nc); ok && err == nil && !nc.DeletionTimestamp.IsZero() && st.Nodes[nc.Status.NodeName] != nil {
+			k.drain[nc.Status.NodeName] = true
+			k.moving = append(k.moving, k.bound[nc.Status.NodeName]...)
+		}
+	}
+	cluster := *snap.Cluster
+	cluster.Nodes = make([]*scheduling.StateNode, 0, len(snap.Cluster.Nodes))
+	for _, n := range snap.Cluster.Nodes {
+		if usable[n.Name] || unusable[n.Name] {
+			cp := *n
+			cp.MarkedForDeletion = unusable[n.Name]
+			n = &cp
+		}
+		cluster.Nodes = append(cluster.Nodes, n)
+	}
+	k.cluster = &cluster
+	return k
+}
+
+// check says why the command's candidates may not drain now, or "" when they may; then their pods count as
+// moving for the commands checked after it in the pass.
+func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, error) {
+	drain := make(map[string]bool, len(k.drain)+len(cmd.Candidates))
+	for n := range k.drain {
+		drain[n] = true
+	}
+	moving := append([]*corev1.Pod(nil), k.moving...)
+	for _, nc := range cmd.Candidates {
+		if n := nc.Status.NodeName; n != "" && !drain[n] {
+			drain[n] = true
+			moving = append(moving, k.bound[n]...)
+		}
+	}
+	if k.cluster == nil {
+		// No cluster was gathered: nothing of Dovetail's can take pods, so only pods that need no room pass.
+		k.cluster = &scheduling.Snapshot{}
+	}
+	why, err := core.ValidateDrain(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+	if err != nil || why != "" {
+		return why, err
+	}
+	k.drain, k.moving = drain, moving
+	return "", nil
+}

@@ -1,0 +1,173 @@
+package disruption_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// noWatch lets the manager's client (cache reads, API writes) be wrapped by an interceptor, which wants a
+// client.WithWatch; the controller never watches through it.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported")
+}
+
+// TestNodeUpdatedBeforeTaintDoesNotStopTheCommand is the live-lock's regression test: the candidate's Node is
+// updated (as a kubelet heartbeat does) after the pass read the cluster and before it taints the Node. The pass
+// must still taint it and launch the replacement, without an error.
+func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	var bumped atomic.Int32
+	d := e.Deps
+	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			// Recording the command comes after the pass's snapshot and before the taint.
+			if _, ok := obj.(*karpv1.NodeClaim); ok && bumped.Add(1) == 1 {
+				node := &corev1.Node{}
+				if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+					return err
+				}
+				node.Labels["heartbeat"] = "1"
+				if err := e.Env.Client.Update(ctx, node); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	if bumped.Load() != 0 {
+		t.Fatal("interceptor ran early")
+	}
+	if err := disruption.NewController(d).Reconcile(ctx); err != nil {
+		t.Fatalf("pass failed: %v", err)
+	}
+	if bumped.Load() == 0 {
+		t.Fatal("the node was never updated between the snapshot and the taint: the test does not test anything")
+	}
+	replacementOf(t, e)
+	node := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !tainted(node) {
+		t.Errorf("node old has no %s taint: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
+	}
+	if node.Labels["heartbeat"] != "1" {
+		t.Errorf("the taint undid the concurrent update of node old: labels %v", node.Labels)
+	}
+}
+
+// TestCommandStoppedAfterRecordingIsFinished: a pass records the command but fails to create the replacement
+// (an API error). The next pass, after missingReplacementGrace, creates the replacement instead of abandoning
+// the command.
+func TestCommandStoppedAfterRecordingIsFinished(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	var fail atomic.Bool
+	fail.Store(true)
+	d := e.Deps
+	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*karpv1.NodeClaim); ok && fail.Load() {
+				return errors.New("injected: the API server is unavailable")
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	ctrl := disruption.NewController(d)
+	if err := ctrl.Reconcile(ctx); err == nil {
+		t.Fatal("pass did not report the failed create")
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		old := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "old"}, old)
+		return err == nil && old.Annotations[disruption.CommandAnnotationKey] != "", fmt.Sprintf("command not cached yet (%v)", err)
+	})
+	fail.Store(false)
+	e.Clock.Step(40 * time.Second)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatalf("second pass failed: %v", err)
+	}
+	repl := replacementOf(t, e)
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Fatal("the command was abandoned instead of finished")
+	}
+	// The replacement is the one the command named, and it finishes the command.
+	ready(t, e, repl)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.DeletionTimestamp.IsZero() {
+		t.Error("old nodeclaim not deleted after the replacement launched by the second pass initialized")
+	}
+}
+
+// TestNoDrainWhenPodsDoNotFit: the replacement initialized, but the kube-scheduler filled it with another pod,
+// so the old node's pod would have nowhere to go: the old node is not drained; after ValidationTimeout the
+// command is abandoned and the old node stays.
+func TestNoDrainWhenPodsDoNotFit(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	repl := replacementOf(t, e)
+	ready(t, e, repl)
+	hog := test.SchedPod("hog").Requests("8", "1Gi").Obj()
+	hog.Spec.NodeName = repl.Name + "-node"
+	if err := e.Env.Client.Create(ctx, hog); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(hog), &corev1.Pod{}) == nil, "pod hog not cached yet"
+	})
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+	}
+	e.Clock.Step(disruption.ValidationTimeout + time.Second)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+	}
+	if _, ok := old.Annotations[disruption.CommandAnnotationKey]; ok {
+		t.Error("command not abandoned after ValidationTimeout")
+	}
+}

@@ -1,0 +1,130 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// replacementsOf waits until the cache shows n replacement NodeClaims and returns them by the command they
+// belong to.
+func replacementsOf(t *testing.T, e *test.ControllerEnv, n int) map[string]*karpv1.NodeClaim {
+	t.Helper()
+	out := map[string]*karpv1.NodeClaim{}
+	test.Eventually(t, wait, func() (bool, string) {
+		l := &karpv1.NodeClaimList{}
+		if err := e.Client.List(context.Background(), l); err != nil {
+			return false, err.Error()
+		}
+		clear(out)
+		for i := range l.Items {
+			if id := l.Items[i].Annotations[disruption.ReplacementForAnnotationKey]; id != "" {
+				out[id] = &l.Items[i]
+			}
+		}
+		return len(out) == n, fmt.Sprintf("%d replacements, want %d", len(out), n)
+	})
+	return out
+}
+
+func recordID(t *testing.T, e *test.ControllerEnv, name string) string {
+	t.Helper()
+	nc := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := disruption.RecordOf(nc)
+	if err != nil || !ok {
+		return ""
+	}
+	return r.ID
+}
+
+// TestCommandsRunInParallel: a NodePool whose budget allows one drifted node at a time. The first pass starts a
+// command on one node; a pass while that command waits for its replacement starts nothing more (the budget
+// counts the node in flight); once the budget is raised, the next pass starts a second command beside the
+// first, without touching the first command's candidate or replacement. When the first replacement initializes,
+// its candidate goes while the second command goes on.
+func TestCommandsRunInParallel(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	np := test.NodePool("default").Budget("1").Obj()
+	if err := e.Env.Client.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	driftedNode(t, e, "old-a", "web-a")
+	driftedNode(t, e, "old-b", "web-b")
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := replacementsOf(t, e, 1)
+	idA, idB := recordID(t, e, "old-a"), recordID(t, e, "old-b")
+	if (idA == "") == (idB == "") {
+		t.Fatalf("want exactly one node in a command after the first pass, got records %q and %q", idA, idB)
+	}
+	firstCandidate, secondCandidate := "old-a", "old-b"
+	if idA == "" {
+		firstCandidate, secondCandidate = "old-b", "old-a"
+	}
+	// The budget is used up by the command in flight.
+	e.Clock.Step(disruption.PollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := recordID(t, e, secondCandidate); id != "" {
+		t.Fatalf("a second command started beyond the budget: %s", id)
+	}
+	// Raise the budget: the next pass starts the second command beside the first.
+	got := &karpv1.NodePool{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "default"}, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	if err := e.Env.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		np := &karpv1.NodePool{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "default"}, np)
+		return err == nil && len(np.Spec.Disruption.Budgets) == 1 && np.Spec.Disruption.Budgets[0].Nodes == "100%", "budget change not cached yet"
+	})
+	e.Clock.Step(disruption.PollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	both := replacementsOf(t, e, 2)
+	firstID, secondID := recordID(t, e, firstCandidate), recordID(t, e, secondCandidate)
+	if secondID == "" || secondID == firstID {
+		t.Fatalf("no second command beside the first: records %q and %q", firstID, secondID)
+	}
+	for id := range first {
+		if id != firstID {
+			t.Fatalf("the first replacement belongs to %s, not to the first command %s", id, firstID)
+		}
+	}
+	// The first command completes while the second waits for its replacement.
+	ready(t, e, both[firstID])
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: firstCandidate}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.DeletionTimestamp.IsZero() {
+		t.Errorf("%s not deleted after its replacement initialized", firstCandidate)
+	}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: secondCandidate}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() || recordID(t, e, secondCandidate) != secondID {
+		t.Errorf("%s: deleted or lost its command while its replacement is not initialized", secondCandidate)
+	}
+}

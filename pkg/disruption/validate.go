@@ -1,0 +1,97 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dovetail/dovetail/pkg/scheduling"
+)
+
+// DrainCheck is the question asked just before a command's candidates drain: do the pods that must move fit on
+// the nodes that exist now, where the kube-scheduler actually put every other pod?
+type DrainCheck struct {
+	// Cluster is the cluster as it is now. Only registered nodes that are not MarkedForDeletion and not in Drain
+	// can take pods: in-flight NodeClaims (not registered yet) and new capacity are left out, since the pods of a
+	// draining node are rescheduled at once.
+	Cluster *scheduling.Snapshot
+	// Drain names the nodes (Cluster's node names) about to lose their pods: the command's candidates, plus the
+	// nodes other commands are draining or were cleared to drain in the same pass.
+	Drain map[string]bool
+	// Moving are the pods bound to the Drain nodes; those that are not Reschedulable are ignored.
+	Moving []*corev1.Pod
+	// Pending are pods waiting for a node now. They compete for the same room, so the check fails when moving
+	// the pods would leave more of them unplaced than are unplaced today.
+	Pending []*corev1.Pod
+}
+
+// ValidateDrain answers a DrainCheck: "" when every reschedulable pod of the drained nodes fits on the remaining
+// nodes without leaving a pending pod that fits today unplaced, otherwise a sentence saying which pod would wait.
+// It is deterministic for a given check.
+func ValidateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, error) {
+	if chk.Cluster == nil {
+		return "", fmt.Errorf("disruption: drain check without a cluster")
+	}
+	var moving []*corev1.Pod
+	movingKeys := map[types.NamespacedName]bool{}
+	for _, p := range chk.Moving {
+		if !Reschedulable(p) {
+			continue
+		}
+		m := p.DeepCopy()
+		m.Spec.NodeName = ""
+		moving = append(moving, m)
+		movingKeys[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
+	}
+	if len(moving) == 0 {
+		return "", nil
+	}
+	cluster := *chk.Cluster
+	// Only the nodes there are now: no new NodeClaims.
+	cluster.NodePools, cluster.InstanceTypes = nil, nil
+	cluster.Nodes = make([]*scheduling.StateNode, 0, len(chk.Cluster.Nodes))
+	for _, n := range chk.Cluster.Nodes {
+		if n.InFlight || n.MarkedForDeletion || chk.Drain[n.Name] {
+			continue
+		}
+		cluster.Nodes = append(cluster.Nodes, n)
+	}
+	before := 0
+	if len(chk.Pending) > 0 {
+		cluster.Pods = chk.Pending
+		plan, err := scheduling.Solve(ctx, &cluster, opts)
+		if err != nil {
+			return "", fmt.Errorf("planning the pending pods before a drain: %w", err)
+		}
+		before = len(plan.Unschedulable)
+	}
+	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return "", fmt.Errorf("planning the pods of the nodes to drain: %w", err)
+	}
+	if len(plan.Unschedulable) <= before {
+		return "", nil
+	}
+	for _, u := range plan.Unschedulable {
+		if movingKeys[u.Pod] {
+			return fmt.Sprintf("pod %s would not fit on the nodes there are now (%d of %d pods to move would wait): %s",
+				u.Pod, countMoving(plan.Unschedulable, movingKeys), len(moving), u.Reason), nil
+		}
+	}
+	u := plan.Unschedulable[0]
+	return fmt.Sprintf("moving %d pods would leave %d more pending pods without a node (pod %s: %s)",
+		len(moving), len(plan.Unschedulable)-before, u.Pod, u.Reason), nil
+}
+
+func countMoving(us []scheduling.PodError, moving map[types.NamespacedName]bool) int {
+	n := 0
+	for _, u := range us {
+		if moving[u.Pod] {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,118 @@
+package disruption_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func bound(p *corev1.Pod, node string) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Spec.NodeName = node
+	p.Status.Phase = corev1.PodRunning
+	return p
+}
+
+// TestValidateDrain: the pods of the nodes to drain must fit on the registered nodes left, as they are filled
+// now, without new capacity, and without taking the room of pending pods that fit today.
+func TestValidateDrain(t *testing.T) {
+	old1, old2 := pod("a", "3"), pod("b", "3")
+	daemon := pod("ds", "3")
+	daemon.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
+	pool := test.SchedNodePool("default").Obj()
+	cases := []struct {
+		name    string
+		nodes   []*scheduling.StateNode
+		drain   []string
+		moving  []*corev1.Pod
+		pending []*corev1.Pod
+		want    string // substring of the answer; "" when the drain may go
+	}{{
+		name:   "room on the replacement",
+		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(old1, "old"), bound(old2, "old")},
+	}, {
+		name: "the kube-scheduler filled the replacement with other pods",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "8", "32Gi").Pods(pod("other", "4")).Obj()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(old1, "old"), bound(old2, "old")},
+		want:   "would not fit on the nodes there are now (1 of 2 pods to move would wait)",
+	}, {
+		name: "a replacement not registered yet takes no pod",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "8", "32Gi").InFlight("default").Obj()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(old1, "old")},
+		want:   "pod default/a would not fit",
+	}, {
+		name: "a node being deleted takes no pod",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			func() *scheduling.StateNode {
+				n := test.SchedNode("going", "8", "32Gi").Obj()
+				n.MarkedForDeletion = true
+				return n
+			}()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(old1, "old")},
+		want:   "would not fit",
+	}, {
+		name:   "a tainted node takes no pod",
+		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("t", "8", "32Gi").Taint("karpenter.sh/disrupted", "", corev1.TaintEffectNoSchedule).Obj()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(old1, "old")},
+		want:   "would not fit",
+	}, {
+		name:   "DaemonSet pods do not move",
+		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj()},
+		drain:  []string{"old"},
+		moving: []*corev1.Pod{bound(daemon, "old")},
+	}, {
+		name:    "moving would take the room of a pending pod",
+		nodes:   []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "4", "16Gi").Obj()},
+		drain:   []string{"old"},
+		moving:  []*corev1.Pod{bound(old1, "old")},
+		pending: []*corev1.Pod{pod("waiting", "3")},
+		want:    "1 more pending pods without a node",
+	}, {
+		name:    "a pending pod that fits nowhere today does not block",
+		nodes:   []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "4", "16Gi").Obj()},
+		drain:   []string{"old"},
+		moving:  []*corev1.Pod{bound(old1, "old")},
+		pending: []*corev1.Pod{pod("huge", "64")},
+	}, {
+		name: "two drains together need more room than there is",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("old2", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "4", "16Gi").Obj()},
+		drain:  []string{"old", "old2"},
+		moving: []*corev1.Pod{bound(old1, "old"), bound(old2, "old2")},
+		want:   "1 of 2 pods to move would wait",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := &scheduling.Snapshot{Nodes: tc.nodes, NodePools: []*scheduling.NodePool{pool},
+				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": catalog()}}
+			drain := map[string]bool{}
+			for _, n := range tc.drain {
+				drain[n] = true
+			}
+			got, err := disruption.ValidateDrain(context.Background(), disruption.DrainCheck{Cluster: cluster, Drain: drain, Moving: tc.moving, Pending: tc.pending}, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("ValidateDrain = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
