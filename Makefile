@@ -65,6 +65,10 @@ demo-down: ## Stop everything `make demo` started and remove its state.
 test-unit: control-plane ## Unit and envtest tests only.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test ./...
 
+.PHONY: test-stress
+test-stress: control-plane ## Tests of every package that starts a simulator or API server, -count=20, under CPU load.
+	@bash hack/test-stress.sh
+
 .PHONY: test-e2e
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...

@@ -74,7 +74,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.Float64Var(&o.kubeQPS, "kube-qps", 200, "queries per second to the cluster's API server (Node creation, taint removal, deletion)")
 	f.IntVar(&o.kubeBurst, "kube-burst", 400, "burst of queries to the cluster's API server above --kube-qps")
-	f.DurationVar(&o.responseDelay, "response-delay", 2*time.Millisecond, "real-time pause before each response (works around an SDK race on loopback; 0 keeps the default, negative disables)")
+	f.DurationVar(&o.responseDelay, "response-delay", 0, "real-time pause before each response, to model network latency (0: none)")
 	return cmd
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -37,7 +36,7 @@ import (
 // world is one simulator behind an httptest server, shared by the providers of a test.
 type world struct {
 	sim   *awssim.Simulator
-	url   string
+	srv   *httptest.Server
 	clock *clocktesting.FakeClock
 }
 
@@ -50,7 +49,7 @@ func newWorld(t testing.TB) *world {
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	return &world{sim: sim, url: srv.URL, clock: clk}
+	return &world{sim: sim, srv: srv, clock: clk}
 }
 
 // sdkConfig is the configuration a real deployment would load from AWS_ENDPOINT_URL and static credentials.
@@ -58,9 +57,10 @@ func (w *world) sdkConfig(account string) awssdk.Config {
 	return awssdk.Config{
 		Region:           "us-west-2",
 		Credentials:      credentials.NewStaticCredentialsProvider(account, "secret", ""),
-		BaseEndpoint:     awssdk.String(w.url),
+		BaseEndpoint:     awssdk.String(w.srv.URL),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{},
+		// The server's own transport (closed with it) behind the provider's body-detaching client.
+		HTTPClient: sdk.NewHTTPClient(w.srv.Client()),
 	}
 }
 
