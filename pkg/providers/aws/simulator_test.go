@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -24,6 +25,9 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
@@ -613,5 +617,67 @@ func TestBottlerocketBootstrapAgainstSimulator(t *testing.T) {
 	checkUserData(t, p, created.Status.ImageID)
 	if eph := created.Status.Capacity[corev1.ResourceEphemeralStorage]; eph.String() != "20Gi" {
 		t.Errorf("ephemeral-storage = %s, want the 20Gi Bottlerocket data volume", eph.String())
+	}
+}
+
+// deleteRecorder records the Delete calls garbage collection makes.
+type deleteRecorder struct {
+	cloudprovider.CloudProvider
+	deleted []string
+}
+
+func (r *deleteRecorder) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
+	r.deleted = append(r.deleted, nc.Status.ProviderID)
+	return r.CloudProvider.Delete(ctx, nc)
+}
+
+// After an ordinary scale-in (the NodeClaim gone, its instance shutting-down, then terminated), garbage collection
+// does nothing; an instance without a NodeClaim that is still running is collected.
+func TestGarbageCollectionAfterScaleInAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"kept", "scaled-in", "leaked"} {
+		c, err := p.Create(ctx, claim(name, "m5.large"))
+		if err != nil {
+			t.Fatalf("Create(%s): %v", name, err)
+		}
+		ids = append(ids, c.Status.ProviderID)
+	}
+	kept, scaledIn, leaked := ids[0], ids[1], ids[2]
+	// The termination controller terminated scaled-in's instance and removed its NodeClaim.
+	if err := p.Delete(ctx, test.NodeClaim("scaled-in", "default").ProviderID(scaledIn).Obj()); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	s, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(test.NodeClaim("kept", "default").ProviderID(kept).Obj()).Build()
+	rec := &deleteRecorder{CloudProvider: p.CloudProvider}
+	gc := garbagecollection.NewController(deps.Deps{Client: kube, CloudProvider: rec, Clock: w.clock,
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	w.clock.Step(garbagecollection.LeakGracePeriod + time.Second)
+	idScaledIn, _ := instance.ParseProviderID(scaledIn)
+	if st := describe(t, p, idScaledIn).State.Name; st != ec2types.InstanceStateNameShuttingDown {
+		t.Fatalf("scaled-in instance is %s, want shutting-down", st)
+	}
+	if err := gc.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if d := cmp.Diff([]string{leaked}, rec.deleted); d != "" {
+		t.Errorf("instances garbage collection terminated while one was shutting down (-want +got):\n%s", d)
+	}
+	// Both terminations complete; nothing is left to collect.
+	w.sim.Step(ctx)
+	rec.deleted = nil
+	if err := gc.Reconcile(ctx); err != nil {
+		t.Fatalf("second Reconcile: %v", err)
+	}
+	if len(rec.deleted) != 0 {
+		t.Errorf("garbage collection terminated %v after the terminations completed", rec.deleted)
 	}
 }
