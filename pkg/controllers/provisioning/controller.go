@@ -108,7 +108,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 				c.batcher.Trigger()
 			},
 		}).
-		Complete(reconcile.Func(c.reconcilePod))
+		Complete(deps.RetryTransient(reconcile.Func(c.reconcilePod)))
 	if err != nil {
 		return fmt.Errorf("building %s trigger: %w", Name, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -679,5 +681,51 @@ func TestGarbageCollectionAfterScaleInAgainstSimulator(t *testing.T) {
 	}
 	if len(rec.deleted) != 0 {
 		t.Errorf("garbage collection terminated %v after the terminations completed", rec.deleted)
+	}
+}
+
+type noBackoff struct{}
+
+func (noBackoff) BackoffDelay(int, error) (time.Duration, error) { return 0, nil }
+
+// Throttled attempts are counted per service and operation, retries included, and the error the caller sees is
+// a ThrottledError.
+func TestThrottledCallsAreCountedAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).Build()
+	cfg := w.sdkConfig("AKIDACCOUNTA")
+	cfg.RetryMaxAttempts = 0
+	cfg.Retryer = func() awssdk.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts, o.Backoff, o.RateLimiter = 3, noBackoff{}, ratelimit.None
+		})
+	}
+	counts := map[string]int{}
+	cp, err := aws.NewCloudProvider(context.Background(), aws.Options{
+		Settings:   &settings.Settings{ClusterName: "dovetail", VMMemoryOverheadPercent: 0.075},
+		ClusterUID: "uid-a", KubeClient: kube, Clock: w.clock, AWSConfig: &cfg,
+		OnThrottle: func(service, operation string) { counts[service+"/"+operation]++ },
+	})
+	if err != nil {
+		t.Fatalf("NewCloudProvider: %v", err)
+	}
+	w.sim.SetFaults(awssim.Faults{Throttle: awssim.ThrottleFault{Rate: 1, Actions: []string{"DescribeInstances"}}})
+	_, err = cp.List(context.Background())
+	if !cloudprovider.IsThrottled(err) {
+		t.Fatalf("List under throttling = %v, want a ThrottledError", err)
+	}
+	if d := cmp.Diff(map[string]int{"EC2/DescribeInstances": 3}, counts); d != "" {
+		t.Errorf("throttled attempts (-want +got):\n%s", d)
+	}
+	w.sim.ClearFaults()
+	if _, err := cp.List(context.Background()); err != nil {
+		t.Fatalf("List after the fault cleared: %v", err)
+	}
+	if counts["EC2/DescribeInstances"] != 3 {
+		t.Errorf("a successful call was counted as throttled: %v", counts)
 	}
 }

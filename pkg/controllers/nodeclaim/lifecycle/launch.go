@@ -38,6 +38,9 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 			logger.Error(perr, "recording launch failure")
 		}
 		return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+	case cloudprovider.IsThrottled(err):
+		// Not a launch failure: the SDK retried with backoff, and the reconcile is retried later (RetryTransient).
+		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	case cloudprovider.IsNodeClassNotReady(err):
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonNodeClassNotReady, err.Error())
 		return reconcile.Result{RequeueAfter: nodeClassRequeue}, true, c.patchStatus(ctx, stored, nc)
