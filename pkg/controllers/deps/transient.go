@@ -49,3 +49,14 @@ func RetryTransient(r reconcile.Reconciler) reconcile.Reconciler {
 		return res, err
 	})
 }
+
+// LogError logs err under msg: a transient error (see Transient) at V(1) without a stack trace, any other at
+// error level. For the loops and side paths whose errors no reconcile returns.
+func LogError(ctx context.Context, err error, msg string, keysAndValues ...any) {
+	logger := log.FromContext(ctx)
+	if _, kind, ok := Transient(err); ok {
+		logger.V(1).Info(msg, append(keysAndValues, "kind", kind, "error", err.Error())...)
+		return
+	}
+	logger.Error(err, msg, keysAndValues...)
+}

@@ -116,7 +116,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for c.batcher.Wait(ctx) {
 			if err := c.Schedule(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "provisioning failed")
+				deps.LogError(ctx, err, "provisioning failed")
 			}
 		}
 		return nil

@@ -41,11 +41,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for {
 			if err := c.Reconcile(ctx); err != nil {
-				if _, kind, ok := deps.Transient(err); ok {
-					log.FromContext(ctx).V(1).Info("garbage collection pass cut short; the next one retries", "kind", kind, "error", err.Error())
-				} else {
-					log.FromContext(ctx).Error(err, "garbage collection pass failed")
-				}
+				deps.LogError(ctx, err, "garbage collection pass failed; the next one retries")
 			}
 			select {
 			case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 )
 
 // launch creates the instance once and records it in the NodeClaim.
@@ -35,7 +36,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s could not launch: %v", nc.Name, err)
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonInsufficientCapacity, err.Error())
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
-			logger.Error(perr, "recording launch failure")
+			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
 		return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
 	case cloudprovider.IsThrottled(err):
@@ -48,7 +49,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchFailed", "NodeClaim %s could not launch: %v", nc.Name, err)
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunchFailed, err.Error())
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
-			logger.Error(perr, "recording launch failure")
+			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
 		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
