@@ -71,8 +71,14 @@ func TestChaos(t *testing.T) {
 		case "drift":
 			drift(t, r)
 		}
-		// Kill at a random moment within the first 15 s of the action, and note what was in flight.
-		time.Sleep(time.Duration(rng.IntN(15000)) * time.Millisecond)
+		// Kill at a random moment while the action is likely under way: a scale-out's launches within about 4 s
+		// (batching, CreateFleet, a 500 ms pending state); consolidation and drift start after consolidateAfter
+		// (5 s) and replace or drain for several seconds more. Note what was in flight.
+		delay := 500 + rng.IntN(3500)
+		if action != "scale-out" {
+			delay = 3000 + rng.IntN(12000)
+		}
+		time.Sleep(time.Duration(delay) * time.Millisecond)
 		inLaunch, inDisruption := inFlight(t)
 		panics := countPanics(t)
 		if _, err := env.KillController(); err != nil {
