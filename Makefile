@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 export GOFLAGS ?= -mod=mod
+# The commit binaries report (dovetail --version, dovetailctl --version); go's own VCS stamping misses git worktrees.
+VERSION_LDFLAGS = -X github.com/dovetail/dovetail/pkg/version.commit=$(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 # Where the locally built etcd/kube-apiserver live; envtest reads KUBEBUILDER_ASSETS.
 CONTROL_PLANE_BIN = $(shell bash hack/build-control-plane.sh)
 
@@ -19,14 +21,26 @@ demo: build ## Start the local cluster, AWS simulator and controller; schedule 2
 	@bash hack/demo.sh
 
 .PHONY: test
-test: control-plane build ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
+test: control-plane build image ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
 	@bash hack/test.sh
 
 ##@ Building
 
 .PHONY: build
 build: ## Build bin/dovetail, bin/dovetailctl and bin/awssim.
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+.PHONY: image
+image: ## Build OCI images of dovetail and dovetailctl (linux/amd64, linux/arm64) into bin/image/ without Docker; print their references.
+	$(GO) run ./hack/image -out $(BIN)/image
+
+.PHONY: kubectl-plugin
+kubectl-plugin: ## Build bin/dovetailctl and install it also as the kubectl plugin bin/kubectl-dovetail (put bin/ on PATH).
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/dovetailctl ./cmd/dovetailctl
+	ln -sf dovetailctl $(BIN)/kubectl-dovetail
+	printf '#!/bin/sh\n# kubectl (1.26+) runs this to complete `kubectl dovetail ...`.\nexec kubectl-dovetail __complete "$$@"\n' > $(BIN)/kubectl_complete-dovetail
+	chmod +x $(BIN)/kubectl_complete-dovetail
+	@echo "installed $(BIN)/kubectl-dovetail and $(BIN)/kubectl_complete-dovetail; add $(BIN) to PATH"
 
 .PHONY: control-plane
 control-plane: ## Build (once, cached outside the clone) etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok.

@@ -9,13 +9,20 @@ import (
 	"io"
 	"os"
 
+	// CA roots compiled in: the image has no /etc/ssl, and TLS to AWS must still verify.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/dovetail/dovetail/pkg/operator"
 	"github.com/dovetail/dovetail/pkg/settings"
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		fmt.Println(version.Commit())
+		return
+	}
 	s, err := settings.Parse(os.Args[1:], os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		usage(os.Stdout)
@@ -27,6 +34,7 @@ func main() {
 	}
 	logger := operator.NewLogger(s.LogLevel, os.Stderr)
 	operator.SetGlobalLoggers(logger)
+	logger.Info("dovetail build", "commit", version.Commit())
 	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv, Logger: logger}); err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: %v\n", err)
 		os.Exit(1)
@@ -35,7 +43,7 @@ func main() {
 
 // usage prints every setting: its flag, the environment variable read when the flag is absent, and the default.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: dovetail [flags]")
+	fmt.Fprintln(w, "Usage: dovetail [flags]\n       dovetail --version")
 	fmt.Fprintln(w, "\nThe Dovetail controller. Each flag falls back to its environment variable, then to its default")
 	fmt.Fprintln(w, "(docs/settings.md).\n\nFlags:")
 	for _, o := range settings.Options() {

@@ -264,5 +264,12 @@ func (t *InstanceType) GPUCount() int {
 	return n
 }
 
+// NitroEnclaves reports whether the type supports Nitro Enclaves (EC2's nitroEnclavesSupport): the catalog does
+// not record it, so it is derived from AWS's rule of thumb: a Nitro instance with at least 4 vCPUs that is not
+// burstable (t*).
+func (t *InstanceType) NitroEnclaves() bool {
+	return t.Hypervisor == "nitro" && t.VCPU >= 4 && !strings.HasPrefix(t.Name, "t")
+}
+
 // IsMetal reports whether the size is a bare-metal size.
 func (t *InstanceType) IsMetal() bool { return strings.HasPrefix(t.Size, "metal") }

@@ -28,6 +28,9 @@ type CloudProvider interface {
 	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
 	// IsDrifted reports whether the instance no longer matches its node class.
 	IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (DriftReason, error)
+	// RepairPolicies are the Node conditions after which an unhealthy node is repaired (NodeRepair feature gate).
+	// An empty list means the provider never asks for repair.
+	RepairPolicies() []RepairPolicy
 	// Name names the provider, e.g. "aws".
 	Name() string
 }

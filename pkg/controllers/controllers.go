@@ -10,6 +10,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
+	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
@@ -22,6 +23,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
+	"github.com/dovetail/dovetail/pkg/settings"
 )
 
 // Registrar is what every controller package's Controller implements.
@@ -35,12 +37,10 @@ type Named struct {
 	Controller Registrar
 }
 
-// New returns every controller, in registration order.
-//
-// TODO(lead): add the controllers that do not exist yet, each as {<pkg>.Name, <pkg>.NewController(d)}:
-// node repair, when it lands.
+// New returns every controller, in registration order. Controllers behind a feature gate are included only when
+// their gate is on.
 func New(d deps.Deps) []Named {
-	return []Named{
+	all := []Named{
 		{provisioning.Name, provisioning.NewController(d)},
 		{podmetrics.Name, podmetrics.NewController(d)},
 		{lifecycle.Name, lifecycle.NewController(d)},
@@ -59,6 +59,11 @@ func New(d deps.Deps) []Named {
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
 		{interruption.Name, interruption.NewController(d)},
 	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
+		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
+		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+	}
+	return all
 }
 
 // Register registers every controller from New with the manager.

@@ -43,7 +43,14 @@ func TestEveryControllerIsRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	s, err := settings.Parse([]string{"--cluster-name=test"}, func(string) string { return "" })
+	// Every implemented feature gate on, so that controllers behind a gate are registered too.
+	var gates []string
+	for _, g := range settings.FeatureGates() {
+		if g.Implemented {
+			gates = append(gates, g.Name+"=true")
+		}
+	}
+	s, err := settings.Parse([]string{"--cluster-name=test", "--feature-gates=" + strings.Join(gates, ",")}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +103,17 @@ func controllerPackage(dir string) (name string, hasConstructor bool, err error)
 		}
 	}
 	return name, hasConstructor, nil
+}
+
+// TestGatedControllersOffByDefault: with the default feature gates, the node repair controller does not run.
+func TestGatedControllersOffByDefault(t *testing.T) {
+	s, err := settings.Parse([]string{"--cluster-name=test"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range controllers.New(deps.Deps{Settings: s}) {
+		if c.Name == "node.health" {
+			t.Errorf("controller %s registered with NodeRepair off", c.Name)
+		}
+	}
 }

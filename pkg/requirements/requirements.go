@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // Match reports whether a label satisfies r; present says whether the label exists, value is its value.
@@ -16,6 +18,8 @@ import (
 //   - Gt / Lt: the label exists, r has exactly one value, and both are base-10 int64 integers with the label's
 //     value strictly greater / less. Anything else (absent label, non-integer value or bound, zero or several
 //     values) does not match.
+//   - Gte / Lte (Karpenter's inclusive operators, valid in NodePool and NodeClaim requirements only): as Gt / Lt
+//     with the bound included.
 //   - Any other operator does not match.
 //
 // Match does not validate r. Pod validation rejects malformed requirements; NodePool and NodeClaim validation let
@@ -31,7 +35,7 @@ func Match(r corev1.NodeSelectorRequirement, value string, present bool) bool {
 		return present
 	case corev1.NodeSelectorOpDoesNotExist:
 		return !present
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 		if !present || len(r.Values) != 1 {
 			return false
 		}
@@ -43,8 +47,13 @@ func Match(r corev1.NodeSelectorRequirement, value string, present bool) bool {
 		if err != nil {
 			return false
 		}
-		if r.Operator == corev1.NodeSelectorOpGt {
+		switch r.Operator {
+		case corev1.NodeSelectorOpGt:
 			return have > bound
+		case karpv1.NodeSelectorOpGte:
+			return have >= bound
+		case karpv1.NodeSelectorOpLte:
+			return have <= bound
 		}
 		return have < bound
 	}

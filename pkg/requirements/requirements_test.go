@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 func req(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
@@ -75,6 +77,42 @@ var matchCases = []struct {
 	{"unknown operator", req("k", "Equals", "a"), "a", true, false},
 	{"unknown operator, label absent", req("k", "Equals", "a"), "", false, false},
 	{"empty operator", req("k", "", "a"), "a", true, false},
+}
+
+// inclusiveCases cover Karpenter's Gte and Lte, which labels.Requirement does not know (so they are not in
+// matchCases, which TestMatchAgreesWithKubernetes replays).
+var inclusiveCases = []struct {
+	name    string
+	r       corev1.NodeSelectorRequirement
+	value   string
+	present bool
+	want    bool
+}{
+	{"Gte: greater", req("k", karpv1.NodeSelectorOpGte, "4"), "5", true, true},
+	{"Gte: equal", req("k", karpv1.NodeSelectorOpGte, "5"), "5", true, true},
+	{"Gte: less", req("k", karpv1.NodeSelectorOpGte, "6"), "5", true, false},
+	{"Gte: compares as integers", req("k", karpv1.NodeSelectorOpGte, "9"), "10", true, true},
+	{"Gte: label absent", req("k", karpv1.NodeSelectorOpGte, "0"), "", false, false},
+	{"Gte: label not an integer", req("k", karpv1.NodeSelectorOpGte, "0"), "x", true, false},
+	{"Gte: bound not an integer", req("k", karpv1.NodeSelectorOpGte, "four"), "5", true, false},
+	{"Gte: two values", req("k", karpv1.NodeSelectorOpGte, "1", "2"), "5", true, false},
+	{"Lte: less", req("k", karpv1.NodeSelectorOpLte, "6"), "5", true, true},
+	{"Lte: equal", req("k", karpv1.NodeSelectorOpLte, "5"), "5", true, true},
+	{"Lte: greater", req("k", karpv1.NodeSelectorOpLte, "4"), "5", true, false},
+	{"Lte: leading zeros", req("k", karpv1.NodeSelectorOpLte, "8"), "008", true, true},
+	{"Lte: label absent", req("k", karpv1.NodeSelectorOpLte, "6"), "", false, false},
+	{"Lte: no values", req("k", karpv1.NodeSelectorOpLte), "5", true, false},
+}
+
+func TestMatchInclusive(t *testing.T) {
+	for _, tc := range inclusiveCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Match(tc.r, tc.value, tc.present); got != tc.want {
+				t.Errorf("Match(%s %s %q, value %q, present %v) = %v, want %v",
+					tc.r.Key, tc.r.Operator, tc.r.Values, tc.value, tc.present, got, tc.want)
+			}
+		})
+	}
 }
 
 func TestMatch(t *testing.T) {

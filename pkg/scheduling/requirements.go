@@ -2,12 +2,15 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // Requirement is the set of values a label key may take, the result of intersecting node selector requirements
@@ -38,7 +41,7 @@ func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string
 		r.complement = true
 	case corev1.NodeSelectorOpDoesNotExist:
 		r.AllowAbsent = true
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 		if len(values) != 1 {
 			return nil, fmt.Errorf("requirement %s %s: needs exactly one value, got %d", key, op, len(values))
 		}
@@ -47,9 +50,23 @@ func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string
 			return nil, fmt.Errorf("requirement %s %s: value %q is not an integer", key, op, values[0])
 		}
 		r.complement = true
-		if op == corev1.NodeSelectorOpGt {
+		// Bounds are kept exclusive; on integers Gte v is Gt v-1 and Lte v is Lt v+1.
+		switch op {
+		case corev1.NodeSelectorOpGt:
 			r.greater = &v
-		} else {
+		case karpv1.NodeSelectorOpGte:
+			if v == math.MinInt64 {
+				return nil, fmt.Errorf("requirement %s %s: value %q is out of range", key, op, values[0])
+			}
+			g := v - 1
+			r.greater = &g
+		case karpv1.NodeSelectorOpLte:
+			if v == math.MaxInt64 {
+				return nil, fmt.Errorf("requirement %s %s: value %q is out of range", key, op, values[0])
+			}
+			l := v + 1
+			r.less = &l
+		default:
 			r.less = &v
 		}
 	default:
@@ -208,7 +225,12 @@ func (r *Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequiremen
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpExists})
 	}
 	if r.greater != nil {
-		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(*r.greater, 10)}})
+		if *r.greater < 0 {
+			// Gte 0 is kept as Gt -1; NodeClaim requirements take non-negative values only, so render it back as Gte.
+			out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: karpv1.NodeSelectorOpGte, Values: []string{strconv.FormatInt(*r.greater+1, 10)}})
+		} else {
+			out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(*r.greater, 10)}})
+		}
 	}
 	if r.less != nil {
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.FormatInt(*r.less, 10)}})

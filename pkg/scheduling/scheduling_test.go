@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
@@ -182,6 +183,17 @@ func TestNodeSelectorAndAffinity(t *testing.T) {
 			want: map[string]string{"p": "unschedulable"}, reasons: map[string]string{"p": "does not set label team"}},
 		{name: "pool label satisfies selector", pools: []*scheduling.NodePool{test.SchedNodePool("default").Label("team", "x").Obj()},
 			pods: []*corev1.Pod{test.SchedPod("p").NodeSelector("team", "x").Obj()}, want: map[string]string{"p": "0/arm.large/a/on-demand"}},
+		{name: "NodePool Gte includes the bound", pools: []*scheduling.NodePool{test.SchedNodePool("default").Requirement("example.com/cpu", karpv1.NodeSelectorOpGte, "4").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("p").Requests("1", "").Obj()}, want: map[string]string{"p": "0/m.xlarge/a/on-demand"}},
+		{name: "NodePool Lte includes the bound", pools: []*scheduling.NodePool{test.SchedNodePool("default").Requirement("example.com/cpu", karpv1.NodeSelectorOpLte, "4").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("p").Requests("3", "").Obj()}, want: map[string]string{"p": "0/m.xlarge/a/on-demand"}},
+		{name: "NodePool Gte and Lte pin one value", pools: []*scheduling.NodePool{test.SchedNodePool("default").
+			Requirement("example.com/cpu", karpv1.NodeSelectorOpGte, "8").Requirement("example.com/cpu", karpv1.NodeSelectorOpLte, "8").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("p").Requests("1", "").Obj()}, want: map[string]string{"p": "0/l.2xlarge/a/on-demand"}},
+		{name: "NodePool Lte refuses a pod larger than the bound", pools: []*scheduling.NodePool{test.SchedNodePool("default").Requirement("example.com/cpu", karpv1.NodeSelectorOpLte, "4").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("p").Requests("6", "").Obj()}, want: map[string]string{"p": "unschedulable"}},
+		{name: "NodePool Gte above every type", pools: []*scheduling.NodePool{test.SchedNodePool("default").Requirement("example.com/cpu", karpv1.NodeSelectorOpGte, "9").Obj()},
+			pods: []*corev1.Pod{test.SchedPod("p").Requests("1", "").Obj()}, want: map[string]string{"p": "unschedulable"}},
 		{name: "Gt on an instance label", pods: []*corev1.Pod{test.SchedPod("p").RequiredNodeTerm(test.NodeRequirement("example.com/cpu", corev1.NodeSelectorOpGt, "4")).Obj()},
 			want: map[string]string{"p": "0/l.2xlarge/a/on-demand"}},
 		{name: "second required term when the first is impossible", pods: []*corev1.Pod{test.SchedPod("p").

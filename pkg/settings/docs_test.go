@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,24 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		if o.Default != "" && !strings.Contains(doc, "`"+o.Default+"`") {
 			t.Errorf("docs/settings.md does not state the default %q of %s", o.Default, o.Env)
+		}
+	}
+}
+
+// TestDocsListEveryFeatureGate: the feature-gate table of docs/settings.md has a row for each gate.
+func TestDocsListEveryFeatureGate(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "settings.md"))
+	if err != nil {
+		t.Fatalf("reading docs/settings.md: %v", err)
+	}
+	for _, g := range FeatureGates() {
+		row := "| `" + g.Name + "` | `" + strconv.FormatBool(g.Default) + "` | `" + strconv.FormatBool(g.KarpenterDefault) + "` | "
+		if !strings.Contains(string(b), row) {
+			t.Errorf("docs/settings.md has no feature-gate row starting %q", row)
+		}
+		if !g.Implemented && !strings.Contains(string(b), row+"not implemented yet") {
+			t.Errorf("docs/settings.md does not say gate %s is not implemented yet", g.Name)
 		}
 	}
 }

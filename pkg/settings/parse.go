@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,17 +21,6 @@ type Option struct {
 	Bool     bool
 	Required bool
 	apply    func(s *Settings, v string) error
-}
-
-// defaultFeatureGates are the gates known to Dovetail with their default values.
-func defaultFeatureGates() map[string]bool {
-	return map[string]bool{
-		FeatureSpotToSpotConsolidation: false,
-		FeatureNodeRepair:              false,
-		FeatureReservedCapacity:        false,
-		FeatureNodeOverlay:             false,
-		FeatureStaticCapacity:          false,
-	}
 }
 
 // Options returns the table of every setting, in documentation order.
@@ -88,9 +76,12 @@ func Options() []Option {
 			Usage: "A launched NodeClaim whose Node has not joined the cluster after this long is deleted and its instance terminated.",
 			apply: durationInto(func(s *Settings) *time.Duration { return &s.RegistrationTimeout })},
 		{Env: "FEATURE_GATES", Flag: "feature-gates",
-			Default: "NodeOverlay=false,NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false",
-			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names are rejected.",
+			Default: defaultFeatureGatesString(),
+			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names, and true for a feature not implemented yet, are rejected.",
 			apply:   applyFeatureGates},
+		{Env: "NODE_REPAIR_TOLERATIONS", Flag: "node-repair-tolerations",
+			Usage: "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
+			apply: applyNodeRepairTolerations},
 		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info",
 			Usage: "Log verbosity: debug, info, warn or error.",
 			apply: func(s *Settings, v string) error {
@@ -168,6 +159,9 @@ func Parse(args []string, getenv func(string) string) (*Settings, error) {
 	if s.BatchIdleDuration > s.BatchMaxDuration {
 		return nil, fmt.Errorf("BATCH_IDLE_DURATION (--batch-idle-duration) %s must not exceed BATCH_MAX_DURATION (--batch-max-duration) %s",
 			s.BatchIdleDuration, s.BatchMaxDuration)
+	}
+	if len(s.NodeRepairTolerations) > 0 && !s.FeatureEnabled(FeatureNodeRepair) {
+		return nil, fmt.Errorf("NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) has no effect unless FEATURE_GATES (--feature-gates) has %s=true", FeatureNodeRepair)
 	}
 	if s.MetricsPort == s.HealthProbePort {
 		return nil, fmt.Errorf("METRICS_PORT (--metrics-port) and HEALTH_PROBE_PORT (--health-probe-port) must differ, both are %d", s.MetricsPort)
@@ -255,37 +249,30 @@ func enumInto(field func(*Settings) *string, allowed ...string) func(*Settings, 
 	}
 }
 
-// applyFeatureGates starts from the defaults and applies the Name=bool pairs in v.
-func applyFeatureGates(s *Settings, v string) error {
-	gates := defaultFeatureGates()
+// applyNodeRepairTolerations reads ConditionType=duration pairs; a condition type named twice is an error.
+func applyNodeRepairTolerations(s *Settings, v string) error {
+	out := map[string]time.Duration{}
 	for _, pair := range strings.Split(v, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
 		name, val, ok := strings.Cut(pair, "=")
-		if !ok {
-			return fmt.Errorf("%q is not Name=true|false", pair)
-		}
 		name = strings.TrimSpace(name)
-		if _, known := gates[name]; !known {
-			return fmt.Errorf("unknown feature gate %q (known: %s)", name, strings.Join(knownGates(), ", "))
+		if !ok || name == "" {
+			return fmt.Errorf("%q is not ConditionType=duration", pair)
 		}
-		b, err := strconv.ParseBool(strings.TrimSpace(val))
-		if err != nil {
-			return fmt.Errorf("feature gate %s: value must be true or false, got %q", name, val)
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("condition %s is given twice", name)
 		}
-		gates[name] = b
+		d, err := time.ParseDuration(strings.TrimSpace(val))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("condition %s: toleration must be a positive duration such as 30s or 10m, got %q", name, val)
+		}
+		out[name] = d
 	}
-	s.FeatureGates = gates
+	if len(out) > 0 {
+		s.NodeRepairTolerations = out
+	}
 	return nil
-}
-
-func knownGates() []string {
-	var names []string
-	for n := range defaultFeatureGates() {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

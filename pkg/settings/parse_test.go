@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -52,10 +53,14 @@ func TestParseSources(t *testing.T) {
 			func(s *Settings) any { return s.IsolatedVPC }, true},
 		{"bool env", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_LEADER_ELECTION": "true"},
 			func(s *Settings) any { return s.DisableLeaderElection }, true},
-		{"feature gate on", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair=true"},
-			func(s *Settings) any { return s.FeatureEnabled(FeatureNodeRepair) }, true},
-		{"feature gate others keep defaults", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair=true"},
-			func(s *Settings) any { return s.FeatureEnabled(FeatureSpotToSpotConsolidation) }, false},
+		{"feature gate on", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "SpotToSpotConsolidation=true"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureSpotToSpotConsolidation) }, true},
+		{"feature gate others keep defaults", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "SpotToSpotConsolidation=true"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureNodeRepair) }, false},
+		{"node repair tolerations", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair=true", "NODE_REPAIR_TOLERATIONS": "KernelReady=15s, Ready=2m"},
+			func(s *Settings) any { return s.NodeRepairTolerations }, map[string]time.Duration{"KernelReady": 15 * time.Second, "Ready": 2 * time.Minute}},
+		{"unimplemented gate off is accepted", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "ReservedCapacity=false, NodeOverlay=false"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureReservedCapacity) }, false},
 		{"policy", []string{"--preference-policy", "Ignore", "--min-values-policy=BestEffort"}, map[string]string{"CLUSTER_NAME": "a"},
 			func(s *Settings) any { return s.PreferencePolicy + "/" + s.MinValuesPolicy }, "Ignore/BestEffort"},
 		{"overhead", nil, map[string]string{"CLUSTER_NAME": "a", "VM_MEMORY_OVERHEAD_PERCENT": "0"},
@@ -104,9 +109,23 @@ func TestParseErrors(t *testing.T) {
 		{"bad policy", nil, map[string]string{"CLUSTER_NAME": "a", "PREFERENCE_POLICY": "respect"},
 			`PREFERENCE_POLICY (--preference-policy) from env: must be one of Respect, Ignore, got "respect"`},
 		{"unknown gate", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=true"},
-			`FEATURE_GATES (--feature-gates) from env: unknown feature gate "Drift" (known: NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity)`},
+			`FEATURE_GATES (--feature-gates) from env: unknown feature gate "Drift" (known: SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer)`},
+		{"unknown gate among known ones", []string{"--feature-gates=SpotToSpotConsolidation=true,nodeRepair=true"}, map[string]string{"CLUSTER_NAME": "a"},
+			`FEATURE_GATES (--feature-gates) from flag: unknown feature gate "nodeRepair" (known: SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer)`},
+		{"bad gate value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "SpotToSpotConsolidation=on"},
+			`FEATURE_GATES (--feature-gates) from env: feature gate SpotToSpotConsolidation: value must be true or false, got "on"`},
 		{"gate without value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair"},
 			`FEATURE_GATES (--feature-gates) from env: "NodeRepair" is not Name=true|false`},
+		{"repair tolerations without the gate", nil, map[string]string{"CLUSTER_NAME": "a", "NODE_REPAIR_TOLERATIONS": "KernelReady=15s"},
+			"NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) has no effect unless FEATURE_GATES (--feature-gates) has NodeRepair=true"},
+		{"repair toleration not a duration", []string{"--feature-gates=NodeRepair=true", "--node-repair-tolerations=KernelReady=soon"}, map[string]string{"CLUSTER_NAME": "a"},
+			`NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) from flag: condition KernelReady: toleration must be a positive duration such as 30s or 10m, got "soon"`},
+		{"repair toleration zero", []string{"--feature-gates=NodeRepair=true", "--node-repair-tolerations=KernelReady=0s"}, map[string]string{"CLUSTER_NAME": "a"},
+			`NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) from flag: condition KernelReady: toleration must be a positive duration such as 30s or 10m, got "0s"`},
+		{"repair toleration twice", []string{"--feature-gates=NodeRepair=true", "--node-repair-tolerations=Ready=1m,Ready=2m"}, map[string]string{"CLUSTER_NAME": "a"},
+			`NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) from flag: condition Ready is given twice`},
+		{"repair toleration without a type", []string{"--feature-gates=NodeRepair=true", "--node-repair-tolerations=1m"}, map[string]string{"CLUSTER_NAME": "a"},
+			`NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) from flag: "1m" is not ConditionType=duration`},
 		{"bad bool", nil, map[string]string{"CLUSTER_NAME": "a", "ISOLATED_VPC": "yes"},
 			`ISOLATED_VPC (--isolated-vpc) from env: must be true or false, got "yes"`},
 		{"qps not a number", []string{"--kube-client-qps=fast"}, map[string]string{"CLUSTER_NAME": "a"},
@@ -146,5 +165,57 @@ func TestOptionsHaveDocs(t *testing.T) {
 			t.Errorf("duplicate option %s", o.Env)
 		}
 		seen[o.Env] = true
+	}
+}
+
+// TestFeatureGatesDoSomething: every accepted gate either turns its feature on, or, while the feature does not
+// exist, refuses true with one line naming the gate; false is always accepted (a Karpenter configuration that
+// names the gate keeps working).
+func TestFeatureGatesDoSomething(t *testing.T) {
+	for _, g := range FeatureGates() {
+		t.Run(g.Name, func(t *testing.T) {
+			s, err := Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": g.Name + "=false"}))
+			if err != nil {
+				t.Fatalf("%s=false refused: %v", g.Name, err)
+			}
+			if s.FeatureEnabled(g.Name) {
+				t.Errorf("%s=false leaves the gate on", g.Name)
+			}
+			s, err = Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": g.Name + "=true"}))
+			if g.Implemented {
+				if err != nil {
+					t.Fatalf("%s=true refused: %v", g.Name, err)
+				}
+				if !s.FeatureEnabled(g.Name) {
+					t.Errorf("%s=true leaves the gate off", g.Name)
+				}
+				return
+			}
+			want := "FEATURE_GATES (--feature-gates) from env: " + g.Name + "=true: the feature is not implemented yet in this version"
+			if err == nil {
+				t.Fatalf("%s=true accepted, want error %q", g.Name, want)
+			}
+			if !errors.Is(err, ErrFeatureNotImplemented) {
+				t.Errorf("error %v does not wrap ErrFeatureNotImplemented", err)
+			}
+			if diff := cmp.Diff(want, err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFeatureGateDefaults: Dovetail's defaults are Karpenter v1.14's, except that a gate Karpenter turns on by
+// default is off here while its feature is not implemented (and the default itself must parse).
+func TestFeatureGateDefaults(t *testing.T) {
+	for _, g := range FeatureGates() {
+		want := g.KarpenterDefault && g.Implemented
+		if g.Default != want {
+			t.Errorf("%s: default %v, want %v (Karpenter's default %v, implemented %v)", g.Name, g.Default, want, g.KarpenterDefault, g.Implemented)
+		}
+	}
+	var s Settings
+	if err := applyFeatureGates(&s, defaultFeatureGatesString()); err != nil {
+		t.Fatalf("the default FEATURE_GATES %q does not parse: %v", defaultFeatureGatesString(), err)
 	}
 }

@@ -23,6 +23,7 @@ const (
 	FeatureReservedCapacity        = "ReservedCapacity"
 	FeatureNodeOverlay             = "NodeOverlay"
 	FeatureStaticCapacity          = "StaticCapacity"
+	FeatureCapacityBuffer          = "CapacityBuffer"
 )
 
 // Settings are the controller's settings. The zero value is not valid: use Parse.
@@ -65,6 +66,9 @@ type Settings struct {
 	PreferencePolicy string
 	// MinValuesPolicy is Strict or BestEffort.
 	MinValuesPolicy string
+	// NodeRepairTolerations replace the cloud provider's toleration of the named node conditions before node
+	// repair; nil keeps the provider's. Which condition types exist is checked by the node health controller.
+	NodeRepairTolerations map[string]time.Duration
 	// FeatureGates holds every known gate with its value (defaults filled in).
 	FeatureGates map[string]bool
 }

@@ -30,6 +30,7 @@ var notInChart = map[string]string{
 	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
 	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
 	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
+	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
 }
 
 // envName matches an environment variable entry of a container (`- name: CLUSTER_NAME`); container and port
@@ -351,8 +352,8 @@ func TestRenderTeardownHook(t *testing.T) {
 	if diff := cmp.Diff([]string{"/dovetailctl", "teardown", "--timeout", "20m", "--skip-aws"}, c.Command); diff != "" {
 		t.Errorf("teardown command (-want +got):\n%s", diff)
 	}
-	if c.Image != "ghcr.io/dovetail/dovetail:0.1.0" {
-		t.Errorf("teardown image %q, want the controller's", c.Image)
+	if c.Image != "ghcr.io/dovetail/dovetailctl:0.1.0" {
+		t.Errorf("teardown image %q, want the dovetailctl image `make image` builds", c.Image)
 	}
 	var role rbacv1.ClusterRole
 	decode(t, objs["ClusterRole/dovetail-teardown"], &role)
@@ -414,4 +415,39 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 		}
 	}
 	return false
+}
+
+// TestFeatureGateValues: settings.featureGates has one key per gate the controller accepts, with the controller's
+// default, so the chart neither hides a gate nor turns one on that the controller would refuse.
+func TestFeatureGateValues(t *testing.T) {
+	v, err := readValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := v["settings"].(map[string]any)["featureGates"].(map[string]any)
+	want := map[string]any{}
+	for _, g := range settings.FeatureGates() {
+		want[strings.ToLower(g.Name[:1])+g.Name[1:]] = g.Default
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings.featureGates (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnimplementedGateRefused: a value turning on a gate whose feature the controller lacks renders an
+// environment the controller refuses, with the gate named.
+func TestUnimplementedGateRefused(t *testing.T) {
+	objs := objects(t, map[string]any{
+		"settings": map[string]any{"clusterName": "prod-1", "featureGates": map[string]any{"reservedCapacity": true}},
+	})
+	var d appsv1.Deployment
+	decode(t, objs["Deployment/dovetail"], &d)
+	env := map[string]string{}
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	_, err := settings.Parse(nil, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "ReservedCapacity=true: the feature is not implemented yet") {
+		t.Fatalf("want the controller to refuse ReservedCapacity=true, got %v", err)
+	}
 }

@@ -65,6 +65,9 @@ func render(overrides map[string]any) (map[string]string, error) {
 		return nil, err
 	}
 	values = merge(values, overrides)
+	if err := validateValues(values); err != nil {
+		return nil, err
+	}
 	chart := map[string]any{}
 	b, err := os.ReadFile(filepath.Join(chartDir(), "Chart.yaml"))
 	if err != nil {
@@ -77,6 +80,7 @@ func render(overrides map[string]any) (map[string]string, error) {
 		"Values":  values,
 		"Release": map[string]any{"Name": "dovetail", "Namespace": "kube-system", "Service": "Helm"},
 		"Chart":   map[string]any{"Name": chart["name"], "Version": chart["version"], "AppVersion": chart["appVersion"]},
+		"Files":   chartFiles(chartDir()),
 	}
 	files, err := templateFiles()
 	if err != nil {
@@ -106,6 +110,34 @@ func render(overrides map[string]any) (map[string]string, error) {
 		out[name] = strings.ReplaceAll(buf.String(), "<no value>", "")
 	}
 	return out, nil
+}
+
+// files is Helm's .Files: the chart's files other than templates, by path relative to the chart.
+type files map[string][]byte
+
+// Get returns one file's content, or "" when there is none (as Helm does).
+func (f files) Get(name string) string { return string(f[name]) }
+
+// chartFiles reads every file of the chart outside templates/.
+func chartFiles(dir string) files {
+	out := files{}
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if rel == "templates" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			out[filepath.ToSlash(rel)] = b
+		}
+		return nil
+	})
+	return out
 }
 
 // merge returns base with overrides merged in, recursively for maps (as `helm --set`/`-f` do).
@@ -154,6 +186,10 @@ func funcs(root *template.Template) template.FuncMap {
 			m := map[string]any{}
 			err := yaml.Unmarshal([]byte(s), &m)
 			return m, err
+		},
+		"indent": func(n int, s string) string {
+			pad := strings.Repeat(" ", n)
+			return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
 		},
 		"nindent": func(n int, s string) string {
 			pad := strings.Repeat(" ", n)

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 			"REGISTRATION_TIMEOUT=60s",
 			// The simulator creates a queue named after the cluster in every account (interruption_test.go).
 			"INTERRUPTION_QUEUE=dovetail",
+			// repair_test.go: node repair on, with the KernelReady toleration shortened to repairToleration. The
+			// other policies keep the provider's 30 minutes, longer than any scenario keeps a node NotReady.
+			"FEATURE_GATES=NodeRepair=true",
+			"NODE_REPAIR_TOLERATIONS=KernelReady=20s",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},
 	}}, &env))

@@ -9,8 +9,32 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 )
+
+// Windows Server builds of the Windows AMI families, the values of the node.kubernetes.io/windows-build label.
+const (
+	WindowsBuild2019 = "10.0.17763"
+	WindowsBuild2022 = "10.0.20348"
+	WindowsBuild2025 = "10.0.26100"
+)
+
+// IsWindows reports whether an AMI family runs Windows nodes.
+func IsWindows(family string) bool { return WindowsBuild(family) != "" }
+
+// WindowsBuild returns the Windows Server build of a Windows AMI family, "" for other families.
+func WindowsBuild(family string) string {
+	switch family {
+	case AMIFamilyWindows2019:
+		return WindowsBuild2019
+	case AMIFamilyWindows2022:
+		return WindowsBuild2022
+	case AMIFamilyWindows2025:
+		return WindowsBuild2025
+	}
+	return ""
+}
 
 // AliasVersionLatest is the alias version that follows the newest published AMI.
 const AliasVersionLatest = "latest"
@@ -43,6 +67,8 @@ func AMIFamilyFromAlias(aliasFamily string) string {
 		return AMIFamilyWindows2019
 	case "windows2022":
 		return AMIFamilyWindows2022
+	case "windows2025":
+		return AMIFamilyWindows2025
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,25 +40,27 @@ type EC2NodeClassList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'bottlerocket') || self.amiFamily in ['Bottlerocket', 'Custom']",message="spec.amiFamily must be Bottlerocket or Custom when spec.amiSelectorTerms uses a bottlerocket alias"
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2019') || self.amiFamily in ['Windows2019', 'Custom']",message="spec.amiFamily must be Windows2019 or Custom when spec.amiSelectorTerms uses a windows2019 alias"
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2022') || self.amiFamily in ['Windows2022', 'Custom']",message="spec.amiFamily must be Windows2022 or Custom when spec.amiSelectorTerms uses a windows2022 alias"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || !self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.split('@')[0] == 'windows2025') || self.amiFamily in ['Windows2025', 'Custom']",message="spec.amiFamily must be Windows2025 or Custom when spec.amiSelectorTerms uses a windows2025 alias"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets instances may be launched into; a subnet matching any term is used.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id))",message="spec.subnetSelectorTerms: each term must set tags or id"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && has(x.tags))",message="spec.subnetSelectorTerms: a term with id may not also set tags"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && has(x.tags))",message="spec.subnetSelectorTerms: a term with id may not also set tags (refused when every term does, as Karpenter judges it)"
 	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
 	// SecurityGroupSelectorTerms select the security groups of the instances; groups matching any term are used.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))",message="spec.securityGroupSelectorTerms: each term must set tags, id or name"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.name)))",message="spec.securityGroupSelectorTerms: a term with id may not also set tags or name"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.name) && (has(x.tags) || has(x.id)))",message="spec.securityGroupSelectorTerms: a term with name may not also set tags or id"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))",message="spec.securityGroupSelectorTerms: a term with id may not also set tags or name (refused when every term does, as Karpenter judges it)"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))",message="spec.securityGroupSelectorTerms: a term with name may not also set tags or id (refused when every term does, as Karpenter judges it)"
 	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
 	// CapacityReservationSelectorTerms select on-demand capacity reservations the nodes may use.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))",message="spec.capacityReservationSelectorTerms: each term must set tags, id or instanceMatchCriteria"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))",message="spec.capacityReservationSelectorTerms: a term with id may not also set tags, ownerID or instanceMatchCriteria"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))",message="spec.capacityReservationSelectorTerms: a term with id may not also set tags, ownerID or instanceMatchCriteria (refused when every term does, as Karpenter judges it)"
+	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -67,15 +70,15 @@ type EC2NodeClassSpec struct {
 	// AMISelectorTerms select the AMIs; either one alias term (family@version) or terms by id, name, tags,
 	// owner or SSM parameter.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))",message="spec.amiSelectorTerms: each term must set one of alias, id, name, tags or ssmParameter"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))",message="spec.amiSelectorTerms: a term with id may not also set alias, tags, name, owner or ssmParameter"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))",message="spec.amiSelectorTerms: a term with alias may not also set id, tags, name, owner or ssmParameter"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))",message="spec.amiSelectorTerms: a term with id may not also set alias, tags, name or owner"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))",message="spec.amiSelectorTerms: a term with alias may not also set id, tags, name or owner"
 	// +kubebuilder:validation:XValidation:rule="!(self.exists(x, has(x.alias)) && self.size() != 1)",message="spec.amiSelectorTerms: an alias term must be the only term"
 	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +required
 	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
 	// AMIFamily selects the bootstrap format and default block devices; derived from the alias when unset.
-	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022}
+	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022,Windows2025}
 	// +optional
 	AMIFamily *string `json:"amiFamily,omitempty"`
 	// UserData is merged with the bootstrap configuration Dovetail generates (MIME parts for AL2/AL2023,
@@ -122,6 +125,7 @@ type EC2NodeClassSpec struct {
 	// +optional
 	Context *string `json:"context,omitempty"`
 	// ConnectionTracking sets idle timeouts of the instances' connection tracking.
+	// +kubebuilder:validation:XValidation:rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",message="spec.connectionTracking: set at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"
 	// +optional
 	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// CPUOptions set CPU features of the instances.
@@ -133,7 +137,9 @@ type EC2NodeClassSpec struct {
 	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// NetworkInterfaces describe the instances' network interfaces; unset means one interface at index 0.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.networkCardIndex == x.networkCardIndex && y.deviceIndex == x.deviceIndex))",message="spec.networkInterfaces: each (networkCardIndex, deviceIndex) pair must be unique"
-	// +kubebuilder:validation:MaxItems:=32
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(x, x.networkCardIndex == 0 && x.deviceIndex == 0 && x.interfaceType == 'interface')",message="spec.networkInterfaces: a primary interface (networkCardIndex 0, deviceIndex 0) with interfaceType interface is required"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.interfaceType != 'efa-only' || self.filter(y, y.networkCardIndex == x.networkCardIndex && y.interfaceType == 'efa-only').size() == 1)",message="spec.networkInterfaces: at most one efa-only interface per network card"
+	// +kubebuilder:validation:MaxItems:=150
 	// +optional
 	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
 	// PlacementGroupSelector selects an existing placement group by id or name.
@@ -195,11 +201,10 @@ type CapacityReservationSelectorTerm struct {
 // AMISelectorTerm selects AMIs.
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized AMI of a family at a version: family@version, e.g. al2023@latest,
-	// al2023@v20240807, bottlerocket@v1.20.0. Windows families accept only "latest".
+	// al2023@v20240807, bottlerocket@v1.20.0 or bottlerocket@1.20.0. Windows families accept only "latest".
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9]+@.+$')",message="amiSelectorTerms.alias must have the form family@version, e.g. al2023@latest"
-	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022']",message="amiSelectorTerms.alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022"
-	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['windows2019','windows2022'] ? self.split('@')[1] == 'latest' : true",message="amiSelectorTerms.alias: windows families only support the version latest"
-	// +kubebuilder:validation:XValidation:rule="self.split('@')[1] == 'latest' || self.split('@')[1].matches('^v[0-9]+(\\\\.[0-9]+)*$')",message="amiSelectorTerms.alias version must be latest or a pinned version such as v20240807 or v1.20.0"
+	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']",message="amiSelectorTerms.alias family must be one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025"
+	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true",message="amiSelectorTerms.alias: windows families only support the version latest"
 	// +kubebuilder:validation:MaxLength:=30
 	// +optional
 	Alias string `json:"alias,omitempty"`
@@ -218,7 +223,8 @@ type AMISelectorTerm struct {
 	// Owner of the AMI: an account id or an alias such as amazon or self.
 	// +optional
 	Owner string `json:"owner,omitempty"`
-	// SSMParameter is an SSM parameter name or ARN whose value is an AMI id.
+	// SSMParameter is an SSM parameter name or ARN whose value is an AMI id. Next to id or alias it is not
+	// used (as in Karpenter, id and alias win).
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
@@ -277,6 +283,11 @@ type KubeletConfiguration struct {
 	// CPUCFSQuota enables CPU CFS quota enforcement for containers with CPU limits.
 	// +optional
 	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+	// Extra holds every other field of the upstream KubeletConfiguration (kubelet.config.k8s.io/v1beta1) set in
+	// spec.kubelet, by its JSON name, e.g. serializeImagePulls or logging. Dovetail does not interpret them and
+	// passes them to the node's kubelet configuration unchanged. The CRD lists the upstream fields, so a name
+	// KubeletConfiguration does not have is refused.
+	Extra map[string]apiextensionsv1.JSON `json:"-"`
 }
 
 // MetadataOptions configure the EC2 instance metadata service.
@@ -412,6 +423,7 @@ type PlacementGroupSelectorTerm struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the placement group.
+	// +kubebuilder:validation:MinLength:=1
 	// +kubebuilder:validation:MaxLength:=255
 	// +optional
 	Name string `json:"name,omitempty"`

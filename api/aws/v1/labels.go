@@ -33,6 +33,12 @@ const (
 	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
 	LabelCapacityReservationInterruptible     = Group + "/capacity-reservation-interruptible"
+	// LabelNitroSandbox is "true" for instance types that support Nitro Enclaves, else "false".
+	LabelNitroSandbox = Group + "/nitro-sandbox"
+	// LabelPlacementGroupID is the id of the placement group a node was launched into.
+	LabelPlacementGroupID = Group + "/placement-group-id"
+	// LabelPlacementGroupPartition is the partition number of a node in a partition placement group.
+	LabelPlacementGroupPartition = Group + "/placement-group-partition"
 	// LabelTopologyZoneID is the zone id (e.g. usw2-az1) of a node.
 	LabelTopologyZoneID = "topology.k8s.aws/zone-id"
 	// LabelNodeClass names the EC2NodeClass a node was launched with.
@@ -70,6 +76,9 @@ func AWSWellKnownLabels() sets.Set[string] {
 		LabelCapacityReservationID,
 		LabelCapacityReservationType,
 		LabelCapacityReservationInterruptible,
+		LabelNitroSandbox,
+		LabelPlacementGroupID,
+		LabelPlacementGroupPartition,
 		LabelTopologyZoneID,
 		LabelNodeClass,
 	)

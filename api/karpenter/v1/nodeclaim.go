@@ -50,7 +50,8 @@ type NodeClaimSpec struct {
 	// Requirements constrain the instance types, zones, capacity types and other labels of the node.
 	// The key, operator and values of each requirement are checked by rules hack/crdpatch adds.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || (has(x.values) && size(x.values) > 0))",message="requirements: operator In needs at least one value"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt']) || (has(x.values) && size(x.values) == 1 && x.values[0].matches('^[0-9]+$')))",message="requirements: operators Gt and Lt need exactly one value, a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(x.values) && size(x.values) == 1))",message="requirements: operators Gt, Lt, Gte and Lte need exactly one value, a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || !has(x.values) || size(x.values) != 1 || int(x.values[0]) >= 0)",message="requirements: operators Gt, Lt, Gte and Lte need a non-negative integer value"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || !has(x.minValues) || (has(x.values) && size(x.values) >= x.minValues))",message="requirements: minValues must not exceed the number of values of an In requirement"
 	// +kubebuilder:validation:MaxItems:=100
 	// +required

@@ -98,7 +98,8 @@ type NodeClaimTemplateSpec struct {
 	// Requirements narrow the instance types, zones, capacity types and other well-known labels of the nodes.
 	// The key, operator and values of each requirement are checked by rules hack/crdpatch adds.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || (has(x.values) && size(x.values) > 0))",message="requirements: operator In needs at least one value"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt']) || (has(x.values) && size(x.values) == 1 && x.values[0].matches('^[0-9]+$')))",message="requirements: operators Gt and Lt need exactly one value, a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(x.values) && size(x.values) == 1))",message="requirements: operators Gt, Lt, Gte and Lte need exactly one value, a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || !has(x.values) || size(x.values) != 1 || int(x.values[0]) >= 0)",message="requirements: operators Gt, Lt, Gte and Lte need a non-negative integer value"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator != 'In' || !has(x.minValues) || (has(x.values) && size(x.values) >= x.minValues))",message="requirements: minValues must not exceed the number of values of an In requirement"
 	// +kubebuilder:validation:MaxItems:=100
 	// +required
@@ -133,7 +134,9 @@ type Disruption struct {
 	// +kubebuilder:default:="0s"
 	// +optional
 	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitzero"`
-	// ConsolidationPolicy says which nodes may be consolidated: only empty ones, or also underutilized ones.
+	// ConsolidationPolicy says which nodes may be consolidated: only empty ones (WhenEmpty), also underutilized
+	// ones (WhenEmptyOrUnderutilized), or underutilized ones when the move's savings outweigh its disruption
+	// (Balanced).
 	// +kubebuilder:default:="WhenEmptyOrUnderutilized"
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
@@ -147,7 +150,9 @@ type Disruption struct {
 
 // Budget limits the number of nodes of a NodePool that may be disrupted at once.
 type Budget struct {
-	// Reasons limits the budget to these disruption reasons; empty means all reasons.
+	// Reasons limits the budget to these disruption reasons; empty means all reasons. Each reason at most once.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems:=50
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the number ("5") or percentage ("10%") of the NodePool's nodes that may be disrupted at once.
@@ -168,7 +173,7 @@ type Budget struct {
 }
 
 // ConsolidationPolicy says which nodes consolidation may remove or replace.
-// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized}
+// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized,Balanced}
 type ConsolidationPolicy string
 
 // Consolidation policies.
@@ -177,6 +182,9 @@ const (
 	ConsolidationPolicyWhenEmpty ConsolidationPolicy = "WhenEmpty"
 	// ConsolidationPolicyWhenEmptyOrUnderutilized also replaces or removes underutilized nodes.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates like WhenEmptyOrUnderutilized but approves a move only when its
+	// savings are worth its disruption (Karpenter v1.14's score-based policy).
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
 // DisruptionReason is a reason a budget can be limited to.

@@ -5,6 +5,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// Numeric requirement operators Karpenter v1.14 adds to the Kubernetes ones (Gt, Lt): the label's integer
+// value is at least (Gte) or at most (Lte) the requirement's single value. NodePool and NodeClaim requirements
+// accept them; pod node affinity does not.
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // NewRequirement returns a requirement without minValues.
 func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string) NodeSelectorRequirementWithMinValues {
 	return NodeSelectorRequirementWithMinValues{

@@ -30,6 +30,8 @@ type Options struct {
 	FeatureGates     string
 	PreferencePolicy string
 	MinValuesPolicy  string
+	// NodeRepairTolerations is the controller's NODE_REPAIR_TOLERATIONS (explain node's repair line).
+	NodeRepairTolerations string
 	// Clock gives the time budgets are evaluated at (default: the real clock).
 	Clock clock.PassiveClock
 }
@@ -112,7 +114,8 @@ disruption command already in progress on it, if any.`,
 		},
 	}
 	nf := node.Flags()
-	nf.StringVar(&o.FeatureGates, "feature-gates", "", "the controller's FEATURE_GATES (SpotToSpotConsolidation changes consolidation; default: the controller's defaults)")
+	nf.StringVar(&o.FeatureGates, "feature-gates", "", "the controller's FEATURE_GATES (SpotToSpotConsolidation changes consolidation, NodeRepair turns node repair on; default: the controller's defaults)")
+	nf.StringVar(&o.NodeRepairTolerations, "node-repair-tolerations", "", "the controller's NODE_REPAIR_TOLERATIONS (ConditionType=duration pairs; default: the cloud provider's tolerations)")
 	nf.StringVar(&o.PreferencePolicy, "preference-policy", "", "the controller's PREFERENCE_POLICY: Respect or Ignore (default Respect)")
 	nf.StringVar(&o.MinValuesPolicy, "min-values-policy", "", "the controller's MIN_VALUES_POLICY: Strict or BestEffort (default Strict)")
 	cmd.AddCommand(node)

@@ -57,27 +57,29 @@ type DecisionCommand struct {
 	Replacements []string `json:"replacements,omitempty"`
 	// SavingsPerHour is the candidates' hourly price less the replacements' (negative for some drift).
 	SavingsPerHour float64 `json:"savingsPerHour"`
+	// Scores are the verdicts of the NodePools with consolidationPolicy Balanced on the move.
+	Scores []string `json:"scores,omitempty"`
 }
 
 // CommandInProgress is the disruption command a NodeClaim carries in its dovetail.sh/disruption-command
 // annotation: the record the disruption controller writes and reads back.
 type CommandInProgress = ctrldisruption.Record
 
-// decisionOptions are the decision's options from the controller settings the command was given
-// (--feature-gates, --preference-policy, --min-values-policy), validated by the controller's own parser.
-func (o *Options) decisionOptions() (disruption.Options, error) {
+// controllerSettings are the controller settings the command was given (--feature-gates, --preference-policy,
+// --min-values-policy, --node-repair-tolerations), validated by the controller's own parser.
+func (o *Options) controllerSettings() (*settings.Settings, error) {
 	args := []string{"--cluster-name", "dovetailctl-explain"}
 	for _, f := range []struct{ flag, value string }{{"feature-gates", o.FeatureGates}, {"preference-policy", o.PreferencePolicy},
-		{"min-values-policy", o.MinValuesPolicy}} {
+		{"min-values-policy", o.MinValuesPolicy}, {"node-repair-tolerations", o.NodeRepairTolerations}} {
 		if f.value != "" {
 			args = append(args, "--"+f.flag, f.value)
 		}
 	}
 	s, err := settings.Parse(args, func(string) string { return "" })
 	if err != nil {
-		return disruption.Options{}, fmt.Errorf("controller settings: %w", err)
+		return nil, fmt.Errorf("controller settings: %w", err)
 	}
-	return ctrldisruption.DecisionOptions(s), nil
+	return s, nil
 }
 
 // decideNode says what the disruption controller would decide about node now. nc is the node's NodeClaim (nil
@@ -144,7 +146,11 @@ func inProgress(v *ctrldisruption.View, nc *karpv1.NodeClaim) *NodeDecision {
 
 // outcomeOf picks the node's part of a decision: in the command, or why it stays.
 func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) {
-	if cmd := res.Command; cmd != nil {
+	cmds := res.Commands
+	if len(cmds) == 0 && res.Command != nil {
+		cmds = []*disruption.Command{res.Command}
+	}
+	for _, cmd := range cmds {
 		for _, c := range cmd.Candidates {
 			if c.NodeClaim != nodeClaim {
 				continue
@@ -157,7 +163,14 @@ func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) 
 			for _, r := range cmd.Replacements {
 				dc.Replacements = append(dc.Replacements, r.InstanceType+"/"+r.Zone+"/"+r.CapacityType)
 			}
-			return &NodeDecision{Outcome: OutcomeDisrupt, Reason: string(cmd.Reason), Message: cmd.Message(), Command: dc}, nil
+			for _, sc := range cmd.Scores {
+				dc.Scores = append(dc.Scores, sc.String())
+			}
+			msg := cmd.Message()
+			if len(dc.Scores) > 0 {
+				msg += "; consolidationPolicy Balanced approves: " + strings.Join(dc.Scores, "; ")
+			}
+			return &NodeDecision{Outcome: OutcomeDisrupt, Reason: string(cmd.Reason), Message: msg, Command: dc}, nil
 		}
 	}
 	for _, s := range res.Stays {

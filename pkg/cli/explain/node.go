@@ -48,6 +48,8 @@ type NodeReport struct {
 	PriceSource  string   `json:"priceSource,omitempty"`
 	// Decision is what the disruption controller would decide about the node now.
 	Decision *NodeDecision `json:"decision"`
+	// Repair is what node repair would do about the node (FEATURE_GATES NodeRepair).
+	Repair *RepairReport `json:"repair,omitempty"`
 	// CommandInProgress is the disruption command the node's NodeClaim already carries, if any.
 	CommandInProgress *CommandInProgress `json:"commandInProgress,omitempty"`
 	// Warnings are what may make the decision differ from the controller's (NodePools left out, unknown prices,
@@ -62,10 +64,11 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 	if err := o.validate(); err != nil {
 		return err
 	}
-	opts, err := o.decisionOptions()
+	s, err := o.controllerSettings()
 	if err != nil {
 		return err
 	}
+	opts := ctrldisruption.DecisionOptions(s)
 	var node corev1.Node
 	if err := c.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -127,6 +130,9 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 		}
 	}
 	if r.Decision, err = decideNode(ctx, c, v, &node, nc, its, opts); err != nil {
+		return err
+	}
+	if r.Repair, err = repairReport(s, v, &node, nc, o.now()); err != nil {
 		return err
 	}
 	if o.Output == "json" {
@@ -337,6 +343,9 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		for _, c := range r.Conditions {
 			l.printf("    %s\n", c)
 		}
+	}
+	if r.Repair != nil {
+		l.printf("Node repair: %s\n", r.Repair.line())
 	}
 	if d := r.Decision; d != nil {
 		l.printf("Disruption decision: %s\n", d.summary())

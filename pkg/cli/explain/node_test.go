@@ -267,6 +267,7 @@ func TestExplainNodeTable(t *testing.T) {
     Initialized=True (Initialized)
     Launched=True (Launched)
     Registered=True (Registered)
+Node repair: off (FEATURE_GATES NodeRepair=false); healthy: no repair policy matches its conditions
 Disruption decision: stays [DoNotDisrupt]: pod default/small has the annotation karpenter.sh/do-not-disrupt=true
 Disruption command in progress: none
 Why it stays:
@@ -303,6 +304,44 @@ func TestExplainNodeTableStaysWithoutBlocker(t *testing.T) {
 	}
 }
 
+// The repair line says when an unhealthy node would be repaired, whether or not the gate is on, and honours
+// --node-repair-tolerations.
+func TestExplainNodeRepair(t *testing.T) {
+	nc, node := large()
+	n := node.Obj()
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "KernelReady", Status: corev1.ConditionFalse,
+		LastTransitionTime: metav1.NewTime(explainNow.Add(-10 * time.Minute))})
+	c := fakeClient(t, onDemand().Obj(), nc.Obj(), n)
+	for _, tc := range []struct {
+		name  string
+		gates string
+		tols  string
+		want  string
+	}{
+		{"gate off", "", "", "Node repair: off (FEATURE_GATES NodeRepair=false), nothing will happen; with it on: unhealthy (KernelReady=False since 2026-11-24T09:50:00Z); would be repaired at 2026-11-24T10:20:00Z, after the 30m0s toleration"},
+		{"gate on", "NodeRepair=true", "", "Node repair: unhealthy (KernelReady=False since 2026-11-24T09:50:00Z); would be repaired at 2026-11-24T10:20:00Z, after the 30m0s toleration"},
+		{"shortened toleration", "NodeRepair=true", "KernelReady=5m", "Node repair: unhealthy (KernelReady=False since 2026-11-24T09:50:00Z) past its 5m0s toleration since 2026-11-24T09:55:00Z: repaired now (its NodeClaim deleted, the drain not waiting for PodDisruptionBudgets)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Options{Output: "table", Region: "us-west-2", InstanceTypesFile: "testdata/types.json", Clock: clocktesting.NewFakePassiveClock(explainNow),
+				FeatureGates: tc.gates, NodeRepairTolerations: tc.tols}
+			var out bytes.Buffer
+			if err := RunNode(context.Background(), c, o, "n1", &out); err != nil {
+				t.Fatalf("RunNode: %v", err)
+			}
+			var line string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if strings.HasPrefix(l, "Node repair: ") {
+					line = l
+				}
+			}
+			if diff := cmp.Diff(tc.want, line); diff != "" {
+				t.Errorf("repair line (-want +got):\n%s\n%s", diff, out.String())
+			}
+		})
+	}
+}
+
 func TestExplainNodeOptionErrors(t *testing.T) {
 	nc, node := large()
 	c := fakeClient(t, test.NodePool("general").Obj(), nc.Obj(), node.Obj())
@@ -312,6 +351,8 @@ func TestExplainNodeOptionErrors(t *testing.T) {
 		want string
 	}{
 		{name: "unknown feature gate", opts: Options{FeatureGates: "Teleport=true"}, want: `unknown feature gate "Teleport"`},
+		{name: "repair tolerations of an unwatched condition", opts: Options{FeatureGates: "NodeRepair=true", NodeRepairTolerations: "Happy=1m"},
+			want: "--node-repair-tolerations: no repair policy of the cloud provider watches condition Happy"},
 		{name: "bad preference policy", opts: Options{PreferencePolicy: "Sometimes"}, want: "PREFERENCE_POLICY (--preference-policy)"},
 		{name: "unknown region", opts: Options{Region: "mars-1"}, want: `region "mars-1" is not in the built-in catalog`},
 		{name: "missing instance-types file", opts: Options{InstanceTypesFile: "testdata/nope.json"}, want: "testdata/nope.json"},

@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/operator/index"
+	awsprovider "github.com/dovetail/dovetail/pkg/providers/aws"
 )
 
 // instanceTypes is a cloud provider that only knows each NodePool's instance types (from the built-in catalog, an
@@ -44,6 +45,11 @@ func (instanceTypes) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovide
 	return "", errReadOnly
 }
 func (instanceTypes) Name() string { return "dovetailctl" }
+
+// RepairPolicies are the AWS provider's: explain reports when the controller would repair a node.
+func (instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy {
+	return awsprovider.RepairPolicies()
+}
 
 // podsByNode serves the lists of pods by spec.nodeName that the controller's snapshot makes once per NodeClaim
 // (from its cache's index) out of the pods explain has already listed, instead of one API request each. Every

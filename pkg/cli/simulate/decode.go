@@ -229,7 +229,7 @@ func validateNodePool(np *karpv1.NodePool) error {
 	for i, r := range np.Spec.Template.Spec.Requirements {
 		switch r.Operator {
 		case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist,
-			corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+			corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 		default:
 			return fmt.Errorf("NodePool %s: spec.template.spec.requirements[%d].operator: unknown operator %q", np.Name, i, r.Operator)
 		}

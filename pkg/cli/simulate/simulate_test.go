@@ -164,3 +164,42 @@ func TestDocumentsForms(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateGteLte plans with a NodePool bounding karpenter.k8s.aws/instance-cpu to exactly 8 with Gte and Lte:
+// every planned node is a 2xlarge (8 vCPUs) of the built-in catalog although a smaller type would be cheaper.
+func TestSimulateGteLte(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pods := write("pods.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory: 512Mi}}}]}\n")
+	pools := write("np.yaml", `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: bounded}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["8"]}
+        - {key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ["8"]}
+`)
+	out, err := run(t, &Options{PodsFile: pods, NodePoolsFile: pools, Region: "us-west-2", Output: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(r.NodeClaims) != 1 {
+		t.Fatalf("want one planned node, got %+v", r.NodeClaims)
+	}
+	if it := r.NodeClaims[0].InstanceType; !strings.HasSuffix(it, ".2xlarge") {
+		t.Errorf("planned %s, want an 8-vCPU .2xlarge type", it)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,7 @@ type CloudProvider struct {
 	nextID        int
 	errs          map[string][]error
 	drift         cloudprovider.DriftReason
+	repair        []cloudprovider.RepairPolicy
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -303,6 +305,33 @@ func (f *CloudProvider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cl
 
 // Name returns "fake".
 func (f *CloudProvider) Name() string { return "fake" }
+
+// RepairPolicies returns the policies set with SetRepairPolicies, by default DefaultRepairPolicies.
+func (f *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.repair == nil {
+		return DefaultRepairPolicies()
+	}
+	return append([]cloudprovider.RepairPolicy(nil), f.repair...)
+}
+
+// SetRepairPolicies replaces the fake's repair policies (an empty, non-nil list turns repair off).
+func (f *CloudProvider) SetRepairPolicies(p []cloudprovider.RepairPolicy) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.repair = append([]cloudprovider.RepairPolicy{}, p...)
+}
+
+// DefaultRepairPolicies are the fake's repair policies: the kubelet's Ready condition False or Unknown for 30
+// minutes, and a test condition, FakeHardwareReady, False for 10 minutes.
+func DefaultRepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "FakeHardwareReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
+	}
+}
 
 // ZoneFromProviderID returns the zone part of a fake provider ID.
 func ZoneFromProviderID(id string) (string, error) {

@@ -183,8 +183,9 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 		ReservedENIs:            p.settings.ReservedENIs,
 		EphemeralStorage:        launchtemplate.EphemeralStorage(nc),
 	}
-	if f := nc.AMIFamily(); f == awsv1.AMIFamilyWindows2019 || f == awsv1.AMIFamilyWindows2022 {
+	if awsv1.IsWindows(nc.AMIFamily()) {
 		s.OS = karpv1.OSWindows
+		s.WindowsBuild = awsv1.WindowsBuild(nc.AMIFamily())
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -301,6 +302,12 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 		kc.ImageGCHighThresholdPercent = k.ImageGCHighThresholdPercent
 		kc.ImageGCLowThresholdPercent = k.ImageGCLowThresholdPercent
 		kc.CPUCFSQuota = k.CPUCFSQuota
+		if len(k.Extra) > 0 {
+			kc.Extra = map[string]json.RawMessage{}
+			for name, v := range k.Extra {
+				kc.Extra[name] = json.RawMessage(v.Raw)
+			}
+		}
 	}
 	taints := []corev1.Taint{karpv1.UnregisteredNoExecuteTaint()}
 	taints = append(taints, nodeClaim.Spec.Taints...)
@@ -311,6 +318,11 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 	}
 	if nc.Spec.UserData != nil {
 		b.UserData = *nc.Spec.UserData
+	}
+	if build := awsv1.WindowsBuild(family); build != "" {
+		// The Windows kubelet reports its build too; registering it up front keeps the Node matching the
+		// NodeClaim's instance type from the first moment.
+		b.Labels[corev1.LabelWindowsBuild] = build
 	}
 	return b
 }

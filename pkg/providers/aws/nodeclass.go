@@ -55,9 +55,6 @@ func (p *CloudProvider) ValidateNodeClass(_ context.Context, nc *awsv1.EC2NodeCl
 	b := p.bootstrap(nc, claim, cloudprovider.CapacityTypeOnDemand, it, ClusterInfo{
 		Endpoint: "https://validation.invalid", CABundle: "", ServiceCIDR: defaultServiceCIDR, ClusterDNS: "10.100.0.10",
 	})
-	if family == awsv1.AMIFamilyWindows2019 || family == awsv1.AMIFamilyWindows2022 {
-		return fmt.Errorf("AMI family %s is not supported yet", family)
-	}
 	if _, err := b.Render(); err != nil {
 		return fmt.Errorf("userData: %w", err)
 	}

@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -727,5 +729,93 @@ func TestThrottledCallsAreCountedAgainstSimulator(t *testing.T) {
 	}
 	if counts["EC2/DescribeInstances"] != 3 {
 		t.Errorf("a successful call was counted as throttled: %v", counts)
+	}
+}
+
+// TestWindows2025AgainstSimulator launches a node with the windows2025 alias: the simulator answers the SSM
+// parameter, the instance type carries the Windows labels and the user data is the EKS Windows bootstrap.
+func TestWindows2025AgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolve(t, test.EC2NodeClass("default", "dovetail").Alias("windows2025@latest").Obj())
+	created, err := p.Create(context.Background(), claim("default-win", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	for k, want := range map[string]string{corev1.LabelOSStable: "windows", corev1.LabelWindowsBuild: awsv1.WindowsBuild2025} {
+		if got := created.Labels[k]; got != want {
+			t.Errorf("NodeClaim label %s = %q, want %q", k, got, want)
+		}
+	}
+	if created.Status.ImageID == "" {
+		t.Fatalf("no image id on the created NodeClaim")
+	}
+	checkUserData(t, p, created.Status.ImageID)
+	img, err := p.ec2.DescribeImages(context.Background(), &ec2.DescribeImagesInput{ImageIds: []string{created.Status.ImageID}})
+	if err != nil || len(img.Images) != 1 || !strings.Contains(awssdk.ToString(img.Images[0].Name), "Windows_Server-2025") {
+		t.Fatalf("image %s is not the Windows Server 2025 EKS image: %v %v", created.Status.ImageID, img, err)
+	}
+}
+
+// TestKubeletExtraFieldsReachUserData launches a node whose node class sets upstream kubelet fields Dovetail does
+// not model and finds them in the launch template's NodeConfig.
+func TestKubeletExtraFieldsReachUserData(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	nc := test.EC2NodeClass("default", "dovetail").Alias("al2023@latest").Obj()
+	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{Extra: map[string]apiextensionsv1.JSON{
+		"serializeImagePulls": {Raw: []byte(`false`)}, "containerLogMaxFiles": {Raw: []byte(`7`)}}}
+	p.resolve(t, nc)
+	created, err := p.Create(context.Background(), claim("default-kubelet", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	lts, err := p.ec2.DescribeLaunchTemplates(context.Background(), &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range lts.LaunchTemplates {
+		v, err := p.ec2.DescribeLaunchTemplateVersions(context.Background(), &ec2.DescribeLaunchTemplateVersionsInput{
+			LaunchTemplateId: lt.LaunchTemplateId, Versions: []string{"$Latest"}})
+		if err != nil || len(v.LaunchTemplateVersions) == 0 {
+			t.Fatalf("DescribeLaunchTemplateVersions: %v", err)
+		}
+		data := v.LaunchTemplateVersions[0].LaunchTemplateData
+		if awssdk.ToString(data.ImageId) != created.Status.ImageID {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(awssdk.ToString(data.UserData))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"serializeImagePulls: false", "containerLogMaxFiles: 7"} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("user data lacks %q:\n%s", want, raw)
+			}
+		}
+		return
+	}
+	t.Fatalf("no launch template uses image %s", created.Status.ImageID)
+}
+
+// TestAMITermIDWinsOverSSMParameter resolves a term that sets both id and ssmParameter: the id is used, as
+// Karpenter does, and the parameter (which does not exist) is not read.
+func TestAMITermIDWinsOverSSMParameter(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	ctx := context.Background()
+	latest, err := p.ResolveAMIs(ctx, test.EC2NodeClass("latest", "dovetail").Alias("al2023@latest").Obj())
+	if err != nil || len(latest) == 0 {
+		t.Fatalf("ResolveAMIs(al2023@latest) = %v, %v", latest, err)
+	}
+	nc := test.EC2NodeClass("both", "dovetail").Obj()
+	nc.Spec.AMIFamily = awssdk.String(awsv1.AMIFamilyAL2023)
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: latest[0].ID, SSMParameter: "/does/not/exist"}}
+	got, err := p.ResolveAMIs(ctx, nc)
+	if err != nil {
+		t.Fatalf("ResolveAMIs: %v", err)
+	}
+	if len(got) != 1 || got[0].ID != latest[0].ID {
+		t.Errorf("resolved %+v, want only %s", got, latest[0].ID)
 	}
 }

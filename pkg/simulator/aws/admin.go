@@ -302,6 +302,15 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.SetFaults(f)
 		writeAdmin(w, http.StatusOK, f)
+	case route == "POST faults/setup":
+		var sf SetupFaults
+		if !readAdmin(w, r, &sf) {
+			return
+		}
+		f := s.GetFaults()
+		f.Setup = sf
+		s.SetFaults(f)
+		writeAdmin(w, http.StatusOK, f)
 	case route == "POST faults/subnet-ips":
 		var req SubnetIPRequest
 		if !readAdmin(w, r, &req) {

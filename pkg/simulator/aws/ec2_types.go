@@ -156,10 +156,15 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 		B("ipv6Supported", true), T("enaSupport", "required"), B("efaSupported", false),
 		B("encryptionInTransitSupported", t.Hypervisor == "nitro" && t.Generation >= 5))
 	hyper := TOpt("hypervisor", t.Hypervisor)
+	enclaves := "unsupported"
+	if t.NitroEnclaves() {
+		enclaves = "supported"
+	}
 	return E("item",
 		T("instanceType", t.Name), B("currentGeneration", t.CurrentGeneration), B("freeTierEligible", false),
 		StrList("supportedUsageClasses", "item", usage), StrList("supportedRootDeviceTypes", "item", []string{"ebs"}),
 		StrList("supportedVirtualizationTypes", "item", t.VirtualizationTypes), B("bareMetal", t.BareMetal), hyper,
+		T("nitroEnclavesSupport", enclaves),
 		proc,
 		E("vCpuInfo", I("defaultVCpus", int64(t.VCPU))),
 		E("memoryInfo", I("sizeInMiB", t.MemoryMiB)),

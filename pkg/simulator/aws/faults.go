@@ -73,6 +73,9 @@ type Faults struct {
 	// NotFoundAfterLaunch makes DescribeInstances by instance id answer InvalidInstanceID.NotFound for instances
 	// younger than this (EC2's eventual consistency).
 	NotFoundAfterLaunch Duration `json:"notFoundAfterLaunch,omitempty"`
+	// Setup breaks the account setup `dovetailctl doctor` checks (identity, IAM permissions, queue policy,
+	// EventBridge rules).
+	Setup SetupFaults `json:"setup,omitempty"`
 }
 
 type faults = Faults
@@ -116,7 +119,8 @@ var throttleCodes = map[string]*apiError{
 	"pricing": {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
 	"sqs": {Status: http.StatusBadRequest, Code: "com.amazonaws.sqs#RequestThrottled", Message: "Rate exceeded",
 		QueryCode: "RequestThrottled"},
-	"eks": {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
+	"eks":    {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
+	"events": {Status: http.StatusBadRequest, Code: "ThrottlingException", Message: "Rate exceeded"},
 }
 
 // applyFaults adds latency and decides whether the call is throttled.
@@ -162,6 +166,8 @@ func (s *Simulator) GetFaults() Faults {
 	defer s.mu.Unlock()
 	f := s.faults
 	f.Capacity = append([]CapacityFault{}, f.Capacity...)
+	f.Setup.DeniedActions = append([]string(nil), f.Setup.DeniedActions...)
+	f.Setup.MissingEventRules = append([]string(nil), f.Setup.MissingEventRules...)
 	f.NoNode = nil
 	for _, nf := range s.faults.NoNode {
 		nf.Tags = copyMap(nf.Tags)

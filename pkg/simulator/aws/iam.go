@@ -43,6 +43,7 @@ func (s *Simulator) iamHandlers() map[string]iamHandler {
 		"ListInstanceProfilesForRole":   s.iamListInstanceProfilesForRole,
 		"GetRole":                       s.iamGetRole,
 		"CreateRole":                    s.iamCreateRole,
+		"SimulatePrincipalPolicy":       s.iamSimulatePrincipalPolicy,
 	}
 }
 

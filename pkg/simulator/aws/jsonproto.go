@@ -11,7 +11,7 @@ import (
 type jsonHandler func(r *http.Request, a *account, body []byte) (any, *apiError)
 
 func (s *Simulator) serveJSON(w http.ResponseWriter, r *http.Request, a *account, version, action string, handlers map[string]jsonHandler) {
-	service := map[string]string{"AmazonSSM": "ssm", "AWSPriceListService": "pricing", "AmazonSQS": "sqs"}[serviceOfTarget(r.Header.Get("X-Amz-Target"))]
+	service := map[string]string{"AmazonSSM": "ssm", "AWSPriceListService": "pricing", "AmazonSQS": "sqs", "AWSEvents": "events"}[serviceOfTarget(r.Header.Get("X-Amz-Target"))]
 	if err := s.applyFaults(r, service, action); err != nil {
 		writeJSONError(w, version, err)
 		return

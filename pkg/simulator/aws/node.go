@@ -47,6 +47,10 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		maxPods = *b.MaxPods
 	}
 	arch := catalog.KubeArch(i.Arch)
+	osName := "linux"
+	if b.Format == "windows" {
+		osName = "windows"
+	}
 	labels := map[string]string{}
 	for k, v := range b.Labels {
 		labels[k] = v
@@ -54,14 +58,14 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 	for k, v := range map[string]string{
 		corev1.LabelHostname:                       i.PrivateDNS,
 		corev1.LabelArchStable:                     arch,
-		corev1.LabelOSStable:                       "linux",
+		corev1.LabelOSStable:                       osName,
 		corev1.LabelInstanceTypeStable:             i.Type,
 		corev1.LabelTopologyZone:                   i.Zone,
 		corev1.LabelTopologyRegion:                 s.opts.Region,
 		"topology.k8s.aws/zone-id":                 i.ZoneID,
 		"node.kubernetes.io/lifecycle":             map[bool]string{true: "spot", false: "normal"}[i.Spot],
 		"beta.kubernetes.io/arch":                  arch,
-		"beta.kubernetes.io/os":                    "linux",
+		"beta.kubernetes.io/os":                    osName,
 		"failure-domain.beta.kubernetes.io/zone":   i.Zone,
 		"failure-domain.beta.kubernetes.io/region": s.opts.Region,
 		"beta.kubernetes.io/instance-type":         i.Type,

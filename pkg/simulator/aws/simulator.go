@@ -229,6 +229,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveJSON(w, r, acct, "1.1", strings.TrimPrefix(target, "AWSPriceListService."), s.pricingHandlers())
 	case strings.HasPrefix(target, "AmazonSQS."):
 		s.serveJSON(w, r, acct, "1.0", strings.TrimPrefix(target, "AmazonSQS."), s.sqsHandlers())
+	case strings.HasPrefix(target, "AWSEvents."):
+		s.serveJSON(w, r, acct, "1.1", strings.TrimPrefix(target, "AWSEvents."), s.eventsHandlers())
 	case r.Method == http.MethodPost:
 		if err := r.ParseForm(); err != nil {
 			http.Error(w, "cannot parse form: "+err.Error(), http.StatusBadRequest)
@@ -240,6 +242,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.serveEC2(w, r, acct, p)
 		case iamVersion:
 			s.serveIAM(w, r, acct, p)
+		case stsVersion:
+			s.serveSTS(w, r, acct, p)
 		default:
 			s.log.Warn("request for an unknown service", "version", p.get("Version"), "action", p.get("Action"))
 			http.Error(w, fmt.Sprintf("awssim: unknown API version %q (action %q)", p.get("Version"), p.get("Action")),

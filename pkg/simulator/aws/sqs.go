@@ -34,6 +34,7 @@ func (s *Simulator) sqsHandlers() map[string]jsonHandler {
 		"DeleteMessage":      s.sqsDeleteMessage,
 		"GetQueueAttributes": s.sqsGetQueueAttributes,
 		"PurgeQueue":         s.sqsPurgeQueue,
+		"ListQueues":         s.sqsListQueues,
 	}
 }
 
@@ -301,8 +302,10 @@ func (s *Simulator) sqsGetQueueAttributes(r *http.Request, a *account, body []by
 			visible++
 		}
 	}
+	arn := fmt.Sprintf("arn:aws:sqs:%s:%s:%s", s.opts.Region, a.number, q.Name)
 	return map[string]any{"Attributes": map[string]string{
-		"QueueArn":                              fmt.Sprintf("arn:aws:sqs:%s:%s:%s", s.opts.Region, a.number, q.Name),
+		"QueueArn":                              arn,
+		"Policy":                                s.queuePolicyLocked(arn),
 		"ApproximateNumberOfMessages":           fmt.Sprint(visible),
 		"ApproximateNumberOfMessagesNotVisible": fmt.Sprint(inflight),
 		"MessageRetentionPeriod":                "300",

@@ -20,7 +20,8 @@ import (
 
 // Bootstrap is what the simulator reads from an instance's user data: the kubelet settings that shape its Node.
 type Bootstrap struct {
-	// Format is "al2023" (MIME with NodeConfig), "bottlerocket" (TOML), "shell" (bootstrap.sh flags) or "" (none).
+	// Format is "al2023" (MIME with NodeConfig), "bottlerocket" (TOML), "shell" (bootstrap.sh flags), "windows"
+	// (PowerShell calling Start-EKSBootstrap.ps1) or "" (none).
 	Format         string
 	ClusterName    string
 	Labels         map[string]string
@@ -64,8 +65,10 @@ func parseUserDataText(text string) (Bootstrap, error) {
 		return b, nil
 	case strings.Contains(trimmed, "[settings"):
 		return parseBottlerocket(trimmed)
+	case strings.HasPrefix(trimmed, "<powershell>"):
+		return parseWindows(trimmed), nil
 	}
-	return Bootstrap{}, errors.New("user data is neither a MIME multi-part document, a NodeConfig, a shell script nor Bottlerocket TOML")
+	return Bootstrap{}, errors.New("user data is neither a MIME multi-part document, a NodeConfig, a shell script, Bottlerocket TOML nor Windows PowerShell")
 }
 
 func firstLines(s string, n int) string {
@@ -260,6 +263,18 @@ func parseShell(text string) Bootstrap {
 	}
 	return b
 }
+
+// parseWindows reads the kubelet flags of the EKS Windows bootstrap (Start-EKSBootstrap.ps1 -KubeletExtraArgs).
+func parseWindows(text string) Bootstrap {
+	b := parseShell(text)
+	b.Format = "windows"
+	if m := windowsClusterRE.FindStringSubmatch(text); m != nil {
+		b.ClusterName = strings.ReplaceAll(m[1], "''", "'")
+	}
+	return b
+}
+
+var windowsClusterRE = regexp.MustCompile(`-EKSClusterName '((?:[^']|'')*)'`)
 
 func mergeBootstrap(dst *Bootstrap, src Bootstrap) {
 	for k, v := range src.Labels {

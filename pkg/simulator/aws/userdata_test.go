@@ -94,6 +94,15 @@ func TestParseUserData(t *testing.T) {
 			Labels: map[string]string{"karpenter.sh/nodepool": "al2"},
 			Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}},
 		}},
+		{name: "windows powershell", in: b64("<powershell>\n[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
+			"& $EKSBootstrapScriptFile -EKSClusterName 'dove''tail' -APIServerEndpoint 'https://x' -Base64ClusterCA 'Q0E='" +
+			" -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,node.kubernetes.io/windows-build=10.0.26100" +
+			" --register-with-taints=karpenter.sh/unregistered:NoExecute --max-pods=29' -DNSClusterIP '10.100.0.10'\n</powershell>\n"),
+			want: Bootstrap{
+				Format: "windows", ClusterName: "dove'tail", MaxPods: intp(29),
+				Labels: map[string]string{"karpenter.sh/nodepool": "win", "node.kubernetes.io/windows-build": "10.0.26100"},
+				Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}},
+			}},
 		{name: "not base64", in: "%%%", wantErr: true},
 		{name: "gibberish", in: b64("hello world"), wantErr: true},
 		{name: "bad taint effect", in: b64("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags: [\"--register-with-taints=a=b:Sometimes\"]\n"), wantErr: true},

@@ -227,5 +227,11 @@ func (s *Simulator) releaseAMIsLocked(a *account, at time.Time) {
 			put(base+"/"+brVersion+"/image_id", id)
 		}
 	}
+	// Windows Server (x86_64 only); the SSM parameters have no version, only the latest image.
+	for _, year := range []string{"2019", "2022", "2025"} {
+		name := fmt.Sprintf("Windows_Server-%s-English-Core-EKS_Optimized-%s-%s", year, k8s, at.UTC().Format("2006.01.02"))
+		id := add(name, "x86_64", amazonOwnerID, "Microsoft Windows Server "+year+" Core optimized for EKS")
+		put(fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, k8s), id)
+	}
 	sort.Slice(a.images, func(i, j int) bool { return a.images[i].Name < a.images[j].Name })
 }

@@ -95,6 +95,11 @@ type PoolOptions struct {
 	Budgets []map[string]any
 	// Annotations are added to the NodePool's metadata (e.g. Dovetail's interruption policies).
 	Annotations map[string]string
+	// Requirements replace the example's requirements on the same keys and add the others, e.g.
+	// {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gte", "values": []any{"4"}}.
+	Requirements []map[string]any
+	// Alias, when set, replaces the EC2NodeClass's AMI alias (e.g. "windows2025@latest").
+	Alias string
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -104,8 +109,17 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		return nil, err
 	}
 	for _, o := range objs {
+		if o.GetKind() == "EC2NodeClass" && opts.Alias != "" {
+			if err := unstructured.SetNestedSlice(o.Object, []any{map[string]any{"alias": opts.Alias}}, "spec", "amiSelectorTerms"); err != nil {
+				return nil, err
+			}
+		}
 		if o.GetKind() != "NodePool" {
 			continue
+		}
+		replaced := map[string]bool{}
+		for _, r := range opts.Requirements {
+			replaced[r["key"].(string)] = true
 		}
 		reqs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "requirements")
 		if err != nil {
@@ -115,6 +129,8 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		for _, r := range reqs {
 			key, _ := r.(map[string]any)["key"].(string)
 			switch {
+			case replaced[key]:
+				continue
 			case key == karpv1.CapacityTypeLabelKey && len(opts.CapacityTypes) > 0:
 				continue
 			case key == "karpenter.k8s.aws/instance-category" && (len(opts.Categories) > 0 || len(opts.InstanceTypes) > 0):
@@ -137,6 +153,9 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		}
 		if len(opts.InstanceTypes) > 0 {
 			add(corev1.LabelInstanceTypeStable, opts.InstanceTypes)
+		}
+		for _, r := range opts.Requirements {
+			out = append(out, r)
 		}
 		if err := unstructured.SetNestedSlice(o.Object, out, "spec", "template", "spec", "requirements"); err != nil {
 			return nil, err

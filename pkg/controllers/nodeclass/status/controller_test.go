@@ -201,6 +201,32 @@ func TestStatusNoSubnetsMessage(t *testing.T) {
 	})
 }
 
+// TestStatusCapacityReservationsNotSupported: capacity reservations are not implemented (the ReservedCapacity
+// gate is refused), so an EC2NodeClass selecting them says so and is not Ready rather than launching without them.
+func TestStatusCapacityReservationsNotSupported(t *testing.T) {
+	c := start(t, &fakeResolver{})
+	ctx := context.Background()
+	obj := test.EC2NodeClass("reserved", "demo").Obj()
+	obj.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "reserved"}, nc); err != nil {
+			return err.Error()
+		}
+		cr := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
+		if cr == nil || cr.Status != metav1.ConditionFalse || cr.Reason != status.ReasonNotSupported {
+			return "CapacityReservationsReady not False/NotSupported: " + cmp.Diff(nil, nc.Status.Conditions)
+		}
+		if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionFalse {
+			return "Ready is not False"
+		}
+		return ""
+	})
+}
+
 func TestFinalizerWaitsForNodeClaims(t *testing.T) {
 	r := &fakeResolver{}
 	c := start(t, r)

@@ -38,6 +38,8 @@ type Info struct {
 	Hypervisor           string
 	BareMetal            bool
 	EncryptionInTransit  bool
+	// NitroEnclaves is true when the type supports Nitro Enclaves (the karpenter.k8s.aws/nitro-sandbox label).
+	NitroEnclaves bool
 }
 
 // Device is a GPU or accelerator model on an instance type; MemoryMiB is per device.
@@ -67,6 +69,8 @@ type Settings struct {
 	EphemeralStorage resource.Quantity
 	// OS is the kubernetes.io/os value; empty means linux.
 	OS string
+	// WindowsBuild is the node.kubernetes.io/windows-build value of Windows nodes; empty for Linux.
+	WindowsBuild string
 }
 
 // Shape is what a node of an instance type offers: its labels, capacity and the overhead held back from pods.
@@ -141,7 +145,7 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 		return Shape{}, fmt.Errorf("instance type %s: evictionHard: %w", info.Name, err)
 	}
 	return Shape{
-		Labels:   Labels(info, s.OS),
+		Labels:   withWindowsBuild(Labels(info, s.OS), s.WindowsBuild),
 		Capacity: capacity,
 		Overhead: cloudprovider.Overhead{
 			KubeReserved:      kubeReserved,
@@ -257,6 +261,14 @@ func threshold(v string, capacity resource.Quantity) (resource.Quantity, error) 
 	return resource.ParseQuantity(v)
 }
 
+// withWindowsBuild adds the node.kubernetes.io/windows-build label when build is set.
+func withWindowsBuild(l map[string]string, build string) map[string]string {
+	if build != "" {
+		l[corev1.LabelWindowsBuild] = build
+	}
+	return l
+}
+
 // Labels returns the well-known labels a node of this type carries (arch, os, instance type and the
 // karpenter.k8s.aws/instance-* family). Zone, region and capacity type are per offering and not included.
 func Labels(info Info, os string) map[string]string {
@@ -299,6 +311,7 @@ func Labels(info Info, os string) map[string]string {
 		l[awsv1.LabelInstanceEBSBandwidth] = strconv.FormatInt(info.EBSBandwidthMbps, 10)
 	}
 	l[awsv1.LabelInstanceEncryptionInTransitSupported] = strconv.FormatBool(info.EncryptionInTransit)
+	l[awsv1.LabelNitroSandbox] = strconv.FormatBool(info.NitroEnclaves)
 	if info.LocalNVMe && info.LocalStorageGB > 0 {
 		l[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(info.LocalStorageGB, 10)
 	}

@@ -190,12 +190,13 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceEBSBandwidth:                 "650",
 				awsv1.LabelInstanceHypervisor:                   "nitro",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
+				awsv1.LabelNitroSandbox:                         "false",
 			},
 		},
 		{
 			name: "arm GPU type with local NVMe on windows",
 			info: Info{Name: "g5g.2xlarge", Architectures: []string{"arm64"}, VCPU: 8, MemoryMiB: 16384, LocalNVMe: true, LocalStorageGB: 250,
-				EncryptionInTransit: true, GPUs: []Device{{Name: "T4g", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 16384}}},
+				EncryptionInTransit: true, NitroEnclaves: true, GPUs: []Device{{Name: "T4g", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 16384}}},
 			os: "windows",
 			want: map[string]string{
 				"kubernetes.io/arch":                            "arm64",
@@ -208,6 +209,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceCPU:                          "8",
 				awsv1.LabelInstanceMemory:                       "16384",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "true",
+				awsv1.LabelNitroSandbox:                         "true",
 				awsv1.LabelInstanceLocalNVME:                    "250",
 				awsv1.LabelInstanceGPUName:                      "t4g",
 				awsv1.LabelInstanceGPUManufacturer:              "nvidia",
@@ -230,6 +232,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceMemory:                       "6291456",
 				awsv1.LabelInstanceHypervisor:                   "",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
+				awsv1.LabelNitroSandbox:                         "false",
 			},
 		},
 	}

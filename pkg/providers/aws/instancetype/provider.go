@@ -279,6 +279,7 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		info.LocalStorageGB = aws.ToInt64(s.TotalSizeInGB)
 		info.LocalNVMe = s.NvmeSupport == ec2types.EphemeralNvmeSupportRequired || s.NvmeSupport == ec2types.EphemeralNvmeSupportSupported
 	}
+	info.NitroEnclaves = t.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported
 	if n := t.NetworkInfo; n != nil {
 		info.MaxENIs = int(aws.ToInt32(n.MaximumNetworkInterfaces))
 		info.IPv4PerENI = int(aws.ToInt32(n.Ipv4AddressesPerInterface))

@@ -3,6 +3,7 @@ package launchtemplate
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -24,6 +25,9 @@ const (
 	FamilyAL2          = "AL2"
 	FamilyBottlerocket = "Bottlerocket"
 	FamilyCustom       = "Custom"
+	FamilyWindows2019  = "Windows2019"
+	FamilyWindows2022  = "Windows2022"
+	FamilyWindows2025  = "Windows2025"
 )
 
 // mimeBoundary is fixed so the same inputs give byte-identical user data (and so the same launch template).
@@ -61,6 +65,43 @@ type KubeletConfig struct {
 	ImageGCLowThresholdPercent  *int32            `json:"imageGCLowThresholdPercent,omitempty"`
 	CPUCFSQuota                 *bool             `json:"cpuCFSQuota,omitempty"`
 	PodsPerCore                 *int32            `json:"podsPerCore,omitempty"`
+	// Extra are upstream KubeletConfiguration fields Dovetail does not model, by JSON name; they are written into
+	// the node's kubelet configuration unchanged (AL2023, AL2, Windows). Bottlerocket has no place for them.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// kubeletConfigFields breaks the recursion of KubeletConfig.MarshalJSON.
+type kubeletConfigFields KubeletConfig
+
+// MarshalJSON writes the modelled fields and Extra in one object; a modelled field wins over an Extra entry of
+// the same name.
+func (k KubeletConfig) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(kubeletConfigFields(k))
+	if err != nil || len(k.Extra) == 0 {
+		return raw, err
+	}
+	all := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, err
+	}
+	for name, v := range k.Extra {
+		if _, modelled := all[name]; !modelled {
+			all[name] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+// extraJSON is Extra as one JSON object, "" when there is none.
+func (k KubeletConfig) extraJSON() (string, error) {
+	if len(k.Extra) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(k.Extra)
+	if err != nil {
+		return "", fmt.Errorf("encoding kubelet configuration fields: %w", err)
+	}
+	return string(b), nil
 }
 
 // Render renders the user data (not yet base64-encoded) for the family.
@@ -72,10 +113,12 @@ func (b Bootstrap) Render() (string, error) {
 		return b.al2()
 	case FamilyBottlerocket:
 		return b.bottlerocket()
+	case FamilyWindows2019, FamilyWindows2022, FamilyWindows2025:
+		return b.windows()
 	case FamilyCustom:
 		return b.UserData, nil
 	}
-	return "", fmt.Errorf("AMI family %q has no bootstrap support (supported: AL2023, AL2, Bottlerocket, Custom)", b.Family)
+	return "", fmt.Errorf("AMI family %q has no bootstrap support (supported: AL2023, AL2, Bottlerocket, Windows2019, Windows2022, Windows2025, Custom)", b.Family)
 }
 
 // nodeConfig is nodeadm's NodeConfig document (node.eks.aws/v1alpha1).
@@ -147,6 +190,15 @@ func (b Bootstrap) al2() (string, error) {
 	var sb strings.Builder
 	sb.WriteString("#!/bin/bash -xe\n")
 	sb.WriteString("exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
+	extra, err := b.Kubelet.extraJSON()
+	if err != nil {
+		return "", err
+	}
+	if extra != "" {
+		// bootstrap.sh edits the AMI's kubelet-config.json in place, so fields merged in before it stay.
+		sb.WriteString("KUBELET_CONFIG=/etc/kubernetes/kubelet/kubelet-config.json\n")
+		fmt.Fprintf(&sb, "echo \"$(jq --argjson extra %s '. * $extra' \"$KUBELET_CONFIG\")\" > \"$KUBELET_CONFIG\"\n", shellQuote(extra))
+	}
 	fmt.Fprintf(&sb, "/etc/eks/bootstrap.sh %s --apiserver-endpoint %s --b64-cluster-ca %s",
 		shellQuote(b.ClusterName), shellQuote(b.Endpoint), shellQuote(b.CABundle))
 	if len(b.Kubelet.ClusterDNS) > 0 {
@@ -175,6 +227,62 @@ func (b Bootstrap) al2() (string, error) {
 	}
 	return writeMIME(append(user, part{contentType: `text/x-shellscript; charset="us-ascii"`, body: []byte(sb.String())}))
 }
+
+// windows renders the PowerShell user data of the EKS-optimized Windows AMIs: the node class's own PowerShell
+// (without its <powershell> tags) runs first, then the AMI's Start-EKSBootstrap.ps1 with the cluster and the
+// kubelet flags.
+func (b Bootstrap) windows() (string, error) {
+	var sb strings.Builder
+	sb.WriteString("<powershell>\n")
+	if user := strings.TrimSpace(b.UserData); user != "" {
+		user = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(user, "<powershell>"), "</powershell>"))
+		if strings.Contains(user, "<powershell>") || strings.Contains(user, "</powershell>") {
+			return "", fmt.Errorf("windows userData: at most one <powershell> block, at the start and end, is supported")
+		}
+		sb.WriteString(user)
+		sb.WriteString("\n")
+	}
+	sb.WriteString("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n")
+	fmt.Fprintf(&sb, "& $EKSBootstrapScriptFile -EKSClusterName %s -APIServerEndpoint %s -Base64ClusterCA %s",
+		psQuote(b.ClusterName), psQuote(b.Endpoint), psQuote(b.CABundle))
+	args := b.kubeletFlags()
+	if b.Kubelet.MaxPods > 0 {
+		args = append(args, "--max-pods="+strconv.Itoa(int(b.Kubelet.MaxPods)))
+	}
+	if r := mapFlag(b.Kubelet.KubeReserved, "=", ","); r != "" {
+		args = append(args, "--kube-reserved="+r)
+	}
+	if r := mapFlag(b.Kubelet.SystemReserved, "=", ","); r != "" {
+		args = append(args, "--system-reserved="+r)
+	}
+	if r := mapFlag(b.Kubelet.EvictionHard, "<", ","); r != "" {
+		args = append(args, "--eviction-hard="+r)
+	}
+	fmt.Fprintf(&sb, " -KubeletExtraArgs %s", psQuote(strings.Join(args, " ")))
+	if len(b.Kubelet.ClusterDNS) > 0 {
+		fmt.Fprintf(&sb, " -DNSClusterIP %s", psQuote(b.Kubelet.ClusterDNS[0]))
+	}
+	sb.WriteString("\n")
+	extra, err := b.Kubelet.extraJSON()
+	if err != nil {
+		return "", err
+	}
+	if extra != "" {
+		// Start-EKSBootstrap.ps1 writes the kubelet configuration and starts the kubelet; the extra fields are
+		// merged into it afterwards and the kubelet restarted to read them.
+		sb.WriteString("$KubeletConfigFile = \"$env:ProgramData\\kubernetes\\kubelet-config.json\"\n")
+		sb.WriteString("$KubeletConfig = Get-Content $KubeletConfigFile -Raw | ConvertFrom-Json\n")
+		fmt.Fprintf(&sb, "$KubeletExtra = %s | ConvertFrom-Json\n", psQuote(extra))
+		sb.WriteString("foreach ($f in $KubeletExtra.PSObject.Properties) { $KubeletConfig | Add-Member -NotePropertyName $f.Name -NotePropertyValue $f.Value -Force }\n")
+		sb.WriteString("$KubeletConfig | ConvertTo-Json -Depth 20 | Set-Content $KubeletConfigFile\n")
+		sb.WriteString("Restart-Service kubelet\n")
+	}
+	sb.WriteString("</powershell>\n")
+	return sb.String(), nil
+}
+
+// psQuote quotes s as a PowerShell single-quoted string.
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -318,7 +426,45 @@ func (b Bootstrap) bottlerocket() (string, error) {
 		}
 		doc.set(k+".node-taints", tomlString(key), "["+strings.Join(vals, ", ")+"]")
 	}
+	var unsupported []string
+	for _, name := range slices.Sorted(maps.Keys(b.Kubelet.Extra)) {
+		setting, ok := bottlerocketKubeletSettings[name]
+		if !ok {
+			unsupported = append(unsupported, name)
+			continue
+		}
+		// Strings, numbers, booleans and lists of strings are written the same in JSON and TOML.
+		doc.set(k, setting, string(b.Kubelet.Extra[name]))
+	}
+	if len(unsupported) > 0 {
+		return "", fmt.Errorf("kubelet fields %s have no Bottlerocket setting (Bottlerocket configures its kubelet only through settings.kubernetes); remove them or use another AMI family",
+			strings.Join(unsupported, ", "))
+	}
 	return doc.String(), nil
+}
+
+// bottlerocketKubeletSettings maps upstream KubeletConfiguration fields to the settings.kubernetes keys
+// Bottlerocket renders into its kubelet configuration.
+var bottlerocketKubeletSettings = map[string]string{
+	"allowedUnsafeSysctls":            "allowed-unsafe-sysctls",
+	"containerLogMaxFiles":            "container-log-max-files",
+	"containerLogMaxSize":             "container-log-max-size",
+	"cpuManagerPolicy":                "cpu-manager-policy",
+	"cpuManagerReconcilePeriod":       "cpu-manager-reconcile-period",
+	"eventBurst":                      "event-burst",
+	"eventRecordQPS":                  "event-qps",
+	"kubeAPIBurst":                    "kube-api-burst",
+	"kubeAPIQPS":                      "kube-api-qps",
+	"memoryManagerPolicy":             "memory-manager-policy",
+	"podPidsLimit":                    "pod-pids-limit",
+	"registryBurst":                   "registry-burst",
+	"registryPullQPS":                 "registry-qps",
+	"seccompDefault":                  "seccomp-default",
+	"serverTLSBootstrap":              "server-tls-bootstrap",
+	"shutdownGracePeriod":             "shutdown-grace-period",
+	"shutdownGracePeriodCriticalPods": "shutdown-grace-period-for-critical-pods",
+	"topologyManagerPolicy":           "topology-manager-policy",
+	"topologyManagerScope":            "topology-manager-scope",
 }
 
 // tomlDoc is the small TOML subset Bottlerocket settings use: [table] headers and single-line key = value pairs.

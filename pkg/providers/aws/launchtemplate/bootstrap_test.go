@@ -1,6 +1,7 @@
 package launchtemplate
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -234,7 +235,82 @@ func TestAL2AndCustomUserData(t *testing.T) {
 	if err != nil || custom != "raw" {
 		t.Errorf("Custom user data = %q, %v; want the user's data unchanged", custom, err)
 	}
-	if _, err := sample("Windows2022", "").Render(); err == nil {
-		t.Errorf("Windows2022 user data succeeded, want an unsupported-family error")
+	if _, err := sample("Windows2016", "").Render(); err == nil {
+		t.Errorf("Windows2016 user data succeeded, want an unsupported-family error")
+	}
+}
+
+func TestWindowsUserData(t *testing.T) {
+	for _, fam := range []string{FamilyWindows2019, FamilyWindows2022, FamilyWindows2025} {
+		t.Run(fam, func(t *testing.T) {
+			got, err := sample(fam, "<powershell>\nWrite-Host 'before bootstrap'\n</powershell>").Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "<powershell>\n" +
+				"Write-Host 'before bootstrap'\n" +
+				"[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
+				"& $EKSBootstrapScriptFile -EKSClusterName 'dovetail' -APIServerEndpoint 'https://127.0.0.1:6443' -Base64ClusterCA 'Q0E='" +
+				" -KubeletExtraArgs '--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/nodepool=default" +
+				" --register-with-taints=karpenter.sh/unregistered:NoExecute,team=a:NoSchedule --max-pods=29" +
+				" --kube-reserved=cpu=70m,memory=574Mi --eviction-hard=memory.available<100Mi' -DNSClusterIP '10.100.0.10'\n" +
+				"</powershell>\n"
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("user data (-want +got):\n%s", d)
+			}
+		})
+	}
+	if _, err := sample(FamilyWindows2025, "<powershell>a</powershell><powershell>b</powershell>").Render(); err == nil {
+		t.Errorf("two <powershell> blocks were accepted")
+	}
+}
+
+// TestKubeletExtraFields checks that upstream kubelet fields Dovetail does not model reach every family's kubelet
+// configuration, and that Bottlerocket refuses the ones it has no setting for.
+func TestKubeletExtraFields(t *testing.T) {
+	extra := map[string]json.RawMessage{
+		"serializeImagePulls": json.RawMessage(`false`),
+		"logging":             json.RawMessage(`{"format":"json"}`),
+	}
+	cases := []struct {
+		family string
+		extra  map[string]json.RawMessage
+		want   []string
+		err    string
+	}{
+		{family: FamilyAL2023, extra: extra, want: []string{"serializeImagePulls: false", "logging:", "format: json", "maxPods: 29"}},
+		{family: FamilyAL2, extra: extra, want: []string{
+			`echo "$(jq --argjson extra '{"logging":{"format":"json"},"serializeImagePulls":false}' '. * $extra' "$KUBELET_CONFIG")" > "$KUBELET_CONFIG"`}},
+		{family: FamilyWindows2025, extra: extra, want: []string{
+			`$KubeletExtra = '{"logging":{"format":"json"},"serializeImagePulls":false}' | ConvertFrom-Json`, "Restart-Service kubelet\n</powershell>"}},
+		{family: FamilyBottlerocket, extra: map[string]json.RawMessage{"containerLogMaxSize": json.RawMessage(`"50Mi"`), "podPidsLimit": json.RawMessage(`4096`)},
+			want: []string{`container-log-max-size = "50Mi"`, "pod-pids-limit = 4096"}},
+		{family: FamilyBottlerocket, extra: extra, err: "kubelet fields logging, serializeImagePulls have no Bottlerocket setting"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.family+" "+tc.err, func(t *testing.T) {
+			b := sample(tc.family, "")
+			b.Kubelet.Extra = tc.extra
+			got, err := b.Render()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("user data lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+	// A modelled field wins over an extra entry of the same name.
+	k := KubeletConfig{MaxPods: 10, Extra: map[string]json.RawMessage{"maxPods": json.RawMessage(`99`)}}
+	if out, err := json.Marshal(k); err != nil || string(out) != `{"maxPods":10}` {
+		t.Errorf("Marshal = %s, %v; want the modelled maxPods", out, err)
 	}
 }

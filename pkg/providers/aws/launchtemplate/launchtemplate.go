@@ -68,7 +68,7 @@ func DefaultBlockDeviceMappings(family string) []*awsv1.BlockDeviceMapping {
 	switch family {
 	case awsv1.AMIFamilyBottlerocket:
 		return []*awsv1.BlockDeviceMapping{vol("/dev/xvda", "4Gi", false), vol("/dev/xvdb", "20Gi", true)}
-	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022:
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		return []*awsv1.BlockDeviceMapping{vol("/dev/sda1", "50Gi", true)}
 	}
 	return []*awsv1.BlockDeviceMapping{vol("/dev/xvda", "20Gi", true)}

@@ -45,6 +45,18 @@ func variantReqs(kubeArch, variant string) []corev1.NodeSelectorRequirement {
 	return reqs
 }
 
+// windowsReqs are the requirements an image of a Windows family adds: the Windows OS and its Server build.
+func windowsReqs(family string) []corev1.NodeSelectorRequirement {
+	build := awsv1.WindowsBuild(family)
+	if build == "" {
+		return nil
+	}
+	return []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"windows"}},
+		{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{build}},
+	}
+}
+
 func kubeArchOf(ec2Arch string) string {
 	if ec2Arch == "arm64" {
 		return "arm64"
@@ -91,18 +103,18 @@ func AliasParameters(alias, k8sVersion string) ([]AliasParameter, error) {
 		for _, x := range []struct{ suffix, arch, variant string }{{"", "x86_64", "standard"}, {"", "arm64", "standard"}, {"-nvidia", "x86_64", "nvidia"}, {"-nvidia", "arm64", "nvidia"}} {
 			add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s/%s/image_id", k8sVersion, x.suffix, x.arch, v), x.arch, x.variant)
 		}
-	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022:
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		if !latest {
 			return nil, fmt.Errorf("AMI alias %q: Windows aliases support only @latest", alias)
 		}
-		year := strings.TrimPrefix(awsv1.AMIFamilyFromAlias(fam), "Windows")
+		family := awsv1.AMIFamilyFromAlias(fam)
+		year := strings.TrimPrefix(family, "Windows")
 		out = append(out, AliasParameter{
-			Path: fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, k8sVersion),
-			Requirements: []corev1.NodeSelectorRequirement{archReq("amd64"),
-				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"windows"}}},
+			Path:         fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, k8sVersion),
+			Requirements: append([]corev1.NodeSelectorRequirement{archReq("amd64")}, windowsReqs(family)...),
 		})
 	default:
-		return nil, fmt.Errorf("AMI alias %q: unknown family %q (want al2, al2023, bottlerocket, windows2019 or windows2022)", alias, fam)
+		return nil, fmt.Errorf("AMI alias %q: unknown family %q (want al2, al2023, bottlerocket, windows2019, windows2022 or windows2025)", alias, fam)
 	}
 	return out, nil
 }
@@ -125,7 +137,7 @@ func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass, k8sVersion 
 		switch {
 		case t.Alias != "":
 			imgs, err = r.aliasImages(ctx, t.Alias, k8sVersion)
-		case t.SSMParameter != "":
+		case t.SSMParameter != "" && t.ID == "":
 			imgs, err = r.ssmImages(ctx, t.SSMParameter, nc.AMIFamily())
 		default:
 			imgs, err = r.selectedImages(ctx, t, nc.AMIFamily())
@@ -236,9 +248,7 @@ func imagesWithArch(imgs []ec2types.Image, family string, now time.Time) []image
 	out := make([]image, 0, len(imgs))
 	for _, img := range imgs {
 		reqs := []corev1.NodeSelectorRequirement{archReq(kubeArchOf(string(img.Architecture)))}
-		if family == awsv1.AMIFamilyWindows2019 || family == awsv1.AMIFamilyWindows2022 {
-			reqs = append(reqs, corev1.NodeSelectorRequirement{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"windows"}})
-		}
+		reqs = append(reqs, windowsReqs(family)...)
 		out = append(out, toImage(img, reqs, now))
 	}
 	return out

@@ -44,7 +44,15 @@ func TestAliasParameters(t *testing.T) {
 			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia/arm64/1.20.1/image_id",
 		}},
 		{alias: "windows2022@latest", want: []string{"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.34/image_id"}},
+		{alias: "windows2025@latest", want: []string{"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.34/image_id"}},
+		{alias: "bottlerocket@1.10.0", want: []string{
+			"/aws/service/bottlerocket/aws-k8s-1.34/x86_64/1.10.0/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34/arm64/1.10.0/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia/x86_64/1.10.0/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia/arm64/1.10.0/image_id",
+		}},
 		{alias: "windows2022@v1", wantErr: "only @latest"},
+		{alias: "windows2025@v1", wantErr: "only @latest"},
 		{alias: "ubuntu@latest", wantErr: "unknown family"},
 		{alias: "al2023", wantErr: "not family@version"},
 	}

@@ -22,6 +22,7 @@ func Info(t *catalog.InstanceType) instancetype.Info {
 		EBSBandwidthMbps:     int64(t.EBSBandwidthMbps),
 		Hypervisor:           t.Hypervisor,
 		BareMetal:            t.BareMetal,
+		NitroEnclaves:        t.NitroEnclaves(),
 	}
 	for _, g := range t.GPUs {
 		info.GPUs = append(info.GPUs, instancetype.Device{Name: g.Name, Manufacturer: g.Manufacturer, Count: int64(g.Count), MemoryMiB: g.MemoryMiB})

@@ -1,0 +1,223 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/operator/index"
+	"github.com/dovetail/dovetail/pkg/repair"
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "node.health"
+
+// Event reasons (Karpenter's names).
+const (
+	// ReasonNodeRepairBlocked is a Warning on a Node whose repair is held back by the safety limit.
+	ReasonNodeRepairBlocked = "NodeRepairBlocked"
+	// ReasonDisruptionTerminating is a Normal event on the Node and NodeClaim of a repaired node.
+	ReasonDisruptionTerminating = "DisruptionTerminating"
+)
+
+// MetricReasonUnhealthy is the reason label of karpenter_nodeclaims_disrupted_total for a repaired node.
+const MetricReasonUnhealthy = "unhealthy"
+
+// Controller repairs unhealthy nodes.
+type Controller struct {
+	deps deps.Deps
+}
+
+// NewController returns the controller. controllers.New includes it only when the NodeRepair gate is on.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Policies are the cloud provider's repair policies with NODE_REPAIR_TOLERATIONS applied; an override naming a
+// condition no policy watches is an error, so the controller does not start with a setting that does nothing.
+func Policies(cp cloudprovider.CloudProvider, overrides map[string]time.Duration) ([]cloudprovider.RepairPolicy, error) {
+	p, err := repair.WithTolerations(cp.RepairPolicies(), overrides)
+	if err != nil {
+		return nil, fmt.Errorf("NODE_REPAIR_TOLERATIONS (--node-repair-tolerations): %w", err)
+	}
+	return p, nil
+}
+
+// Register adds the controller, watching Nodes whose conditions change.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	if _, err := Policies(c.deps.CloudProvider, c.overrides()); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(m).Named(Name).
+		For(&corev1.Node{}, builder.WithPredicates(conditionsChanged)).
+		Complete(deps.RetryTransient(c))
+}
+
+func (c *Controller) overrides() map[string]time.Duration {
+	if c.deps.Settings == nil {
+		return nil
+	}
+	return c.deps.Settings.NodeRepairTolerations
+}
+
+// conditionsChanged passes Node creations and updates that change a condition's type, status or transition time
+// (not the kubelet's heartbeats).
+var conditionsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 || len(o.Status.Conditions) != len(n.Status.Conditions) {
+			return true
+		}
+		for i, oc := range o.Status.Conditions {
+			nc := n.Status.Conditions[i]
+			if oc.Type != nc.Type || oc.Status != nc.Status || !oc.LastTransitionTime.Equal(&nc.LastTransitionTime) {
+				return true
+			}
+		}
+		return false
+	},
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+}
+
+// Reconcile looks at one Node: nothing when healthy, a requeue at the end of the toleration, a NodeRepairBlocked
+// event when its NodePool is over the safety limit, otherwise the repair.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.deps.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !node.DeletionTimestamp.IsZero() || node.Spec.ProviderID == "" {
+		return reconcile.Result{}, nil
+	}
+	policies, err := Policies(c.deps.CloudProvider, c.overrides())
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The node alone first: healthy nodes (nearly every event, kwok and kubelet heartbeats included) and nodes
+	// within their toleration cost no list of the NodePool.
+	now := c.deps.Clock.Now()
+	h := repair.Check(node, policies)
+	if !h.Unhealthy {
+		return reconcile.Result{}, nil
+	}
+	if now.Before(h.RepairAt) {
+		log.FromContext(ctx).V(1).Info("node unhealthy, within its toleration", "node", node.Name,
+			"condition", h.Condition.Type, "status", h.Condition.Status, "repairAt", h.RepairAt)
+		return reconcile.Result{RequeueAfter: h.RepairAt.Sub(now)}, nil
+	}
+	nc, err := c.nodeClaimOf(ctx, node)
+	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, err
+	}
+	nodes := &corev1.NodeList{}
+	var opts []client.ListOption
+	if pool := node.Labels[karpv1.NodePoolLabelKey]; pool != "" {
+		opts = append(opts, client.MatchingLabels{karpv1.NodePoolLabelKey: pool})
+	}
+	if err := c.deps.Client.List(ctx, nodes, opts...); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	in := repair.Input{Now: now, Policies: policies}
+	for i := range nodes.Items {
+		in.Nodes = append(in.Nodes, &nodes.Items[i])
+	}
+	d, ok := repair.DecideNode(in, node.Name)
+	if !ok {
+		// The cache's list lags the Get: look again shortly.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	logger := log.FromContext(ctx).WithValues("node", node.Name, "nodeclaim", nc.Name, "nodepool", d.Group.NodePool)
+	switch d.Verdict {
+	case repair.Tolerated:
+		return reconcile.Result{RequeueAfter: d.Recheck.Sub(in.Now)}, nil
+	case repair.HeldBack:
+		logger.Info("node repair held back", "condition", d.Health.Condition.Type, "unhealthy", d.Group.Unhealthy,
+			"nodes", d.Group.Nodes, "allowed", d.Group.Allowed)
+		c.deps.Recorder.Event(node, corev1.EventTypeWarning, ReasonNodeRepairBlocked, d.Group.LimitMessage())
+		return reconcile.Result{RequeueAfter: d.Recheck.Sub(in.Now)}, nil
+	case repair.Repair:
+		return reconcile.Result{}, c.repair(ctx, node, nc, d)
+	}
+	return reconcile.Result{}, nil
+}
+
+// repair stamps the NodeClaim's termination deadline with now, so the drain deletes every pod at once without
+// waiting for PodDisruptionBudgets or do-not-disrupt, and deletes the NodeClaim.
+func (c *Controller) repair(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, d repair.Decision) error {
+	now := c.deps.Clock.Now()
+	if err := c.stampDeadline(ctx, nc, now); err != nil {
+		return err
+	}
+	if err := c.deps.Client.Delete(ctx, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("deleting nodeclaim %s of unhealthy node %s: %w", nc.Name, node.Name, err)
+	}
+	log.FromContext(ctx).Info("deleting unhealthy node", "node", node.Name, "nodeclaim", nc.Name,
+		"condition", d.Health.Condition.Type, "status", d.Health.Condition.Status, "since", d.Health.Since,
+		"toleration", d.Health.Policy.TolerationDuration)
+	msg := "Disrupting: Unhealthy: " + d.Message()
+	c.deps.Recorder.Event(node, corev1.EventTypeNormal, ReasonDisruptionTerminating, msg)
+	c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, msg)
+	if m := c.deps.Metrics; m != nil {
+		pool, ct := nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]
+		m.NodeClaimsDisrupted.WithLabelValues(MetricReasonUnhealthy, pool, ct).Inc()
+		m.NodeClaimsUnhealthyDisrupted.WithLabelValues(SnakeCase(string(d.Health.Condition.Type)), pool, ct, nc.Status.ImageID).Inc()
+	}
+	return nil
+}
+
+// stampDeadline sets karpenter.sh/nodeclaim-termination-timestamp to now unless it already holds a time no later
+// than now (a deadline in the past already forces the drain).
+func (c *Controller) stampDeadline(ctx context.Context, nc *karpv1.NodeClaim, now time.Time) error {
+	if v, ok := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := termination.ParseDeadline(v); err == nil && !t.After(now) {
+			return nil
+		}
+	}
+	orig := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = termination.FormatDeadline(now)
+	if err := c.deps.Client.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("stamping the termination deadline of nodeclaim %s: %w", nc.Name, err))
+	}
+	return nil
+}
+
+// nodeClaimOf returns the NodeClaim whose instance the Node is, or nil for a Node Dovetail did not launch.
+func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	list := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims of node %s: %w", node.Name, err)
+	}
+	if len(list.Items) != 1 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
+
+var upperRun = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+
+// SnakeCase turns a condition type into the condition label's form: AcceleratedHardwareReady ->
+// accelerated_hardware_ready.
+func SnakeCase(s string) string {
+	return strings.ToLower(upperRun.ReplaceAllString(s, "${1}_${2}"))
+}

@@ -1,0 +1,36 @@
+// Package version reports which source a Dovetail binary was built from.
+package version
+
+import "runtime/debug"
+
+// commit is set at link time by `make image` (-ldflags "-X github.com/dovetail/dovetail/pkg/version.commit=<sha>").
+// It is a string the linker writes, never assigned at run time.
+var commit string
+
+// Commit is the git commit the binary was built from: the linker-stamped value when present (release images),
+// else the VCS revision `go build` records (with "-dirty" for a modified tree), else "unknown".
+func Commit() string {
+	if commit != "" {
+		return commit
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
+}
