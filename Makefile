@@ -79,6 +79,14 @@ demo-down: ## Stop everything `make demo` started and remove its state.
 test-unit: control-plane ## Unit and envtest tests only.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test ./...
 
+.PHONY: test-stress
+test-stress: control-plane ## Tests of every package that starts a simulator or API server, -count=20, under CPU load.
+	@bash hack/test-stress.sh
+
+.PHONY: test-chaos
+test-chaos: control-plane build ## Kill the controller at random moments during scale-out/in and drift (CHAOS_ROUNDS, default 30).
+	CHAOS_ROUNDS=$${CHAOS_ROUNDS:-30} KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags chaos -p 1 -count 1 -timeout 300m -v -run TestChaos ./test/chaos/
+
 .PHONY: test-e2e
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 )
 
 func freeAddr(t *testing.T) string {
@@ -72,7 +73,7 @@ func TestServeAndClientCommands(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	cfg, err := sdk.LoadConfig(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.Float64Var(&o.kubeQPS, "kube-qps", 200, "queries per second to the cluster's API server (Node creation, taint removal, deletion)")
 	f.IntVar(&o.kubeBurst, "kube-burst", 400, "burst of queries to the cluster's API server above --kube-qps")
-	f.DurationVar(&o.responseDelay, "response-delay", 2*time.Millisecond, "real-time pause before each response (works around an SDK race on loopback; 0 keeps the default, negative disables)")
+	f.DurationVar(&o.responseDelay, "response-delay", 0, "real-time pause before each response, to model network latency (0: none)")
 	f.StringVar(&o.iamPolicy, "iam-policy", "", "IAM policy file (JSON, ${VAR} placeholders allowed) every call is authorized against; empty allows everything")
 	f.StringArrayVar(&o.iamPolicyVars, "iam-policy-var", nil, "KEY=VALUE filling a ${KEY} placeholder of --iam-policy (repeatable); CLUSTER_UID defaults to the kube-system namespace UID of --kubeconfig")
 	return cmd

@@ -21,7 +21,8 @@ type CloudProvider interface {
 	Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error
 	// Get returns what the cloud knows of the instance with that provider ID, or a NotFoundError.
 	Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error)
-	// List returns a NodeClaim-shaped view of every live instance this cluster launched.
+	// List returns a NodeClaim-shaped view of every live instance this cluster launched. An instance the cloud
+	// is already terminating has its DeletionTimestamp set.
 	List(ctx context.Context) ([]*karpv1.NodeClaim, error)
 	// GetInstanceTypes returns the instance types the NodePool's node class can launch, with offerings.
 	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)

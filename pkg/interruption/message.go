@@ -70,6 +70,10 @@ type Message struct {
 	EventTypeCode string
 }
 
+// MaxBodyBytes is the largest message body Parse reads: SQS's own limit (1 MiB). A longer body is no
+// EventBridge event and is rejected before it is decoded.
+const MaxBodyBytes = 1 << 20
+
 // ErrMalformed is wrapped by every parse error: the body is not an interruption message Dovetail can read.
 var ErrMalformed = errors.New("malformed interruption message")
 
@@ -121,6 +125,9 @@ type healthDetail struct {
 // KindUnknown (with their instance ids when the resources name instances); bodies that are not envelopes, or
 // recognised events missing the fields Dovetail needs, return a *ParseError.
 func Parse(body string) (Message, error) {
+	if len(body) > MaxBodyBytes {
+		return Message{}, &ParseError{Err: fmt.Errorf("body of %d bytes exceeds %d", len(body), MaxBodyBytes)}
+	}
 	var env envelope
 	if err := json.Unmarshal([]byte(body), &env); err != nil {
 		return Message{}, &ParseError{Err: fmt.Errorf("not a JSON object: %w", err)}
@@ -144,6 +151,10 @@ func Parse(body string) (Message, error) {
 		}
 		if d.InstanceID == "" {
 			return Message{}, &ParseError{Field: "detail.instance-id", Err: errors.New("missing")}
+		}
+		if !strings.HasPrefix(d.InstanceID, "i-") {
+			// No cluster owns it: left in the queue as foreign, it would come back until it expired.
+			return Message{}, &ParseError{Field: "detail.instance-id", Err: fmt.Errorf("%q is not an instance id", d.InstanceID)}
 		}
 		m.InstanceIDs = []string{d.InstanceID}
 		switch env.DetailType {

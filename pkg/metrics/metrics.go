@@ -34,6 +34,9 @@ const (
 	LabelPolicy = "policy"
 	// LabelMessageType is the kind of an interruption-queue message.
 	LabelMessageType = "message_type"
+	// LabelService and LabelOperation name a cloud API call (AWS service ID such as "EC2", and operation).
+	LabelService   = "service"
+	LabelOperation = "operation"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -75,8 +78,11 @@ type Metrics struct {
 	NodeClaimInitializationDuration *prometheus.HistogramVec
 	CloudProviderDuration           *prometheus.HistogramVec
 	CloudProviderErrors             *prometheus.CounterVec
-	NodePoolUsage                   *prometheus.GaugeVec
-	NodePoolLimit                   *prometheus.GaugeVec
+	// CloudProviderThrottledCalls counts cloud API call attempts answered with a throttling error, by service
+	// and operation (each retry counts).
+	CloudProviderThrottledCalls *prometheus.CounterVec
+	NodePoolUsage               *prometheus.GaugeVec
+	NodePoolLimit               *prometheus.GaugeVec
 	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
 	NodeClaimsTerminationDuration *prometheus.HistogramVec
 	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
@@ -312,6 +318,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "How long interruption messages waited in the queue before they were handled.",
 			Buckets: durationBuckets,
 		}),
+		CloudProviderThrottledCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_cloudprovider_throttled_calls_total",
+			Help: "Cloud API call attempts answered with a throttling error, by service and operation; each retry counts.",
+		}, []string{LabelService, LabelOperation}),
 		InterruptionForeignMessages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dovetail_interruption_foreign_messages_total",
 			Help: "Interruption-queue messages about instances this cluster does not own, left in the queue; each counted once.",
@@ -330,7 +340,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimsCreated, m.NodeClaimsTerminated, m.NodesCreated, m.NodesTerminated, m.NodesTerminationDuration,
 		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsUnschedulable, m.PodsStartupDuration,
 		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
-		m.CloudProviderDuration, m.CloudProviderErrors, m.NodePoolUsage, m.NodePoolLimit,
+		m.CloudProviderDuration, m.CloudProviderErrors, m.CloudProviderThrottledCalls, m.NodePoolUsage, m.NodePoolLimit,
 		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
 		m.NodesEvictionRequests, m.NodesLifetimeDuration,
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,

@@ -18,6 +18,8 @@ type cloudProviderOptions struct {
 	ClusterUID string
 	Reader     client.Reader
 	Clock      clock.Clock
+	// OnThrottle is called for every throttled AWS call attempt.
+	OnThrottle func(service, operation string)
 }
 
 // newCloudProvider builds the AWS cloud provider (pkg/providers/aws). The SDK configuration (AWS_REGION,
@@ -30,6 +32,7 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		ClusterUID: o.ClusterUID,
 		KubeClient: o.Reader,
 		Clock:      o.Clock,
+		OnThrottle: o.OnThrottle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

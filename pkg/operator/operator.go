@@ -190,7 +190,10 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	clk := clock.RealClock{}
-	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk})
+	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
+		OnThrottle: func(service, operation string) {
+			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
+		}})
 	if err != nil {
 		return deps.Deps{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -27,6 +26,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -53,7 +53,7 @@ func newEnv(t *testing.T) *env {
 		Credentials:      credentials.NewStaticCredentialsProvider("123456789012", "secret", ""),
 		BaseEndpoint:     awssdk.String(srv.URL),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{},
+		HTTPClient:       sdk.NewHTTPClient(srv.Client()),
 	}}
 }
 

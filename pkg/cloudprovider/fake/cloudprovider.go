@@ -116,6 +116,17 @@ func (f *CloudProvider) AddInstance(nc *karpv1.NodeClaim) string {
 	return nc.Status.ProviderID
 }
 
+// SetTerminating marks an instance as being terminated by the cloud (EC2's shutting-down): List and Get report
+// it with a DeletionTimestamp.
+func (f *CloudProvider) SetTerminating(providerID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if nc, ok := f.instances[providerID]; ok {
+		now := metav1.NewTime(f.clock.Now())
+		nc.DeletionTimestamp = &now
+	}
+}
+
 // RemoveInstance makes an instance disappear as if terminated outside Dovetail.
 func (f *CloudProvider) RemoveInstance(providerID string) {
 	f.mu.Lock()

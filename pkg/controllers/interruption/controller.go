@@ -70,7 +70,7 @@ func (c *Controller) run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		if err := c.DeleteDue(ctx); err != nil && ctx.Err() == nil {
-			log.FromContext(ctx).Error(err, "deleting nodeclaims whose scheduled drain is due")
+			deps.LogError(ctx, err, "deleting nodeclaims whose scheduled drain is due")
 		}
 		msgs, err := c.queue.Receive(ctx)
 		if err != nil {
@@ -78,8 +78,8 @@ func (c *Controller) run(ctx context.Context) error {
 				return nil
 			}
 			backoff = min(max(2*backoff, minBackoff), maxBackoff)
-			log.FromContext(ctx).Error(err, "receiving from the interruption queue", "queue", c.deps.Settings.InterruptionQueue,
-				"throttled", cloudprovider.IsThrottled(err), "retry-in", backoff.String())
+			deps.LogError(ctx, err, "receiving from the interruption queue", "queue", c.deps.Settings.InterruptionQueue,
+				"retry-in", backoff.String())
 			select {
 			case <-ctx.Done():
 				return nil
@@ -89,7 +89,7 @@ func (c *Controller) run(ctx context.Context) error {
 		}
 		backoff = 0
 		if err := c.Handle(ctx, msgs); err != nil && ctx.Err() == nil {
-			log.FromContext(ctx).Error(err, "handling interruption messages")
+			deps.LogError(ctx, err, "handling interruption messages")
 		}
 	}
 	return nil

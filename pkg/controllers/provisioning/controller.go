@@ -108,7 +108,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 				c.batcher.Trigger()
 			},
 		}).
-		Complete(reconcile.Func(c.reconcilePod))
+		Complete(deps.RetryTransient(reconcile.Func(c.reconcilePod)))
 	if err != nil {
 		return fmt.Errorf("building %s trigger: %w", Name, err)
 	}
@@ -116,7 +116,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for c.batcher.Wait(ctx) {
 			if err := c.Schedule(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "provisioning failed")
+				deps.LogError(ctx, err, "provisioning failed")
 			}
 		}
 		return nil

@@ -88,7 +88,12 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		}
 		its, err := d.CloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
-			logger.Error(err, "listing instance types, skipping nodepool", "nodepool", np.Name)
+			if cloudprovider.IsThrottled(err) {
+				// The SDK retried with backoff already; the next pass asks again.
+				logger.Info("listing instance types was throttled, skipping nodepool for this pass", "nodepool", np.Name, "error", err.Error())
+			} else {
+				logger.Error(err, "listing instance types, skipping nodepool", "nodepool", np.Name)
+			}
 			continue
 		}
 		typesByPool[np.Name] = its

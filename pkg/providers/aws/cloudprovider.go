@@ -45,6 +45,9 @@ type Options struct {
 	KubernetesVersion string
 	// ServiceCIDR is the cluster's service CIDR for the node bootstrap; empty asks EKS, then uses 10.100.0.0/16.
 	ServiceCIDR string
+	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
+	// throttling error (the operator counts them in dovetail_cloudprovider_throttled_calls_total).
+	OnThrottle func(service, operation string)
 }
 
 // CloudProvider is the AWS implementation of cloudprovider.CloudProvider. It also resolves EC2NodeClasses for
@@ -93,6 +96,7 @@ func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error)
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("aws cloud provider: no AWS region: set AWS_REGION")
 	}
+	sdk.CountThrottles(&cfg, opts.OnThrottle)
 	return newWithClients(opts, sdk.NewClients(cfg)), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -390,6 +391,11 @@ func (p *CloudProvider) nodeClaimFromInstance(ctx context.Context, inst *instanc
 	}
 	if np := inst.Tags[awsv1.TagNodePool]; np != "" {
 		nc.Labels[karpv1.NodePoolLabelKey] = np
+	}
+	// An instance EC2 is already terminating is reported as being deleted, so nobody terminates it again.
+	if inst.State == string(ec2types.InstanceStateNameShuttingDown) || inst.State == string(ec2types.InstanceStateNameTerminated) {
+		now := metav1.NewTime(p.clock.Now())
+		nc.DeletionTimestamp = &now
 	}
 	return nc
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,6 +29,9 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
@@ -39,7 +44,7 @@ import (
 // world is one simulator behind an httptest server, shared by the providers of a test.
 type world struct {
 	sim   *awssim.Simulator
-	url   string
+	srv   *httptest.Server
 	clock *clocktesting.FakeClock
 }
 
@@ -52,7 +57,7 @@ func newWorld(t testing.TB) *world {
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	return &world{sim: sim, url: srv.URL, clock: clk}
+	return &world{sim: sim, srv: srv, clock: clk}
 }
 
 // sdkConfig is the configuration a real deployment would load from AWS_ENDPOINT_URL and static credentials.
@@ -60,9 +65,10 @@ func (w *world) sdkConfig(account string) awssdk.Config {
 	return awssdk.Config{
 		Region:           "us-west-2",
 		Credentials:      credentials.NewStaticCredentialsProvider(account, "secret", ""),
-		BaseEndpoint:     awssdk.String(w.url),
+		BaseEndpoint:     awssdk.String(w.srv.URL),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{},
+		// The server's own transport (closed with it) behind the provider's body-detaching client.
+		HTTPClient: sdk.NewHTTPClient(w.srv.Client()),
 	}
 }
 
@@ -615,6 +621,114 @@ func TestBottlerocketBootstrapAgainstSimulator(t *testing.T) {
 	checkUserData(t, p, created.Status.ImageID)
 	if eph := created.Status.Capacity[corev1.ResourceEphemeralStorage]; eph.String() != "20Gi" {
 		t.Errorf("ephemeral-storage = %s, want the 20Gi Bottlerocket data volume", eph.String())
+	}
+}
+
+// deleteRecorder records the Delete calls garbage collection makes.
+type deleteRecorder struct {
+	cloudprovider.CloudProvider
+	deleted []string
+}
+
+func (r *deleteRecorder) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
+	r.deleted = append(r.deleted, nc.Status.ProviderID)
+	return r.CloudProvider.Delete(ctx, nc)
+}
+
+// After an ordinary scale-in (the NodeClaim gone, its instance shutting-down, then terminated), garbage collection
+// does nothing; an instance without a NodeClaim that is still running is collected.
+func TestGarbageCollectionAfterScaleInAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	p.resolvedNodeClass(t)
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"kept", "scaled-in", "leaked"} {
+		c, err := p.Create(ctx, claim(name, "m5.large"))
+		if err != nil {
+			t.Fatalf("Create(%s): %v", name, err)
+		}
+		ids = append(ids, c.Status.ProviderID)
+	}
+	kept, scaledIn, leaked := ids[0], ids[1], ids[2]
+	// The termination controller terminated scaled-in's instance and removed its NodeClaim.
+	if err := p.Delete(ctx, test.NodeClaim("scaled-in", "default").ProviderID(scaledIn).Obj()); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	s, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(test.NodeClaim("kept", "default").ProviderID(kept).Obj()).Build()
+	rec := &deleteRecorder{CloudProvider: p.CloudProvider}
+	gc := garbagecollection.NewController(deps.Deps{Client: kube, CloudProvider: rec, Clock: w.clock,
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	w.clock.Step(garbagecollection.LeakGracePeriod + time.Second)
+	idScaledIn, _ := instance.ParseProviderID(scaledIn)
+	if st := describe(t, p, idScaledIn).State.Name; st != ec2types.InstanceStateNameShuttingDown {
+		t.Fatalf("scaled-in instance is %s, want shutting-down", st)
+	}
+	if err := gc.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if d := cmp.Diff([]string{leaked}, rec.deleted); d != "" {
+		t.Errorf("instances garbage collection terminated while one was shutting down (-want +got):\n%s", d)
+	}
+	// Both terminations complete; nothing is left to collect.
+	w.sim.Step(ctx)
+	rec.deleted = nil
+	if err := gc.Reconcile(ctx); err != nil {
+		t.Fatalf("second Reconcile: %v", err)
+	}
+	if len(rec.deleted) != 0 {
+		t.Errorf("garbage collection terminated %v after the terminations completed", rec.deleted)
+	}
+}
+
+type noBackoff struct{}
+
+func (noBackoff) BackoffDelay(int, error) (time.Duration, error) { return 0, nil }
+
+// Throttled attempts are counted per service and operation, retries included, and the error the caller sees is
+// a ThrottledError.
+func TestThrottledCallsAreCountedAgainstSimulator(t *testing.T) {
+	w := newWorld(t)
+	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).Build()
+	cfg := w.sdkConfig("AKIDACCOUNTA")
+	cfg.RetryMaxAttempts = 0
+	cfg.Retryer = func() awssdk.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts, o.Backoff, o.RateLimiter = 3, noBackoff{}, ratelimit.None
+		})
+	}
+	counts := map[string]int{}
+	cp, err := aws.NewCloudProvider(context.Background(), aws.Options{
+		Settings:   &settings.Settings{ClusterName: "dovetail", VMMemoryOverheadPercent: 0.075},
+		ClusterUID: "uid-a", KubeClient: kube, Clock: w.clock, AWSConfig: &cfg,
+		OnThrottle: func(service, operation string) { counts[service+"/"+operation]++ },
+	})
+	if err != nil {
+		t.Fatalf("NewCloudProvider: %v", err)
+	}
+	w.sim.SetFaults(awssim.Faults{Throttle: awssim.ThrottleFault{Rate: 1, Actions: []string{"DescribeInstances"}}})
+	_, err = cp.List(context.Background())
+	if !cloudprovider.IsThrottled(err) {
+		t.Fatalf("List under throttling = %v, want a ThrottledError", err)
+	}
+	if d := cmp.Diff(map[string]int{"EC2/DescribeInstances": 3}, counts); d != "" {
+		t.Errorf("throttled attempts (-want +got):\n%s", d)
+	}
+	w.sim.ClearFaults()
+	if _, err := cp.List(context.Background()); err != nil {
+		t.Fatalf("List after the fault cleared: %v", err)
+	}
+	if counts["EC2/DescribeInstances"] != 3 {
+		t.Errorf("a successful call was counted as throttled: %v", counts)
 	}
 }
 

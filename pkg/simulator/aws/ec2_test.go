@@ -524,7 +524,7 @@ func TestAccountsAreIsolated(t *testing.T) {
 	ctx := context.Background()
 	e.launchTemplate(t, "lt-test", "x86_64", "")
 	launchOne(t, e, "lt-test", "m5.large", "us-west-2a", ec2types.DefaultTargetCapacityTypeOnDemand)
-	other := ec2.NewFromConfig(sdkConfig(e.srv.URL, "AKIDACCOUNTB"))
+	other := ec2.NewFromConfig(sdkConfig(e.srv, "AKIDACCOUNTB"))
 	out, err := other.DescribeInstances(ctx, &ec2.DescribeInstancesInput{})
 	if err != nil || len(out.Reservations) != 0 {
 		t.Errorf("account B sees %+v, %v", out, err)

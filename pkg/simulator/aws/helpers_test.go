@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -19,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 )
 
 // env is one simulator behind an httptest server plus SDK clients for one account.
@@ -57,18 +58,19 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	e := &env{sim: sim, srv: srv, clock: clk, sink: sink}
-	e.cfg = sdkConfig(srv.URL, "AKIDACCOUNTA")
+	e.cfg = sdkConfig(srv, "AKIDACCOUNTA")
 	e.clients()
 	return e
 }
 
-func sdkConfig(url, key string) aws.Config {
+func sdkConfig(srv *httptest.Server, key string) aws.Config {
 	return aws.Config{
 		Region:           "us-west-2",
 		Credentials:      credentials.NewStaticCredentialsProvider(key, "secret", ""),
-		BaseEndpoint:     aws.String(url),
+		BaseEndpoint:     aws.String(srv.URL),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{},
+		// The server's own transport behind the provider's body-detaching client (see sdk.NewHTTPClient).
+		HTTPClient: sdk.NewHTTPClient(srv.Client()),
 	}
 }
 

@@ -48,8 +48,8 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Logger receives simulator logs (default: discard).
 	Logger *slog.Logger
-	// ResponseDelay is a real-time pause before each response is sent (default 2ms; negative disables).
-	// See pace.
+	// ResponseDelay is a real-time pause before each response is sent, to model network latency (default
+	// none; zero or negative is none).
 	ResponseDelay time.Duration
 	// Seed seeds the random source for throttling faults and taint delays (default 1).
 	Seed int64
@@ -133,9 +133,6 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.ResponseDelay == 0 {
-		opts.ResponseDelay = 2 * time.Millisecond
 	}
 	if opts.Seed == 0 {
 		opts.Seed = 1
@@ -221,11 +218,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAdmin(w, r)
 		return
 	}
-	// aws-sdk-go-v2 (smithy-go safeWriteToReadCloser) closes the request body as soon as the response
-	// arrives; if that happens before net/http's write loop has done its final read of the body, WriteTo
-	// returns io.EOF, the transport closes the connection, and the SDK fails decoding a complete response
-	// with "use of closed network connection". Real AWS is never fast enough to hit this; a loopback
-	// simulator is, so every response is paced by a small real-time delay (not simulated time).
+	// The whole request body is read before answering. Clients must not let net/http read a body the SDK
+	// closes early (see sdk.NewHTTPClient and docs/simulator.md, "Known SDK race").
 	if r.Body != nil {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 )
 
 // Region is the simulated region the local stack runs in.
@@ -121,6 +122,9 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		Region:       Region,
 		BaseEndpoint: aws.String(s.AWSEndpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("123456789012", "local-simulator", ""),
+		// The controller's HTTP client (see sdk.NewHTTPClient): the simulator answers faster than the SDK's own
+		// would survive.
+		HTTPClient: sdk.NewHTTPClient(nil),
 	})
 	return s, nil
 }

@@ -64,7 +64,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&corev1.Node{}, builder.WithPredicates(conditionsChanged)).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 func (c *Controller) overrides() map[string]time.Duration {

@@ -133,7 +133,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Status.NodeName}}}
 		}), builder.WithPredicates(deleting)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 // deleting passes events of objects whose deletion was requested (and their final deletion).

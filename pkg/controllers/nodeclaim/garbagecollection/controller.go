@@ -41,7 +41,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for {
 			if err := c.Reconcile(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "garbage collection pass failed")
+				deps.LogError(ctx, err, "garbage collection pass failed; the next one retries")
 			}
 			select {
 			case <-ctx.Done():
@@ -75,7 +75,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	for _, inst := range instances {
 		id := inst.Status.ProviderID
 		live[id] = true
-		if claimed[id] || c.deps.Clock.Since(inst.CreationTimestamp.Time) < LeakGracePeriod {
+		// An instance the cloud is already terminating (EC2's shutting-down, usually our own termination a
+		// moment ago) is no leak: terminating it again would only repeat the call.
+		if claimed[id] || !inst.DeletionTimestamp.IsZero() || c.deps.Clock.Since(inst.CreationTimestamp.Time) < LeakGracePeriod {
 			continue
 		}
 		logger.Info("terminating instance without a nodeclaim", "provider-id", id, "nodeclaim", inst.Name)

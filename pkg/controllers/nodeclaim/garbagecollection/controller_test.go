@@ -81,3 +81,41 @@ func TestGarbageCollection(t *testing.T) {
 		t.Errorf("terminated instances after grace period (-want +got):\n%s", diff)
 	}
 }
+
+// An instance the cloud is already terminating (our own termination a moment ago: EC2's shutting-down) is not a
+// leak, whether or not its NodeClaim is still there.
+func TestGarbageCollectionLeavesTerminatingInstancesAlone(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	orphan := cloud.AddInstance(test.NodeClaim("scaled-in", "default").Obj())
+	cloud.SetTerminating(orphan)
+	draining := cloud.AddInstance(test.NodeClaim("deleting", "default").Obj())
+	cloud.SetTerminating(draining)
+	leaked := cloud.AddInstance(test.NodeClaim("leaked", "default").Obj())
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(launched("deleting", draining)).Build()
+	rec := record.NewFakeRecorder(10)
+	c := NewController(deps.Deps{Client: kube, CloudProvider: cloud, Clock: clk, Recorder: rec, Metrics: metrics.NewForTest()})
+
+	clk.Step(LeakGracePeriod + time.Second)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := kube.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].DeletionTimestamp != nil {
+		t.Errorf("the NodeClaim of a terminating instance was touched: %+v", list.Items)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("events: %v", <-rec.Events)
+	}
+}

@@ -50,7 +50,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		// Launches and registrations are independent per NodeClaim and mostly wait on the cloud and the API
 		// server: one worker made a 500-node scale-out register at about 0.3 nodes a second.
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 )
 
 // launch creates the instance once and records it in the NodeClaim.
@@ -35,9 +36,12 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s could not launch: %v", nc.Name, err)
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonInsufficientCapacity, err.Error())
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
-			logger.Error(perr, "recording launch failure")
+			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
 		return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+	case cloudprovider.IsThrottled(err):
+		// Not a launch failure: the SDK retried with backoff, and the reconcile is retried later (RetryTransient).
+		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	case cloudprovider.IsNodeClassNotReady(err):
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonNodeClassNotReady, err.Error())
 		return reconcile.Result{RequeueAfter: nodeClassRequeue}, true, c.patchStatus(ctx, stored, nc)
@@ -45,7 +49,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchFailed", "NodeClaim %s could not launch: %v", nc.Name, err)
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunchFailed, err.Error())
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
-			logger.Error(perr, "recording launch failure")
+			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
 		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}

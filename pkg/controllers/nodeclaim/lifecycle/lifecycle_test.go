@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -356,5 +357,30 @@ func TestLaunchFailures(t *testing.T) {
 		}
 		// The next attempt succeeds.
 		h.reconcileUntil("waiting", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	})
+	t.Run("throttling is retried later, not a launch failure", func(t *testing.T) {
+		h.env.Cloud.InjectError("Create", cloudprovider.NewThrottledError(errors.New("RequestLimitExceeded: Request limit exceeded")))
+		h.create(test.NodeClaim("throttled", "default").Obj())
+		// As registered by the operator: the throttled reconcile is requeued, and returns no error to be logged.
+		r := deps.RetryTransient(h.c)
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "throttled"}}
+		test.Eventually(t, timeout, func() (bool, string) {
+			res, err := r.Reconcile(h.ctx, req)
+			if err != nil {
+				return false, "Reconcile returned " + err.Error()
+			}
+			return res.RequeueAfter >= deps.ThrottleRequeue, fmt.Sprintf("result %+v", res)
+		})
+		nc := &karpv1.NodeClaim{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "throttled"}, nc); err != nil {
+			t.Fatal(err)
+		}
+		if c := nc.GetCondition(karpv1.ConditionTypeLaunched); c != nil && c.Reason == karpv1.ReasonLaunchFailed {
+			t.Errorf("a throttled launch was recorded as a failure: %+v", c)
+		}
+		if hasEvent(h, "LaunchFailed") {
+			t.Error("LaunchFailed event for a throttled launch")
+		}
+		h.reconcileUntil("throttled", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 )
 
@@ -40,7 +41,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistrationTimeout,
 				fmt.Sprintf("no Node registered within %s", timeout))
 			if err := c.patchStatus(ctx, stored, nc); err != nil {
-				logger.Error(err, "recording registration timeout")
+				deps.LogError(log.IntoContext(ctx, logger), err, "recording registration timeout")
 			}
 			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
 		}

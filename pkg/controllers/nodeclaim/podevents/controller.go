@@ -45,7 +45,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		Watches(&corev1.Pod{}, podEventHandler()).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 // podEventHandler enqueues the node of each pod event (see events.go); other pod changes enqueue nothing.

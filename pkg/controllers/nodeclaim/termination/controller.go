@@ -73,7 +73,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		For(&karpv1.NodeClaim{}, builder.WithPredicates(deleting)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeClaimsOfNode), builder.WithPredicates(deleting)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 // deleting passes events of objects whose deletion was requested (and their final deletion).

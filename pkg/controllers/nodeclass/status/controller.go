@@ -95,7 +95,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&awsv1.EC2NodeClass{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodeClaimToNodeClass)).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 func nodeClaimToNodeClass(_ context.Context, o client.Object) []reconcile.Request {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ func TestStatusWithSimulator(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := awssdk.Config{
 		Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKIDACCOUNTA", "secret", ""),
-		BaseEndpoint: awssdk.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: &http.Client{},
+		BaseEndpoint: awssdk.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: sdk.NewHTTPClient(srv.Client()),
 	}
 
 	mgr, c := newManager(t)

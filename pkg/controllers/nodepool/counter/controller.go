@@ -48,7 +48,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 			}
 			return nil
 		})).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 // reconcileOnce updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.

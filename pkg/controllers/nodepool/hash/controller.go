@@ -32,7 +32,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{kube: d.Client}
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodePool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 // reconcileOnce sets the annotations when they differ from the template's hash.

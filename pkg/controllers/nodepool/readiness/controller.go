@@ -39,7 +39,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodePool{}).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.nodeClassToNodePools)).
-		Complete(c)
+		Complete(deps.RetryTransient(c))
 }
 
 func (c *Controller) nodeClassToNodePools(ctx context.Context, o client.Object) []reconcile.Request {

@@ -33,7 +33,7 @@ func NewController(d deps.Deps) *Controller {
 
 // Register adds the controller.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return builder.ControllerManagedBy(m).Named(Name).For(&corev1.Pod{}).Complete(c)
+	return builder.ControllerManagedBy(m).Named(Name).For(&corev1.Pod{}).Complete(deps.RetryTransient(c))
 }
 
 // Reconcile records the pod's startup duration the first time it is seen running on a Dovetail node.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -46,7 +45,7 @@ func TestProviderCachesForTTLAndAppliesAvailability(t *testing.T) {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	cfg := awssdk.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKIDACCOUNTA", "s", ""),
-		BaseEndpoint: awssdk.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: &http.Client{}}
+		BaseEndpoint: awssdk.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: sdk.NewHTTPClient(srv.Client())}
 	counter := &countingEC2{EC2API: ec2.NewFromConfig(cfg)}
 	cache := unavailable.New(clk, 0)
 	prices := awspricing.NewProvider(counter, pricing.NewFromConfig(cfg), "us-west-2", false, clk, 0)

@@ -79,7 +79,7 @@ type Clients struct {
 }
 
 // LoadConfig loads the SDK configuration the standard way (environment, shared files, web identity), with
-// standard retries. Endpoints come only from AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>. An empty region
+// standard retries and the HTTP client of NewHTTPClient. Endpoints come only from AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>. An empty region
 // leaves it to AWS_REGION; a configuration without a region is an error.
 func LoadConfig(ctx context.Context, region string, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{config.WithRetryMode(aws.RetryModeStandard)}
@@ -93,11 +93,14 @@ func LoadConfig(ctx context.Context, region string, optFns ...func(*config.LoadO
 	if cfg.Region == "" {
 		return aws.Config{}, fmt.Errorf("no AWS region: set AWS_REGION")
 	}
+	cfg.HTTPClient = NewHTTPClient(cfg.HTTPClient)
 	return cfg, nil
 }
 
-// NewClients builds every service client from one configuration. Pricing is called in us-east-1.
+// NewClients builds every service client from one configuration. Pricing is called in us-east-1. The
+// configuration's HTTP client is wrapped with NewHTTPClient.
 func NewClients(cfg aws.Config) *Clients {
+	cfg.HTTPClient = NewHTTPClient(cfg.HTTPClient)
 	return &Clients{
 		Region: cfg.Region,
 		EC2:    ec2.NewFromConfig(cfg),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -46,7 +47,7 @@ func TestSimulatorCreatesNodesInAPIServer(t *testing.T) {
 	}
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	cfg := aws.Config{Region: "us-west-2", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+	cfg := aws.Config{Region: "us-west-2", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1, HTTPClient: sdk.NewHTTPClient(srv.Client()),
 		Credentials: credentials.NewStaticCredentialsProvider("123456789012", "x", "")}
 	ctx := context.Background()
 	ec2c, ssmc := ec2.NewFromConfig(cfg), ssm.NewFromConfig(cfg)

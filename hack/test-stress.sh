@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the tests of every package that starts an AWS simulator, an HTTP test server or a kube-apiserver (envtest)
+# STRESS_COUNT times (default 20) while CPU-bound busy loops (STRESS_LOAD of them, default one per CPU) compete for
+# the machine. Any failure is a defect to find, not a flake to retry. See docs/testing.md.
+#   STRESS_COUNT=5 STRESS_PKGS="./pkg/providers/aws" bash hack/test-stress.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export GOFLAGS="${GOFLAGS:--mod=mod}"
+KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
+export KUBEBUILDER_ASSETS
+count="${STRESS_COUNT:-20}"
+load="${STRESS_LOAD:-$(nproc)}"
+
+if [[ -n "${STRESS_PKGS:-}" ]]; then
+	read -r -a pkgs <<<"$STRESS_PKGS"
+else
+	# Packages whose tests start a server: the simulator behind httptest, envtest's kube-apiserver, or the
+	# controller env of pkg/test (envtest plus a manager).
+	mapfile -t pkgs < <(grep -rlE 'httptest\.NewServer|envtest\.|StartControllerEnv\(|awssim\.New\(' \
+		--include='*_test.go' pkg cmd | xargs -n1 dirname | sort -u | sed 's|^|./|')
+fi
+echo "== stress: ${#pkgs[@]} packages, -count=${count}, ${load} busy loops"
+printf '   %s\n' "${pkgs[@]}"
+
+# Compile first, so the load does not slow the build and the timeouts measure the tests.
+go test -count=1 -run '^$' "${pkgs[@]}" >/dev/null
+
+busy=()
+stop_load() {
+	for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
+trap stop_load EXIT
+for ((i = 0; i < load; i++)); do
+	yes >/dev/null &
+	busy+=("$!")
+done
+
+start=$(date +%s)
+status=0
+go test -p 1 -count="$count" -timeout 60m "${pkgs[@]}" || status=$?
+echo "== stress: $(( $(date +%s) - start ))s, exit status ${status}"
+exit "$status"
