@@ -358,3 +358,38 @@ func TestLaunchFailures(t *testing.T) {
 		h.reconcileUntil("waiting", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
 	})
 }
+
+// A pass that reads the NodeClaim from a cache that has not seen its launch yet must neither launch again nor
+// write over the recorded launch.
+func TestStaleCacheDoesNotRelaunch(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("stale-claim", "default").Obj())
+	stale := &karpv1.NodeClaim{}
+	test.Eventually(t, timeout, func() (bool, string) {
+		err := h.env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-claim"}, stale)
+		return err == nil, fmt.Sprint(err)
+	})
+	launched := h.reconcileUntil("stale-claim", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+
+	for range 3 {
+		res, done, err := h.c.launch(h.ctx, stale.DeepCopy())
+		if err != nil || !done || res.RequeueAfter == 0 {
+			t.Errorf("launch(stale copy) = %+v, %v, %v; want to wait for the cache", res, done, err)
+		}
+	}
+	if n := len(h.env.Cloud.Created()); n != 1 {
+		t.Errorf("%d Create calls, want 1", n)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-claim"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Status.ProviderID != launched.Status.ProviderID {
+		t.Errorf("providerID %q, want %q", nc.Status.ProviderID, launched.Status.ProviderID)
+	}
+	// Once the launch is in the cache the memo lets go of it.
+	h.reconcileUntil("stale-claim", func(*karpv1.NodeClaim) (bool, string) {
+		_, at := h.c.launches.get(stale)
+		return at.IsZero(), "launch still remembered"
+	})
+}
