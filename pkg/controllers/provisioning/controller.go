@@ -56,6 +56,10 @@ type Controller struct {
 	created map[string]createdClaim
 	// unschedulableCodes are the reason codes the unschedulable-pods gauge has a series for.
 	unschedulableCodes map[string]bool
+	// nominated holds the status.nominatedNodeName this controller set, by pod UID (see nominations).
+	nominated map[types.UID]string
+	// surplusSince is when each in-flight NodeClaim was first found surplus, by name (see surplus).
+	surplusSince map[string]time.Time
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -78,6 +82,8 @@ func NewController(d deps.Deps) *Controller {
 		created:   map[string]createdClaim{},
 		// unschedulableCodes starts empty: the gauge has no series until a pass finds an unschedulable pod.
 		unschedulableCodes: map[string]bool{},
+		nominated:          map[types.UID]string{},
+		surplusSince:       map[string]time.Time{},
 	}
 }
 
@@ -102,7 +108,14 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Watches(&karpv1.NodePool{}, trigger).
 		Watches(&karpv1.NodeClaim{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueueAdder) { c.CacheShows(e.Object.GetName()) },
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) { c.CacheShows(e.ObjectNew.GetName()) },
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) {
+				c.CacheShows(e.ObjectNew.GetName())
+				// A registered node can take the pods planned on its NodeClaim: nominate them before the
+				// kube-scheduler places other pods there.
+				if registered(e.ObjectOld) != registered(e.ObjectNew) {
+					c.batcher.Trigger()
+				}
+			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueAdder) {
 				c.CacheShows(e.Object.GetName())
 				c.batcher.Trigger()
@@ -141,7 +154,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
-	in, err := c.snapshot(ctx)
+	in, err := c.snapshot(ctx, len(c.surplusSince) > 0)
 	if err != nil {
 		return err
 	}
@@ -149,6 +162,8 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
 	if len(in.Pods) == 0 {
 		c.recordUnschedulable(solver.Plan{})
+		c.nominated = map[types.UID]string{}
+		c.releaseSurplus(ctx, logger, in, solver.Plan{})
 		return nil
 	}
 	start := c.deps.Clock.Now()
@@ -203,10 +218,78 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		}
 	}
 	c.announced = announced
-	if len(errs) > 0 {
-		return fmt.Errorf("applying plan: %w", errors.Join(errs...))
+	errs = append(errs, c.nominate(ctx, in, plan))
+	c.releaseSurplus(ctx, logger, in, plan)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("applying plan: %w", err)
 	}
 	return nil
+}
+
+// registered reports whether a NodeClaim's node has joined (status.nodeName is set).
+func registered(o client.Object) bool {
+	nc, ok := o.(*karpv1.NodeClaim)
+	return ok && nc.Status.NodeName != ""
+}
+
+// nominationWorkers bounds the pod status writes a pass makes at once.
+const nominationWorkers = 16
+
+// nominate makes the pending pods' status.nominatedNodeName follow the plan, so that the kube-scheduler tries
+// the planned node first and keeps its room for them (KEP-5278).
+func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.Plan) error {
+	changes, next := nominations(in, plan, c.nominated)
+	errs := make([]error, len(changes))
+	workqueue.ParallelizeUntil(ctx, nominationWorkers, len(changes), func(i int) {
+		p := changes[i].pod
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Status.NominatedNodeName = changes[i].node
+		if err := c.deps.Client.Status().Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			errs[i] = fmt.Errorf("nominating pod %s/%s for node %q: %w", p.Namespace, p.Name, changes[i].node, err)
+			delete(next, p.UID)
+		}
+	})
+	if len(changes) > 0 {
+		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "nominated", len(next))
+	}
+	c.nominated = next
+	return errors.Join(errs...)
+}
+
+// releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and
+// makes sure a pass runs again while some wait for their grace to end.
+func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) {
+	now := c.deps.Clock.Now()
+	since := map[string]time.Time{}
+	for _, nc := range surplus(in, plan) {
+		first, seen := c.surplusSince[nc.Name]
+		if !seen {
+			since[nc.Name] = now
+			continue
+		}
+		if now.Sub(first) < surplusGrace {
+			since[nc.Name] = first
+			continue
+		}
+		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			logger.Error(err, "deleting surplus nodeclaim", "nodeclaim", nc.Name)
+			since[nc.Name] = first
+			continue
+		}
+		logger.Info("deleted nodeclaim the plan no longer needs: its pods went elsewhere", "nodeclaim", nc.Name,
+			"nodepool", nc.NodePoolName(), "node", nc.Status.NodeName, "surplus-for", now.Sub(first).Round(time.Second).String())
+		c.deps.Recorder.Event(nc, corev1.EventTypeNormal, "Unneeded", "NodeClaim deleted: the pods it was launched for went to other nodes and no pending pod needs it")
+	}
+	c.surplusSince = since
+	if len(since) > 0 {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-c.deps.Clock.After(surplusGrace):
+				c.batcher.Trigger()
+			}
+		}()
+	}
 }
 
 // recordUnschedulable sets the unschedulable-pods gauge from this pass: one series per reason code seen now or

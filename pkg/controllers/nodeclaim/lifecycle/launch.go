@@ -130,7 +130,7 @@ type launchMemo struct {
 }
 
 type launchEntry struct {
-	uid      types.UID
+	uid     types.UID
 	created *karpv1.NodeClaim
 	// recorded is when the NodeClaim's status recorded the launch (zero: not yet).
 	recorded time.Time
