@@ -56,8 +56,8 @@ type Controller struct {
 	created map[string]createdClaim
 	// unschedulableCodes are the reason codes the unschedulable-pods gauge has a series for.
 	unschedulableCodes map[string]bool
-	// nominated holds the status.nominatedNodeName this controller set, by pod UID (see nominations).
-	nominated map[types.UID]string
+	// plans is the latest plan and the nominations Dovetail set (shared with the NodeClaim lifecycle).
+	plans *deps.Plans
 	// surplusSince is when each in-flight NodeClaim was first found surplus, by name (see surplus).
 	surplusSince map[string]time.Time
 }
@@ -74,6 +74,10 @@ const createdClaimTTL = 2 * time.Minute
 
 // NewController returns the provisioner with the scheduler of pkg/scheduling.
 func NewController(d deps.Deps) *Controller {
+	plans := d.Plans
+	if plans == nil {
+		plans = deps.NewPlans()
+	}
 	return &Controller{
 		deps:      d,
 		solver:    adapter.New(d.Settings),
@@ -82,7 +86,7 @@ func NewController(d deps.Deps) *Controller {
 		created:   map[string]createdClaim{},
 		// unschedulableCodes starts empty: the gauge has no series until a pass finds an unschedulable pod.
 		unschedulableCodes: map[string]bool{},
-		nominated:          map[types.UID]string{},
+		plans:              plans,
 		surplusSince:       map[string]time.Time{},
 	}
 }
@@ -162,7 +166,8 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
 	if len(in.Pods) == 0 {
 		c.recordUnschedulable(solver.Plan{})
-		c.nominated = map[types.UID]string{}
+		c.plans.SetPlanned(nil)
+		c.plans.ForgetNominatedExcept(nil)
 		c.releaseSurplus(ctx, logger, in, solver.Plan{})
 		return nil
 	}
@@ -238,21 +243,39 @@ const nominationWorkers = 16
 // nominate makes the pending pods' status.nominatedNodeName follow the plan, so that the kube-scheduler tries
 // the planned node first and keeps its room for them (KEP-5278).
 func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.Plan) error {
-	changes, next := nominations(in, plan, c.nominated)
+	planned := map[string][]deps.PodRef{}
+	pending := map[types.UID]bool{}
+	for _, p := range in.Pods {
+		pending[p.UID] = true
+		if name, ok := plan.Existing[solver.PodKey(p)]; ok {
+			planned[name] = append(planned[name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
+		}
+	}
+	c.plans.SetPlanned(planned)
+	c.plans.ForgetNominatedExcept(pending)
+	changes := nominations(in, plan, c.plans.Nominated())
 	errs := make([]error, len(changes))
+	done := make([]bool, len(changes))
 	workqueue.ParallelizeUntil(ctx, nominationWorkers, len(changes), func(i int) {
 		p := changes[i].pod
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Status.NominatedNodeName = changes[i].node
 		if err := c.deps.Client.Status().Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
 			errs[i] = fmt.Errorf("nominating pod %s/%s for node %q: %w", p.Namespace, p.Name, changes[i].node, err)
-			delete(next, p.UID)
+			return
 		}
+		done[i] = true
 	})
-	if len(changes) > 0 {
-		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "nominated", len(next))
+	update := map[types.UID]string{}
+	for i, ch := range changes {
+		if done[i] {
+			update[ch.pod.UID] = ch.node
+		}
 	}
-	c.nominated = next
+	c.plans.UpdateNominated(update)
+	if len(changes) > 0 {
+		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "written", len(update))
+	}
 	return errors.Join(errs...)
 }
 

@@ -33,8 +33,8 @@ func plannedNode(name string, nodes map[string]bool, claimNodes map[string]strin
 // planned Node's name when that Node exists (a pod planned on a NodeClaim gets its Node once it registered),
 // empty when the pod is planned on a node that does not exist yet, on a new NodeClaim, or nowhere. ours holds
 // the nominations this controller set, by pod UID; a pod nominated by someone else (the kube-scheduler, for
-// preemption) is left alone. It also returns the nominations this controller holds after the changes.
-func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) ([]nomination, map[types.UID]string) {
+// preemption) is left alone.
+func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) []nomination {
 	nodes := map[string]bool{}
 	for _, n := range in.Nodes {
 		nodes[n.Node.Name] = true
@@ -44,7 +44,6 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) (
 		claimNodes[f.NodeClaim.Name] = f.NodeClaim.Status.NodeName
 	}
 	var out []nomination
-	next := map[types.UID]string{}
 	for _, p := range in.Pods {
 		want := ""
 		if name, ok := plan.Existing[solver.PodKey(p)]; ok {
@@ -57,11 +56,8 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) (
 		if want != cur {
 			out = append(out, nomination{pod: p, node: want})
 		}
-		if want != "" {
-			next[p.UID] = want
-		}
 	}
-	return out, next
+	return out
 }
 
 // surplusGrace is how long an in-flight NodeClaim must have been surplus, pass after pass, before it is

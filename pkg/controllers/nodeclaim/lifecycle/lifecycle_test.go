@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -392,4 +393,41 @@ func TestStaleCacheDoesNotRelaunch(t *testing.T) {
 		_, at := h.c.launches.get(stale)
 		return at.IsZero(), "launch still remembered"
 	})
+}
+
+// When a NodeClaim's Node registers, the pods the provisioner planned on the NodeClaim are nominated for the
+// Node; a pod nominated elsewhere by someone else keeps its nomination.
+func TestRegistrationNominatesPlannedPods(t *testing.T) {
+	h := newHarness(t)
+	planned := test.Pod("planned").Obj()
+	foreign := test.Pod("foreign").Obj()
+	h.create(planned)
+	h.create(foreign)
+	foreign.Status.NominatedNodeName = "elsewhere"
+	if err := h.env.Env.Client.Status().Update(h.ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	h.create(test.NodeClaim("nominating", "default").Obj())
+	nc := h.reconcileUntil("nominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"nominating": {
+		{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID},
+		{Namespace: foreign.Namespace, Name: foreign.Name, UID: foreign.UID},
+	}})
+	h.create(test.Node("nominated-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	h.reconcileUntil("nominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+
+	got := map[string]string{}
+	for _, name := range []string{"planned", "foreign"} {
+		p := &corev1.Pod{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = p.Status.NominatedNodeName
+	}
+	if d := cmp.Diff(map[string]string{"planned": "nominated-node", "foreign": "elsewhere"}, got); d != "" {
+		t.Errorf("nominations (-want +got):\n%s", d)
+	}
+	if n := h.env.Deps.Plans.Nominated()[planned.UID]; n != "nominated-node" {
+		t.Errorf("recorded nomination %q", n)
+	}
 }

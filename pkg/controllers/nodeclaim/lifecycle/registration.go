@@ -52,6 +52,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		}
 		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
 	}
+	c.nominatePlanned(ctx, nc, node)
 	if err := c.syncNode(ctx, nc, node); err != nil {
 		return reconcile.Result{}, true, err
 	}
