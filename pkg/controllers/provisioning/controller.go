@@ -186,6 +186,8 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	}
 	announced := map[types.UID]string{}
 	var errs []error
+	// planned collects the pods of each NodeClaim created now; plan.Existing has those of the others.
+	planned := map[string][]deps.PodRef{}
 	for _, nn := range plan.NewNodeClaims {
 		nc := BuildNodeClaim(nn)
 		if err := c.deps.Client.Create(ctx, nc); err != nil {
@@ -200,6 +202,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
 		for _, p := range nn.Pods {
 			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
+			planned[nc.Name] = append(planned[nc.Name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 		}
 	}
 	nodes := map[string]bool{}
@@ -223,7 +226,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		}
 	}
 	c.announced = announced
-	errs = append(errs, c.nominate(ctx, in, plan))
+	errs = append(errs, c.nominate(ctx, in, plan, planned))
 	c.releaseSurplus(ctx, logger, in, plan)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying plan: %w", err)
@@ -241,9 +244,9 @@ func registered(o client.Object) bool {
 const nominationWorkers = 16
 
 // nominate makes the pending pods' status.nominatedNodeName follow the plan, so that the kube-scheduler tries
-// the planned node first and keeps its room for them (KEP-5278).
-func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.Plan) error {
-	planned := map[string][]deps.PodRef{}
+// the planned node first and keeps its room for them (KEP-5278), and shares the plan (planned holds the pods of
+// the NodeClaims created by this pass) with the NodeClaim lifecycle.
+func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.Plan, planned map[string][]deps.PodRef) error {
 	pending := map[types.UID]bool{}
 	for _, p := range in.Pods {
 		pending[p.UID] = true
