@@ -21,14 +21,15 @@ const nominateWorkers = 8
 // scheduler then keeps the Node's room for them instead of filling it with other pods (KEP-5278). Pods bound
 // already, pods nominated elsewhere by someone else and pods that no longer exist are skipped; failures are
 // logged and do not hold registration up (the provisioner's next pass nominates again).
-func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) {
+// It returns how many pods it nominated.
+func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) int {
 	plans := c.deps.Plans
 	if plans == nil {
-		return
+		return 0
 	}
 	refs := plans.Planned(nc.Name)
 	if len(refs) == 0 {
-		return
+		return 0
 	}
 	ours := plans.Nominated()
 	var mu sync.Mutex
@@ -55,7 +56,5 @@ func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, 
 		mu.Unlock()
 	})
 	plans.UpdateNominated(update)
-	if len(update) > 0 {
-		log.FromContext(ctx).V(1).Info("nominated planned pods for the registering node", "nodeclaim", nc.Name, "node", node.Name, "pods", len(update))
-	}
+	return len(update)
 }
