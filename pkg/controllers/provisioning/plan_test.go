@@ -29,11 +29,11 @@ func TestNominationsFollowThePlan(t *testing.T) {
 		},
 	}
 	cases := []struct {
-		name     string
-		pod      *corev1.Pod
-		planned  string // "" means a new NodeClaim or unschedulable
-		ours     string
-		want     []string // node the pod's nomination changes to, if it changes
+		name    string
+		pod     *corev1.Pod
+		planned string // "" means a new NodeClaim or unschedulable
+		ours    string
+		want    []string // node the pod's nomination changes to, if it changes
 	}{
 		{name: "planned on a registered claim: its node", pod: pendingPod("p1", ""), planned: "claim-a", want: []string{"node-a"}},
 		{name: "planned on a node", pod: pendingPod("p2", ""), planned: "node-c", want: []string{"node-c"}},
