@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -39,6 +41,7 @@ func TestMixedScaleOutFollowsThePlan(t *testing.T) {
 		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "small"}},
 	}}
 	large := framework.Deployment(pool, "large", pool, replicas, "3500m", "28Gi")
+	fleetsBefore := createFleetCalls(t)
 	start := time.Now()
 	for _, d := range []client.Object{small, large} {
 		if err := env.Client.Create(ctx, d); err != nil {
@@ -104,5 +107,22 @@ func TestMixedScaleOutFollowsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pods on %d nodes", 2*replicas, len(claims))
+	t.Logf("%d pods on %d nodes; %d CreateFleet calls", 2*replicas, len(claims), createFleetCalls(t)-fleetsBefore)
+}
+
+// createFleetCalls reads how many CreateFleet calls the simulator has answered.
+func createFleetCalls(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get(env.AWSEndpoint + "/_awssim/state")
+	if err != nil {
+		t.Fatalf("reading simulator state: %v", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Calls map[string]int `json:"calls"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("decoding simulator state: %v", err)
+	}
+	return st.Calls["CreateFleet"]
 }
