@@ -65,10 +65,11 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) [
 const surplusGrace = 10 * time.Second
 
 // surplus returns the in-flight NodeClaims the plan has no use for while pods are being placed: no pending pod
-// planned on them or their Node, no pod but DaemonSet pods bound to their Node, not being deleted, not marked
-// do-not-disrupt, and of a NodePool that consolidates (consolidateAfter is not Never). They are the nodes left
-// empty when the kube-scheduler put their pods elsewhere; the pods still pending are planned from where the
-// others actually landed, so keeping these would leave them empty.
+// planned on them or their Node, no pod but DaemonSet pods bound to their Node and none ever scheduled there
+// (status.lastPodEventTime unset: a node emptied by a workload is consolidation's business), not being deleted,
+// not marked do-not-disrupt, and of a NodePool that consolidates (consolidateAfter is not Never). They are the
+// nodes left empty when the kube-scheduler put their pods elsewhere; the pods still pending are planned from
+// where the others actually landed, so keeping these would leave them empty.
 func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 	used := map[string]bool{}
 	for _, name := range plan.Existing {
@@ -93,6 +94,7 @@ func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 		node := nc.Status.NodeName
 		switch {
 		case used[nc.Name], node != "" && used[node], node != "" && bound[node] > 0:
+		case !nc.Status.LastPodEventTime.IsZero():
 		case !nc.DeletionTimestamp.IsZero(), nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue:
 		case !consolidates[nc.NodePoolName()]:
 		default:

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -91,6 +92,7 @@ func TestSurplusAfterPodsLandedElsewhere(t *testing.T) {
 			{NodeClaim: test.NodeClaim("claim-planned", "default").Obj()},
 			{NodeClaim: test.NodeClaim("claim-pinned", "default").Annotation(karpv1.DoNotDisruptAnnotationKey, "true").Obj()},
 			{NodeClaim: test.NodeClaim("claim-never", "keep").Obj()},
+			{NodeClaim: test.NodeClaim("claim-emptied", "default").LastPodEventTime(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)).Obj()},
 		},
 	}
 	plan := solver.Plan{Existing: map[string]string{solver.PodKey(large): "claim-planned"}}
