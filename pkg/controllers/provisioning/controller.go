@@ -188,9 +188,17 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	var errs []error
 	// planned collects the pods of each NodeClaim created now; plan.Existing has those of the others.
 	planned := map[string][]deps.PodRef{}
-	for _, nn := range plan.NewNodeClaims {
-		nc := BuildNodeClaim(nn)
-		if err := c.deps.Client.Create(ctx, nc); err != nil {
+	// NodeClaims are created concurrently: one after the other, a pass's NodeClaims reached the launch step
+	// seconds apart under load, too far apart to share a CreateFleet call.
+	built := make([]*karpv1.NodeClaim, len(plan.NewNodeClaims))
+	createErrs := make([]error, len(plan.NewNodeClaims))
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
+		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
+		createErrs[i] = c.deps.Client.Create(ctx, built[i])
+	})
+	for i, nn := range plan.NewNodeClaims {
+		nc := built[i]
+		if err := createErrs[i]; err != nil {
 			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", nn.NodePool.Name, err))
 			continue
 		}
@@ -239,6 +247,9 @@ func registered(o client.Object) bool {
 	nc, ok := o.(*karpv1.NodeClaim)
 	return ok && nc.Status.NodeName != ""
 }
+
+// createWorkers bounds the NodeClaims a pass creates at once.
+const createWorkers = 16
 
 // nominationWorkers bounds the pod status writes a pass makes at once.
 const nominationWorkers = 16
