@@ -85,6 +85,10 @@ launch etcd "$bin/etcd" --name dovetail --data-dir "$CLUSTER_DIR/etcd" \
   --initial-cluster "dovetail=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --quota-backend-bytes 4294967296
 wait_for "etcd" 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
+# KEP-5278 (alpha in 1.34): the kube-scheduler tries a pending pod's status.nominatedNodeName first and keeps room
+# there for it; Dovetail nominates pods whose planned node exists (docs/provisioning.md). The API server clears
+# the nomination when the pod is bound.
+feature_gates=NominatedNodeNameForExpectation=true,ClearingNominatedNodeNameAfterBinding=true
 log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 launch kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
@@ -94,7 +98,7 @@ launch kube-apiserver "$bin/kube-apiserver" \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 --authorization-mode RBAC --endpoint-reconciler-type none \
   --allow-privileged=true --enable-priority-and-fairness=false --max-requests-inflight 2000 \
-  --max-mutating-requests-inflight 1000 --cert-dir "$pki" --profiling=false
+  --max-mutating-requests-inflight 1000 --cert-dir "$pki" --profiling=false --feature-gates "$feature_gates"
 wait_for "kube-apiserver" 60 curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz"
 
 log "starting kube-controller-manager, kube-scheduler and kwok"
@@ -112,7 +116,7 @@ leaderElection: {leaderElect: false}
 SC
 launch kube-scheduler "$bin/kube-scheduler" --config "$CLUSTER_DIR/scheduler.yaml" \
   --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \
-  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT"
+  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --feature-gates "$feature_gates"
 # kwok plays 4 pod stages at a time by default: too few to take 1,000 pods to Running within seconds.
 {
   cat <<KC

@@ -42,6 +42,7 @@ func newFaultCommand(c *client) *cobra.Command {
 	capacity.Flags().StringVar(&cf.Zone, "zone", "*", "zone or glob")
 	capacity.Flags().StringVar(&cf.CapacityType, "capacity-type", "*", "spot, on-demand or *")
 	capacity.Flags().StringVar(&cf.Code, "code", "", "fleet error code (default InsufficientInstanceCapacity)")
+	capacity.Flags().IntVar(&cf.Available, "available", 0, "matching pools still launch this many instances before the fault applies (a fleet for more is partly fulfilled)")
 
 	var tf awssim.ThrottleFault
 	throttle := &cobra.Command{

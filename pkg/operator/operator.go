@@ -210,6 +210,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		Settings:          s,
 		Metrics:           m,
 		InterruptionQueue: queue,
+		Plans:             deps.NewPlans(),
 	}, nil
 }
 

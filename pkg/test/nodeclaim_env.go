@@ -84,7 +84,7 @@ func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) 
 	rec := record.NewFakeRecorder(1000)
 	d := deps.Deps{
 		Client: mgr.GetClient(), KubeClient: kube, CloudProvider: cloud, Clock: clk,
-		Recorder: rec, Settings: s, Metrics: metrics.NewForTest(),
+		Recorder: rec, Settings: s, Metrics: metrics.NewForTest(), Plans: deps.NewPlans(),
 	}
 	for _, newController := range controllers {
 		if err := newController(d).Register(ctx, mgr); err != nil {

@@ -4,7 +4,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -45,6 +47,10 @@ func TestScaleOut(t *testing.T) {
 	defer tracker.Stop()
 	tracker.expect(total)
 	stopMemory := controllerMemory(t)
+	fleetsBefore, err := createFleetCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	applied := time.Now()
 	for _, m := range scaleOutMix {
@@ -103,7 +109,12 @@ func TestScaleOut(t *testing.T) {
 		table = append(table, fmt.Sprintf("%s/%s/%s×%d", g.InstanceType, g.Zone, g.CapacityType, g.Count))
 	}
 
+	fleets, err := createFleetCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	figures := map[string]any{
+		"createFleetCalls":             fleets - fleetsBefore,
 		"pods":                         total,
 		"secondsApplyToAllRunning":     seconds(allRunning.Sub(applied)),
 		"secondsBatchToAllRunning":     seconds(allRunning.Sub(batchClosed)),
@@ -127,6 +138,7 @@ func TestScaleOut(t *testing.T) {
 		total, seconds(allRunning.Sub(applied)), seconds(allRunning.Sub(batchClosed)), seconds(batchClosed.Sub(applied)))
 	t.Logf("milestones after apply: pods all created +%.1fs, last NodeClaim +%.1fs, all NodeClaims Initialized +%.1fs, pods all bound +%.1fs",
 		seconds(allCreated.Sub(applied)), seconds(lastClaim.Sub(applied)), seconds(lastInitialized.Sub(applied)), seconds(allBound.Sub(applied)))
+	t.Logf("%d CreateFleet calls for %d NodeClaims", fleets-fleetsBefore, len(claims))
 	t.Logf("%d NodeClaims, %d nodes; requested/allocatable cpu %.1f%%, memory %.1f%%; $%.2f/hour",
 		len(claims), len(nodes), 100*cpu, 100*mem, summary.HourlyCost)
 	t.Logf("controller memory: RSS %v MiB, peak (VmHWM) %v MiB, sampled peak %v MiB",
@@ -139,3 +151,23 @@ func TestScaleOut(t *testing.T) {
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// createFleetCalls reads how many CreateFleet calls the simulator has answered (its state's per-action counts).
+func createFleetCalls(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.AWSEndpoint+"/_awssim/state", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("reading simulator state: %w", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Calls map[string]int `json:"calls"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("decoding simulator state: %w", err)
+	}
+	return st.Calls["CreateFleet"], nil
+}

@@ -383,6 +383,7 @@ func TestControllerRBAC(t *testing.T) {
 		{"", "pods", "watch"},
 		{"", "pods", "delete"},
 		{"", "pods/eviction", "create"},
+		{"", "pods/status", "patch"},
 		{"policy", "poddisruptionbudgets", "list"},
 		{"storage.k8s.io", "volumeattachments", "list"},
 		{"", "persistentvolumeclaims", "get"},

@@ -31,4 +31,7 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// InterruptionQueue is where interruption messages arrive; nil when INTERRUPTION_QUEUE is empty.
 	InterruptionQueue cloudprovider.InterruptionQueue
+	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
+	// provisioner then keeps its own).
+	Plans *Plans
 }

@@ -56,6 +56,10 @@ type Controller struct {
 	created map[string]createdClaim
 	// unschedulableCodes are the reason codes the unschedulable-pods gauge has a series for.
 	unschedulableCodes map[string]bool
+	// plans is the latest plan and the nominations Dovetail set (shared with the NodeClaim lifecycle).
+	plans *deps.Plans
+	// surplusSince is when each in-flight NodeClaim was first found surplus, by name (see surplus).
+	surplusSince map[string]time.Time
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -70,6 +74,10 @@ const createdClaimTTL = 2 * time.Minute
 
 // NewController returns the provisioner with the scheduler of pkg/scheduling.
 func NewController(d deps.Deps) *Controller {
+	plans := d.Plans
+	if plans == nil {
+		plans = deps.NewPlans()
+	}
 	return &Controller{
 		deps:      d,
 		solver:    adapter.New(d.Settings),
@@ -78,6 +86,8 @@ func NewController(d deps.Deps) *Controller {
 		created:   map[string]createdClaim{},
 		// unschedulableCodes starts empty: the gauge has no series until a pass finds an unschedulable pod.
 		unschedulableCodes: map[string]bool{},
+		plans:              plans,
+		surplusSince:       map[string]time.Time{},
 	}
 }
 
@@ -102,7 +112,14 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Watches(&karpv1.NodePool{}, trigger).
 		Watches(&karpv1.NodeClaim{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueueAdder) { c.CacheShows(e.Object.GetName()) },
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) { c.CacheShows(e.ObjectNew.GetName()) },
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueueAdder) {
+				c.CacheShows(e.ObjectNew.GetName())
+				// A registered node can take the pods planned on its NodeClaim: nominate them before the
+				// kube-scheduler places other pods there.
+				if registered(e.ObjectOld) != registered(e.ObjectNew) {
+					c.batcher.Trigger()
+				}
+			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueueAdder) {
 				c.CacheShows(e.Object.GetName())
 				c.batcher.Trigger()
@@ -141,7 +158,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
-	in, err := c.snapshot(ctx)
+	in, err := c.snapshot(ctx, len(c.surplusSince) > 0)
 	if err != nil {
 		return err
 	}
@@ -149,6 +166,9 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
 	if len(in.Pods) == 0 {
 		c.recordUnschedulable(solver.Plan{})
+		c.plans.SetPlanned(nil)
+		c.plans.ForgetNominatedExcept(nil)
+		c.releaseSurplus(ctx, logger, in, solver.Plan{})
 		return nil
 	}
 	start := c.deps.Clock.Now()
@@ -166,9 +186,19 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	}
 	announced := map[types.UID]string{}
 	var errs []error
-	for _, nn := range plan.NewNodeClaims {
-		nc := BuildNodeClaim(nn)
-		if err := c.deps.Client.Create(ctx, nc); err != nil {
+	// planned collects the pods of each NodeClaim created now; plan.Existing has those of the others.
+	planned := map[string][]deps.PodRef{}
+	// NodeClaims are created concurrently: one after the other, a pass's NodeClaims reached the launch step
+	// seconds apart under load, too far apart to share a CreateFleet call.
+	built := make([]*karpv1.NodeClaim, len(plan.NewNodeClaims))
+	createErrs := make([]error, len(plan.NewNodeClaims))
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
+		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
+		createErrs[i] = c.deps.Client.Create(ctx, built[i])
+	})
+	for i, nn := range plan.NewNodeClaims {
+		nc := built[i]
+		if err := createErrs[i]; err != nil {
 			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", nn.NodePool.Name, err))
 			continue
 		}
@@ -180,6 +210,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
 		for _, p := range nn.Pods {
 			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
+			planned[nc.Name] = append(planned[nc.Name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 		}
 	}
 	nodes := map[string]bool{}
@@ -203,10 +234,99 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		}
 	}
 	c.announced = announced
-	if len(errs) > 0 {
-		return fmt.Errorf("applying plan: %w", errors.Join(errs...))
+	errs = append(errs, c.nominate(ctx, in, plan, planned))
+	c.releaseSurplus(ctx, logger, in, plan)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("applying plan: %w", err)
 	}
 	return nil
+}
+
+// registered reports whether a NodeClaim's node has joined (status.nodeName is set).
+func registered(o client.Object) bool {
+	nc, ok := o.(*karpv1.NodeClaim)
+	return ok && nc.Status.NodeName != ""
+}
+
+// createWorkers bounds the NodeClaims a pass creates at once.
+const createWorkers = 16
+
+// nominationWorkers bounds the pod status writes a pass makes at once.
+const nominationWorkers = 16
+
+// nominate makes the pending pods' status.nominatedNodeName follow the plan, so that the kube-scheduler tries
+// the planned node first and keeps its room for them (KEP-5278), and shares the plan (planned holds the pods of
+// the NodeClaims created by this pass) with the NodeClaim lifecycle.
+func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.Plan, planned map[string][]deps.PodRef) error {
+	pending := map[types.UID]bool{}
+	for _, p := range in.Pods {
+		pending[p.UID] = true
+		if name, ok := plan.Existing[solver.PodKey(p)]; ok {
+			planned[name] = append(planned[name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
+		}
+	}
+	c.plans.SetPlanned(planned)
+	c.plans.ForgetNominatedExcept(pending)
+	changes := nominations(in, plan, c.plans.Nominated())
+	errs := make([]error, len(changes))
+	done := make([]bool, len(changes))
+	workqueue.ParallelizeUntil(ctx, nominationWorkers, len(changes), func(i int) {
+		p := changes[i].pod
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Status.NominatedNodeName = changes[i].node
+		if err := c.deps.Client.Status().Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			errs[i] = fmt.Errorf("nominating pod %s/%s for node %q: %w", p.Namespace, p.Name, changes[i].node, err)
+			return
+		}
+		done[i] = true
+	})
+	update := map[types.UID]string{}
+	for i, ch := range changes {
+		if done[i] {
+			update[ch.pod.UID] = ch.node
+		}
+	}
+	c.plans.UpdateNominated(update)
+	if len(changes) > 0 {
+		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "written", len(update))
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and
+// makes sure a pass runs again while some wait for their grace to end.
+func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) {
+	now := c.deps.Clock.Now()
+	since := map[string]time.Time{}
+	for _, nc := range surplus(in, plan) {
+		first, seen := c.surplusSince[nc.Name]
+		if !seen {
+			since[nc.Name] = now
+			continue
+		}
+		if now.Sub(first) < surplusGrace {
+			since[nc.Name] = first
+			continue
+		}
+		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			logger.Error(err, "deleting surplus nodeclaim", "nodeclaim", nc.Name)
+			since[nc.Name] = first
+			continue
+		}
+		logger.Info("deleted nodeclaim the plan no longer needs: its pods went elsewhere", "nodeclaim", nc.Name,
+			"nodepool", nc.NodePoolName(), "node", nc.Status.NodeName, "surplus-for", now.Sub(first).Round(time.Second).String())
+		c.deps.Recorder.Event(nc, corev1.EventTypeNormal, "Unneeded", "NodeClaim deleted: the pods it was launched for went to other nodes and no pending pod needs it")
+	}
+	c.surplusSince = since
+	if len(since) > 0 {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-c.deps.Clock.After(surplusGrace):
+				c.batcher.Trigger()
+			}
+		}()
+	}
 }
 
 // recordUnschedulable sets the unschedulable-pods gauge from this pass: one series per reason code seen now or

@@ -22,8 +22,8 @@ import (
 )
 
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
-// those NodePools with the room they have left.
-func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) {
+// those NodePools with the room they have left. Without pending pods it returns an empty input unless always.
+func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, err error) {
 	podList := &corev1.PodList{}
 	if err := c.deps.Client.List(ctx, podList); err != nil {
 		return in, fmt.Errorf("listing pods: %w", err)
@@ -34,7 +34,7 @@ func (c *Controller) snapshot(ctx context.Context) (in solver.Input, err error) 
 			pending = append(pending, &podList.Items[i])
 		}
 	}
-	if len(pending) == 0 {
+	if len(pending) == 0 && !always {
 		return in, nil
 	}
 	ncList := &karpv1.NodeClaimList{}

@@ -48,6 +48,9 @@ type Options struct {
 	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
 	// throttling error (the operator counts them in dovetail_cloudprovider_throttled_calls_total).
 	OnThrottle func(service, operation string)
+	// LaunchBatch is the window in which identical launches are merged into one CreateFleet call (nil:
+	// instance.DefaultBatchWindow). Its clock is its own (default: the real clock), not Clock.
+	LaunchBatch *instance.BatchWindow
 }
 
 // CloudProvider is the AWS implementation of cloudprovider.CloudProvider. It also resolves EC2NodeClasses for
@@ -101,6 +104,10 @@ func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error)
 }
 
 func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
+	window := instance.DefaultBatchWindow
+	if opts.LaunchBatch != nil {
+		window = *opts.LaunchBatch
+	}
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
@@ -112,7 +119,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		clock:         opts.Clock,
 		unavailable:   cache,
 		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
-		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock),
+		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
 		clusterInfo: &clusterInfoSource{

@@ -72,11 +72,12 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		if err != nil {
 			return nil, err
 		}
+		all := p.cluster.ForInstance(tags.Instance{
+			NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
+		})
+		shared, own := splitInstanceTags(all, nodeClaim.Name)
 		launched, err = p.instances.Launch(ctx, instance.FleetRequest{
-			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType,
-			Tags: p.cluster.ForInstance(tags.Instance{
-				NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
-			}),
+			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType, Tags: shared, InstanceTags: own,
 		})
 		if err == nil {
 			break
@@ -95,6 +96,20 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	log.FromContext(ctx).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance-id", launched.ID,
 		"instance-type", launched.Type, "zone", launched.Zone, "capacity-type", launched.CapacityType)
 	return p.launchedNodeClaim(nodeClaim, nc, it, launched, images[launched.Type]), nil
+}
+
+// splitInstanceTags separates the tags naming one NodeClaim (karpenter.sh/nodeclaim, and Name while it is the
+// NodeClaim's name) from those every NodeClaim of the node class shares, so identical launches can share a fleet.
+func splitInstanceTags(all map[string]string, nodeClaim string) (shared, own map[string]string) {
+	shared, own = map[string]string{}, map[string]string{}
+	for k, v := range all {
+		if k == awsv1.TagNodeClaim || (k == awsv1.TagName && v == nodeClaim) {
+			own[k] = v
+		} else {
+			shared[k] = v
+		}
+	}
+	return shared, own
 }
 
 // launchedNodeClaim is the NodeClaim Create returns for an instance: provider ID, image, capacity, allocatable,

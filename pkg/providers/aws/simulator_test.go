@@ -81,17 +81,27 @@ type provider struct {
 
 func (w *world) provider(t testing.TB, clusterUID string, objs ...client.Object) *provider {
 	t.Helper()
+	return w.providerWith(t, clusterUID, nil, objs...)
+}
+
+// providerWith is provider with the options changed by mod (nil: unchanged).
+func (w *world) providerWith(t testing.TB, clusterUID string, mod func(*aws.Options), objs ...client.Object) *provider {
+	t.Helper()
 	s, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
 	cfg := w.sdkConfig("AKIDACCOUNTA")
-	cp, err := aws.NewCloudProvider(context.Background(), aws.Options{
+	opts := aws.Options{
 		// Endpoint, CA, Kubernetes version and service CIDR come from EKS DescribeCluster.
 		Settings:   &settings.Settings{ClusterName: "dovetail", VMMemoryOverheadPercent: 0.075},
 		ClusterUID: clusterUID, KubeClient: kube, Clock: w.clock, AWSConfig: &cfg,
-	})
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	cp, err := aws.NewCloudProvider(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("NewCloudProvider: %v", err)
 	}

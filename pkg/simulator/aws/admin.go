@@ -36,6 +36,8 @@ type State struct {
 	Instances []InstanceInfo `json:"instances"`
 	Accounts  []AccountInfo  `json:"accounts"`
 	Faults    Faults         `json:"faults"`
+	// Calls counts the API calls answered since start, by action (throttled ones included).
+	Calls map[string]int `json:"calls"`
 }
 
 // AccountInfo summarises one account.
@@ -68,11 +70,26 @@ func (s *Simulator) Instances() []InstanceInfo {
 	return out
 }
 
-// Snapshot returns the whole state dump.
-func (s *Simulator) Snapshot() State {
-	st := State{Region: s.opts.Region, Cluster: s.opts.ClusterName, Instances: s.Instances(), Faults: s.GetFaults()}
+// Calls returns how many calls of each action the simulator answered since start.
+func (s *Simulator) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Snapshot returns the whole state dump.
+func (s *Simulator) Snapshot() State {
+	st := State{Region: s.opts.Region, Cluster: s.opts.ClusterName, Instances: s.Instances(), Faults: s.GetFaults(), Calls: s.Calls()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.Calls = make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		st.Calls[k] = v
+	}
 	now := s.clock.Now()
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]
@@ -383,6 +400,11 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 func validateFaults(f Faults) error {
 	if f.Throttle.Rate < 0 || f.Throttle.Rate > 1 {
 		return fmt.Errorf("throttle rate %v must be between 0 and 1", f.Throttle.Rate)
+	}
+	for _, cf := range f.Capacity {
+		if cf.Available < 0 {
+			return fmt.Errorf("capacity fault %+v: available must not be negative", cf)
+		}
 	}
 	for _, nf := range f.NoNode {
 		if err := validateNoNodeFault(nf); err != nil {

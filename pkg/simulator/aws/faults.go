@@ -15,6 +15,9 @@ type CapacityFault struct {
 	// Code is the fleet error code (default InsufficientInstanceCapacity); e.g. MaxSpotInstanceCountExceeded,
 	// VcpuLimitExceeded, UnfulfillableCapacity.
 	Code string `json:"code,omitempty"`
+	// Available is how many more instances matching pools launch before the fault applies (each launch uses one
+	// up); 0 means the fault applies at once. It makes a fleet for several instances partly fulfilled.
+	Available int `json:"available,omitempty"`
 }
 
 func (f CapacityFault) matches(typ, zone, capType string) bool {
@@ -80,13 +83,32 @@ type Faults struct {
 
 type faults = Faults
 
+// capacityFault returns the error code of the first fault matching the pool, or "" when none matches or the
+// first match still has instances available.
 func (f *Faults) capacityFault(typ, zone, capType string) string {
 	for _, c := range f.Capacity {
 		if c.matches(typ, zone, capType) {
+			if c.Available > 0 {
+				return ""
+			}
 			if c.Code == "" {
 				return "InsufficientInstanceCapacity"
 			}
 			return c.Code
+		}
+	}
+	return ""
+}
+
+// takeCapacity is capacityFault for one launch: a first matching fault with instances available gives one up.
+func (f *Faults) takeCapacity(typ, zone, capType string) string {
+	for i, c := range f.Capacity {
+		if c.matches(typ, zone, capType) {
+			if c.Available > 0 {
+				f.Capacity[i].Available--
+				return ""
+			}
+			return f.capacityFault(typ, zone, capType)
 		}
 	}
 	return ""
@@ -126,6 +148,10 @@ var throttleCodes = map[string]*apiError{
 // applyFaults adds latency and decides whether the call is throttled.
 func (s *Simulator) applyFaults(r *http.Request, service, action string) *apiError {
 	s.mu.Lock()
+	if s.calls == nil {
+		s.calls = map[string]int{}
+	}
+	s.calls[action]++
 	latency := time.Duration(s.faults.Latency)
 	th := s.faults.Throttle
 	throttle := false

@@ -116,6 +116,10 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 					break
 				}
 			}
+			if code := s.faults.takeCapacity(c.typeName, c.zone, capType); code != "" {
+				c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
+				break
+			}
 			inst, err := s.launchLocked(a, c, reservationID, append([]Tag{{Key: "aws:ec2:fleet-id", Value: fleetID}}, requestTags...))
 			if err != nil {
 				c.fail(err.Code, "%s", err.Message)
@@ -288,16 +292,19 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 		c.price = 0
 	}
 	if code := s.faults.capacityFault(c.typeName, c.zone, map[bool]string{true: "spot", false: "on-demand"}[c.spot]); code != "" {
-		msg := fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.typeName, c.zone)
-		if code != "InsufficientInstanceCapacity" {
-			msg = fmt.Sprintf("Simulated %s for %s in %s.", code, c.typeName, c.zone)
-		}
-		c.fail(code, "%s", msg)
+		c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 		return
 	}
 	if c.subnet.available() <= 0 {
 		c.fail("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
+}
+
+func capacityMessage(code, typeName, zone string) string {
+	if code != "InsufficientInstanceCapacity" {
+		return fmt.Sprintf("Simulated %s for %s in %s.", code, typeName, zone)
+	}
+	return fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", typeName, zone)
 }
 
 // launchLocked creates one pending instance for a resolved candidate.

@@ -91,6 +91,8 @@ type Simulator struct {
 	rng      *rand.Rand
 	accounts map[string]*account
 	faults   faults
+	// calls counts API calls by action since start (CreateFleet, DescribeInstances, ...).
+	calls map[string]int
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64

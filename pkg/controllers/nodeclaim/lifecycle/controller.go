@@ -34,13 +34,15 @@ const (
 // Controller runs the NodeClaim lifecycle.
 type Controller struct {
 	deps deps.Deps
+	// launches remembers, by NodeClaim name, launches this controller made that its cache may not show yet.
+	launches *launchMemo
 }
 
 // maxConcurrentReconciles is how many NodeClaims the controller works on at once.
 const maxConcurrentReconciles = 50
 
 // NewController returns the controller.
-func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d, launches: newLaunchMemo()} }
 
 // Register adds the controller to the manager: it watches NodeClaims and the Nodes that match them.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
@@ -78,9 +80,13 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	ctx = metrics.WithController(ctx, Name)
 	nc := &karpv1.NodeClaim{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.launches.forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
+		c.launches.forget(req.Name)
 		return reconcile.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {

@@ -3,10 +3,13 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -19,6 +22,7 @@ import (
 // launch creates the instance once and records it in the NodeClaim.
 func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
 	if nc.IsTrue(karpv1.ConditionTypeLaunched) {
+		c.launches.forget(nc.Name)
 		return reconcile.Result{}, false, nil
 	}
 	logger := log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.NodePoolName())
@@ -28,7 +32,22 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		nc.SetTrue(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunched)
 		return reconcile.Result{}, false, c.patchStatus(ctx, stored, nc)
 	}
-	created, err := c.deps.CloudProvider.Create(ctx, nc)
+	// The writes recording a launch trigger this NodeClaim's next pass, which may read the cache before the
+	// writes reach it: a launch already recorded waits for the cache (its update event brings the NodeClaim
+	// back), and one whose recording failed is recorded again without asking the cloud provider a second time.
+	prior, recordedAt := c.launches.get(nc)
+	if !recordedAt.IsZero() {
+		if c.deps.Clock.Since(recordedAt) < maxCacheLag {
+			return reconcile.Result{RequeueAfter: cacheLagRequeue}, true, nil
+		}
+		// The cache never showed the recorded launch (someone rewrote the status?): launch as if new, which
+		// adopts the instance if it is still there.
+		c.launches.forget(nc.Name)
+	}
+	created, err := prior, error(nil)
+	if created == nil {
+		created, err = c.deps.CloudProvider.Create(ctx, nc)
+	}
 	switch {
 	case err == nil:
 	case cloudprovider.IsInsufficientCapacity(err):
@@ -54,6 +73,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
 
+	c.launches.launched(nc, created)
 	// Labels the cloud chose (instance type, zone, capacity type, ...) go on the NodeClaim's metadata first,
 	// so that they are on it before it is marked Launched.
 	meta := nc.DeepCopy()
@@ -91,11 +111,68 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	if err := c.patchStatus(ctx, stored, nc); err != nil {
 		return reconcile.Result{}, true, err
 	}
+	c.launches.recorded(nc, c.deps.Clock.Now())
 	c.deps.Metrics.NodeClaimLaunchDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
 	logger.Info("launched nodeclaim", "provider-id", nc.Status.ProviderID,
 		"instance-type", nc.Labels[corev1.LabelInstanceTypeStable], "zone", nc.Labels[corev1.LabelTopologyZone],
 		"capacity-type", nc.Labels[karpv1.CapacityTypeLabelKey])
 	return reconcile.Result{}, false, nil
+}
+
+// cacheLagRequeue is when a pass that found its recorded launch missing from the cache looks again, should
+// the cache's update event not come first.
+const cacheLagRequeue = 5 * time.Second
+
+// maxCacheLag is how long a recorded launch may stay missing from the cache before it is no longer trusted.
+const maxCacheLag = time.Minute
+
+// launchMemo holds the launches made by this process until the cache shows them: the cloud provider's answer
+// and whether the NodeClaim's status recorded it. Entries are keyed by name and checked against the UID.
+type launchMemo struct {
+	mu sync.Mutex
+	m  map[string]launchEntry
+}
+
+type launchEntry struct {
+	uid     types.UID
+	created *karpv1.NodeClaim
+	// recorded is when the NodeClaim's status recorded the launch (zero: not yet).
+	recorded time.Time
+}
+
+func newLaunchMemo() *launchMemo { return &launchMemo{m: map[string]launchEntry{}} }
+
+// get returns the launch made for nc not yet recorded, if any, or when its status write succeeded.
+func (l *launchMemo) get(nc *karpv1.NodeClaim) (*karpv1.NodeClaim, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.m[nc.Name]
+	if !ok || e.uid != nc.UID {
+		return nil, time.Time{}
+	}
+	return e.created, e.recorded
+}
+
+func (l *launchMemo) launched(nc, created *karpv1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m[nc.Name] = launchEntry{uid: nc.UID, created: created}
+}
+
+func (l *launchMemo) recorded(nc *karpv1.NodeClaim, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.m[nc.Name]; ok && e.uid == nc.UID {
+		e.recorded = at
+		e.created = nil
+		l.m[nc.Name] = e
+	}
+}
+
+func (l *launchMemo) forget(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, name)
 }
 
 // equalStatus compares statuses ignoring condition timestamps set by SetStatusCondition.

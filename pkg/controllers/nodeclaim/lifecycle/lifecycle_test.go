@@ -384,3 +384,75 @@ func TestLaunchFailures(t *testing.T) {
 		h.reconcileUntil("throttled", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
 	})
 }
+
+// A pass that reads the NodeClaim from a cache that has not seen its launch yet must neither launch again nor
+// write over the recorded launch.
+func TestStaleCacheDoesNotRelaunch(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("stale-claim", "default").Obj())
+	stale := &karpv1.NodeClaim{}
+	test.Eventually(t, timeout, func() (bool, string) {
+		err := h.env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-claim"}, stale)
+		return err == nil, fmt.Sprint(err)
+	})
+	launched := h.reconcileUntil("stale-claim", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+
+	for range 3 {
+		res, done, err := h.c.launch(h.ctx, stale.DeepCopy())
+		if err != nil || !done || res.RequeueAfter == 0 {
+			t.Errorf("launch(stale copy) = %+v, %v, %v; want to wait for the cache", res, done, err)
+		}
+	}
+	if n := len(h.env.Cloud.Created()); n != 1 {
+		t.Errorf("%d Create calls, want 1", n)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-claim"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Status.ProviderID != launched.Status.ProviderID {
+		t.Errorf("providerID %q, want %q", nc.Status.ProviderID, launched.Status.ProviderID)
+	}
+	// Once the launch is in the cache the memo lets go of it.
+	h.reconcileUntil("stale-claim", func(*karpv1.NodeClaim) (bool, string) {
+		_, at := h.c.launches.get(stale)
+		return at.IsZero(), "launch still remembered"
+	})
+}
+
+// When a NodeClaim's Node registers, the pods the provisioner planned on the NodeClaim are nominated for the
+// Node; a pod nominated elsewhere by someone else keeps its nomination.
+func TestRegistrationNominatesPlannedPods(t *testing.T) {
+	h := newHarness(t)
+	planned := test.Pod("planned").Obj()
+	foreign := test.Pod("foreign").Obj()
+	h.create(planned)
+	h.create(foreign)
+	foreign.Status.NominatedNodeName = "elsewhere"
+	if err := h.env.Env.Client.Status().Update(h.ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	h.create(test.NodeClaim("nominating", "default").Obj())
+	nc := h.reconcileUntil("nominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"nominating": {
+		{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID},
+		{Namespace: foreign.Namespace, Name: foreign.Name, UID: foreign.UID},
+	}})
+	h.create(test.Node("nominated-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	h.reconcileUntil("nominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+
+	got := map[string]string{}
+	for _, name := range []string{"planned", "foreign"} {
+		p := &corev1.Pod{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = p.Status.NominatedNodeName
+	}
+	if d := cmp.Diff(map[string]string{"planned": "nominated-node", "foreign": "elsewhere"}, got); d != "" {
+		t.Errorf("nominations (-want +got):\n%s", d)
+	}
+	if n := h.env.Deps.Plans.Nominated()[planned.UID]; n != "nominated-node" {
+		t.Errorf("recorded nomination %q", n)
+	}
+}

@@ -53,6 +53,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		}
 		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
 	}
+	nominated := c.nominatePlanned(ctx, nc, node)
 	if err := c.syncNode(ctx, nc, node); err != nil {
 		return reconcile.Result{}, true, err
 	}
@@ -63,7 +64,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
 	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
-	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID)
+	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID, "nominated-pods", nominated)
 	return reconcile.Result{}, false, nil
 }
 

@@ -20,10 +20,15 @@ type FleetRequest struct {
 	Choices      []Choice
 	// LaunchTemplates maps an instance type to the name of the launch template it launches with.
 	LaunchTemplates map[string]string
-	Tags            map[string]string
+	// Tags go on the instance and its volumes at launch.
+	Tags map[string]string
+	// InstanceTags are the tags of this one launch (the NodeClaim's name). They go on at launch too when the
+	// request goes out alone; when it is merged with identical requests into one fleet they are put on the
+	// instance afterwards with CreateTags (its volumes keep only Tags).
+	InstanceTags map[string]string
 }
 
-// FleetInput builds the CreateFleet request (type instant, one instance): one launch template config per launch
+// FleetInput builds the CreateFleet request (type instant, one instance, tagged with Tags and InstanceTags): one launch template config per launch
 // template with an override per (instance type, subnet), price-capacity-optimized for spot and lowest-price
 // for on-demand. Choices whose instance type has no launch template are an error.
 func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
@@ -55,6 +60,11 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 			Overrides: overrides[n],
 		})
 	}
+	all := maps.Clone(r.Tags)
+	if all == nil {
+		all = map[string]string{}
+	}
+	maps.Copy(all, r.InstanceTags)
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: configs,
@@ -63,8 +73,8 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(r.Tags)},
-			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags.EC2(r.Tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags.EC2(all)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags.EC2(all)},
 		},
 	}
 	switch r.CapacityType {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -70,15 +71,20 @@ type Provider struct {
 	// The value is the launch time for instances this provider launched, zero for others.
 	mu    sync.Mutex
 	owned map[string]time.Time
+
+	batcher *batcher
 }
 
 // ConsistencyWindow is how long after a launch EC2 may still answer "instance not found" (its describe calls
 // are eventually consistent). Within it such answers are errors to retry, not proof the instance is gone.
 const ConsistencyWindow = time.Minute
 
-// NewProvider returns an instance provider; refused offerings are recorded in cache.
-func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache, clk clock.Clock) *Provider {
-	return &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, clock: clk, owned: map[string]time.Time{}}
+// NewProvider returns an instance provider; refused offerings are recorded in cache. Identical launches
+// arriving within window go out as one CreateFleet call.
+func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache, clk clock.Clock, window BatchWindow) *Provider {
+	p := &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, clock: clk, owned: map[string]time.Time{}}
+	p.batcher = newBatcher(window, p.createFleet)
+	return p
 }
 
 func (p *Provider) remember(id string) {
@@ -120,30 +126,94 @@ func (p *Provider) knownOwned(id string) bool {
 // liveStates are the instance states List reports.
 var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
 
-// Launch calls CreateFleet. Offerings EC2 refuses for capacity are marked unavailable and subnets without
-// addresses too. It returns an InsufficientCapacityError when nothing launched for capacity reasons and
-// ErrLaunchTemplateNotFound (wrapped) when a launch template has vanished.
+// Launch calls CreateFleet, through a batcher that merges identical requests arriving within its window into
+// one fleet with their summed capacity: each request gets one of the fleet's instances, tagged with its own
+// InstanceTags, or the fleet's error when the fleet ran short. Offerings EC2 refuses for capacity are marked
+// unavailable and subnets without addresses too. It returns an InsufficientCapacityError when no instance was
+// launched for the request for capacity reasons and ErrLaunchTemplateNotFound (wrapped) when a launch template
+// has vanished.
 func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error) {
-	in, err := FleetInput(r)
+	full, err := FleetInput(r)
 	if err != nil {
 		return nil, err
 	}
+	shared := full
+	if len(r.InstanceTags) > 0 {
+		common := r
+		common.InstanceTags = nil
+		if shared, err = FleetInput(common); err != nil {
+			return nil, err
+		}
+	}
+	res := p.batcher.launch(ctx, shared, full, r)
+	if res.err != nil {
+		if sdk.IsLaunchTemplateNotFound(sdk.ErrorCode(res.err)) {
+			return nil, fmt.Errorf("creating fleet: %w: %w", ErrLaunchTemplateNotFound, res.err)
+		}
+		return nil, sdk.Wrap(res.err, "creating fleet")
+	}
+	if res.instance == nil {
+		return nil, fleetError(res.out, r)
+	}
+	fi := res.instance
+	o := fleetOverride(fi.LaunchTemplateAndOverrides)
+	var c Choice
+	for _, ch := range r.Choices {
+		if ch.InstanceType == o.instanceType && ch.SubnetID == o.subnetID {
+			c = ch
+			break
+		}
+	}
+	zone := aws.ToString(fi.AvailabilityZone)
+	if zone == "" {
+		zone = c.Zone
+	}
+	if zone == "" {
+		zone = o.zone
+	}
+	it := string(fi.InstanceType)
+	if it == "" {
+		it = o.instanceType
+	}
+	p.rememberLaunch(res.id)
+	instTags := maps.Clone(r.Tags)
+	if res.merged && len(r.InstanceTags) > 0 {
+		// The merged fleet carried only the tags its requests share; this instance's own go on now. Failing
+		// here does not undo the launch: the instance is the request's, and the lifecycle's tagging step names
+		// it again once its node registers.
+		if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{res.id}, Tags: tags.EC2(r.InstanceTags)}); err != nil {
+			log.FromContext(ctx).Error(err, "tagging instance of a merged fleet", "instance-id", res.id)
+		} else {
+			maps.Copy(instTags, r.InstanceTags)
+		}
+	} else {
+		maps.Copy(instTags, r.InstanceTags)
+	}
+	return &Instance{
+		ID: res.id, Type: it, Zone: zone, SubnetID: o.subnetID,
+		CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: instTags,
+	}, nil
+}
+
+// createFleet makes one (possibly merged) CreateFleet call and records what its errors say about offerings
+// and subnets; reqs are identical but for their own tags, so the first one's choices name the offerings.
+func (p *Provider) createFleet(ctx context.Context, in *ec2.CreateFleetInput, reqs []*launchRequest) (*ec2.CreateFleetOutput, error) {
 	out, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil {
-		if sdk.IsLaunchTemplateNotFound(sdk.ErrorCode(err)) {
-			return nil, fmt.Errorf("creating fleet: %w: %w", ErrLaunchTemplateNotFound, err)
-		}
-		return nil, sdk.Wrap(err, "creating fleet")
+		return nil, err
 	}
+	r := reqs[0].r
 	byOverride := map[[2]string]Choice{}
 	for _, c := range r.Choices {
 		byOverride[[2]string{c.InstanceType, c.SubnetID}] = c
 	}
-	var ltMissing bool
-	var messages []string
+	launched := 0
+	for _, fi := range out.Instances {
+		launched += len(fi.InstanceIds)
+	}
+	log.FromContext(ctx).V(1).Info("created fleet", "requests", len(reqs), "launched", launched, "errors", len(out.Errors))
 	for _, e := range out.Errors {
 		code := aws.ToString(e.ErrorCode)
-		messages = append(messages, code+": "+aws.ToString(e.ErrorMessage))
 		o := fleetOverride(e.LaunchTemplateAndOverrides)
 		c := byOverride[[2]string{o.instanceType, o.subnetID}]
 		if c.Zone == "" {
@@ -159,41 +229,33 @@ func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error
 			})
 		case code == sdk.SubnetFullCode && o.subnetID != "":
 			p.unavailable.MarkSubnetUnavailable(ctx, o.subnetID)
-		case sdk.IsLaunchTemplateNotFound(code):
+		}
+	}
+	return out, nil
+}
+
+// fleetError is the error of a request the fleet launched no instance for.
+func fleetError(out *ec2.CreateFleetOutput, r FleetRequest) error {
+	var ltMissing bool
+	var messages []string
+	for _, e := range out.Errors {
+		code := aws.ToString(e.ErrorCode)
+		messages = append(messages, code+": "+aws.ToString(e.ErrorMessage))
+		if sdk.IsLaunchTemplateNotFound(code) {
 			ltMissing = true
 		}
 	}
-	for _, fi := range out.Instances {
-		if len(fi.InstanceIds) == 0 {
-			continue
-		}
-		o := fleetOverride(fi.LaunchTemplateAndOverrides)
-		c := byOverride[[2]string{o.instanceType, o.subnetID}]
-		zone := aws.ToString(fi.AvailabilityZone)
-		if zone == "" {
-			zone = c.Zone
-		}
-		if zone == "" {
-			zone = o.zone
-		}
-		it := string(fi.InstanceType)
-		if it == "" {
-			it = o.instanceType
-		}
-		p.rememberLaunch(fi.InstanceIds[0])
-		return &Instance{
-			ID: fi.InstanceIds[0], Type: it, Zone: zone, SubnetID: o.subnetID,
-			CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: r.Tags,
-		}, nil
-	}
 	summary := strings.Join(dedupe(messages), "; ")
 	if ltMissing {
-		return nil, fmt.Errorf("creating fleet: %w: %s", ErrLaunchTemplateNotFound, summary)
+		return fmt.Errorf("creating fleet: %w: %s", ErrLaunchTemplateNotFound, summary)
 	}
-	if summary == "" {
+	switch {
+	case summary == "" && len(out.Instances) > 0:
+		summary = "the fleet launched fewer instances than requested and gave no error"
+	case summary == "":
 		summary = "CreateFleet returned no instance and no error"
 	}
-	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching %s among %d offerings: %s", r.CapacityType, len(r.Choices), summary))
+	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching %s among %d offerings: %s", r.CapacityType, len(r.Choices), summary))
 }
 
 type override struct{ instanceType, subnetID, zone string }

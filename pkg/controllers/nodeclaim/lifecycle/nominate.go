@@ -1,0 +1,60 @@
+package lifecycle
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+)
+
+// nominateWorkers bounds the pod status writes one registration makes at once.
+const nominateWorkers = 8
+
+// nominatePlanned sets status.nominatedNodeName to the Node's name on the pending pods the provisioner planned
+// on the NodeClaim, before registration lifts the taint that keeps the kube-scheduler off the Node: the
+// scheduler then keeps the Node's room for them instead of filling it with other pods (KEP-5278). Pods bound
+// already, pods nominated elsewhere by someone else and pods that no longer exist are skipped; failures are
+// logged and do not hold registration up (the provisioner's next pass nominates again).
+// It returns how many pods it nominated.
+func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) int {
+	plans := c.deps.Plans
+	if plans == nil {
+		return 0
+	}
+	refs := plans.Planned(nc.Name)
+	if len(refs) == 0 {
+		return 0
+	}
+	ours := plans.Nominated()
+	var mu sync.Mutex
+	update := map[types.UID]string{}
+	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(refs), func(i int) {
+		r := refs[i]
+		pod := &corev1.Pod{}
+		if err := c.deps.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, pod); err != nil {
+			return
+		}
+		cur := pod.Status.NominatedNodeName
+		if pod.UID != r.UID || pod.Spec.NodeName != "" || cur == node.Name || (cur != "" && cur != ours[pod.UID]) {
+			return
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Status.NominatedNodeName = node.Name
+		if err := c.deps.Client.Status().Patch(ctx, pod, patch); err != nil {
+			log.FromContext(ctx).V(1).Info("could not nominate pod for its planned node", "pod", r.Namespace+"/"+r.Name,
+				"node", node.Name, "error", err.Error())
+			return
+		}
+		mu.Lock()
+		update[pod.UID] = node.Name
+		mu.Unlock()
+	})
+	plans.UpdateNominated(update)
+	return len(update)
+}

@@ -1,0 +1,106 @@
+package provisioning
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func pendingPod(name, nominated string) *corev1.Pod {
+	p := test.Pod(name).Obj()
+	p.UID = types.UID("uid-" + name)
+	p.Status.NominatedNodeName = nominated
+	return p
+}
+
+func TestNominationsFollowThePlan(t *testing.T) {
+	// claim-a has registered as node-a; claim-b has no node yet; node-c is a node of its own.
+	in := solver.Input{
+		Nodes: []solver.ExistingNode{{Node: test.Node("node-a", "aws:///z/i-a").Obj()}, {Node: test.Node("node-c", "aws:///z/i-c").Obj()}},
+		InFlight: []solver.InFlightClaim{
+			{NodeClaim: test.NodeClaim("claim-a", "default").NodeName("node-a").Obj()},
+			{NodeClaim: test.NodeClaim("claim-b", "default").Obj()},
+		},
+	}
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		planned string // "" means a new NodeClaim or unschedulable
+		ours    string
+		want    []string // node the pod's nomination changes to, if it changes
+	}{
+		{name: "planned on a registered claim: its node", pod: pendingPod("p1", ""), planned: "claim-a", want: []string{"node-a"}},
+		{name: "planned on a node", pod: pendingPod("p2", ""), planned: "node-c", want: []string{"node-c"}},
+		{name: "planned on a claim without a node yet: nothing", pod: pendingPod("p3", ""), planned: "claim-b"},
+		{name: "already nominated where planned: no write", pod: pendingPod("p4", "node-a"), planned: "claim-a", ours: "node-a"},
+		{name: "plan moved: our nomination follows", pod: pendingPod("p5", "node-a"), planned: "node-c", ours: "node-a", want: []string{"node-c"}},
+		{name: "plan moved to a new claim: our nomination is cleared", pod: pendingPod("p6", "node-a"), planned: "", ours: "node-a", want: []string{""}},
+		{name: "someone else's nomination is left alone", pod: pendingPod("p7", "node-x"), planned: "claim-a"},
+		{name: "someone else's replaced ours: left alone", pod: pendingPod("p8", "node-x"), planned: "", ours: "node-a"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := in
+			in.Pods = []*corev1.Pod{tc.pod}
+			plan := solver.Plan{Existing: map[string]string{}}
+			if tc.planned != "" {
+				plan.Existing[solver.PodKey(tc.pod)] = tc.planned
+			}
+			ours := map[types.UID]string{}
+			if tc.ours != "" {
+				ours[tc.pod.UID] = tc.ours
+			}
+			changes := nominations(in, plan, ours)
+			var got []string
+			for _, c := range changes {
+				got = append(got, c.node)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("nomination changes (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// The kube-scheduler put the small pod planned for claim-small on node-big (planned for the large pod): the
+// large pod is planned anew, and claim-small, empty with nothing planned on it, is surplus. claim-big keeps
+// the small pod it got.
+func TestSurplusAfterPodsLandedElsewhere(t *testing.T) {
+	small := test.Pod("small").Running("node-big").Obj()
+	ds := test.Pod("ds").OwnedBy("apps/v1", "DaemonSet", "agent").Running("node-small").Obj()
+	large := pendingPod("large", "")
+	pool := test.NodePool("default").Obj()
+	never := test.NodePool("keep").ConsolidateAfter("Never").Obj()
+	in := solver.Input{
+		Pods:      []*corev1.Pod{large},
+		NodePools: []solver.NodePoolOption{{NodePool: pool}, {NodePool: never}},
+		Nodes: []solver.ExistingNode{
+			{Node: test.Node("node-big", "aws:///z/i-big").Obj(), Pods: []*corev1.Pod{small}},
+			{Node: test.Node("node-small", "aws:///z/i-small").Obj(), Pods: []*corev1.Pod{ds}},
+		},
+		InFlight: []solver.InFlightClaim{
+			{NodeClaim: test.NodeClaim("claim-big", "default").NodeName("node-big").Obj()},
+			{NodeClaim: test.NodeClaim("claim-small", "default").NodeName("node-small").Obj()},
+			{NodeClaim: test.NodeClaim("claim-launching", "default").Obj()},
+			{NodeClaim: test.NodeClaim("claim-planned", "default").Obj()},
+			{NodeClaim: test.NodeClaim("claim-pinned", "default").Annotation(karpv1.DoNotDisruptAnnotationKey, "true").Obj()},
+			{NodeClaim: test.NodeClaim("claim-never", "keep").Obj()},
+			{NodeClaim: test.NodeClaim("claim-emptied", "default").LastPodEventTime(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)).Obj()},
+		},
+	}
+	plan := solver.Plan{Existing: map[string]string{solver.PodKey(large): "claim-planned"}}
+	var got []string
+	for _, nc := range surplus(in, plan) {
+		got = append(got, nc.Name)
+	}
+	if d := cmp.Diff([]string{"claim-launching", "claim-small"}, got); d != "" {
+		t.Errorf("surplus NodeClaims (-want +got):\n%s", d)
+	}
+}
