@@ -46,6 +46,7 @@ func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts sche
 	if len(cluster.Pods) == 0 {
 		return &simulation{}, nil
 	}
+	opts.Bound = scheduling.BoundNone // a simulation needs placements, not the lower bound (tenths of a second)
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
 		return nil, fmt.Errorf("simulating rescheduling: %w", err)
@@ -64,6 +65,7 @@ func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts sche
 func pendingPlaceable(ctx context.Context, snap *Snapshot, opts scheduling.Options) (string, error) {
 	cluster := *snap.Cluster
 	cluster.Pods = snap.Pending
+	opts.Bound = scheduling.BoundNone
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
 		return "", fmt.Errorf("planning pending pods: %w", err)

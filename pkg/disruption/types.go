@@ -90,6 +90,8 @@ type Command struct {
 	Replacements []*scheduling.NodeClaimPlan
 	// Savings is the hourly price of the candidates less that of the replacements (negative for drift).
 	Savings float64
+	// Plan is the id of the whole-cluster plan the command belongs to (WholeClusterPlan.ID), or empty.
+	Plan string
 }
 
 // Message is a one-line, human-readable summary of the command, for events and logs.
@@ -146,6 +148,8 @@ type Result struct {
 	// Waiting says why consolidation waits this pass (Snapshot.Busy, or pending pods the provisioner can place),
 	// or is empty.
 	Waiting string
+	// WholeCluster is the whole-cluster method's plan of the pass, when it ran.
+	WholeCluster *WholeClusterPlan
 }
 
 // Options tune a decision pass.
@@ -159,4 +163,6 @@ type Options struct {
 	MaxMultiNodeCandidates int
 	// Scheduling are the options of the simulations.
 	Scheduling scheduling.Options
+	// WholeCluster runs the whole-cluster search (wholecluster.go) between emptiness and multi-node consolidation.
+	WholeCluster bool
 }
