@@ -25,7 +25,7 @@ const ConsolidationWhole = "whole-cluster"
 const (
 	// wholeBatch is how many candidates one simulation tries to remove together; a batch that does not work is
 	// halved until single candidates are left.
-	wholeBatch = 32
+	wholeBatch = 64
 	// wholeMinGain is the share of the candidates' price the cheapest plan must save before the method moves any
 	// pod: below it the cluster is already as cheap as the scheduler can make it, and moving pods is churn.
 	wholeMinGain = 0.02
@@ -188,6 +188,23 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 			if len(batch) == 1 {
 				d.stayf(batch[0], why, "%s", msg)
 				continue
+			}
+			if len(sim.stuck) > 0 {
+				// the candidates holding the pods that fit nowhere stay; the others are tried again without them
+				var rest []*Candidate
+				for _, c := range batch {
+					if p := holds(c, sim.stuck); p != "" {
+						d.stayf(c, StayPodsDoNotFit, "pod %s would not fit anywhere else: %s", p, sim.stuck[p])
+						continue
+					}
+					rest = append(rest, c)
+				}
+				if len(rest) < len(batch) {
+					if len(rest) > 0 {
+						work = append([][]*Candidate{rest}, work...)
+					}
+					continue
+				}
 			}
 			work = append([][]*Candidate{batch[:len(batch)/2], batch[len(batch)/2:]}, work...)
 			continue
@@ -356,6 +373,8 @@ type placement struct {
 	Pods map[types.NamespacedName]*corev1.Pod
 	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits).
 	Unschedulable string
+	// stuck are the pods that would fit nowhere (namespace/name) with why.
+	stuck map[string]string
 	// extra are the nodes added to the working cluster for the simulation (a command's replacements).
 	extra []*scheduling.StateNode
 }
@@ -405,8 +424,22 @@ func (w *working) simulate(ctx context.Context, batch []*Candidate, opts schedul
 	if len(plan.Unschedulable) > 0 {
 		u := plan.Unschedulable[0]
 		out.Unschedulable = fmt.Sprintf("pod %s would not fit anywhere else: %s", u.Pod, u.Reason)
+		out.stuck = map[string]string{}
+		for _, u := range plan.Unschedulable {
+			out.stuck[u.Pod.String()] = u.Reason
+		}
 	}
 	return out, nil
+}
+
+// holds returns the first of the candidate's pods named in stuck (namespace/name), or "".
+func holds(c *Candidate, stuck map[string]string) string {
+	for _, p := range c.reschedulablePods() {
+		if key := p.Namespace + "/" + p.Name; stuck[key] != "" {
+			return key
+		}
+	}
+	return ""
 }
 
 // apply records a chosen command: its candidates leave, its pods join the nodes they were placed on (copies: the

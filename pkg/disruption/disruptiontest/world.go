@@ -28,7 +28,9 @@ var Epoch = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 // candidate; the NodePool allows 100% of its nodes for Empty and 10% for Underutilized and Drifted), then the given
 // fraction of the pods removed at random (seed). The mix's hostname anti-affinity pods are split in two groups
 // (app=nginx and app=nginx-b, each repelling its own group) so that 20,000 pods need 2,000 nodes instead of 4,000,
-// at the ten pods per node of a typical cluster; everything else is the scheduling benchmark's mix.
+// at the ten pods per node of a typical cluster, and the NodePool asks for instance types of 8 vCPU or more
+// (karpenter.k8s.aws/instance-cpu Gt 7; with every size 20,000 pods take 2,002 nodes); everything else is the
+// scheduling benchmark's mix.
 func ScaledIn(ctx context.Context, count int, remove float64, seed int64) (*disruption.Snapshot, error) {
 	pods := test.DiversePods(count, 42)
 	half := 0
@@ -47,6 +49,10 @@ func ScaledIn(ctx context.Context, count int, remove float64, seed int64) (*disr
 	np := test.SchedNodePool(PoolName).
 		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand).
 		Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux").Obj()
+	{ // 8 vCPU and more, as many production NodePools ask: 20,000 pods then take exactly 2,000 nodes
+		np.Requirements = append(np.Requirements, scheduling.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
+			Key: "karpenter.k8s.aws/instance-cpu", Operator: corev1.NodeSelectorOpGt, Values: []string{"7"}}})
+	}
 	cluster := &scheduling.Snapshot{
 		NodePools:     []*scheduling.NodePool{np},
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{PoolName: test.BenchmarkInstanceTypes()},
