@@ -103,7 +103,9 @@ func BenchmarkConverge(b *testing.B) {
 	b.ResetTimer()
 	var c *disruptiontest.Convergence
 	for i := 0; i < b.N; i++ {
-		c, err = disruptiontest.Converge(ctx, snap, benchOptions(), disruptiontest.DefaultTimings())
+		tm := disruptiontest.DefaultTimings()
+		tm.Log = func(s string) { fmt.Println("#", s) }
+		c, err = disruptiontest.Converge(ctx, snap, benchOptions(), tm)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -69,7 +69,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		d.busy = busy
 	}
 	d.result.Waiting = d.busy
-	methods := []func(context.Context, []*Candidate) (*Command, error){d.drift, d.emptiness, d.wholeCluster, d.multiNode, d.singleNode}
+	methods := []func(context.Context, []*Candidate) (*Command, error){d.drift, d.emptiness, d.wholeCluster, d.unlessSettled(d.multiNode), d.unlessSettled(d.singleNode)}
 	for _, m := range methods {
 		cmd, err := m(ctx, open)
 		if err != nil {

@@ -53,6 +53,24 @@ type WholeClusterPlan struct {
 	Savings float64
 	// Simulations counts the scheduler runs the search made.
 	Simulations int
+	// Settled says the candidates already cost within wholeMinGain of the target: no method moves pods for
+	// underutilization this pass (multi- and single-node consolidation would only churn, one simulation per
+	// candidate).
+	Settled bool
+}
+
+// unlessSettled skips a consolidation method when the whole-cluster search found the cluster settled.
+func (d *decider) unlessSettled(m func(context.Context, []*Candidate) (*Command, error)) func(context.Context, []*Candidate) (*Command, error) {
+	return func(ctx context.Context, open []*Candidate) (*Command, error) {
+		if wc := d.result.WholeCluster; wc != nil && wc.Settled {
+			for _, c := range d.underutilized(open) {
+				d.stayf(c, StayNoCheaper, "the cluster costs $%.4f/h for the consolidatable nodes, within %.0f%% of the cheapest plan found for their pods ($%.4f/h)",
+					wc.CurrentCost, wholeMinGain*100, wc.TargetCost)
+			}
+			return nil, nil
+		}
+		return m(ctx, open)
+	}
 }
 
 // wholeCluster runs the whole-cluster search and returns its first command (the controller carries out one
@@ -65,7 +83,6 @@ func (d *decider) wholeCluster(ctx context.Context, open []*Candidate) (*Command
 	if err != nil || plan == nil {
 		return nil, err
 	}
-	d.result.WholeCluster = plan
 	if len(plan.Commands) == 0 {
 		return nil, nil
 	}
@@ -81,6 +98,7 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 		return nil, nil
 	}
 	plan := &WholeClusterPlan{Candidates: len(cands)}
+	d.result.WholeCluster = plan
 	movable := map[string]bool{}
 	var pods []*corev1.Pod
 	for _, c := range cands {
@@ -111,7 +129,8 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 	plan.Simulations++
 	plan.TargetCost, plan.LowerBound = target.Cost, target.LowerBound
 	if len(target.Unschedulable) == 0 && plan.TargetCost >= plan.CurrentCost*(1-wholeMinGain) {
-		return plan, nil // nothing worth moving pods for
+		plan.Settled = true // nothing worth moving pods for
+		return plan, nil
 	}
 	plan.ID = planID(d.snap.Now, cands)
 

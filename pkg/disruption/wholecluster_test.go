@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,5 +336,28 @@ func TestWholeClusterIsOff(t *testing.T) {
 	}
 	if res.WholeCluster != nil || (res.Command != nil && res.Command.ConsolidationType == disruption.ConsolidationWhole) {
 		t.Errorf("the whole-cluster search ran without Options.WholeCluster")
+	}
+}
+
+// TestWholeClusterSettled checks that a cluster already as cheap as the cheapest plan gets no command from any
+// consolidation method, and says why.
+func TestWholeClusterSettled(t *testing.T) {
+	snap := wcWorld(nil,
+		wcNode{name: "n0", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("a", "web", "3")}},
+		wcNode{name: "n1", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("b", "web", "3")}})
+	res, err := disruption.Decide(context.Background(), snap, disruption.Options{WholeCluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Command != nil {
+		t.Errorf("a settled cluster got a command: %s", res.Command.Message())
+	}
+	if res.WholeCluster == nil || !res.WholeCluster.Settled {
+		t.Fatalf("the whole-cluster plan is not settled: %+v", res.WholeCluster)
+	}
+	for _, s := range res.Stays {
+		if s.Reason != disruption.StayNoCheaper || !strings.Contains(s.Message, "cheapest plan") {
+			t.Errorf("stay of %s: %s %q, want NoCheaper naming the cheapest plan", s.NodeClaim, s.Reason, s.Message)
+		}
 	}
 }

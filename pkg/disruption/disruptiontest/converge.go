@@ -24,6 +24,8 @@ type Timings struct {
 	EvictPerPod time.Duration
 	// Limit stops the simulation (a loop that never settles).
 	Limit time.Duration
+	// Log, when set, receives one line per pass that starts commands.
+	Log func(string)
 }
 
 // DefaultTimings are a pass every 10 s, 75 s to launch and initialize a replacement, drains of 5 s plus 2 s per pod,
@@ -159,6 +161,14 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 		if len(cmds) == 0 && len(flights) == 0 {
 			out.Settled = true
 			break
+		}
+		if tm.Log != nil && len(cmds) > 0 {
+			n := 0
+			for _, cmd := range cmds {
+				n += len(cmd.Candidates)
+			}
+			tm.Log(fmt.Sprintf("t=%5.1fmin nodes=%d cost=%.2f$/h in-flight=%d: %d command(s) on %d node(s), pass %.2fs",
+				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), len(cmds), n, time.Since(start).Seconds()))
 		}
 		for _, cmd := range cmds {
 			f := &flight{cmd: cmd}
