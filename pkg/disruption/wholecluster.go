@@ -30,7 +30,7 @@ const (
 	// pod: below it the cluster is already as cheap as the scheduler can make it, and moving pods is churn.
 	wholeMinGain = 0.02
 	// wholeMaxSimulations caps the simulations of one pass (a pass whose batches keep failing stops here).
-	wholeMaxSimulations = 200
+	wholeMaxSimulations = 40
 )
 
 // WholeClusterPlan is what the whole-cluster method found in one pass: the cheapest plan the provisioning scheduler
@@ -51,8 +51,9 @@ type WholeClusterPlan struct {
 	Commands []*Command
 	// Savings is the hourly price the commands save together.
 	Savings float64
-	// Simulations counts the scheduler runs the search made.
+	// Simulations counts the scheduler runs the search made; Failed counts its batches that did not work, by why.
 	Simulations int
+	Failed      map[StayReason]int
 	// Settled says the candidates already cost within wholeMinGain of the target: no method moves pods for
 	// underutilization this pass (multi- and single-node consolidation would only churn, one simulation per
 	// candidate).
@@ -187,23 +188,42 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 		}
 		plan.Simulations++
 		cmd, why, msg := d.wholeCommand(batch, sim)
-		if cmd != nil && len(cmd.Replacements) > 0 {
-			// the pods must also fit with the replacements as nodes the scheduler fills one pod at a time, as the
-			// kube-scheduler will, not only as the packing that chose them; the placements kept are these
+		// the pods must also fit with the replacements as nodes the scheduler fills one pod at a time, as the
+		// kube-scheduler will, not only as the packing that chose them: a few rounds add the new nodes that
+		// placement still asks for while the batch saves money; the placements kept are the last round's
+		cancelled := false
+		for round := 0; cmd != nil && len(cmd.Replacements) > 0; round++ {
 			sim, err = w.simulate(ctx, batch, d.opts.Scheduling, replacementNodes(w.base, plan.ID, len(plan.Commands), cmd.Replacements)...)
 			if err != nil {
 				if ctx.Err() != nil {
-					d.result.TimedOut = append(d.result.TimedOut, ConsolidationWhole)
+					cancelled = true
 					break
 				}
 				return nil, err
 			}
 			plan.Simulations++
-			if sim.Unschedulable != "" || len(sim.Plan.NodeClaims) > 0 {
-				cmd, why, msg = nil, StayPodsDoNotFit, fmt.Sprintf("its pods fit on the %d replacement(s) only as packed together, not one at a time", len(cmd.Replacements))
+			if sim.Unschedulable != "" {
+				cmd, why, msg = nil, StayPodsDoNotFit, sim.Unschedulable
+				break
 			}
+			if len(sim.Plan.NodeClaims) == 0 {
+				break
+			}
+			if round == 2 {
+				cmd, why, msg = nil, StayPodsDoNotFit, fmt.Sprintf("its pods fit on the %d replacement(s) only as packed together, not one at a time", len(cmd.Replacements))
+				break
+			}
+			cmd, why, msg = d.topUp(batch, cmd, sim.Plan.NodeClaims)
+		}
+		if cancelled {
+			d.result.TimedOut = append(d.result.TimedOut, ConsolidationWhole)
+			break
 		}
 		if cmd == nil {
+			if plan.Failed == nil {
+				plan.Failed = map[StayReason]int{}
+			}
+			plan.Failed[why]++
 			if len(batch) == 1 {
 				d.stayf(batch[0], why, "%s", msg)
 				continue
@@ -359,6 +379,30 @@ func (d *decider) wholeCommand(batch []*Candidate, sim *placement) (*Command, St
 		// each replacement may cost up to its share of the savings more than its cheapest option
 		narrowed, why, msg := cheaperReplacement(r, batch, r.Price+slack/float64(len(sim.Plan.NodeClaims)),
 			d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
+		if narrowed == nil {
+			return nil, why, msg
+		}
+		cmd.Replacements = append(cmd.Replacements, narrowed)
+	}
+	cmd.Savings = price - replacementPrice(cmd.Replacements)
+	return cmd, "", ""
+}
+
+// topUp adds to a replace command the new nodes extra that placing its pods one at a time still needs, each
+// narrowed to options that keep the batch cheaper than before, or says why the batch no longer saves money.
+func (d *decider) topUp(batch []*Candidate, cmd *Command, extra []*scheduling.NodeClaimPlan) (*Command, StayReason, string) {
+	price := totalPrice(batch)
+	total := replacementPrice(cmd.Replacements)
+	for _, r := range extra {
+		total += r.Price
+	}
+	slack := price - total
+	if slack <= 0 {
+		return nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new node(s) costing $%.4f/h, not less than its $%.4f/h",
+			len(cmd.Replacements)+len(extra), total, price)
+	}
+	for _, r := range extra {
+		narrowed, why, msg := cheaperReplacement(r, batch, r.Price+slack/float64(len(extra)), d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
 		if narrowed == nil {
 			return nil, why, msg
 		}

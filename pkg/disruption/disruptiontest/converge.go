@@ -167,8 +167,12 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 			for _, cmd := range cmds {
 				n += len(cmd.Candidates)
 			}
-			tm.Log(fmt.Sprintf("t=%5.1fmin nodes=%d cost=%.2f$/h in-flight=%d: %d command(s) on %d node(s), pass %.2fs",
-				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), len(cmds), n, time.Since(start).Seconds()))
+			wc := ""
+			if p := res.WholeCluster; p != nil {
+				wc = fmt.Sprintf(", whole-cluster: %d candidates, target %.2f$/h, %d simulations, failed %v", p.Candidates, p.TargetCost, p.Simulations, p.Failed)
+			}
+			tm.Log(fmt.Sprintf("t=%5.1fmin nodes=%d cost=%.2f$/h in-flight=%d: %d command(s) %s on %d node(s), pass %.2fs%s",
+				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), len(cmds), cmds[0].ConsolidationType, n, time.Since(start).Seconds(), wc))
 		}
 		for _, cmd := range cmds {
 			f := &flight{cmd: cmd}
