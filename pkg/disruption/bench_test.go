@@ -118,5 +118,9 @@ func BenchmarkConverge(b *testing.B) {
 		c.ToWithin5Pct.Minutes(), c.FinalCost/c.LowerBound, c.Evictions)
 }
 
-// benchOptions are the decision options of the benchmarks: the controller's, with the whole-cluster search.
-func benchOptions() disruption.Options { return disruption.Options{WholeCluster: true} }
+// benchOptions are the decision options of the benchmarks: the controller's, with the whole-cluster search and
+// spot-to-spot consolidation (the scheduler places the mix on spot nodes: without the feature gate consolidation
+// can only delete them, and replacing them costs more than the on-demand price they would need).
+func benchOptions() disruption.Options {
+	return disruption.Options{WholeCluster: true, SpotToSpotConsolidation: os.Getenv("DOVETAIL_BENCH_SPOT_TO_SPOT") != "0"}
+}
