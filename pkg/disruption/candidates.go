@@ -75,6 +75,24 @@ func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.P
 	return nil
 }
 
+// selectingPDBs returns the PodDisruptionBudgets in the pod's namespace whose selector matches it.
+func selectingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range pdbs {
+		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, pdb)
+		}
+	}
+	return out
+}
+
 // blockingPDB returns a PodDisruptionBudget selecting the pod that allows no disruption, or nil.
 func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
 	for _, pdb := range pdbs {

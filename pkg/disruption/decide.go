@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/scheduling"
@@ -24,15 +27,28 @@ type decider struct {
 	snap *Snapshot
 	opts Options
 	// busy is why consolidation waits this pass: Snapshot.Busy, or pending pods that could be placed.
-	busy    string
+	busy string
+	// allowed is what budgets still allow, per NodePool and reason, after the commands decided so far.
 	allowed map[string]map[karpv1.DisruptionReason]int
 	stays   map[string]Stay
 	result  *Result
+	// work is the cluster as the commands decided so far leave it; taken are their candidates' NodeClaims.
+	work  *working
+	taken map[string]bool
+	// examined are the candidates the pass reached a verdict on; unexamined those a search left out (time, cap),
+	// which go first next pass even when another method reached them.
+	examined   map[string]bool
+	unexamined map[string]bool
+	// totals are the NodePools' totals for Balanced scores, from the input snapshot.
+	totals map[string]PoolTotals
+	// pdbUsed counts, per PodDisruptionBudget, the evictions the commands decided so far make under it.
+	pdbUsed map[*policyv1.PodDisruptionBudget]int
 }
 
-// Decide runs the methods in order (drift, emptiness, multi-node then single-node consolidation) and returns the
-// first command one of them finds, with why every other candidate stays. It is deterministic for a given
-// snapshot, except that a consolidation search cut short by its timeout keeps the best result found so far.
+// Decide runs the methods in order (drift, emptiness, multi-node then single-node consolidation) and returns
+// every command they find within budgets (Result.Commands, candidates disjoint, each simulated on the cluster as
+// the earlier ones leave it), with why every other candidate stays. It is deterministic for a given snapshot,
+// except that a consolidation search cut short by its timeout keeps the commands found so far.
 func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) {
 	if snap == nil || snap.Cluster == nil {
 		return nil, errors.New("disruption: nil snapshot")
@@ -47,7 +63,9 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		opts.MaxMultiNodeCandidates = DefaultMaxMultiNodeCandidates
 	}
 	d := &decider{snap: snap, opts: opts, stays: map[string]Stay{}, allowed: map[string]map[karpv1.DisruptionReason]int{},
-		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}}}
+		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}},
+		work:   newWorking(snap.Cluster), taken: map[string]bool{}, examined: map[string]bool{}, unexamined: map[string]bool{},
+		pdbUsed: map[*policyv1.PodDisruptionBudget]int{}, totals: Totals(snap.Candidates)}
 	if err := d.budgets(); err != nil {
 		return nil, err
 	}
@@ -55,6 +73,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	for _, c := range sortedCandidates(snap.Candidates) {
 		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets); s != nil {
 			d.stay(*s)
+			d.examined[c.NodeClaim] = true
 			continue
 		}
 		open = append(open, c)
@@ -69,19 +88,91 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		d.busy = busy
 	}
 	d.result.Waiting = d.busy
-	methods := []func(context.Context, []*Candidate) (*Command, error){d.drift, d.emptiness, d.wholeCluster, d.unlessSettled(d.multiNode), d.unlessSettled(d.singleNode)}
+	methods := []func(context.Context, []*Candidate) error{d.drift, d.emptiness, d.wholeCluster, d.unlessSettled(d.multiNode), d.unlessSettled(d.singleNode)}
 	for _, m := range methods {
-		cmd, err := m(ctx, open)
-		if err != nil {
+		if err := m(ctx, d.free(open)); err != nil {
 			return nil, err
 		}
-		if cmd != nil {
-			d.result.Command = cmd
-			break
-		}
+	}
+	if len(d.result.Commands) > 0 {
+		d.result.Command = d.result.Commands[0]
 	}
 	d.finish(open)
 	return d.result, nil
+}
+
+// free returns the candidates in no command yet.
+func (d *decider) free(cs []*Candidate) []*Candidate {
+	out := make([]*Candidate, 0, len(cs))
+	for _, c := range cs {
+		if !d.taken[c.NodeClaim] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// pdbSpent records a stay for a candidate with a pod whose PodDisruptionBudget's allowance the earlier commands
+// of the pass use up, and reports it: two commands started together must not count on the same allowance.
+func (d *decider) pdbSpent(c *Candidate) bool {
+	if len(d.pdbUsed) == 0 {
+		return false
+	}
+	for _, p := range c.reschedulablePods() {
+		for _, pdb := range selectingPDBs(p, d.snap.PodDisruptionBudgets) {
+			if used := d.pdbUsed[pdb]; used > 0 && int32(used) >= pdb.Status.DisruptionsAllowed {
+				d.stayf(c, StayPDB, "pod %s/%s is covered by PodDisruptionBudget %s/%s, whose %d allowed disruption(s) earlier commands of this pass use",
+					p.Namespace, p.Name, pdb.Namespace, pdb.Name, pdb.Status.DisruptionsAllowed)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// receiving records a stay for a candidate an earlier command of the pass moves pods onto and reports it.
+func (d *decider) receiving(c *Candidate) bool {
+	msg, ok := d.work.receiving[c.Node]
+	if ok {
+		d.stayf(c, StayReceiving, "an earlier command of this pass moves pods onto it (%s); it is looked at again next pass", msg)
+	}
+	return ok
+}
+
+// accept adds a command to the result: its candidates are taken, its nodes consume their NodePools' allowance
+// for every reason (budgets count disrupting nodes whatever the reason), and the working cluster moves on.
+func (d *decider) accept(cmd *Command, sim *simulation) {
+	cmd.Evictions = evictions(cmd.Candidates)
+	per := map[string]int{}
+	for _, c := range cmd.Candidates {
+		d.taken[c.NodeClaim] = true
+		d.examined[c.NodeClaim] = true
+		per[c.NodePool]++
+	}
+	for _, c := range cmd.Candidates {
+		for _, p := range c.reschedulablePods() {
+			for _, pdb := range selectingPDBs(p, d.snap.PodDisruptionBudgets) {
+				d.pdbUsed[pdb]++
+			}
+		}
+	}
+	for pool, k := range per {
+		for r, n := range d.allowed[pool] {
+			d.allowed[pool][r] = max(0, n-k)
+		}
+	}
+	d.work.apply(cmd, sim)
+	d.result.Commands = append(d.result.Commands, cmd)
+	d.result.Evictions += cmd.Evictions
+	if cmd.Reason != karpv1.DisruptionReasonDrifted {
+		d.result.SavingsPerHour += cmd.Savings
+	}
+}
+
+func (d *decider) timedOut(kind string) {
+	if !slices.Contains(d.result.TimedOut, kind) {
+		d.result.TimedOut = append(d.result.TimedOut, kind)
+	}
 }
 
 func sortedCandidates(in []*Candidate) []*Candidate {
@@ -127,40 +218,46 @@ func (d *decider) stayf(c *Candidate, r StayReason, format string, args ...any) 
 	d.stay(Stay{NodeClaim: c.NodeClaim, Node: c.Node, Reason: r, Message: fmt.Sprintf(format, args...)})
 }
 
-// finish fills Stays for every candidate outside the command, sorted by NodeClaim.
+// finish fills Stays for every candidate in no command, sorted by NodeClaim, and Examined.
 func (d *decider) finish(open []*Candidate) {
-	inCommand := map[string]bool{}
-	if cmd := d.result.Command; cmd != nil {
-		for _, c := range cmd.Candidates {
-			inCommand[c.NodeClaim] = true
-		}
-		for _, c := range open {
-			if !inCommand[c.NodeClaim] {
-				d.stayf(c, StayBusy, "another disruption goes first: %s", cmd.Message())
-			}
-		}
-	}
 	for _, c := range open {
-		if !inCommand[c.NodeClaim] {
-			d.stayf(c, StayNoCheaper, "no disruption method applies: it is not drifted, not empty, and consolidating it would not save money")
+		if d.taken[c.NodeClaim] {
+			continue
 		}
+		if d.unexamined[c.NodeClaim] || !d.examined[c.NodeClaim] {
+			d.stayf(c, StayNotExamined, "the pass ran out of search time or reached its candidate cap before it got to this node; it goes first next pass")
+		}
+		d.stayf(c, StayNoCheaper, "no disruption method applies: it is not drifted, not empty, and consolidating it would not save money")
 	}
 	for name, s := range d.stays {
-		if !inCommand[name] {
+		if !d.taken[name] {
 			d.result.Stays = append(d.result.Stays, s)
 		}
 	}
 	sort.Slice(d.result.Stays, func(i, j int) bool { return d.result.Stays[i].NodeClaim < d.result.Stays[j].NodeClaim })
+	d.result.Examined = map[string]time.Time{}
+	for _, c := range d.snap.Candidates {
+		if t, ok := d.snap.Examined[c.NodeClaim]; ok {
+			d.result.Examined[c.NodeClaim] = t
+		}
+		if d.examined[c.NodeClaim] && !d.unexamined[c.NodeClaim] {
+			d.result.Examined[c.NodeClaim] = d.snap.Now
+		}
+	}
 }
 
-// take returns the candidates whose NodePool's budget for reason still has room, in order, consuming it; those
-// without room get a Budget stay.
+// take returns, in order and up to limit, the candidates whose NodePool's budget for reason has room for them
+// all (without consuming it: accept does); those without room get a Budget stay, those an earlier command moves
+// pods onto a Receiving stay.
 func (d *decider) take(cands []*Candidate, reason karpv1.DisruptionReason, limit int) []*Candidate {
 	left := map[string]int{}
 	var out []*Candidate
 	for _, c := range cands {
 		if len(out) == limit {
 			break
+		}
+		if d.taken[c.NodeClaim] || d.receiving(c) || d.pdbSpent(c) {
+			continue
 		}
 		n, ok := left[c.NodePool]
 		if !ok {
@@ -177,42 +274,57 @@ func (d *decider) take(cands []*Candidate, reason karpv1.DisruptionReason, limit
 	return out
 }
 
-// drift replaces one drifted node at a time (all drifted empty ones at once), as budgets allow.
-func (d *decider) drift(ctx context.Context, open []*Candidate) (*Command, error) {
+// room reports whether c's NodePool's budget for reason allows one more node now, recording a Budget stay when
+// not.
+func (d *decider) room(c *Candidate, reason karpv1.DisruptionReason) bool {
+	if d.allowed[c.NodePool][reason] > 0 {
+		return true
+	}
+	d.stayf(c, StayBudget, "the disruption budgets of nodepool %s allow no more %s disruptions now", c.NodePool, reason)
+	return false
+}
+
+// drift deletes all drifted empty nodes in one command, then replaces drifted nodes one per command, as budgets
+// allow.
+func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 	var drifted, empty []*Candidate
 	for _, c := range open {
 		if c.Drifted == "" {
 			continue
 		}
-		drifted = append(drifted, c)
 		if len(c.reschedulablePods()) == 0 {
 			empty = append(empty, c)
+		} else {
+			drifted = append(drifted, c)
 		}
 	}
-	d.result.Eligible[karpv1.DisruptionReasonDrifted] = len(drifted)
-	if len(empty) > 0 {
-		if cs := d.take(empty, karpv1.DisruptionReasonDrifted, len(empty)); len(cs) > 0 {
-			return &Command{Reason: karpv1.DisruptionReasonDrifted, Decision: DecisionDelete, Candidates: cs, Savings: totalPrice(cs)}, nil
-		}
+	d.result.Eligible[karpv1.DisruptionReasonDrifted] = len(drifted) + len(empty)
+	if cs := d.take(empty, karpv1.DisruptionReasonDrifted, len(empty)); len(cs) > 0 {
+		d.accept(&Command{Reason: karpv1.DisruptionReasonDrifted, Decision: DecisionDelete, Candidates: cs, Savings: totalPrice(cs)}, nil)
 	}
 	sortByCost(drifted)
-	for _, c := range d.take(drifted, karpv1.DisruptionReasonDrifted, len(drifted)) {
-		sim, err := simulate(ctx, d.snap, []*Candidate{c}, d.opts.Scheduling)
-		if err != nil {
-			return nil, err
+	for _, c := range drifted {
+		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
+			continue
 		}
+		sim, err := simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
+		if err != nil {
+			return err
+		}
+		d.examined[c.NodeClaim] = true
 		if sim.Unschedulable != "" {
 			d.stayf(c, StayPodsDoNotFit, "drifted (%s), but it cannot be replaced: %s", c.Drifted, sim.Unschedulable)
 			continue
 		}
 		cmd := &Command{Reason: karpv1.DisruptionReasonDrifted, Decision: DecisionDelete, Candidates: []*Candidate{c}, Replacements: sim.Replacements}
+		cmd.Placements = sim.placements()
 		if len(sim.Replacements) > 0 {
 			cmd.Decision = DecisionReplace
 		}
 		cmd.Savings = c.Price - replacementPrice(sim.Replacements)
-		return cmd, nil
+		d.accept(cmd, sim)
 	}
-	return nil, nil
+	return nil
 }
 
 func replacementPrice(rs []*scheduling.NodeClaimPlan) float64 {
@@ -231,14 +343,17 @@ func (d *decider) consolidatable(open []*Candidate, underutilized bool) []*Candi
 		np := d.snap.NodePools[c.NodePool]
 		if np.Spec.Disruption.ConsolidateAfter.IsNever() && np.Spec.Disruption.ConsolidateAfter.Raw != nil {
 			d.stayf(c, StayPolicy, "nodepool %s has consolidateAfter: Never", c.NodePool)
+			d.examined[c.NodeClaim] = true
 			continue
 		}
 		if !c.Consolidatable {
 			d.stayf(c, StayNotConsolidatable, "pods were scheduled or removed less than consolidateAfter (%s) ago", np.Spec.Disruption.ConsolidateAfter)
+			d.examined[c.NodeClaim] = true
 			continue
 		}
 		if underutilized && np.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
 			d.stayf(c, StayPolicy, "it has pods, and nodepool %s consolidates only empty nodes (consolidationPolicy: WhenEmpty)", c.NodePool)
+			d.examined[c.NodeClaim] = true
 			continue
 		}
 		if d.busy != "" {
@@ -250,8 +365,8 @@ func (d *decider) consolidatable(open []*Candidate, underutilized bool) []*Candi
 	return out
 }
 
-// emptiness deletes every consolidatable node without reschedulable pods, as budgets allow.
-func (d *decider) emptiness(_ context.Context, open []*Candidate) (*Command, error) {
+// emptiness deletes every consolidatable node without reschedulable pods, as budgets allow, in one command.
+func (d *decider) emptiness(_ context.Context, open []*Candidate) error {
 	var empty []*Candidate
 	for _, c := range open {
 		if len(c.reschedulablePods()) == 0 {
@@ -262,13 +377,15 @@ func (d *decider) emptiness(_ context.Context, open []*Candidate) (*Command, err
 	d.result.Eligible[karpv1.DisruptionReasonEmpty] = len(empty)
 	cs := d.take(empty, karpv1.DisruptionReasonEmpty, len(empty))
 	if len(cs) == 0 {
-		return nil, nil
+		return nil
 	}
-	return &Command{Reason: karpv1.DisruptionReasonEmpty, ConsolidationType: ConsolidationEmpty, Decision: DecisionDelete,
-		Candidates: cs, Savings: totalPrice(cs)}, nil
+	d.accept(&Command{Reason: karpv1.DisruptionReasonEmpty, ConsolidationType: ConsolidationEmpty, Decision: DecisionDelete,
+		Candidates: cs, Savings: totalPrice(cs)}, nil)
+	return nil
 }
 
-// underutilized returns the consolidatable candidates with pods, cheapest to disrupt first.
+// underutilized returns the consolidatable candidates with pods: those examined longest ago (never first), then
+// cheapest to disrupt first.
 func (d *decider) underutilized(open []*Candidate) []*Candidate {
 	var busy []*Candidate
 	for _, c := range open {
@@ -279,93 +396,195 @@ func (d *decider) underutilized(open []*Candidate) []*Candidate {
 	out := d.consolidatable(busy, true)
 	d.result.Eligible[karpv1.DisruptionReasonUnderutilized] = len(out)
 	sortByCost(out)
+	sort.SliceStable(out, func(i, j int) bool {
+		return d.snap.Examined[out[i].NodeClaim].Before(d.snap.Examined[out[j].NodeClaim])
+	})
 	return out
 }
 
-// consolidate checks whether removing cands (and launching at most one cheaper node) keeps every pod placed.
-func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind string) (*Command, StayReason, string, error) {
-	sim, err := simulate(ctx, d.snap, cands, d.opts.Scheduling)
+// consolidate checks, on the working cluster, whether removing cands (and launching at most one cheaper node)
+// keeps every pod placed.
+func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind string) (*Command, *simulation, StayReason, string, error) {
+	sim, err := simulate(ctx, d.work.cluster, cands, d.opts.Scheduling)
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	if sim.Unschedulable != "" {
-		return nil, StayPodsDoNotFit, sim.Unschedulable, nil
+		return nil, nil, StayPodsDoNotFit, sim.Unschedulable, nil
 	}
 	price := totalPrice(cands)
-	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, ConsolidationType: kind, Candidates: cands}
+	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, ConsolidationType: kind, Candidates: cands, Placements: sim.placements()}
 	switch len(sim.Replacements) {
 	case 0:
 		cmd.Decision, cmd.Savings = DecisionDelete, price
-		return cmd, "", "", nil
 	case 1:
 		r := sim.Replacements[0]
 		narrowed, why, msg := cheaperReplacement(r, cands, price, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
 		if narrowed == nil {
-			return nil, why, msg, nil
+			return nil, nil, why, msg, nil
 		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
-		return cmd, "", "", nil
 	default:
-		return nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
+		return nil, nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
+	}
+	scores, ok := ScoreCommand(cands, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
+	d.result.Scored = append(d.result.Scored, scores...)
+	if !ok {
+		return nil, nil, StayScore, balancedRejection(cmd, scores), nil
+	}
+	cmd.Scores = scores
+	return cmd, sim, "", "", nil
+}
+
+// balancedRejection says why a Balanced NodePool rejects a move.
+func balancedRejection(cmd *Command, scores []Score) string {
+	var parts []string
+	for _, s := range scores {
+		if !s.Approved {
+			parts = append(parts, s.String())
+		}
+	}
+	verb := "deleting"
+	if cmd.Decision == DecisionReplace {
+		verb = "replacing"
+	}
+	return fmt.Sprintf("consolidationPolicy Balanced: %s it would save $%.4f/h, not worth the disruption: %s", verb, cmd.Savings, strings.Join(parts, "; "))
+}
+
+// deleteScoreTooLow reports whether even deleting c outright (the most a move can save for its disruption) would
+// be rejected by its NodePool's Balanced policy, recording a stay; such a node is not simulated.
+func (d *decider) deleteScoreTooLow(c *Candidate) bool {
+	np := d.snap.NodePools[c.NodePool]
+	if np == nil || np.Spec.Disruption.ConsolidationPolicy != PolicyBalanced {
+		return false
+	}
+	s := ScoreMove(c.NodePool, c.Price, NodeDisruptionCost(c.Pods), d.totals[c.NodePool], BalancedK)
+	if s.Approved {
+		return false
+	}
+	d.examined[c.NodeClaim] = true
+	d.stayf(c, StayScore, "consolidationPolicy Balanced: even deleting it would not be worth the disruption: %s", s)
+	return true
+}
+
+// multiNode repeatedly looks, among the first MaxMultiNodeCandidates free candidates with budget, for the
+// longest prefix (of at least two) that can be deleted or replaced by one cheaper node, by binary search, and
+// takes it; it stops when a search finds nothing, candidates or budgets run out, or MultiNodeTimeout (for the
+// whole method) passes.
+func (d *decider) multiNode(ctx context.Context, open []*Candidate) error {
+	under := d.underutilized(open)
+	ctx, cancel := context.WithTimeout(ctx, d.opts.MultiNodeTimeout)
+	defer cancel()
+	scoped := map[string]bool{}
+	defer func() {
+		// Candidates no completed search covered go first next pass.
+		for _, c := range under {
+			if !scoped[c.NodeClaim] && !d.taken[c.NodeClaim] {
+				d.unexamined[c.NodeClaim] = true
+			}
+		}
+	}()
+	for {
+		cands := d.take(under, karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
+		if len(cands) < 2 {
+			for _, c := range cands {
+				scoped[c.NodeClaim] = true
+			}
+			return nil
+		}
+		best, sim, timedOut, err := d.multiSearch(ctx, cands)
+		if err != nil {
+			return err
+		}
+		if timedOut {
+			d.timedOut(ConsolidationMulti)
+			if best != nil {
+				d.accept(best, sim)
+			}
+			return nil
+		}
+		for _, c := range cands {
+			scoped[c.NodeClaim] = true
+		}
+		if best == nil {
+			return nil
+		}
+		d.accept(best, sim)
 	}
 }
 
-// multiNode looks for the longest prefix (of at least two candidates, cheapest to disrupt first) that can be
-// deleted or replaced by one cheaper node, by binary search.
-func (d *decider) multiNode(ctx context.Context, open []*Candidate) (*Command, error) {
-	cands := d.take(d.underutilized(open), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
-	if len(cands) < 2 {
-		return nil, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.opts.MultiNodeTimeout)
-	defer cancel()
+// multiSearch binary-searches the longest workable prefix of cands; it reports whether it ran out of time.
+func (d *decider) multiSearch(ctx context.Context, cands []*Candidate) (*Command, *simulation, bool, error) {
 	var best *Command
+	var bestSim *simulation
 	lo, hi := 2, len(cands)
 	for lo <= hi {
 		if ctx.Err() != nil {
-			d.result.TimedOut = append(d.result.TimedOut, ConsolidationMulti)
-			break
+			return best, bestSim, true, nil
 		}
 		mid := (lo + hi) / 2
-		cmd, _, _, err := d.consolidate(ctx, cands[:mid], ConsolidationMulti)
+		cmd, sim, _, _, err := d.consolidate(ctx, cands[:mid], ConsolidationMulti)
 		if err != nil {
 			if ctx.Err() != nil {
-				d.result.TimedOut = append(d.result.TimedOut, ConsolidationMulti)
-				break
+				return best, bestSim, true, nil
 			}
-			return nil, err
+			return nil, nil, false, err
+		}
+		for _, c := range cands[:mid] {
+			d.examined[c.NodeClaim] = true
 		}
 		if cmd != nil {
-			best, lo = cmd, mid+1
+			best, bestSim, lo = cmd, sim, mid+1
 		} else {
 			hi = mid - 1
 		}
 	}
-	return best, nil
+	return best, bestSim, false, nil
 }
 
-// singleNode deletes or replaces the first candidate, cheapest to disrupt first, that can go.
-func (d *decider) singleNode(ctx context.Context, open []*Candidate) (*Command, error) {
-	cands := d.take(d.underutilized(open), karpv1.DisruptionReasonUnderutilized, len(open))
+// singleNode deletes or replaces, one command each, every candidate (examined longest ago, then cheapest to
+// disrupt first) that can go, as budgets allow, until SingleNodeTimeout (for the whole method) passes.
+func (d *decider) singleNode(ctx context.Context, open []*Candidate) error {
+	cands := d.underutilized(open)
 	ctx, cancel := context.WithTimeout(ctx, d.opts.SingleNodeTimeout)
 	defer cancel()
-	for _, c := range cands {
-		if ctx.Err() != nil {
-			d.result.TimedOut = append(d.result.TimedOut, ConsolidationSingle)
-			return nil, nil
+	for i, c := range cands {
+		if d.taken[c.NodeClaim] {
+			continue
 		}
-		cmd, why, msg, err := d.consolidate(ctx, []*Candidate{c}, ConsolidationSingle)
+		if ctx.Err() != nil {
+			d.timedOut(ConsolidationSingle)
+			d.leftOut(cands[i:])
+			return nil
+		}
+		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonUnderutilized) || d.deleteScoreTooLow(c) {
+			continue
+		}
+		cmd, sim, why, msg, err := d.consolidate(ctx, []*Candidate{c}, ConsolidationSingle)
 		if err != nil {
 			if ctx.Err() != nil {
-				d.result.TimedOut = append(d.result.TimedOut, ConsolidationSingle)
-				return nil, nil
+				d.timedOut(ConsolidationSingle)
+				d.leftOut(cands[i:])
+				return nil
 			}
-			return nil, err
+			return err
 		}
+		d.examined[c.NodeClaim] = true
 		if cmd != nil {
-			return cmd, nil
+			d.accept(cmd, sim)
+			continue
 		}
 		d.stayf(c, why, "%s", msg)
 	}
-	return nil, nil
+	return nil
+}
+
+// leftOut marks the free candidates a search did not get to.
+func (d *decider) leftOut(cs []*Candidate) {
+	for _, c := range cs {
+		if !d.taken[c.NodeClaim] {
+			d.unexamined[c.NodeClaim] = true
+			d.stayf(c, StayNotExamined, "consolidation ran out of search time before it got to this node; it goes first next pass")
+		}
+	}
 }

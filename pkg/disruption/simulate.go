@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -19,28 +20,33 @@ type simulation struct {
 	Replacements []*scheduling.NodeClaimPlan
 	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits).
 	Unschedulable string
+	// plan is the solve's plan and pods the moved pods it places, by name (nil when there was nothing to move).
+	plan *scheduling.Plan
+	pods map[types.NamespacedName]*corev1.Pod
 }
 
 // simulate removes the candidates' nodes from the cluster and plans their reschedulable pods with the
 // provisioning scheduler: onto the remaining nodes first, then onto new NodeClaims.
-func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts scheduling.Options) (*simulation, error) {
+func simulate(ctx context.Context, base *scheduling.Snapshot, cands []*Candidate, opts scheduling.Options) (*simulation, error) {
 	gone := map[string]bool{}
 	for _, c := range cands {
 		gone[c.Node] = true
 	}
-	cluster := *snap.Cluster
-	cluster.Nodes = make([]*scheduling.StateNode, 0, len(snap.Cluster.Nodes))
-	for _, n := range snap.Cluster.Nodes {
+	cluster := *base
+	cluster.Nodes = make([]*scheduling.StateNode, 0, len(base.Nodes))
+	for _, n := range base.Nodes {
 		if !gone[n.Name] {
 			cluster.Nodes = append(cluster.Nodes, n)
 		}
 	}
 	cluster.Pods = nil
+	pods := map[types.NamespacedName]*corev1.Pod{}
 	for _, c := range cands {
 		for _, p := range c.reschedulablePods() {
 			moved := p.DeepCopy()
 			moved.Spec.NodeName = ""
 			cluster.Pods = append(cluster.Pods, moved)
+			pods[podKey(moved)] = moved
 		}
 	}
 	if len(cluster.Pods) == 0 {
@@ -51,12 +57,19 @@ func simulate(ctx context.Context, snap *Snapshot, cands []*Candidate, opts sche
 	if err != nil {
 		return nil, fmt.Errorf("simulating rescheduling: %w", err)
 	}
-	out := &simulation{Replacements: plan.NodeClaims}
+	out := &simulation{Replacements: plan.NodeClaims, plan: plan, pods: pods}
 	if len(plan.Unschedulable) > 0 {
 		u := plan.Unschedulable[0]
 		out.Unschedulable = fmt.Sprintf("pod %s would not fit anywhere else: %s", u.Pod, u.Reason)
 	}
 	return out, nil
+}
+
+func (s *simulation) placements() []scheduling.Placement {
+	if s.plan == nil {
+		return nil
+	}
+	return s.plan.Placements
 }
 
 // pendingPlaceable plans the pending pods on the cluster as it is and says how many of them the scheduler could
@@ -82,6 +95,15 @@ func pluralPods(n int) string {
 		return "1 pod is"
 	}
 	return fmt.Sprintf("%d pods are", n)
+}
+
+// evictions counts the candidates' pods that would be evicted and rescheduled.
+func evictions(cands []*Candidate) int {
+	n := 0
+	for _, c := range cands {
+		n += len(c.reschedulablePods())
+	}
+	return n
 }
 
 // totalPrice is the candidates' hourly price.

@@ -36,6 +36,10 @@ type Snapshot struct {
 	// that fit nowhere (no NodePool can take them) do not hold it up, or one such pod would stop consolidation in
 	// the whole cluster for as long as it exists.
 	Pending []*corev1.Pod
+	// Examined is when a previous pass last examined each NodeClaim (Result.Examined of that pass), or nil.
+	// Consolidation looks first at the candidates examined longest ago (never examined first), so that
+	// candidates a pass could not get to (search timeout, MaxMultiNodeCandidates) go first in the next one.
+	Examined map[string]time.Time
 }
 
 // Candidate is one of Dovetail's nodes with what the decision needs to know about it.
@@ -88,8 +92,17 @@ type Command struct {
 	Candidates []*Candidate
 	// Replacements are the NodeClaims to launch (and wait for) before the candidates are deleted.
 	Replacements []*scheduling.NodeClaimPlan
+	// Placements are where the simulation put the candidates' pods that do not go to a replacement: on existing
+	// nodes or in-flight NodeClaims (Replacements[i].Pods name the others).
+	Placements []scheduling.Placement
 	// Savings is the hourly price of the candidates less that of the replacements (negative for drift).
 	Savings float64
+	// Scores are the Balanced scores of the move, one per NodePool of its candidates with consolidationPolicy
+	// Balanced (empty otherwise).
+	Scores []Score
+	// Evictions counts the candidates' pods that would be evicted and rescheduled (the reschedulable ones:
+	// DaemonSet, static and terminal pods do not count).
+	Evictions int
 	// Plan is the id of the whole-cluster plan the command belongs to (WholeClusterPlan.ID), or empty.
 	Plan string
 }
@@ -131,17 +144,45 @@ const (
 	StayPodsDoNotFit      StayReason = "PodsDoNotFit"
 	StaySpotToSpot        StayReason = "SpotToSpot"
 	StayBusy              StayReason = "ClusterBusy"
+	// StayNotExamined: the pass ran out of search time or hit a per-pass cap before it got to the node. The node
+	// goes first in the next pass (see Snapshot.Examined).
+	StayNotExamined StayReason = "NotExamined"
+	// StayReceiving: an earlier command of the same pass moves pods onto the node, so the pass does not disrupt it
+	// too; the next pass looks at it again.
+	StayReceiving StayReason = "ReceivesPods"
+	// StayScore: the node's NodePool has consolidationPolicy Balanced and the move's savings are not worth its
+	// disruption (score below 1/k).
+	StayScore StayReason = "ConsolidationScore"
 )
 
 // Result is the outcome of one decision pass.
 type Result struct {
-	// Command is the disruption to carry out, or nil.
+	// Commands are every disruption the pass decided, in the order they were found (drift, emptiness, multi-node
+	// then single-node consolidation). Their candidates are disjoint; each command fits its NodePools' budgets
+	// for its reason after the nodes already disrupting (Snapshot.Disrupting) and the earlier commands of the
+	// list; and each command's simulation saw the cluster as the earlier commands leave it (their candidates
+	// gone, their pods where those commands put them, their replacements in flight and full). They may be
+	// started together.
+	Commands []*Command
+	// Command is Commands[0], or nil when there is none (for callers that carry out one command at a time).
 	Command *Command
-	// Stays says, for every candidate not in Command, why it stays (the first reason found).
+	// Stays says, for every candidate in no command, why it stays (the first reason found).
 	Stays []Stay
+	// Examined is, for every current candidate, when a pass last examined it: Snapshot.Examined updated with
+	// Snapshot.Now for the candidates this pass reached a verdict on (in a command, or staying for a reason other
+	// than the search running out of time, a per-pass cap, a budget or a busy cluster). Feed it back as the next
+	// pass's Snapshot.Examined.
+	Examined map[string]time.Time
+	// SavingsPerHour is the sum of the consolidation commands' savings in $/hour (drift commands do not count).
+	SavingsPerHour float64
+	// Evictions is the sum of the commands' evictions.
+	Evictions int
+	// Scored are the Balanced scores the pass computed, approved or rejected, in the order it computed them.
+	Scored []Score
 	// Eligible counts, per reason, the candidates a method could disrupt before budgets.
 	Eligible map[karpv1.DisruptionReason]int
-	// Allowed is, per NodePool and reason, how many more nodes budgets allow to be disrupted now.
+	// Allowed is, per NodePool and reason, how many more nodes budgets allowed to be disrupted at the start of
+	// the pass (before its commands).
 	Allowed map[string]map[karpv1.DisruptionReason]int
 	// TimedOut names consolidation types whose search ran out of time.
 	TimedOut []string

@@ -9,9 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -60,43 +57,38 @@ type WholeClusterPlan struct {
 	Settled bool
 }
 
+// wholeCluster runs the whole-cluster search when the options ask for it; its commands join the pass's
+// (Result.Commands) and its plan is Result.WholeCluster.
+func (d *decider) wholeCluster(ctx context.Context, open []*Candidate) error {
+	if !d.opts.WholeCluster {
+		return nil
+	}
+	return d.planWholeCluster(ctx, open)
+}
+
 // unlessSettled skips a consolidation method when the whole-cluster search found the cluster settled.
-func (d *decider) unlessSettled(m func(context.Context, []*Candidate) (*Command, error)) func(context.Context, []*Candidate) (*Command, error) {
-	return func(ctx context.Context, open []*Candidate) (*Command, error) {
+func (d *decider) unlessSettled(m func(context.Context, []*Candidate) error) func(context.Context, []*Candidate) error {
+	return func(ctx context.Context, open []*Candidate) error {
 		if wc := d.result.WholeCluster; wc != nil && wc.Settled {
 			for _, c := range d.underutilized(open) {
-				d.stayf(c, StayNoCheaper, "the cluster costs $%.4f/h for the consolidatable nodes, within %.0f%% of the cheapest plan found for their pods ($%.4f/h)",
+				d.examined[c.NodeClaim] = true
+				d.stayf(c, StayNoCheaper, "the consolidatable nodes cost $%.4f/h, within %.0f%% of the cheapest plan found for their pods ($%.4f/h)",
 					wc.CurrentCost, wholeMinGain*100, wc.TargetCost)
 			}
-			return nil, nil
+			return nil
 		}
 		return m(ctx, open)
 	}
 }
 
-// wholeCluster runs the whole-cluster search and returns its first command (the controller carries out one
-// command per pass; the plan with all of them is in Result.WholeCluster).
-func (d *decider) wholeCluster(ctx context.Context, open []*Candidate) (*Command, error) {
-	if !d.opts.WholeCluster {
-		return nil, nil
-	}
-	plan, err := d.planWholeCluster(ctx, open)
-	if err != nil || plan == nil {
-		return nil, err
-	}
-	if len(plan.Commands) == 0 {
-		return nil, nil
-	}
-	return plan.Commands[0], nil
-}
-
 // planWholeCluster plans the whole cluster: the cheapest plan for the pods of every consolidatable node, then,
 // candidates in order of savings per disrupted pod, batches of candidates removed by simulation against the cluster
-// as the commands already chosen leave it, within the NodePools' budgets and the PodDisruptionBudgets' allowances.
-func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*WholeClusterPlan, error) {
+// as the commands already chosen leave it (the pass's working cluster), within the NodePools' budgets, the
+// PodDisruptionBudgets' allowances and Balanced scores.
+func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) error {
 	cands := d.underutilized(open)
 	if len(cands) == 0 {
-		return nil, nil
+		return nil
 	}
 	plan := &WholeClusterPlan{Candidates: len(cands)}
 	d.result.WholeCluster = plan
@@ -111,9 +103,9 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 			pods = append(pods, moved)
 		}
 	}
-	cluster := *d.snap.Cluster
-	cluster.Nodes = make([]*scheduling.StateNode, 0, len(d.snap.Cluster.Nodes))
-	for _, n := range d.snap.Cluster.Nodes {
+	cluster := *d.work.cluster
+	cluster.Nodes = make([]*scheduling.StateNode, 0, len(d.work.cluster.Nodes))
+	for _, n := range d.work.cluster.Nodes {
 		if !movable[n.Name] {
 			cluster.Nodes = append(cluster.Nodes, n)
 		}
@@ -125,29 +117,33 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 	}
 	target, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
-		return nil, fmt.Errorf("planning the whole cluster: %w", err)
+		return fmt.Errorf("planning the whole cluster: %w", err)
 	}
 	plan.Simulations++
 	plan.TargetCost, plan.LowerBound = target.Cost, target.LowerBound
 	if len(target.Unschedulable) == 0 && plan.TargetCost >= plan.CurrentCost*(1-wholeMinGain) {
 		plan.Settled = true // nothing worth moving pods for
-		return plan, nil
+		return nil
 	}
 	plan.ID = planID(d.snap.Now, cands)
 
-	ordered := append([]*Candidate(nil), cands...) // cands are sorted by cost; stable keeps that order for ties
+	ordered := append([]*Candidate(nil), cands...) // cands are in the pass's order; stable keeps it for ties
 	sort.SliceStable(ordered, func(i, j int) bool { return perPod(ordered[i]) > perPod(ordered[j]) })
-	budget := map[string]int{}
-	for _, c := range ordered {
-		budget[c.NodePool] = d.allowed[c.NodePool][karpv1.DisruptionReasonUnderutilized]
-	}
-	pdbLeft := map[*policyv1.PodDisruptionBudget]int{}
-	for _, pdb := range d.snap.PodDisruptionBudgets {
-		pdbLeft[pdb] = int(pdb.Status.DisruptionsAllowed)
-	}
-	w := newWorking(d.snap.Cluster)
 	next := 0
 	var work [][]*Candidate
+	defer func() {
+		// candidates the search did not get to go first next pass
+		for _, b := range work {
+			for _, c := range b {
+				d.unexamined[c.NodeClaim] = true
+			}
+		}
+		for _, c := range ordered[next:] {
+			if d.allowed[c.NodePool][karpv1.DisruptionReasonUnderutilized] > 0 {
+				d.unexamined[c.NodeClaim] = true
+			}
+		}
+	}()
 	for {
 		if len(work) == 0 {
 			var batch []*Candidate
@@ -156,68 +152,39 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 				next++
 			}
 			if len(batch) == 0 {
-				break
+				return nil
 			}
 			work = append(work, batch)
 		}
 		if ctx.Err() != nil || plan.Simulations >= wholeMaxSimulations {
-			d.result.TimedOut = append(d.result.TimedOut, ConsolidationWhole)
-			break
+			d.timedOut(ConsolidationWhole)
+			return nil
 		}
-		batch := work[0]
+		batch := d.admit(work[0])
 		work = work[1:]
-		batch = d.admit(batch, w, budget)
 		if len(batch) == 0 {
+			if !anyBudget(d.allowed) {
+				return nil
+			}
 			continue
 		}
-		if why := pdbExceeded(batch, d.snap.PodDisruptionBudgets, pdbLeft); why != "" {
+		if c, why := d.pdbExceeded(batch); why != "" {
 			if len(batch) == 1 {
-				d.stayf(batch[0], StayPDB, "%s", why)
+				d.examined[c.NodeClaim] = true
+				d.stayf(c, StayPDB, "%s", why)
 				continue
 			}
 			work = append([][]*Candidate{batch[:len(batch)/2], batch[len(batch)/2:]}, work...)
 			continue
 		}
-		sim, err := w.simulate(ctx, batch, d.opts.Scheduling)
+		cmd, sim, why, msg, err := d.wholeMove(ctx, plan, batch)
 		if err != nil {
 			if ctx.Err() != nil {
-				d.result.TimedOut = append(d.result.TimedOut, ConsolidationWhole)
-				break
+				d.timedOut(ConsolidationWhole)
+				work = append([][]*Candidate{batch}, work...)
+				return nil
 			}
-			return nil, err
-		}
-		plan.Simulations++
-		cmd, why, msg := d.wholeCommand(batch, sim)
-		// the pods must also fit with the replacements as nodes the scheduler fills one pod at a time, as the
-		// kube-scheduler will, not only as the packing that chose them: a few rounds add the new nodes that
-		// placement still asks for while the batch saves money; the placements kept are the last round's
-		cancelled := false
-		for round := 0; cmd != nil && len(cmd.Replacements) > 0; round++ {
-			sim, err = w.simulate(ctx, batch, d.opts.Scheduling, replacementNodes(w.base, plan.ID, len(plan.Commands), cmd.Replacements)...)
-			if err != nil {
-				if ctx.Err() != nil {
-					cancelled = true
-					break
-				}
-				return nil, err
-			}
-			plan.Simulations++
-			if sim.Unschedulable != "" {
-				cmd, why, msg = nil, StayPodsDoNotFit, sim.Unschedulable
-				break
-			}
-			if len(sim.Plan.NodeClaims) == 0 {
-				break
-			}
-			if round == 2 {
-				cmd, why, msg = nil, StayPodsDoNotFit, fmt.Sprintf("its pods fit on the %d replacement(s) only as packed together, not one at a time", len(cmd.Replacements))
-				break
-			}
-			cmd, why, msg = d.topUp(batch, cmd, sim.Plan.NodeClaims)
-		}
-		if cancelled {
-			d.result.TimedOut = append(d.result.TimedOut, ConsolidationWhole)
-			break
+			return err
 		}
 		if cmd == nil {
 			if plan.Failed == nil {
@@ -225,15 +192,21 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 			}
 			plan.Failed[why]++
 			if len(batch) == 1 {
+				d.examined[batch[0].NodeClaim] = true
 				d.stayf(batch[0], why, "%s", msg)
 				continue
 			}
-			if len(sim.stuck) > 0 {
+			if sim != nil && sim.plan != nil && len(sim.plan.Unschedulable) > 0 {
 				// the candidates holding the pods that fit nowhere stay; the others are tried again without them
+				stuck := map[string]string{}
+				for _, u := range sim.plan.Unschedulable {
+					stuck[u.Pod.String()] = u.Reason
+				}
 				var rest []*Candidate
 				for _, c := range batch {
-					if p := holds(c, sim.stuck); p != "" {
-						d.stayf(c, StayPodsDoNotFit, "pod %s would not fit anywhere else: %s", p, sim.stuck[p])
+					if p := holds(c, stuck); p != "" {
+						d.examined[c.NodeClaim] = true
+						d.stayf(c, StayPodsDoNotFit, "pod %s would not fit anywhere else: %s", p, stuck[p])
 						continue
 					}
 					rest = append(rest, c)
@@ -249,147 +222,106 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) (*Who
 			continue
 		}
 		cmd.Plan = plan.ID
-		for _, c := range batch {
-			budget[c.NodePool]--
-		}
-		pdbConsume(batch, d.snap.PodDisruptionBudgets, pdbLeft)
-		w.apply(batch, sim)
+		d.accept(cmd, sim)
 		plan.Commands = append(plan.Commands, cmd)
 		plan.Savings += cmd.Savings
-		if !anyBudget(budget) {
-			break
+		if !anyBudget(d.allowed) {
+			return nil
 		}
 	}
-	return plan, nil
 }
 
-// perPod is what deleting the candidate saves per pod it evicts.
-func perPod(c *Candidate) float64 {
-	return c.Price / float64(max(1, len(c.reschedulablePods())))
-}
-
-// planID names a pass's plan: stable for a snapshot (its time and the candidates it looked at).
-func planID(now time.Time, cands []*Candidate) string {
-	names := make([]string, 0, len(cands))
-	for _, c := range cands {
-		names = append(names, c.NodeClaim)
-	}
-	sort.Strings(names)
-	h := fnv.New32a()
-	fmt.Fprint(h, now.UTC().Format(time.RFC3339))
-	for _, n := range names {
-		fmt.Fprint(h, "/", n)
-	}
-	return fmt.Sprintf("plan-%s-%08x", now.UTC().Format("150405"), h.Sum32())
-}
-
-func anyBudget(budget map[string]int) bool {
-	for _, n := range budget {
-		if n > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// admit drops from a batch the candidates a command of the plan already relies on (they received pods, so their
-// pods changed and they are no longer consolidatable) and those beyond their NodePool's budget.
-func (d *decider) admit(batch []*Candidate, w *working, budget map[string]int) []*Candidate {
-	var out []*Candidate
-	used := map[string]int{}
+// wholeMove simulates removing a batch on the working cluster and returns the command when every pod is placed and
+// it saves money, with the simulation to accept it with; otherwise why not (and the failing simulation, whose
+// unschedulable pods say which candidates to drop). A batch whose pods all fit on the other nodes is a delete;
+// one that needs new nodes is a replace when those cost less than the batch, each narrowed to options that keep
+// the saving. The replacements are then placed as nodes the scheduler fills one pod at a time, as the
+// kube-scheduler will, not only as the packing that chose them: a few rounds add the new nodes that placement
+// still asks for while the batch saves money, and the placements kept are the last round's.
+func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch []*Candidate) (*Command, *simulation, StayReason, string, error) {
 	for _, c := range batch {
-		if w.receivers[c.Node] {
-			d.stayf(c, StayNotConsolidatable, "it receives pods from another command of this pass")
-			continue
-		}
-		if budget[c.NodePool]-used[c.NodePool] <= 0 {
-			d.stayf(c, StayBudget, "the disruption budgets of nodepool %s allow no more %s disruptions now", c.NodePool, karpv1.DisruptionReasonUnderutilized)
-			continue
-		}
-		used[c.NodePool]++
-		out = append(out, c)
+		d.examined[c.NodeClaim] = true
 	}
-	return out
-}
-
-// pdbExceeded says which PodDisruptionBudget the batch's evictions would exceed, given what earlier commands of the
-// pass use, or "".
-func pdbExceeded(batch []*Candidate, pdbs []*policyv1.PodDisruptionBudget, left map[*policyv1.PodDisruptionBudget]int) string {
-	use := pdbUse(batch, pdbs)
-	for _, pdb := range pdbs {
-		if n := use[pdb]; n > left[pdb] {
-			return fmt.Sprintf("its pods would take %d disruptions of PodDisruptionBudget %s/%s, which has %d left in this pass",
-				n, pdb.Namespace, pdb.Name, max(0, left[pdb]))
-		}
+	sim, err := simulate(ctx, d.work.cluster, batch, d.opts.Scheduling)
+	if err != nil {
+		return nil, nil, "", "", err
 	}
-	return ""
-}
-
-func pdbConsume(batch []*Candidate, pdbs []*policyv1.PodDisruptionBudget, left map[*policyv1.PodDisruptionBudget]int) {
-	for pdb, n := range pdbUse(batch, pdbs) {
-		left[pdb] -= n
-	}
-}
-
-// pdbUse counts, per PodDisruptionBudget, the batch's pods it selects.
-func pdbUse(batch []*Candidate, pdbs []*policyv1.PodDisruptionBudget) map[*policyv1.PodDisruptionBudget]int {
-	out := map[*policyv1.PodDisruptionBudget]int{}
-	if len(pdbs) == 0 {
-		return out
-	}
-	for _, pdb := range pdbs {
-		if pdb.Spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			continue
-		}
-		for _, c := range batch {
-			for _, p := range c.reschedulablePods() {
-				if p.Namespace == pdb.Namespace && sel.Matches(labels.Set(p.Labels)) {
-					out[pdb]++
-				}
-			}
-		}
-	}
-	return out
-}
-
-// wholeCommand turns a batch's simulation into a command when every pod is placed and it saves money: a delete
-// when the pods fit on the other nodes, otherwise a replace whose new nodes are each narrowed to options that keep
-// the batch cheaper than before.
-func (d *decider) wholeCommand(batch []*Candidate, sim *placement) (*Command, StayReason, string) {
+	plan.Simulations++
 	if sim.Unschedulable != "" {
-		return nil, StayPodsDoNotFit, sim.Unschedulable
+		return nil, sim, StayPodsDoNotFit, sim.Unschedulable, nil
 	}
 	price := totalPrice(batch)
 	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, ConsolidationType: ConsolidationWhole, Candidates: batch}
-	if len(sim.Plan.NodeClaims) == 0 {
-		cmd.Decision, cmd.Savings = DecisionDelete, price
-		return cmd, "", ""
-	}
-	slack := price - sim.Plan.Cost
-	if slack <= 0 {
-		return nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new node(s) costing $%.4f/h, not less than its $%.4f/h",
-			len(sim.Plan.NodeClaims), sim.Plan.Cost, price)
+	if len(sim.Replacements) == 0 {
+		cmd.Decision, cmd.Savings, cmd.Placements = DecisionDelete, price, sim.placements()
+		return d.scored(cmd, sim)
 	}
 	cmd.Decision = DecisionReplace
-	for _, r := range sim.Plan.NodeClaims {
-		// each replacement may cost up to its share of the savings more than its cheapest option
-		narrowed, why, msg := cheaperReplacement(r, batch, r.Price+slack/float64(len(sim.Plan.NodeClaims)),
-			d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
-		if narrowed == nil {
-			return nil, why, msg
+	cmd, why, msg := d.topUp(batch, cmd, sim.Replacements)
+	for round := 0; cmd != nil; round++ {
+		extra := make([]*scheduling.StateNode, 0, len(cmd.Replacements))
+		for k, r := range cmd.Replacements {
+			n := PlannedNode(d.work.cluster, r, fmt.Sprintf("whole-cluster-check-%d", k), nil)
+			n.InFlight = true
+			extra = append(extra, n)
 		}
-		cmd.Replacements = append(cmd.Replacements, narrowed)
+		cluster := *d.work.cluster
+		cluster.Nodes = append(append(make([]*scheduling.StateNode, 0, len(cluster.Nodes)+len(extra)), cluster.Nodes...), extra...)
+		check, err := simulate(ctx, &cluster, batch, d.opts.Scheduling)
+		if err != nil {
+			return nil, nil, "", "", err
+		}
+		plan.Simulations++
+		if check.Unschedulable != "" {
+			return nil, check, StayPodsDoNotFit, check.Unschedulable, nil
+		}
+		if len(check.Replacements) == 0 {
+			return d.scored(cmd, onReplacements(cmd, check, extra))
+		}
+		if round == 2 {
+			return nil, nil, StayPodsDoNotFit, fmt.Sprintf("its pods fit on the %d replacement(s) only as packed together, not one at a time", len(cmd.Replacements)), nil
+		}
+		cmd, why, msg = d.topUp(batch, cmd, check.Replacements)
 	}
-	cmd.Savings = price - replacementPrice(cmd.Replacements)
-	return cmd, "", ""
+	return nil, nil, why, msg, nil
 }
 
-// topUp adds to a replace command the new nodes extra that placing its pods one at a time still needs, each
-// narrowed to options that keep the batch cheaper than before, or says why the batch no longer saves money.
+// scored applies the Balanced policy of the candidates' NodePools to a command.
+func (d *decider) scored(cmd *Command, sim *simulation) (*Command, *simulation, StayReason, string, error) {
+	scores, ok := ScoreCommand(cmd.Candidates, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
+	d.result.Scored = append(d.result.Scored, scores...)
+	if !ok {
+		return nil, nil, StayScore, balancedRejection(cmd, scores), nil
+	}
+	cmd.Scores = scores
+	return cmd, sim, "", "", nil
+}
+
+// onReplacements turns the check that placed a replace command's pods on its replacements (as the nodes extra)
+// into the simulation the pass accepts: placements on existing nodes stay placements, those on a replacement
+// become its pods.
+func onReplacements(cmd *Command, check *simulation, extra []*scheduling.StateNode) *simulation {
+	index := map[string]int{}
+	for k, n := range extra {
+		index[n.Name] = k
+	}
+	for _, r := range cmd.Replacements {
+		r.Pods = nil
+	}
+	out := &simulation{plan: &scheduling.Plan{}, pods: check.pods}
+	for _, pl := range check.placements() {
+		if k, ok := index[pl.Node]; ok {
+			cmd.Replacements[k].Pods = append(cmd.Replacements[k].Pods, pl.Pod)
+			continue
+		}
+		out.plan.Placements = append(out.plan.Placements, pl)
+	}
+	cmd.Placements = out.plan.Placements
+	return out
+}
+
+// topUp adds to a replace command the new nodes extra that placing its pods still needs, each narrowed to options
+// that keep the batch cheaper than before, or says why the batch does not save money.
 func (d *decider) topUp(batch []*Candidate, cmd *Command, extra []*scheduling.NodeClaimPlan) (*Command, StayReason, string) {
 	price := totalPrice(batch)
 	total := replacementPrice(cmd.Replacements)
@@ -412,87 +344,77 @@ func (d *decider) topUp(batch []*Candidate, cmd *Command, extra []*scheduling.No
 	return cmd, "", ""
 }
 
-// working is the cluster as the commands chosen so far leave it: their candidates gone, their pods on the nodes
-// the simulations put them on, their replacements in flight.
-type working struct {
-	base      *scheduling.Snapshot
-	nodes     []*scheduling.StateNode
-	index     map[string]int
-	receivers map[string]bool
+// perPod is what deleting the candidate saves per pod it evicts.
+func perPod(c *Candidate) float64 {
+	return c.Price / float64(max(1, len(c.reschedulablePods())))
 }
 
-func newWorking(cluster *scheduling.Snapshot) *working {
-	w := &working{base: cluster, nodes: append([]*scheduling.StateNode(nil), cluster.Nodes...), index: map[string]int{},
-		receivers: map[string]bool{}}
-	for i, n := range w.nodes {
-		w.index[n.Name] = i
+// planID names a pass's plan: stable for a snapshot (its time and the candidates it looked at).
+func planID(now time.Time, cands []*Candidate) string {
+	names := make([]string, 0, len(cands))
+	for _, c := range cands {
+		names = append(names, c.NodeClaim)
 	}
-	return w
+	sort.Strings(names)
+	h := fnv.New32a()
+	fmt.Fprint(h, now.UTC().Format(time.RFC3339))
+	for _, n := range names {
+		fmt.Fprint(h, "/", n)
+	}
+	return fmt.Sprintf("plan-%s-%08x", now.UTC().Format("150405"), h.Sum32())
 }
 
-// placement is a batch's simulation on the working cluster.
-type placement struct {
-	Plan *scheduling.Plan
-	Pods map[types.NamespacedName]*corev1.Pod
-	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits).
-	Unschedulable string
-	// stuck are the pods that would fit nowhere (namespace/name) with why.
-	stuck map[string]string
-	// extra are the nodes added to the working cluster for the simulation (a command's replacements).
-	extra []*scheduling.StateNode
+func anyBudget(allowed map[string]map[karpv1.DisruptionReason]int) bool {
+	for _, a := range allowed {
+		if a[karpv1.DisruptionReasonUnderutilized] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// replacementNodes are a command's replacements as the in-flight nodes they become, named after the plan, the
-// command's place in it and their own.
-func replacementNodes(cluster *scheduling.Snapshot, planID string, seq int, rs []*scheduling.NodeClaimPlan) []*scheduling.StateNode {
-	out := make([]*scheduling.StateNode, 0, len(rs))
-	for k, r := range rs {
-		n := PlannedNode(cluster, r, fmt.Sprintf("%s-%d-%d", planID, seq, k), nil)
-		n.InFlight = true
-		out = append(out, n)
+// admit drops from a batch the candidates already in a command, those an earlier command moves pods onto, those a
+// Balanced NodePool would not let go even for free, and those beyond their NodePool's budget.
+func (d *decider) admit(batch []*Candidate) []*Candidate {
+	var out []*Candidate
+	used := map[string]int{}
+	for _, c := range batch {
+		if d.taken[c.NodeClaim] || d.receiving(c) || d.deleteScoreTooLow(c) {
+			continue
+		}
+		if d.allowed[c.NodePool][karpv1.DisruptionReasonUnderutilized]-used[c.NodePool] <= 0 {
+			d.stayf(c, StayBudget, "the disruption budgets of nodepool %s allow no more %s disruptions now", c.NodePool, karpv1.DisruptionReasonUnderutilized)
+			continue
+		}
+		used[c.NodePool]++
+		out = append(out, c)
 	}
 	return out
 }
 
-// simulate plans the batch's pods on the working cluster without the batch's nodes (and with extra nodes).
-func (w *working) simulate(ctx context.Context, batch []*Candidate, opts scheduling.Options, extra ...*scheduling.StateNode) (*placement, error) {
-	gone := map[string]bool{}
-	for _, c := range batch {
-		gone[c.Node] = true
-	}
-	cluster := *w.base
-	cluster.Nodes = make([]*scheduling.StateNode, 0, len(w.nodes))
-	for _, n := range w.nodes {
-		if n != nil && !gone[n.Name] {
-			cluster.Nodes = append(cluster.Nodes, n)
-		}
-	}
-	cluster.Nodes = append(cluster.Nodes, extra...)
-	out := &placement{Pods: map[types.NamespacedName]*corev1.Pod{}, extra: extra}
-	cluster.Pods = nil
+// pdbExceeded names a PodDisruptionBudget the batch's evictions would exceed, given what the earlier commands of
+// the pass use, with a candidate holding one of its pods; "" when none.
+func (d *decider) pdbExceeded(batch []*Candidate) (*Candidate, string) {
+	use := map[*policyv1.PodDisruptionBudget]int{}
+	holder := map[*policyv1.PodDisruptionBudget]*Candidate{}
 	for _, c := range batch {
 		for _, p := range c.reschedulablePods() {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
-			cluster.Pods = append(cluster.Pods, moved)
-			out.Pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = moved
+			for _, pdb := range selectingPDBs(p, d.snap.PodDisruptionBudgets) {
+				use[pdb]++
+				if holder[pdb] == nil {
+					holder[pdb] = c
+				}
+			}
 		}
 	}
-	opts.Bound = scheduling.BoundNone
-	plan, err := scheduling.Solve(ctx, &cluster, opts)
-	if err != nil {
-		return nil, fmt.Errorf("simulating rescheduling: %w", err)
-	}
-	out.Plan = plan
-	if len(plan.Unschedulable) > 0 {
-		u := plan.Unschedulable[0]
-		out.Unschedulable = fmt.Sprintf("pod %s would not fit anywhere else: %s", u.Pod, u.Reason)
-		out.stuck = map[string]string{}
-		for _, u := range plan.Unschedulable {
-			out.stuck[u.Pod.String()] = u.Reason
+	for _, pdb := range d.snap.PodDisruptionBudgets {
+		left := int(pdb.Status.DisruptionsAllowed) - d.pdbUsed[pdb]
+		if n := use[pdb]; n > left {
+			return holder[pdb], fmt.Sprintf("its pods would take %d disruptions of PodDisruptionBudget %s/%s, which has %d left in this pass",
+				n, pdb.Namespace, pdb.Name, max(0, left))
 		}
 	}
-	return out, nil
+	return nil, ""
 }
 
 // holds returns the first of the candidate's pods named in stuck (namespace/name), or "".
@@ -503,34 +425,6 @@ func holds(c *Candidate, stuck map[string]string) string {
 		}
 	}
 	return ""
-}
-
-// apply records a chosen command: its candidates leave, its pods join the nodes they were placed on (copies: the
-// snapshot is never modified), and its replacements join as in-flight nodes holding their pods.
-func (w *working) apply(batch []*Candidate, sim *placement) {
-	for _, c := range batch {
-		if i, ok := w.index[c.Node]; ok {
-			w.nodes[i] = nil
-			delete(w.index, c.Node)
-		}
-	}
-	for _, n := range sim.extra {
-		w.index[n.Name] = len(w.nodes)
-		w.nodes = append(w.nodes, n)
-		w.receivers[n.Name] = true
-	}
-	for _, pl := range sim.Plan.Placements {
-		i, ok := w.index[pl.Node]
-		if !ok {
-			continue
-		}
-		n := *w.nodes[i]
-		p := sim.Pods[pl.Pod].DeepCopy()
-		p.Spec.NodeName = n.Name
-		n.Pods = append(append([]*corev1.Pod(nil), n.Pods...), p)
-		w.nodes[i] = &n
-		w.receivers[n.Name] = true
-	}
 }
 
 // PlannedNode is the node a planned NodeClaim becomes with its cheapest option, named name, with pods bound to it.

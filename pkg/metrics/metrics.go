@@ -27,6 +27,8 @@ const (
 	LabelCapacityType      = "capacity_type"
 	LabelDecision          = "decision"
 	LabelConsolidationType = "consolidation_type"
+	// LabelPolicy is a NodePool's consolidationPolicy.
+	LabelPolicy = "policy"
 	// LabelMessageType is the kind of an interruption-queue message.
 	LabelMessageType = "message_type"
 )
@@ -106,6 +108,14 @@ type Metrics struct {
 	ConsolidationTimeouts *prometheus.CounterVec
 	// NodePoolAllowedDisruptions is how many more nodes of a NodePool may be disrupted now, by reason.
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// DisruptionSavings is the hourly savings of the consolidation commands the last disruption pass decided.
+	DisruptionSavings prometheus.Gauge
+	// ConsolidationScore observes the Balanced scores of consolidation moves, by decision, NodePool and policy.
+	ConsolidationScore *prometheus.HistogramVec
+	// ConsolidationMoves counts consolidation moves, by decision (approved, rejected), NodePool and policy.
+	ConsolidationMoves *prometheus.CounterVec
+	// DisruptionEvictionsPerDollar is the last pass's evictions divided by its savings per hour (0 without savings).
+	DisruptionEvictionsPerDollar prometheus.Gauge
 	// InterruptionReceivedMessages counts interruption-queue messages received, by message type.
 	InterruptionReceivedMessages *prometheus.CounterVec
 	// InterruptionDeletedMessages counts interruption-queue messages deleted after handling.
@@ -262,6 +272,23 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_allowed_disruptions",
 			Help: "How many more nodes of a NodePool may be disrupted now, by NodePool and reason.",
 		}, []string{LabelNodePool, LabelReason}),
+		DisruptionSavings: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_disruption_savings_dollars_per_hour",
+			Help: "Hourly savings of the consolidation commands the last disruption pass decided (drift not counted).",
+		}),
+		ConsolidationScore: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_consolidation_score",
+			Help:    "Scores of consolidation moves in NodePools with consolidationPolicy Balanced, by decision, NodePool and policy.",
+			Buckets: []float64{0.1, 0.25, 0.33, 0.5, 1, 2, 5, 10},
+		}, []string{LabelDecision, LabelNodePool, LabelPolicy}),
+		ConsolidationMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_consolidation_moves_total",
+			Help: "Consolidation moves decided, by decision (approved, rejected), NodePool and policy.",
+		}, []string{LabelDecision, LabelNodePool, LabelPolicy}),
+		DisruptionEvictionsPerDollar: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_disruption_evictions_per_dollar",
+			Help: "Pods the last disruption pass's commands evict per dollar per hour they save (0 when they save nothing).",
+		}),
 		InterruptionReceivedMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_interruption_received_messages_total",
 			Help: "Interruption-queue messages received, by message type.",
@@ -299,6 +326,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
 		m.NodeClaimsDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
+		m.DisruptionSavings, m.DisruptionEvictionsPerDollar, m.ConsolidationScore, m.ConsolidationMoves,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
 		m.InterruptionForeignMessages,
 	}

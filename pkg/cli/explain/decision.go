@@ -57,6 +57,8 @@ type DecisionCommand struct {
 	Replacements []string `json:"replacements,omitempty"`
 	// SavingsPerHour is the candidates' hourly price less the replacements' (negative for some drift).
 	SavingsPerHour float64 `json:"savingsPerHour"`
+	// Scores are the verdicts of the NodePools with consolidationPolicy Balanced on the move.
+	Scores []string `json:"scores,omitempty"`
 }
 
 // CommandInProgress is the disruption command a NodeClaim carries in its dovetail.sh/disruption-command
@@ -144,7 +146,11 @@ func inProgress(v *ctrldisruption.View, nc *karpv1.NodeClaim) *NodeDecision {
 
 // outcomeOf picks the node's part of a decision: in the command, or why it stays.
 func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) {
-	if cmd := res.Command; cmd != nil {
+	cmds := res.Commands
+	if len(cmds) == 0 && res.Command != nil {
+		cmds = []*disruption.Command{res.Command}
+	}
+	for _, cmd := range cmds {
 		for _, c := range cmd.Candidates {
 			if c.NodeClaim != nodeClaim {
 				continue
@@ -157,7 +163,14 @@ func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) 
 			for _, r := range cmd.Replacements {
 				dc.Replacements = append(dc.Replacements, r.InstanceType+"/"+r.Zone+"/"+r.CapacityType)
 			}
-			return &NodeDecision{Outcome: OutcomeDisrupt, Reason: string(cmd.Reason), Message: cmd.Message(), Command: dc}, nil
+			for _, sc := range cmd.Scores {
+				dc.Scores = append(dc.Scores, sc.String())
+			}
+			msg := cmd.Message()
+			if len(dc.Scores) > 0 {
+				msg += "; consolidationPolicy Balanced approves: " + strings.Join(dc.Scores, "; ")
+			}
+			return &NodeDecision{Outcome: OutcomeDisrupt, Reason: string(cmd.Reason), Message: msg, Command: dc}, nil
 		}
 	}
 	for _, s := range res.Stays {

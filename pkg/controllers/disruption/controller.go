@@ -178,6 +178,35 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 	for _, t := range res.TimedOut {
 		m.ConsolidationTimeouts.WithLabelValues(t).Inc()
 	}
+	m.DisruptionSavings.Set(res.SavingsPerHour)
+	perDollar := 0.0
+	if res.SavingsPerHour > 0 {
+		perDollar = float64(res.Evictions) / res.SavingsPerHour
+	}
+	m.DisruptionEvictionsPerDollar.Set(perDollar)
+	// Balanced scores (approved or rejected), then the approved consolidation moves of other policies.
+	for _, sc := range res.Scored {
+		decision := "rejected"
+		if sc.Approved {
+			decision = "approved"
+		}
+		m.ConsolidationScore.WithLabelValues(decision, sc.NodePool, string(core.PolicyBalanced)).Observe(sc.Value)
+		m.ConsolidationMoves.WithLabelValues(decision, sc.NodePool, string(core.PolicyBalanced)).Inc()
+	}
+	for _, cmd := range res.Commands {
+		if cmd.Reason != karpv1.DisruptionReasonUnderutilized {
+			continue
+		}
+		counted := map[string]bool{}
+		for _, cand := range cmd.Candidates {
+			np := snap.NodePools[cand.NodePool]
+			if np == nil || np.Spec.Disruption.ConsolidationPolicy == core.PolicyBalanced || counted[cand.NodePool] {
+				continue
+			}
+			counted[cand.NodePool] = true
+			m.ConsolidationMoves.WithLabelValues("approved", cand.NodePool, string(np.Spec.Disruption.ConsolidationPolicy)).Inc()
+		}
+	}
 }
 
 // announceStays emits a DisruptionBlocked event on a node (and its NodeClaim) when something the user controls

@@ -108,6 +108,7 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 	}
 	var samples []sample
 	var flights []*flight
+	var examined map[string]time.Time
 	seq := 0
 	for {
 		elapsed := now.Sub(snap.Now)
@@ -150,11 +151,13 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 		flights = still
 		// a decision pass
 		pass := view(snap, nodes, now, after)
+		pass.Examined = examined
 		start := time.Now()
 		res, err := disruption.Decide(ctx, pass, opts)
 		if err != nil {
 			return nil, fmt.Errorf("pass at %s: %w", elapsed, err)
 		}
+		examined = res.Examined
 		out.DecideTime += time.Since(start)
 		out.Passes++
 		cmds := Commands(res)

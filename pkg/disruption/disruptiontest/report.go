@@ -8,28 +8,14 @@ import (
 
 // commands returns the result's commands.
 func commands(res *disruption.Result) []*disruption.Command {
-	if res == nil || res.Command == nil {
+	if res == nil {
 		return nil
 	}
-	return []*disruption.Command{res.Command}
+	return res.Commands
 }
 
 // Efficiency is the pass's expected savings ($/h) and the pods its commands evict.
-func Efficiency(res *disruption.Result) (float64, int) {
-	var savings float64
-	evictions := 0
-	for _, c := range commands(res) {
-		savings += c.Savings
-		for _, cand := range c.Candidates {
-			for _, p := range cand.Pods {
-				if disruption.Reschedulable(p) {
-					evictions++
-				}
-			}
-		}
-	}
-	return savings, evictions
-}
+func Efficiency(res *disruption.Result) (float64, int) { return res.SavingsPerHour, res.Evictions }
 
 // Describe summarises a result in a few lines: its commands by method and what timed out.
 func Describe(res *disruption.Result) []string {

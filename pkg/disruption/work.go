@@ -1,0 +1,179 @@
+package disruption
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+)
+
+// working is the cluster as the commands decided so far in a pass leave it. It starts as a shallow copy of the
+// snapshot's cluster and replaces (never modifies) the StateNodes and NodePools a command changes, so the input
+// snapshot stays untouched.
+type working struct {
+	cluster *scheduling.Snapshot
+	// receiving names the nodes earlier commands move pods onto, with the command's message.
+	receiving map[string]string
+	// replacements counts the replacement StateNodes added, to name them uniquely.
+	replacements int
+}
+
+func newWorking(c *scheduling.Snapshot) *working {
+	cl := *c
+	cl.Nodes = append([]*scheduling.StateNode(nil), c.Nodes...)
+	cl.NodePools = append([]*scheduling.NodePool(nil), c.NodePools...)
+	cl.Pods = nil
+	return &working{cluster: &cl, receiving: map[string]string{}}
+}
+
+// apply records a command: its candidates' nodes leave the cluster, the pods its simulation moved go where the
+// simulation put them (onto existing nodes, using their room, or onto the replacements), and each replacement
+// joins as an in-flight node with exactly the room its pods take, so that later simulations count its pods
+// (topology spread, affinity) but put nothing more on it.
+func (w *working) apply(cmd *Command, sim *simulation) {
+	gone := map[string]bool{}
+	for _, c := range cmd.Candidates {
+		gone[c.Node] = true
+	}
+	nodes := make([]*scheduling.StateNode, 0, len(w.cluster.Nodes)+len(cmd.Replacements))
+	index := map[string]int{}
+	for _, n := range w.cluster.Nodes {
+		if gone[n.Name] {
+			continue
+		}
+		index[n.Name] = len(nodes)
+		nodes = append(nodes, n)
+	}
+	w.cluster.Nodes = nodes
+	if sim == nil || sim.plan == nil {
+		return
+	}
+	msg := cmd.Message()
+	copied := map[string]bool{}
+	for _, pl := range sim.plan.Placements {
+		i, ok := index[pl.Node]
+		p := sim.pods[pl.Pod]
+		if !ok || p == nil {
+			continue
+		}
+		if !copied[pl.Node] {
+			n := *w.cluster.Nodes[i]
+			n.Pods = append([]*corev1.Pod(nil), n.Pods...)
+			w.cluster.Nodes[i] = &n
+			copied[pl.Node] = true
+		}
+		w.cluster.Nodes[i].Pods = append(w.cluster.Nodes[i].Pods, placed(p, pl.Node))
+		w.receiving[pl.Node] = msg
+	}
+	for _, r := range cmd.Replacements {
+		w.replacements++
+		name := fmt.Sprintf("disruption-replacement-%d", w.replacements)
+		labels := map[string]string{}
+		for k, v := range r.Labels {
+			labels[k] = v
+		}
+		labels[karpv1.NodePoolLabelKey] = r.NodePool
+		labels[corev1.LabelInstanceTypeStable] = r.InstanceType
+		labels[karpv1.CapacityTypeLabelKey] = r.CapacityType
+		if r.Zone != "" {
+			labels[corev1.LabelTopologyZone] = r.Zone
+		}
+		sn := &scheduling.StateNode{Name: name, Labels: labels, Taints: r.Taints, InFlight: true, NodePool: r.NodePool,
+			Allocatable: corev1.ResourceList{}}
+		for _, key := range r.Pods {
+			p := sim.pods[key]
+			if p == nil {
+				continue
+			}
+			sn.Pods = append(sn.Pods, placed(p, name))
+			for res, q := range scheduling.PodRequests(p) {
+				sum := sn.Allocatable[res]
+				sum.Add(q)
+				sn.Allocatable[res] = sum
+			}
+		}
+		w.cluster.Nodes = append(w.cluster.Nodes, sn)
+		w.use(r)
+	}
+}
+
+// use adds a replacement's capacity to its NodePool's usage, so that later simulations respect the NodePool's
+// limits with the replacement launched (the candidates still count until they are gone).
+func (w *working) use(r *scheduling.NodeClaimPlan) {
+	var capacity corev1.ResourceList
+	for _, it := range w.cluster.InstanceTypes[r.NodePool] {
+		if it.Name == r.InstanceType {
+			capacity = it.Capacity
+			break
+		}
+	}
+	for i, np := range w.cluster.NodePools {
+		if np == nil || np.Name != r.NodePool || len(np.Limits) == 0 {
+			continue
+		}
+		cp := *np
+		cp.Usage = np.Usage.DeepCopy()
+		if cp.Usage == nil {
+			cp.Usage = corev1.ResourceList{}
+		}
+		for res, q := range capacity {
+			sum := cp.Usage[res]
+			sum.Add(q)
+			cp.Usage[res] = sum
+		}
+		n := cp.Usage[scheduling.ResourceNodes]
+		n.Add(*resource.NewQuantity(1, resource.DecimalSI))
+		cp.Usage[scheduling.ResourceNodes] = n
+		w.cluster.NodePools[i] = &cp
+	}
+}
+
+// placed is a copy of a moved pod bound to node.
+func placed(p *corev1.Pod, node string) *corev1.Pod {
+	out := p.DeepCopy()
+	out.Spec.NodeName = node
+	return out
+}
+
+func podKey(p *corev1.Pod) types.NamespacedName {
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+}
+
+// PassPlan is the plan a pass's commands carry out together, for checking (e.g. with pkg/scheduling/oracle): the
+// cluster without any command's candidate nodes, with the candidates' reschedulable pods pending, and the plan that
+// puts those pods where the commands do (Placements, and Replacements renamed "<command index>-<name>" so that
+// names are unique across commands).
+func PassPlan(cluster *scheduling.Snapshot, cmds []*Command) (*scheduling.Snapshot, *scheduling.Plan) {
+	gone := map[string]bool{}
+	out := *cluster
+	out.Pods = nil
+	plan := &scheduling.Plan{}
+	for i, cmd := range cmds {
+		for _, c := range cmd.Candidates {
+			gone[c.Node] = true
+			for _, p := range c.reschedulablePods() {
+				moved := p.DeepCopy()
+				moved.Spec.NodeName = ""
+				out.Pods = append(out.Pods, moved)
+			}
+		}
+		plan.Placements = append(plan.Placements, cmd.Placements...)
+		for _, r := range cmd.Replacements {
+			cp := *r
+			cp.Name = fmt.Sprintf("%d-%s", i, r.Name)
+			plan.NodeClaims = append(plan.NodeClaims, &cp)
+			plan.Cost += r.Price
+		}
+	}
+	out.Nodes = nil
+	for _, n := range cluster.Nodes {
+		if !gone[n.Name] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return &out, plan
+}
