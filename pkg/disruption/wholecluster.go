@@ -218,6 +218,15 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) error
 					continue
 				}
 			}
+			if why == StayNoCheaper && sim != nil && len(sim.Replacements) > 0 {
+				// the candidates whose pods all found room on the other nodes are tried again on their own (a
+				// delete, most likely); those whose pods needed the new nodes go to the back of the queue
+				rest, overflow := splitOverflow(batch, sim.Replacements)
+				if len(rest) > 0 && len(overflow) > 0 {
+					work = append(append([][]*Candidate{rest}, work...), overflow)
+					continue
+				}
+			}
 			work = append([][]*Candidate{batch[:len(batch)/2], batch[len(batch)/2:]}, work...)
 			continue
 		}
@@ -258,6 +267,9 @@ func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch [
 	}
 	cmd.Decision = DecisionReplace
 	cmd, why, msg := d.topUp(batch, cmd, sim.Replacements)
+	if cmd == nil {
+		return nil, sim, why, msg, nil // its new nodes say which candidates' pods did not fit on the others
+	}
 	for round := 0; cmd != nil; round++ {
 		extra := make([]*scheduling.StateNode, 0, len(cmd.Replacements))
 		for k, r := range cmd.Replacements {
@@ -415,6 +427,32 @@ func (d *decider) pdbExceeded(batch []*Candidate) (*Candidate, string) {
 		}
 	}
 	return nil, ""
+}
+
+// splitOverflow splits a batch into the candidates none of whose pods the simulation put on a new node and the
+// others.
+func splitOverflow(batch []*Candidate, news []*scheduling.NodeClaimPlan) (rest, overflow []*Candidate) {
+	onNew := map[string]bool{}
+	for _, r := range news {
+		for _, key := range r.Pods {
+			onNew[key.String()] = true
+		}
+	}
+	for _, c := range batch {
+		over := false
+		for _, p := range c.reschedulablePods() {
+			if onNew[p.Namespace+"/"+p.Name] {
+				over = true
+				break
+			}
+		}
+		if over {
+			overflow = append(overflow, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	return rest, overflow
 }
 
 // holds returns the first of the candidate's pods named in stuck (namespace/name), or "".
