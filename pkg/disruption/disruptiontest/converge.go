@@ -70,7 +70,9 @@ type simNode struct {
 
 // flight is a command in progress.
 type flight struct {
-	cmd          *disruption.Command
+	cmd *disruption.Command
+	// reserved are the pods already placed where the command's simulation put them.
+	reserved     map[types.NamespacedName]bool
 	replacements []string
 	// drainingAt is when its candidates started draining (zero while waiting for replacements); doneAt when the
 	// last one is gone.
@@ -178,15 +180,40 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), len(cmds), cmds[0].ConsolidationType, n, time.Since(start).Seconds(), wc))
 		}
 		for _, cmd := range cmds {
-			f := &flight{cmd: cmd}
+			f := &flight{cmd: cmd, reserved: map[types.NamespacedName]bool{}}
+			byKey := map[types.NamespacedName]*corev1.Pod{}
 			for _, c := range cmd.Candidates {
 				nodes[c.Node].cmd = f
 				nodes[c.Node].node = marked(nodes[c.Node].node)
+				for _, p := range reschedulable(nodes[c.Node].node.Pods) {
+					byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+				}
+			}
+			// the room the command's pods take is held from now on where its simulation put them, as a controller
+			// that counts its in-flight commands does; later passes plan around it
+			for _, pl := range cmd.Placements {
+				n, p := nodes[pl.Node], byKey[pl.Pod]
+				if n == nil || p == nil {
+					continue
+				}
+				c := *n.node
+				q := p.DeepCopy()
+				q.Spec.NodeName = c.Name
+				c.Pods = append(append([]*corev1.Pod(nil), c.Pods...), q)
+				n.node, n.changedAt = &c, now
+				f.reserved[pl.Pod] = true
 			}
 			for _, r := range cmd.Replacements {
 				seq++
 				name := fmt.Sprintf("repl-%05d", seq)
-				sn, cand := Launch(snap.Cluster, r, name, now, nil)
+				var pods []*corev1.Pod
+				for _, key := range r.Pods {
+					if p := byKey[key]; p != nil {
+						pods = append(pods, p)
+						f.reserved[key] = true
+					}
+				}
+				sn, cand := Launch(snap.Cluster, r, name, now, pods)
 				sn.InFlight = true
 				nodes[name] = &simNode{node: sn, cand: cand, readyAt: now.Add(tm.Launch), changedAt: now.Add(tm.Launch)}
 				f.replacements = append(f.replacements, name)
@@ -293,6 +320,9 @@ func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*si
 	var pods []*corev1.Pod
 	for _, c := range f.cmd.Candidates {
 		for _, p := range reschedulable(nodes[c.Node].node.Pods) {
+			if f.reserved[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] {
+				continue
+			}
 			moved := p.DeepCopy()
 			moved.Spec.NodeName = ""
 			pods = append(pods, moved)
