@@ -26,6 +26,9 @@ const (
 	// wholeMinGain is the share of the candidates' price the cheapest plan must save before the method moves any
 	// pod: below it the cluster is already as cheap as the scheduler can make it, and moving pods is churn.
 	wholeMinGain = 0.02
+	// wholeMinReplaceGain is the share of a batch's price a replace must save: replacing many nodes by almost as
+	// many slightly cheaper ones evicts every pod for little, and does not bring the cluster nearer its target.
+	wholeMinReplaceGain = 0.2
 	// wholeMaxSimulations caps the simulations of one pass (a pass whose batches keep failing stops here).
 	wholeMaxSimulations = 40
 )
@@ -341,9 +344,9 @@ func (d *decider) topUp(batch []*Candidate, cmd *Command, extra []*scheduling.No
 		total += r.Price
 	}
 	slack := price - total
-	if slack <= 0 {
-		return nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new node(s) costing $%.4f/h, not less than its $%.4f/h",
-			len(cmd.Replacements)+len(extra), total, price)
+	if slack < price*wholeMinReplaceGain {
+		return nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new node(s) costing $%.4f/h, not %.0f%% less than its $%.4f/h",
+			len(cmd.Replacements)+len(extra), total, wholeMinReplaceGain*100, price)
 	}
 	for _, r := range extra {
 		narrowed, why, msg := cheaperReplacement(r, batch, r.Price+slack/float64(len(extra)), d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)

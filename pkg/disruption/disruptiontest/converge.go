@@ -48,6 +48,9 @@ type Convergence struct {
 	StartNodes, FinalNodes int
 	// Evictions counts evicted pods; Passes the decision passes; Commands the commands started.
 	Evictions, Passes, Commands int
+	// Rescheduled counts evicted pods the commands had not placed (placed again when their node drained), and
+	// Provisioned the nodes launched for those that fit nowhere.
+	Rescheduled, Provisioned int
 	// MaxPending is the most pods that waited for a node at once after an eviction (0 when every move was safe).
 	MaxPending int
 	// DecideCPU is the wall time spent in Decide (the simulation's own bookkeeping excluded).
@@ -143,11 +146,14 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 				still = append(still, f)
 				continue
 			}
-			pending, err := finish(ctx, snap.Cluster, nodes, f, now)
+			before := len(nodes)
+			pending, resched, err := finish(ctx, snap.Cluster, nodes, f, now)
 			if err != nil {
 				return nil, err
 			}
 			out.Evictions += evicted(f)
+			out.Rescheduled += resched
+			out.Provisioned += len(nodes) - before + len(f.cmd.Candidates)
 			out.MaxPending = max(out.MaxPending, pending)
 		}
 		flights = still
@@ -176,8 +182,8 @@ func Converge(ctx context.Context, snap *disruption.Snapshot, opts disruption.Op
 			if p := res.WholeCluster; p != nil {
 				wc = fmt.Sprintf(", whole-cluster: %d candidates, target %.2f$/h, %d simulations, failed %v", p.Candidates, p.TargetCost, p.Simulations, p.Failed)
 			}
-			tm.Log(fmt.Sprintf("t=%5.1fmin nodes=%d cost=%.2f$/h in-flight=%d: %d command(s) %s on %d node(s), pass %.2fs%s",
-				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), len(cmds), cmds[0].ConsolidationType, n, time.Since(start).Seconds(), wc))
+			tm.Log(fmt.Sprintf("t=%5.1fmin nodes=%d cost=%.2f$/h in-flight=%d rescheduled=%d provisioned=%d: %d command(s) %s on %d node(s), pass %.2fs%s",
+				elapsed.Minutes(), len(nodes), cost(nodes), len(flights), out.Rescheduled, out.Provisioned, len(cmds), cmds[0].ConsolidationType, n, time.Since(start).Seconds(), wc))
 		}
 		for _, cmd := range cmds {
 			f := &flight{cmd: cmd, reserved: map[types.NamespacedName]bool{}}
@@ -316,7 +322,7 @@ func view(snap *disruption.Snapshot, nodes map[string]*simNode, now time.Time, a
 // finish ends a command whose candidates have drained: its candidates go, their pods are placed on the cluster as
 // it is now by the provisioning scheduler (new nodes for pods that fit nowhere, which then wait for them). It
 // returns how many pods had to wait.
-func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*simNode, f *flight, now time.Time) (int, error) {
+func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*simNode, f *flight, now time.Time) (int, int, error) {
 	var pods []*corev1.Pod
 	for _, c := range f.cmd.Candidates {
 		for _, p := range reschedulable(nodes[c.Node].node.Pods) {
@@ -337,7 +343,7 @@ func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*si
 		}
 	}
 	if len(pods) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	cluster := *base
 	cluster.Nodes = nil
@@ -352,7 +358,7 @@ func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*si
 	cluster.Pods = pods
 	plan, err := scheduling.Solve(ctx, &cluster, scheduling.Options{Bound: scheduling.BoundNone})
 	if err != nil {
-		return 0, fmt.Errorf("rescheduling evicted pods: %w", err)
+		return 0, 0, fmt.Errorf("rescheduling evicted pods: %w", err)
 	}
 	byKey := map[types.NamespacedName]*corev1.Pod{}
 	for _, p := range pods {
@@ -375,11 +381,11 @@ func finish(ctx context.Context, base *scheduling.Snapshot, nodes map[string]*si
 			bound = append(bound, byKey[key])
 		}
 		waiting += len(bound)
-		name := fmt.Sprintf("prov-%s-%d", now.Format("150405"), i)
+		name := fmt.Sprintf("prov-%s-%d", f.cmd.Candidates[0].Node, i)
 		sn, cand := Launch(base, nc, name, now, bound)
 		nodes[name] = &simNode{node: sn, cand: cand, readyAt: now, changedAt: now}
 	}
-	return waiting + len(plan.Unschedulable), nil
+	return waiting + len(plan.Unschedulable), len(pods), nil
 }
 
 // lowerBound is the scheduler's pattern bound for every pod of the cluster on new nodes.
