@@ -152,3 +152,39 @@ func ScoreCommand(cands []*Candidate, savings float64, pools map[string]*karpv1.
 	}
 	return out, approved
 }
+
+// MinSavings is the least a move of cands must save ($/hour) for every Balanced NodePool among them to approve it:
+// 0 when none is Balanced, +Inf when a Balanced NodePool cannot approve any saving (its totals, or its candidates'
+// price, are zero).
+func MinSavings(cands []*Candidate, pools map[string]*karpv1.NodePool, totals map[string]PoolTotals, k float64) float64 {
+	byPool := map[string][]*Candidate{}
+	for _, c := range cands {
+		byPool[c.NodePool] = append(byPool[c.NodePool], c)
+	}
+	all := totalPrice(cands)
+	need := 0.0
+	for name, part := range byPool {
+		np := pools[name]
+		if np == nil || np.Spec.Disruption.ConsolidationPolicy != PolicyBalanced {
+			continue
+		}
+		t := totals[name]
+		share := 1.0
+		if len(byPool) > 1 {
+			if all <= 0 {
+				return math.Inf(1)
+			}
+			share = totalPrice(part) / all
+		}
+		if t.Cost <= 0 || t.DisruptionCost <= 0 || share <= 0 {
+			return math.Inf(1)
+		}
+		disruption := 0.0
+		for _, c := range part {
+			disruption += NodeDisruptionCost(c.Pods)
+		}
+		// share*savings/Cost >= (1/k) * disruption/DisruptionCost
+		need = math.Max(need, disruption/t.DisruptionCost*t.Cost/(k*share))
+	}
+	return need
+}

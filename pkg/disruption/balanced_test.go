@@ -192,6 +192,34 @@ func TestDecideBalanced(t *testing.T) {
 			t.Fatalf("pass %+v scored %v, want x to stay before any simulation", got, r.Scored)
 		}
 	})
+	t.Run("Balanced keeps only the replacement options that save enough", func(t *testing.T) {
+		// x (large, $0.40) with a 1.5-cpu pod; y, kept, the same. Totals $0.80 and 4: replacing x must save at least
+		// 0.5 * 2/4 * 0.80 = $0.20, so options above $0.20/h (large spot at $0.24) go; WhenEmptyOrUnderutilized keeps them.
+		maxOption := func(policy karpv1.ConsolidationPolicy) float64 {
+			np := test.NodePool("default").Obj()
+			np.Spec.Disruption.ConsolidationPolicy = policy
+			s := world(np, test.Candidate("x", "large", 0.4).Pods(pod("x-web", "1500m")).Obj(),
+				test.Candidate("y", "large", 0.4).Pods(keeper("k", "7")).Obj())
+			r, err := disruption.Decide(context.Background(), s, disruption.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Command == nil || len(r.Command.Replacements) != 1 {
+				t.Fatalf("%s: no replace command: %+v", policy, summarizePass(t, r))
+			}
+			top := 0.0
+			for _, o := range r.Command.Replacements[0].InstanceTypeOptions {
+				top = math.Max(top, o.Price)
+			}
+			return top
+		}
+		if got := maxOption(disruption.PolicyBalanced); got > 0.2 {
+			t.Errorf("Balanced: replacement option at $%.2f/h, above $0.20/h", got)
+		}
+		if got := maxOption(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized); got <= 0.2 {
+			t.Errorf("WhenEmptyOrUnderutilized: most expensive option $%.2f/h, want the large spot at $0.24/h", got)
+		}
+	})
 	t.Run("Balanced approves a delete worth it", func(t *testing.T) {
 		np := test.NodePool("default").Obj()
 		np.Spec.Disruption.ConsolidationPolicy = disruption.PolicyBalanced
@@ -206,6 +234,42 @@ func TestDecideBalanced(t *testing.T) {
 			t.Fatalf("no approved command: %+v scored %v", summarizePass(t, r), r.Scored)
 		}
 	})
+}
+
+func TestMinSavings(t *testing.T) {
+	balanced := test.NodePool("bal").Obj()
+	balanced.Spec.Disruption.ConsolidationPolicy = disruption.PolicyBalanced
+	pools := map[string]*karpv1.NodePool{"bal": balanced, "other": test.NodePool("other").Obj()}
+	totals := map[string]disruption.PoolTotals{"bal": {Cost: 4, DisruptionCost: 8}, "other": {Cost: 4, DisruptionCost: 8}}
+	one := func(name, pool string, price float64) *disruption.Candidate {
+		return test.Candidate(name, "medium", price).Pool(pool).Pods(pod(name+"-web", "1")).Obj()
+	}
+	for _, tc := range []struct {
+		name  string
+		cands []*disruption.Candidate
+		want  float64
+	}{
+		{"not Balanced: nothing required", []*disruption.Candidate{one("a", "other", 1)}, 0},
+		// 2 of 8 disruption: savings/4 >= 0.5 * 0.25
+		{"one Balanced node", []*disruption.Candidate{one("a", "bal", 1)}, 0.5},
+		// bal gets a quarter of the savings: savings/4/4 >= 0.125
+		{"spanning: the Balanced share must suffice", []*disruption.Candidate{one("a", "bal", 1), one("b", "other", 3)}, 2},
+		{"zero totals: nothing suffices", []*disruption.Candidate{one("a", "bal", 1)}, math.Inf(1)},
+	} {
+		tt := totals
+		if strings.HasPrefix(tc.name, "zero") {
+			tt = map[string]disruption.PoolTotals{}
+		}
+		if got := disruption.MinSavings(tc.cands, pools, tt, disruption.BalancedK); math.Abs(got-tc.want) > 1e-9 && got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		// At exactly the minimum, the move is approved.
+		if !math.IsInf(tc.want, 1) && tc.want > 0 {
+			if _, ok := disruption.ScoreCommand(tc.cands, tc.want, pools, totals, disruption.BalancedK); !ok {
+				t.Errorf("%s: saving the minimum %v is rejected", tc.name, tc.want)
+			}
+		}
+	}
 }
 
 func daemonSetOwner() []metav1.OwnerReference {

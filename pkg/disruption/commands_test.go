@@ -220,6 +220,30 @@ func TestDecideSeveralCommands(t *testing.T) {
 			evictions: 2,
 		},
 		{
+			name: "a drifted node's pods do not go onto another drifted node",
+			snap: func() *disruption.Snapshot {
+				return pools([]*karpv1.NodePool{test.NodePool("a").Obj()},
+					test.Candidate("d1", "medium", 0.2).Pool("a").Drifted(karpv1.ReasonNodePoolDrifted).Pods(pod("d1-web", "1")).Obj(),
+					test.Candidate("d2", "medium", 0.2).Pool("a").Drifted(karpv1.ReasonNodePoolDrifted).Pods(pod("d2-web", "1")).Obj())
+			},
+			want: passSummary{Commands: []string{"drifted/replace: 1 node(s) d1, replaced by small", "drifted/replace: 1 node(s) d2, replaced by small"},
+				Stays: map[string]disruption.StayReason{}},
+			evictions: 2,
+		},
+		{
+			name: "... unless there is no other way (the NodePool may launch no node)",
+			snap: func() *disruption.Snapshot {
+				s := pools([]*karpv1.NodePool{test.NodePool("a").Obj()},
+					test.Candidate("d1", "medium", 0.2).Pool("a").Drifted(karpv1.ReasonNodePoolDrifted).Pods(pod("d1-web", "1")).Obj(),
+					test.Candidate("d2", "medium", 0.2).Pool("a").Drifted(karpv1.ReasonNodePoolDrifted).Pods(pod("d2-web", "1")).Obj())
+				s.Cluster.NodePools = []*scheduling.NodePool{test.SchedNodePool("a").Limit(scheduling.ResourceNodes, "2").Usage(scheduling.ResourceNodes, "2").Obj()}
+				return s
+			},
+			want: passSummary{Commands: []string{"drifted/delete: 1 node(s) d1"},
+				Stays: map[string]disruption.StayReason{"d2": disruption.StayReceiving}},
+			evictions: 1,
+		},
+		{
 			name: "a node an earlier command moves pods onto is left for the next pass",
 			snap: func() *disruption.Snapshot {
 				// d's pod goes onto u (the only room); u is then not consolidated in the same pass.
@@ -254,10 +278,20 @@ func TestDecideSeveralCommands(t *testing.T) {
 	}
 }
 
-func nodePods(c *scheduling.Snapshot) []int {
-	var out []int
+// nodePods fingerprints the parts of the cluster a pass could modify: nodes, their room and pods, NodePool usage.
+func nodePods(c *scheduling.Snapshot) []string {
+	var out []string
 	for _, n := range c.Nodes {
-		out = append(out, len(n.Pods))
+		cpu := n.Allocatable[corev1.ResourceCPU]
+		pods := n.Allocatable[corev1.ResourcePods]
+		line := fmt.Sprintf("%s cpu=%s pods=%s:", n.Name, cpu.String(), pods.String())
+		for _, p := range n.Pods {
+			line += " " + p.Name + "@" + p.Spec.NodeName
+		}
+		out = append(out, line)
+	}
+	for _, np := range c.NodePools {
+		out = append(out, fmt.Sprintf("%s usage %v", np.Name, np.Usage))
 	}
 	return out
 }

@@ -285,7 +285,8 @@ func (d *decider) room(c *Candidate, reason karpv1.DisruptionReason) bool {
 }
 
 // drift deletes all drifted empty nodes in one command, then replaces drifted nodes one per command, as budgets
-// allow.
+// allow. A drifted node's pods go to nodes that are not drifted or to replacements, onto other drifted nodes only
+// when there is no other way.
 func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 	var drifted, empty []*Candidate
 	for _, c := range open {
@@ -307,7 +308,18 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
 			continue
 		}
-		sim, err := simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
+		// Pods moved onto another drifted node would move again: close those nodes, unless that leaves a pod
+		// with nowhere to go.
+		closed := map[string]bool{}
+		for _, o := range drifted {
+			if o != c && !d.taken[o.NodeClaim] {
+				closed[o.Node] = true
+			}
+		}
+		sim, err := simulate(ctx, d.work.closedTo(closed), []*Candidate{c}, d.opts.Scheduling)
+		if err == nil && sim.Unschedulable != "" && len(closed) > 0 {
+			sim, err = simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
+		}
 		if err != nil {
 			return err
 		}
@@ -422,6 +434,10 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 		narrowed, why, msg := cheaperReplacement(r, cands, price, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
 		if narrowed == nil {
 			return nil, nil, why, msg, nil
+		}
+		// Under Balanced, keep only the options that save enough, so that whatever the cloud launches is approved.
+		if need := MinSavings(cands, d.snap.NodePools, d.totals, BalancedK); need > 0 && narrowed.Price <= price-need {
+			narrowed = capOptions(narrowed, price-need, d.snap.Cluster.InstanceTypes[r.NodePool])
 		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
 	default:

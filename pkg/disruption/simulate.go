@@ -157,6 +157,31 @@ func cheaperReplacement(r *scheduling.NodeClaimPlan, cands []*Candidate, price f
 	return &out, "", ""
 }
 
+// capOptions narrows a replacement to the options priced at most limit (its cheapest option is). It returns r
+// unchanged when that would break a minValues requirement.
+func capOptions(r *scheduling.NodeClaimPlan, limit float64, types []*cloudprovider.InstanceType) *scheduling.NodeClaimPlan {
+	var kept []scheduling.InstanceTypeOption
+	names := []string{}
+	for _, o := range r.InstanceTypeOptions {
+		if o.Price <= limit+1e-12 {
+			kept = append(kept, o)
+			if !slices.Contains(names, o.Name) {
+				names = append(names, o.Name)
+			}
+		}
+	}
+	if len(kept) == len(r.InstanceTypeOptions) || len(kept) == 0 {
+		return r
+	}
+	out := *r
+	out.InstanceTypeOptions = kept
+	out.Requirements = narrowRequirements(r.Requirements, corev1.LabelInstanceTypeStable, names)
+	if key, _, _ := minValuesShort(out.Requirements, names, types); key != "" {
+		return r
+	}
+	return &out
+}
+
 // narrowRequirements intersects the requirement on key with values (adding an In requirement when there is none).
 func narrowRequirements(reqs []scheduling.NodeSelectorRequirementWithMinValues, key string, values []string) []scheduling.NodeSelectorRequirementWithMinValues {
 	out := make([]scheduling.NodeSelectorRequirementWithMinValues, 0, len(reqs)+1)

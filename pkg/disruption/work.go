@@ -20,6 +20,8 @@ type working struct {
 	receiving map[string]string
 	// replacements counts the replacement StateNodes added, to name them uniquely.
 	replacements int
+	// full caches closed copies of nodes (a node whose pods change is a new StateNode).
+	full map[*scheduling.StateNode]*scheduling.StateNode
 }
 
 func newWorking(c *scheduling.Snapshot) *working {
@@ -27,7 +29,7 @@ func newWorking(c *scheduling.Snapshot) *working {
 	cl.Nodes = append([]*scheduling.StateNode(nil), c.Nodes...)
 	cl.NodePools = append([]*scheduling.NodePool(nil), c.NodePools...)
 	cl.Pods = nil
-	return &working{cluster: &cl, receiving: map[string]string{}}
+	return &working{cluster: &cl, receiving: map[string]string{}, full: map[*scheduling.StateNode]*scheduling.StateNode{}}
 }
 
 // apply records a command: its candidates' nodes leave the cluster, the pods its simulation moved go where the
@@ -176,4 +178,36 @@ func PassPlan(cluster *scheduling.Snapshot, cmds []*Command) (*scheduling.Snapsh
 		}
 	}
 	return &out, plan
+}
+
+// closedTo is the working cluster with the named nodes closed to new pods: they stay, with their pods (which
+// still count for topology spread and affinity), but with exactly the room their pods take.
+func (w *working) closedTo(names map[string]bool) *scheduling.Snapshot {
+	if len(names) == 0 {
+		return w.cluster
+	}
+	out := *w.cluster
+	out.Nodes = make([]*scheduling.StateNode, len(w.cluster.Nodes))
+	for i, n := range w.cluster.Nodes {
+		if !names[n.Name] {
+			out.Nodes[i] = n
+			continue
+		}
+		if f, ok := w.full[n]; ok {
+			out.Nodes[i] = f
+			continue
+		}
+		full := *n
+		full.Allocatable = corev1.ResourceList{}
+		for _, p := range n.Pods {
+			for res, q := range scheduling.PodRequests(p) {
+				sum := full.Allocatable[res]
+				sum.Add(q)
+				full.Allocatable[res] = sum
+			}
+		}
+		w.full[n] = &full
+		out.Nodes[i] = &full
+	}
+	return &out
 }
