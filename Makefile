@@ -99,6 +99,10 @@ test-e2e-iam: control-plane build ## End-to-end tests with the simulator enforci
 bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to docs/benchmarks.md).
 	@bash hack/bench-scheduling.sh
 
+.PHONY: bench-disruption
+bench-disruption: ## Disruption benchmark: one decision pass and the convergence simulation on 2,000 nodes (docs/benchmarks.md).
+	@bash hack/bench-disruption.sh
+
 .PHONY: bench-stack
 bench-stack: control-plane build ## Local-stack benchmarks: 1,000-pod scale-out, mass node deletion (docs/benchmarks.md).
 	$(GO) test -tags bench -p 1 -count 1 -timeout 90m -v ./test/bench/

@@ -88,7 +88,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 		d.busy = busy
 	}
 	d.result.Waiting = d.busy
-	methods := []func(context.Context, []*Candidate) error{d.drift, d.emptiness, d.multiNode, d.singleNode}
+	methods := []func(context.Context, []*Candidate) error{d.drift, d.emptiness, d.wholeCluster, d.unlessSettled(d.multiNode), d.unlessSettled(d.singleNode)}
 	for _, m := range methods {
 		if err := m(ctx, d.free(open)); err != nil {
 			return nil, err

@@ -52,6 +52,7 @@ func simulate(ctx context.Context, base *scheduling.Snapshot, cands []*Candidate
 	if len(cluster.Pods) == 0 {
 		return &simulation{}, nil
 	}
+	opts.Bound = scheduling.BoundNone // a simulation needs placements, not the lower bound (tenths of a second)
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
 		return nil, fmt.Errorf("simulating rescheduling: %w", err)
@@ -77,6 +78,7 @@ func (s *simulation) placements() []scheduling.Placement {
 func pendingPlaceable(ctx context.Context, snap *Snapshot, opts scheduling.Options) (string, error) {
 	cluster := *snap.Cluster
 	cluster.Pods = snap.Pending
+	opts.Bound = scheduling.BoundNone
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
 		return "", fmt.Errorf("planning pending pods: %w", err)

@@ -103,6 +103,8 @@ type Command struct {
 	// Evictions counts the candidates' pods that would be evicted and rescheduled (the reschedulable ones:
 	// DaemonSet, static and terminal pods do not count).
 	Evictions int
+	// Plan is the id of the whole-cluster plan the command belongs to (WholeClusterPlan.ID), or empty.
+	Plan string
 }
 
 // Message is a one-line, human-readable summary of the command, for events and logs.
@@ -187,6 +189,8 @@ type Result struct {
 	// Waiting says why consolidation waits this pass (Snapshot.Busy, or pending pods the provisioner can place),
 	// or is empty.
 	Waiting string
+	// WholeCluster is the whole-cluster method's plan of the pass, when it ran.
+	WholeCluster *WholeClusterPlan
 }
 
 // Options tune a decision pass.
@@ -200,4 +204,6 @@ type Options struct {
 	MaxMultiNodeCandidates int
 	// Scheduling are the options of the simulations.
 	Scheduling scheduling.Options
+	// WholeCluster runs the whole-cluster search (wholecluster.go) between emptiness and multi-node consolidation.
+	WholeCluster bool
 }

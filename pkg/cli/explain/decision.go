@@ -59,6 +59,8 @@ type DecisionCommand struct {
 	SavingsPerHour float64 `json:"savingsPerHour"`
 	// Scores are the verdicts of the NodePools with consolidationPolicy Balanced on the move.
 	Scores []string `json:"scores,omitempty"`
+	// Plan is the id of the whole-cluster plan the command belongs to, if any.
+	Plan string `json:"plan,omitempty"`
 }
 
 // CommandInProgress is the disruption command a NodeClaim carries in its dovetail.sh/disruption-command
@@ -161,7 +163,7 @@ func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) 
 				continue
 			}
 			dc := &DecisionCommand{Reason: string(cmd.Reason), ConsolidationType: cmd.ConsolidationType, Decision: cmd.Decision,
-				SavingsPerHour: cmd.Savings}
+				SavingsPerHour: cmd.Savings, Plan: cmd.Plan}
 			for _, x := range cmd.Candidates {
 				dc.Nodes = append(dc.Nodes, x.Node)
 			}
@@ -172,6 +174,9 @@ func outcomeOf(res *disruption.Result, nodeClaim string) (*NodeDecision, error) 
 				dc.Scores = append(dc.Scores, sc.String())
 			}
 			msg := cmd.Message()
+			if cmd.Plan != "" {
+				msg += "; part of whole-cluster plan " + cmd.Plan
+			}
 			if len(dc.Scores) > 0 {
 				msg += "; consolidationPolicy Balanced approves: " + strings.Join(dc.Scores, "; ")
 			}
