@@ -206,4 +206,8 @@ type Options struct {
 	Scheduling scheduling.Options
 	// WholeCluster runs the whole-cluster search (wholecluster.go) between emptiness and multi-node consolidation.
 	WholeCluster bool
+	// WholeClusterMinCandidates is the fewest underutilized candidates the whole-cluster search runs for (0: any
+	// number). Below it multi- and single-node consolidation, which are cheap on few nodes and say why each node
+	// stays, do the work alone.
+	WholeClusterMinCandidates int
 }

@@ -90,7 +90,7 @@ func (d *decider) unlessSettled(m func(context.Context, []*Candidate) error) fun
 // PodDisruptionBudgets' allowances and Balanced scores.
 func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) error {
 	cands := d.underutilized(open)
-	if len(cands) == 0 {
+	if len(cands) == 0 || len(cands) < d.opts.WholeClusterMinCandidates {
 		return nil
 	}
 	plan := &WholeClusterPlan{Candidates: len(cands)}

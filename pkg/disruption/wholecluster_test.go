@@ -339,6 +339,30 @@ func TestWholeClusterIsOff(t *testing.T) {
 	}
 }
 
+// TestWholeClusterMinCandidates checks that the search leaves clusters with fewer underutilized nodes than
+// Options.WholeClusterMinCandidates to multi- and single-node consolidation, and runs at the threshold.
+func TestWholeClusterMinCandidates(t *testing.T) {
+	var ns []wcNode
+	for i := 0; i < 3; i++ {
+		ns = append(ns, wcNode{name: fmt.Sprintf("n%d", i), size: "large", zone: "a", pods: []*corev1.Pod{wcPod(fmt.Sprintf("w%d", i), "web", "1")}})
+	}
+	for _, tc := range []struct {
+		min  int
+		runs bool
+	}{{min: 0, runs: true}, {min: 3, runs: true}, {min: 4, runs: false}} {
+		res, err := disruption.Decide(context.Background(), wcWorld(nil, ns...), disruption.Options{WholeCluster: true, WholeClusterMinCandidates: tc.min})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.WholeCluster != nil; got != tc.runs {
+			t.Errorf("WholeClusterMinCandidates %d with 3 candidates: search ran = %t, want %t", tc.min, got, tc.runs)
+		}
+		if !tc.runs && len(res.Commands) == 0 {
+			t.Errorf("WholeClusterMinCandidates %d: no command, want multi- or single-node consolidation to find one", tc.min)
+		}
+	}
+}
+
 // TestWholeClusterSettled checks that a cluster already as cheap as the cheapest plan gets no command from any
 // consolidation method, and says why.
 func TestWholeClusterSettled(t *testing.T) {

@@ -231,11 +231,18 @@ func fingerprint(st *state) string {
 	return strings.Join(parts, ",")
 }
 
-// DecisionOptions are the decision's options from the controller's settings.
+// WholeClusterMinCandidates is the fewest underutilized nodes the controller runs the whole-cluster search for.
+const WholeClusterMinCandidates = 10
+
+// DecisionOptions are the decision's options from the controller's settings. The whole-cluster search runs when
+// at least WholeClusterMinCandidates nodes are underutilized: it is what lets a large scale-in converge in minutes
+// (docs/disruption.md); on fewer nodes multi- and single-node consolidation are cheap and exact.
 func DecisionOptions(s *settings.Settings) core.Options {
 	return core.Options{
-		SpotToSpotConsolidation: s.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),
-		Scheduling:              adapter.New(s).Options,
+		SpotToSpotConsolidation:   s.FeatureEnabled(settings.FeatureSpotToSpotConsolidation),
+		WholeCluster:              true,
+		WholeClusterMinCandidates: WholeClusterMinCandidates,
+		Scheduling:                adapter.New(s).Options,
 	}
 }
 

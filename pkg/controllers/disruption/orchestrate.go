@@ -49,6 +49,7 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 		Replacements:      len(cmd.Replacements),
 		Started:           st.Now.UTC().Truncate(1e9),
 		Message:           cmd.Message(),
+		Plan:              cmd.Plan,
 	}
 	for _, plan := range cmd.Replacements {
 		if st.NodePools[plan.NodePool] == nil {
