@@ -90,6 +90,8 @@ type PoolOptions struct {
 	TerminationGracePeriod string
 	// ConsolidateAfter, when set, replaces spec.disruption.consolidateAfter (e.g. "5s", "Never").
 	ConsolidateAfter string
+	// ConsolidationPolicy, when set, replaces spec.disruption.consolidationPolicy (e.g. "Balanced").
+	ConsolidationPolicy string
 	// Budgets, when set, replace spec.disruption.budgets (the example's schedule blocks Underutilized on weekdays
 	// from 09:00 to 17:00 UTC), e.g. []map[string]any{{"nodes": "100%"}}.
 	Budgets []map[string]any
@@ -201,6 +203,11 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		}
 		if opts.ConsolidateAfter != "" {
 			if err := unstructured.SetNestedField(o.Object, opts.ConsolidateAfter, "spec", "disruption", "consolidateAfter"); err != nil {
+				return nil, err
+			}
+		}
+		if opts.ConsolidationPolicy != "" {
+			if err := unstructured.SetNestedField(o.Object, opts.ConsolidationPolicy, "spec", "disruption", "consolidationPolicy"); err != nil {
 				return nil, err
 			}
 		}
