@@ -197,7 +197,15 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	} else {
 		nc.SetTrue(awsv1.ConditionTypeCapacityReservationsReady, karpv1.ReasonReady)
 	}
-	if err := c.resolver.ValidateNodeClass(ctx, nc); err != nil {
+	if nc.Spec.PlacementGroupSelector != nil {
+		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonNotSupported,
+			"placementGroupSelector is not supported by Dovetail yet (instances would launch outside the placement group); remove it to use this EC2NodeClass")
+	}
+	if unsupported := unsupportedLaunchFields(nc); len(unsupported) > 0 {
+		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonNotSupported, fmt.Sprintf(
+			"%s: accepted as Karpenter v1.14 accepts them, but Dovetail does not apply them to instances yet; remove them to use this EC2NodeClass",
+			strings.Join(unsupported, ", ")))
+	} else if err := c.resolver.ValidateNodeClass(ctx, nc); err != nil {
 		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationFailed, err.Error())
 	} else {
 		nc.SetTrue(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
@@ -271,4 +279,23 @@ func nameList(names []string, max int) string {
 func isNoMatch(err error) bool {
 	var nm interface{ NoMatch() bool }
 	return errors.As(err, &nm) && nm.NoMatch()
+}
+
+// unsupportedLaunchFields names the v1.14 launch fields the node class sets that Dovetail does not apply yet: a
+// node class using them is not ready rather than launching instances without them.
+func unsupportedLaunchFields(nc *awsv1.EC2NodeClass) []string {
+	var out []string
+	if nc.Spec.ConnectionTracking != nil {
+		out = append(out, "spec.connectionTracking")
+	}
+	if nc.Spec.CPUOptions != nil {
+		out = append(out, "spec.cpuOptions")
+	}
+	if nc.Spec.IPPrefixCount != nil {
+		out = append(out, "spec.ipPrefixCount")
+	}
+	if len(nc.Spec.NetworkInterfaces) > 0 {
+		out = append(out, "spec.networkInterfaces")
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -219,6 +220,39 @@ func TestStatusCapacityReservationsNotSupported(t *testing.T) {
 		cr := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
 		if cr == nil || cr.Status != metav1.ConditionFalse || cr.Reason != status.ReasonNotSupported {
 			return "CapacityReservationsReady not False/NotSupported: " + cmp.Diff(nil, nc.Status.Conditions)
+		}
+		if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionFalse {
+			return "Ready is not False"
+		}
+		return ""
+	})
+}
+
+// TestStatusUnappliedLaunchFieldsNotSupported: v1.14 launch fields that Dovetail admits but does not apply yet make
+// the node class not ready, naming them, instead of launching instances without them.
+func TestStatusUnappliedLaunchFieldsNotSupported(t *testing.T) {
+	c := start(t, &fakeResolver{})
+	ctx := context.Background()
+	obj := test.EC2NodeClass("unapplied", "demo").Obj()
+	obj.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](120)}
+	obj.Spec.IPPrefixCount = ptr.To[int32](1)
+	obj.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{ID: "pg-0123"}
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		nc := &awsv1.EC2NodeClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "unapplied"}, nc); err != nil {
+			return err.Error()
+		}
+		v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+		if v == nil || v.Status != metav1.ConditionFalse || v.Reason != status.ReasonNotSupported ||
+			!strings.Contains(v.Message, "spec.connectionTracking, spec.ipPrefixCount") {
+			return "ValidationSucceeded not False/NotSupported naming the fields: " + cmp.Diff(nil, nc.Status.Conditions)
+		}
+		pg := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
+		if pg == nil || pg.Status != metav1.ConditionFalse || pg.Reason != status.ReasonNotSupported {
+			return "PlacementGroupReady not False/NotSupported: " + cmp.Diff(nil, nc.Status.Conditions)
 		}
 		if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionFalse {
 			return "Ready is not False"
