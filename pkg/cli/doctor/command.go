@@ -10,17 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
-	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cli/kube"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 )
@@ -94,21 +87,13 @@ func run(ctx context.Context, o Options, cmd *cobra.Command) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := kube.Config(o.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return fmt.Errorf("building scheme: %w", err)
-		}
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	kc, err := kube.NewClient(cfg)
 	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
+		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -118,13 +103,13 @@ func run(ctx context.Context, o Options, cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("reading the cluster's version: %w", err)
 	}
-	ns := &corev1.Namespace{}
-	if err := kube.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns); err != nil {
-		return fmt.Errorf("reading the kube-system namespace (the cluster's identity on AWS): %w", err)
+	uid, err := kube.ClusterUID(ctx, kc)
+	if err != nil {
+		return err
 	}
 	d := &Doctor{
-		Kube:                 kube,
-		Cluster:              tags.Cluster{Name: o.ClusterName, UID: string(ns.UID)},
+		Kube:                 kc,
+		Cluster:              tags.Cluster{Name: o.ClusterName, UID: uid},
 		Queue:                o.Queue,
 		PrincipalARN:         o.RoleARN,
 		K8sVersion:           v.Major + "." + strings.TrimSuffix(v.Minor, "+"),
