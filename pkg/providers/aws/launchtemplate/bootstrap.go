@@ -207,6 +207,18 @@ func (b Bootstrap) al2() (string, error) {
 	if b.Kubelet.MaxPods > 0 {
 		sb.WriteString(" --use-max-pods false")
 	}
+	args := b.kubeletExtraArgs()
+	fmt.Fprintf(&sb, " --kubelet-extra-args %s\n", shellQuote(strings.Join(args, " ")))
+	user, err := userParts(b.UserData, "text/x-shellscript")
+	if err != nil {
+		return "", err
+	}
+	return writeMIME(append(user, part{contentType: `text/x-shellscript; charset="us-ascii"`, body: []byte(sb.String())}))
+}
+
+// kubeletExtraArgs are the kubelet flags of bootstrap scripts that take them as one string (AL2's bootstrap.sh,
+// Windows' Start-EKSBootstrap.ps1): labels and taints, then max pods, reserved resources and hard eviction.
+func (b Bootstrap) kubeletExtraArgs() []string {
 	args := b.kubeletFlags()
 	if b.Kubelet.MaxPods > 0 {
 		args = append(args, "--max-pods="+strconv.Itoa(int(b.Kubelet.MaxPods)))
@@ -220,12 +232,7 @@ func (b Bootstrap) al2() (string, error) {
 	if r := mapFlag(b.Kubelet.EvictionHard, "<", ","); r != "" {
 		args = append(args, "--eviction-hard="+r)
 	}
-	fmt.Fprintf(&sb, " --kubelet-extra-args %s\n", shellQuote(strings.Join(args, " ")))
-	user, err := userParts(b.UserData, "text/x-shellscript")
-	if err != nil {
-		return "", err
-	}
-	return writeMIME(append(user, part{contentType: `text/x-shellscript; charset="us-ascii"`, body: []byte(sb.String())}))
+	return args
 }
 
 // windows renders the PowerShell user data of the EKS-optimized Windows AMIs: the node class's own PowerShell
@@ -245,19 +252,7 @@ func (b Bootstrap) windows() (string, error) {
 	sb.WriteString("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n")
 	fmt.Fprintf(&sb, "& $EKSBootstrapScriptFile -EKSClusterName %s -APIServerEndpoint %s -Base64ClusterCA %s",
 		psQuote(b.ClusterName), psQuote(b.Endpoint), psQuote(b.CABundle))
-	args := b.kubeletFlags()
-	if b.Kubelet.MaxPods > 0 {
-		args = append(args, "--max-pods="+strconv.Itoa(int(b.Kubelet.MaxPods)))
-	}
-	if r := mapFlag(b.Kubelet.KubeReserved, "=", ","); r != "" {
-		args = append(args, "--kube-reserved="+r)
-	}
-	if r := mapFlag(b.Kubelet.SystemReserved, "=", ","); r != "" {
-		args = append(args, "--system-reserved="+r)
-	}
-	if r := mapFlag(b.Kubelet.EvictionHard, "<", ","); r != "" {
-		args = append(args, "--eviction-hard="+r)
-	}
+	args := b.kubeletExtraArgs()
 	fmt.Fprintf(&sb, " -KubeletExtraArgs %s", psQuote(strings.Join(args, " ")))
 	if len(b.Kubelet.ClusterDNS) > 0 {
 		fmt.Fprintf(&sb, " -DNSClusterIP %s", psQuote(b.Kubelet.ClusterDNS[0]))
