@@ -297,6 +297,10 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 // makes sure a pass runs again while some wait for their grace to end.
 func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) {
 	now := c.deps.Clock.Now()
+	// While pods wait for room this pass can give them, an in-flight NodeClaim the plan does not use now may be the
+	// one the kube-scheduler binds them to next (with one pod a node, deleting such NodeClaims relaunched a fifth of
+	// a 200-node scale-out): surplus NodeClaims are kept, and deleted only once nothing placeable is pending.
+	hold := len(in.Pods) > len(plan.Unschedulable)
 	since := map[string]time.Time{}
 	for _, nc := range surplus(in, plan) {
 		first, seen := c.surplusSince[nc.Name]
@@ -304,7 +308,7 @@ func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in 
 			since[nc.Name] = now
 			continue
 		}
-		if now.Sub(first) < surplusGrace {
+		if hold || now.Sub(first) < surplusGrace {
 			since[nc.Name] = first
 			continue
 		}
