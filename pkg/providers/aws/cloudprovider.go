@@ -189,7 +189,7 @@ func (p *CloudProvider) instanceTypesFor(ctx context.Context, nc *awsv1.EC2NodeC
 	if err != nil {
 		return nil, err
 	}
-	return p.withReservedOfferings(nc, its, zones), nil
+	return p.withReservedOfferings(ctx, nc, its, zones), nil
 }
 
 func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Settings {

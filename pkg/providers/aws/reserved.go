@@ -3,6 +3,8 @@ package aws
 import (
 	"context"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws/capacityreservation"
@@ -34,9 +36,24 @@ func (p *CloudProvider) ResolveCapacityReservations(ctx context.Context, nc *aws
 
 // withReservedOfferings adds the node class's reserved offerings to the instance types they are for,
 // priced from each type's on-demand price. Instance types are shared and immutable: changed ones are copies.
-func (p *CloudProvider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType, zones []string) []*cloudprovider.InstanceType {
+func (p *CloudProvider) withReservedOfferings(ctx context.Context, nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType, zones []string) []*cloudprovider.InstanceType {
 	if !p.ReservedCapacityEnabled() || len(nc.Status.CapacityReservations) == 0 {
 		return its
+	}
+	for _, r := range nc.Status.CapacityReservations {
+		if !p.reservations.Known(r.ID) {
+			// A fresh process (restart, dovetailctl) has not counted the room yet: ask EC2 once.
+			if _, err := p.ResolveCapacityReservations(ctx, nc); err != nil {
+				log.FromContext(ctx).Error(err, "counting capacity reservation room failed; reserved offerings unavailable until the next try")
+				break
+			}
+			for _, r := range nc.Status.CapacityReservations {
+				if !p.reservations.Known(r.ID) {
+					p.reservations.Observe(r.ID, 0) // no longer active: no room
+				}
+			}
+			break
+		}
 	}
 	onDemand := map[string]float64{}
 	for _, it := range its {

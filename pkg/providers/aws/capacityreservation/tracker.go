@@ -22,6 +22,14 @@ func (t *Tracker) Observe(id string, available int) {
 	t.counts[id] = max(0, available-t.claimed[id])
 }
 
+// Known reports whether EC2's count for the reservation has been observed.
+func (t *Tracker) Known(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.counts[id]
+	return ok
+}
+
 // Available is the number of instances the reservation can still take (zero if unknown).
 func (t *Tracker) Available(id string) int {
 	t.mu.Lock()
