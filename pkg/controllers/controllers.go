@@ -12,6 +12,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -63,6 +64,10 @@ func New(d deps.Deps) []Named {
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
 		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureReservedCapacity) {
+		// Reserved capacity: nodes in an ending Capacity Block are drained before EC2 reclaims it.
+		all = append(all, Named{capacityblock.Name, capacityblock.NewController(d)})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.

@@ -431,13 +431,17 @@ func (s *Simulator) describeCapacityReservations(_ *http.Request, a *account, p 
 			case "state":
 				return []string{cr.State}, true
 			case "owner-id":
-				return []string{a.number}, true
+				return []string{cr.OwnerID}, true
 			case "instance-platform":
 				return []string{"Linux/UNIX"}, true
 			case "tenancy":
 				return []string{"default"}, true
 			case "instance-match-criteria":
-				return []string{"targeted"}, true
+				return []string{cr.MatchCriteria}, true
+			case "reservation-type":
+				return []string{cr.ReservationType}, true
+			case "interruptible":
+				return []string{strconv.FormatBool(cr.Interruptible)}, true
 			}
 			return nil, false
 		}
@@ -459,12 +463,12 @@ func (s *Simulator) describeCapacityReservations(_ *http.Request, a *account, p 
 		if !cr.End.IsZero() {
 			end = TS("endDate", cr.End)
 		}
-		items = append(items, E("item", T("capacityReservationId", cr.ID), T("ownerId", a.number),
-			T("capacityReservationArn", fmt.Sprintf("arn:aws:ec2:%s:%s:capacity-reservation/%s", s.opts.Region, a.number, cr.ID)),
+		items = append(items, E("item", T("capacityReservationId", cr.ID), T("ownerId", cr.OwnerID),
+			T("capacityReservationArn", fmt.Sprintf("arn:aws:ec2:%s:%s:capacity-reservation/%s", s.opts.Region, cr.OwnerID, cr.ID)),
 			T("instanceType", cr.InstanceType), T("instancePlatform", "Linux/UNIX"), T("availabilityZone", cr.Zone),
 			T("tenancy", "default"), I("totalInstanceCount", int64(cr.Total)), I("availableInstanceCount", int64(cr.Available)),
-			T("state", cr.State), T("instanceMatchCriteria", "targeted"), end, T("endDateType", map[bool]string{true: "unlimited", false: "limited"}[cr.End.IsZero()]),
-			T("reservationType", "default"), tagSetXML("tagSet", cr.Tags)))
+			T("state", cr.State), T("instanceMatchCriteria", cr.MatchCriteria), end, T("endDateType", map[bool]string{true: "unlimited", false: "limited"}[cr.End.IsZero()]),
+			T("reservationType", cr.ReservationType), T("interruptible", strconv.FormatBool(cr.Interruptible)), tagSetXML("tagSet", cr.Tags)))
 	}
 	return []*el{List("capacityReservationSet", "item", items), next}, nil
 }

@@ -69,6 +69,9 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 	}
 	if i.CapacityReservationID != "" {
 		cr = T("capacityReservationId", i.CapacityReservationID)
+		if r := a.reservationByID(i.CapacityReservationID); r != nil && r.ReservationType == "capacity-block" {
+			lifecycle = T("instanceLifecycle", "capacity-block")
+		}
 	}
 	if i.StateReason != "" {
 		reason = E("stateReason", T("code", i.StateReason), T("message", i.StateReason))

@@ -49,6 +49,7 @@ func (s *Simulator) advanceLocked() []nodeAction {
 	var out []nodeAction
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]
+		s.expireReservationsLocked(a, now)
 		for _, i := range a.sortedInstances() {
 			if !i.terminateAt.IsZero() && !now.Before(i.terminateAt) {
 				i.terminateAt = time.Time{}
@@ -66,7 +67,8 @@ func (s *Simulator) advanceLocked() []nodeAction {
 					if sn := a.subnetByID(i.SubnetID); sn != nil {
 						sn.release(i.PrivateIP)
 					}
-					if cr := a.reservationByID(i.CapacityReservationID); cr != nil {
+					if cr := a.reservationByID(i.CapacityReservationID); cr != nil && cr.State == "active" &&
+						(cr.ReservationType != "capacity-block" || now.Before(cr.End.Add(-capacityBlockReclaimLead))) {
 						cr.Available++
 					}
 					s.log.Info("instance terminated", "instance-id", i.ID)
@@ -177,4 +179,36 @@ func (s *Simulator) taintDelayLocked() time.Duration {
 		return lo
 	}
 	return lo + time.Duration(s.rng.Int63n(int64(hi-lo)+1))
+}
+
+// expireReservationsLocked ends reservations past their end date, as EC2 does: a Capacity Block takes no new
+// launches and terminates its instances from capacityBlockReclaimLead before its end; at the end a reservation
+// expires, and the instances of an expired default reservation go on as plain on-demand instances.
+func (s *Simulator) expireReservationsLocked(a *account, now time.Time) {
+	for _, cr := range a.reservations {
+		if cr.End.IsZero() || cr.State != "active" {
+			continue
+		}
+		block := cr.ReservationType == "capacity-block"
+		if block && !now.Before(cr.End.Add(-capacityBlockReclaimLead)) {
+			cr.Available = 0
+			for _, i := range a.sortedInstances() {
+				if i.CapacityReservationID == cr.ID && s.beginTerminationLocked(i, "Server.ScheduledStop: Capacity Block reservation ending") {
+					s.log.Info("capacity block reclaiming instance", "capacity-reservation-id", cr.ID, "instance-id", i.ID)
+				}
+			}
+		}
+		if now.Before(cr.End) {
+			continue
+		}
+		cr.State, cr.Available = "expired", 0
+		s.log.Info("capacity reservation expired", "capacity-reservation-id", cr.ID)
+		if !block {
+			for _, i := range a.instances {
+				if i.CapacityReservationID == cr.ID {
+					i.CapacityReservationID = ""
+				}
+			}
+		}
+	}
 }
