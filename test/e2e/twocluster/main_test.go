@@ -27,20 +27,31 @@ const (
 	callerTeardownB = "teardown-b"
 )
 
-// portEnv moves both stacks: b uses the block 50 ports above a's.
-const portEnv = "DOVETAIL_TWOCLUSTER_PORT_BASE"
+// portEnv moves both stacks: b uses the block 50 ports above a's. Unset, a's base is 200 above the e2e
+// package's (DOVETAIL_E2E_PORT_BASE, default 17400), so one setting moves the whole e2e suite.
+const (
+	portEnv    = "DOVETAIL_TWOCLUSTER_PORT_BASE"
+	e2ePortEnv = "DOVETAIL_E2E_PORT_BASE"
+)
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	base := 17600
-	if v := os.Getenv(portEnv); v != "" {
+	for _, env := range []struct {
+		name   string
+		offset int
+	}{{e2ePortEnv, 200}, {portEnv, 0}} {
+		v := os.Getenv(env.name)
+		if v == "" {
+			continue
+		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1024 || n > 65000 {
-			fmt.Fprintf(os.Stderr, "twocluster: %s=%q: want a port number between 1024 and 65000\n", portEnv, v)
+		if err != nil || n < 1024 || n+env.offset > 65000 {
+			fmt.Fprintf(os.Stderr, "twocluster: %s=%q: want a port number between 1024 and %d\n", env.name, v, 65000-env.offset)
 			return 1
 		}
-		base = n
+		base = n + env.offset
 	}
 	controllerEnv := func(caller string) []string {
 		return []string{"BATCH_IDLE_DURATION=500ms", "BATCH_MAX_DURATION=3s", "REGISTRATION_TIMEOUT=60s", "AWS_SDK_UA_APP_ID=" + caller}
