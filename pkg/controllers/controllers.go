@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	clusteridentity "github.com/dovetail/dovetail/pkg/controllers/cluster/identity"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
@@ -60,6 +61,8 @@ func New(d deps.Deps) []Named {
 		{disruption.Name, disruption.NewController(d)},
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
 		{interruption.Name, interruption.NewController(d)},
+		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
+		{clusteridentity.Name, clusteridentity.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.

@@ -137,6 +137,9 @@ type Metrics struct {
 	// InterruptionForeignMessages counts messages about instances no NodeClaim of this cluster owns (left in the
 	// queue for the cluster sharing it), each counted once.
 	InterruptionForeignMessages prometheus.Counter
+	// ClusterNameConflicts is how many other clusters (distinct cluster-UID tags) the last identity check found
+	// using this cluster's name in the account, through their instances or launch templates.
+	ClusterNameConflicts prometheus.Gauge
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -326,6 +329,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_interruption_foreign_messages_total",
 			Help: "Interruption-queue messages about instances this cluster does not own, left in the queue; each counted once.",
 		}),
+		ClusterNameConflicts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_cluster_name_conflicts",
+			Help: "Other clusters (distinct cluster-UID tags) whose instances or launch templates carry this cluster's name in the account, at the last check; 0 when the name is this cluster's alone.",
+		}),
 	}
 	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -348,7 +355,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
 		m.DisruptionSavings, m.DisruptionEvictionsPerDollar, m.ConsolidationScore, m.ConsolidationMoves,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
-		m.InterruptionForeignMessages,
+		m.InterruptionForeignMessages, m.ClusterNameConflicts,
 	}
 }
 

@@ -274,6 +274,8 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Snapshot())
 	case route == "GET instances":
 		writeAdmin(w, http.StatusOK, s.Instances())
+	case route == "GET calls":
+		writeAdmin(w, http.StatusOK, s.CallRecords())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":

@@ -50,8 +50,22 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	h, ok := s.ec2Handlers()[action]
+	// A mutating call is recorded with the resources it names, looked up before the handler changes them.
+	var checks []authzCheck
+	record := ok && mutating(action)
+	if record {
+		checks = s.ec2Checks(a, action, p)
+	}
 	if ok {
-		if err := s.authorize(a, "ec2", func() []authzCheck { return s.ec2Checks(a, action, p) }); err != nil {
+		if err := s.authorize(a, "ec2", func() []authzCheck {
+			if checks == nil {
+				checks = s.ec2Checks(a, action, p)
+			}
+			return checks
+		}); err != nil {
+			if record {
+				s.recordCall(r, a, "ec2", action, checks, err)
+			}
 			writeEC2Error(w, err, reqID)
 			return
 		}
@@ -62,6 +76,9 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	body, apiErr := h(r, a, p)
+	if record {
+		s.recordCall(r, a, "ec2", action, checks, apiErr)
+	}
 	if apiErr != nil {
 		s.log.Debug("EC2 call failed", "action", action, "code", apiErr.Code, "message", apiErr.Message)
 		writeEC2Error(w, apiErr, reqID)

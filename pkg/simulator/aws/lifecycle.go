@@ -2,6 +2,9 @@ package awssim
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -10,6 +13,7 @@ import (
 type nodeAction struct {
 	acct *account
 	inst *instance
+	sink NodeSink
 	kind string // create, untaint, delete
 	spec NodeSpec
 	name string
@@ -97,12 +101,12 @@ func (s *Simulator) advanceLocked() []nodeAction {
 					if tm.UninitializedTaintDelayMin >= 0 {
 						delay = s.taintDelayLocked()
 					}
-					out = append(out, nodeAction{acct: a, inst: i, kind: "create", spec: spec, taintDelay: delay})
+					out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "create", spec: spec, taintDelay: delay})
 				}
 			case i.State == StateRunning && i.node.created && !i.node.taintRemoved && !i.node.taintAt.IsZero() && !now.Before(i.node.taintAt):
-				out = append(out, nodeAction{acct: a, inst: i, kind: "untaint", name: i.PrivateDNS})
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "untaint", name: i.PrivateDNS})
 			case i.State == StateTerminated && i.node.created && !i.node.deleted:
-				out = append(out, nodeAction{acct: a, inst: i, kind: "delete", name: i.PrivateDNS})
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "delete", name: i.PrivateDNS})
 			}
 		}
 	}
@@ -126,6 +130,14 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 		s.log.Error("cannot parse user data; the Node gets no labels or taints from it", "instance-id", i.ID, "error", err)
 		b = Bootstrap{}
 	}
+	sink, cluster, ok := s.routeLocked(b.APIServerEndpoint)
+	if !ok {
+		i.node.withheld = true
+		s.log.Error("user data names an API server the simulator serves no cluster for; the instance runs without a Node",
+			"instance-id", i.ID, "endpoint", b.APIServerEndpoint)
+		return NodeSpec{}, false
+	}
+	i.node.sink, i.node.cluster = sink, cluster
 	spec, err := s.buildNodeSpec(i, t, b)
 	if err != nil {
 		i.node.userDataError = err.Error()
@@ -141,7 +153,10 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 }
 
 func (s *Simulator) perform(ctx context.Context, a nodeAction) {
-	sink := s.opts.Nodes
+	sink := a.sink
+	if sink == nil {
+		sink = s.opts.Nodes
+	}
 	var err error
 	switch a.kind {
 	case "create":
@@ -160,7 +175,7 @@ func (s *Simulator) perform(ctx context.Context, a nodeAction) {
 	switch a.kind {
 	case "create":
 		a.inst.node.created = true
-		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID)
+		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID, "cluster", a.inst.node.cluster)
 		if a.taintDelay >= 0 {
 			a.inst.node.taintAt = s.clock.Now().Add(a.taintDelay)
 		}
@@ -211,4 +226,34 @@ func (s *Simulator) expireReservationsLocked(a *account, now time.Time) {
 			}
 		}
 	}
+}
+
+// routeLocked picks the cluster an instance's Node joins from the API server endpoint its user data names:
+// ClusterNodes[endpoint] when listed, else the default cluster (Nodes) when the endpoint is empty or
+// ClusterEndpoint, or whenever no further clusters are configured. ok is false when further clusters are
+// configured and the endpoint names none of them.
+func (s *Simulator) routeLocked(endpoint string) (sink NodeSink, cluster string, ok bool) {
+	if len(s.opts.ClusterNodes) == 0 || endpoint == "" {
+		return s.opts.Nodes, "", true
+	}
+	key, err := endpointKey(endpoint)
+	if err != nil {
+		return nil, "", false
+	}
+	if primary, _ := endpointKey(s.opts.ClusterEndpoint); key == primary {
+		return s.opts.Nodes, "", true
+	}
+	if sink, found := s.opts.ClusterNodes[key]; found {
+		return sink, key, true
+	}
+	return nil, "", false
+}
+
+// endpointKey normalises an API server URL for comparison: lower-case scheme and host, no trailing slash.
+func endpointKey(endpoint string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(endpoint))
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("API server endpoint %q is not a URL with a host", endpoint)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/"), nil
 }
