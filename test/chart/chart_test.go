@@ -365,42 +365,6 @@ func TestRenderTeardownHook(t *testing.T) {
 	}
 }
 
-// TestControllerRBAC: the controller's ClusterRole grants what the controllers call (see the rules' comments).
-func TestControllerRBAC(t *testing.T) {
-	objs := objects(t, map[string]any{"settings": map[string]any{"clusterName": "prod-1"}})
-	var role rbacv1.ClusterRole
-	decode(t, objs["ClusterRole/dovetail"], &role)
-	for _, want := range []struct{ group, resource, verb string }{
-		{"karpenter.sh", "nodeclaims", "create"},
-		{"karpenter.sh", "nodeclaims", "delete"},
-		{"karpenter.sh", "nodeclaims/status", "patch"},
-		{"karpenter.sh", "nodepools", "watch"},
-		{"karpenter.sh", "nodepools/status", "patch"},
-		{"karpenter.k8s.aws", "ec2nodeclasses", "patch"},
-		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
-		{"", "nodes", "delete"},
-		{"", "nodes", "patch"},
-		{"", "pods", "watch"},
-		{"", "pods", "delete"},
-		{"", "pods/eviction", "create"},
-		{"", "pods/status", "patch"},
-		{"policy", "poddisruptionbudgets", "list"},
-		{"storage.k8s.io", "volumeattachments", "list"},
-		{"", "persistentvolumeclaims", "get"},
-		{"", "namespaces", "get"},
-		{"", "events", "create"},
-	} {
-		if !allows(role.Rules, want.group, want.resource, want.verb) {
-			t.Errorf("controller ClusterRole does not allow %s %s.%s", want.verb, want.resource, want.group)
-		}
-	}
-	var lease rbacv1.Role
-	decode(t, objs["Role/dovetail"], &lease)
-	if !allows(lease.Rules, "coordination.k8s.io", "leases", "create") || !allows(lease.Rules, "coordination.k8s.io", "leases", "update") {
-		t.Errorf("leader election role: %+v", lease.Rules)
-	}
-}
-
 func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	has := func(list []string, v string) bool {
 		for _, x := range list {
