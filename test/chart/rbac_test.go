@@ -228,7 +228,9 @@ func controllerGrants(t *testing.T, objs map[string]*unstructured.Unstructured) 
 // rendered ServiceAccount, ClusterRole, Role and bindings are applied and the controller's rest.Config
 // impersonates the ServiceAccount. A scenario drives it through provisioning, launch (the in-process AWS
 // simulator creates the Node), registration, initialization, a drain with an eviction under a PDB and
-// termination. Every request the controller's clients and informers send is recorded from its transport:
+// termination; while the node runs, its karpenter_nodes_allocatable series and its offering's price estimate (the
+// capacity dashboard's cost panel) must be served. Every request the controller's clients and informers send is
+// recorded from its transport:
 //   - none may be answered 403 (the API server's own RBAC check);
 //   - each must be allowed by the rendered rules (checked here too, so a rule that only the server's bootstrap
 //     policy happened to cover still fails);
@@ -297,11 +299,12 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 
 	rec := newRecorder()
 	cfg := impersonated(env.Config, user, rec.wrap)
+	metricsPort := freePort(t)
 	st, err := settings.Parse([]string{
 		"--cluster-name=dovetail", "--cluster-endpoint=https://127.0.0.1:6443", "--interruption-queue=dovetail",
 		"--batch-idle-duration=100ms", "--batch-max-duration=1s",
 		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true",
-		fmt.Sprintf("--metrics-port=%d", freePort(t)), fmt.Sprintf("--health-probe-port=%d", freePort(t)),
+		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", freePort(t)),
 	}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +395,31 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 		}
 		nc = list.Items[0]
 		return nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.Status.NodeName != "", fmt.Sprintf("conditions %v", nc.Status.Conditions)
+	})
+
+	// The capacity dashboard's node and cost panels have data: the node's series and its offering's price.
+	eventually("the node and price metrics served", func() (bool, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, err.Error()
+		}
+		body := string(b)
+		node := fmt.Sprintf(`karpenter_nodes_allocatable{arch="%s",capacity_type="%s",instance_type="%s",node_name="%s",nodepool="default",resource_type="cpu",zone="%s"}`,
+			nc.Labels[corev1.LabelArchStable], nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelInstanceTypeStable], nc.Status.NodeName, nc.Labels[corev1.LabelTopologyZone])
+		price := fmt.Sprintf(`karpenter_cloudprovider_instance_type_offering_price_estimate{capacity_type="%s",instance_type="%s",zone="%s"}`,
+			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone])
+		var missing []string
+		for _, series := range []string{node, price} {
+			if !strings.Contains(body, series) {
+				missing = append(missing, series)
+			}
+		}
+		return len(missing) == 0, "missing " + strings.Join(missing, ", ")
 	})
 
 	// Interruption and drain: the pending pod is replaced by one bound to the node under a PDB, with its volume
