@@ -277,9 +277,27 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("topology spread constraint without the release's selector: %+v", tsc)
 		}
 	}
+	// The image a release publishes (hack/image TestChartDefaultsPointAtRelease ties the repository to `make image`).
+	if c.Image != "ghcr.io/dovetail/dovetail:0.1.0" {
+		t.Errorf("default controller image %q, want ghcr.io/dovetail/dovetail:<appVersion 0.1.0>", c.Image)
+	}
 	var probe *corev1.Probe = c.ReadinessProbe
 	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/readyz" {
 		t.Errorf("readiness probe: %+v", probe)
+	}
+}
+
+// TestRenderImageDigest: controller.image.digest pins the image by digest (what `make image` prints), over the tag.
+func TestRenderImageDigest(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	objs := objects(t, map[string]any{
+		"settings":   map[string]any{"clusterName": "prod-1"},
+		"controller": map[string]any{"image": map[string]any{"repository": "registry.example.com/dovetail", "tag": "x", "digest": digest}},
+	})
+	var d appsv1.Deployment
+	decode(t, objs["Deployment/dovetail"], &d)
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "registry.example.com/dovetail@"+digest {
+		t.Errorf("image %q, want registry.example.com/dovetail@%s", got, digest)
 	}
 }
 
