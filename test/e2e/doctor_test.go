@@ -113,9 +113,11 @@ func TestDoctor(t *testing.T) {
 		bad := map[string]func(*awsv1.EC2NodeClass){
 			"doctor-untagged": func(nc *awsv1.EC2NodeClass) {
 				nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}
+				nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}
 			},
 			"doctor-no-ami": func(nc *awsv1.EC2NodeClass) {
-				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}
+				family := "AL2023"
+				nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms = &family, []awsv1.AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}
 			},
 			"doctor-no-role": func(nc *awsv1.EC2NodeClass) { nc.Spec.Role, nc.Spec.InstanceProfile = "DoctorNoSuchRole", nil },
 		}
@@ -149,6 +151,7 @@ func TestDoctor(t *testing.T) {
 		}()
 		report, code := runDoctor(t, ctl)
 		wantFailure(t, report, code, "nodeclass-subnets/doctor-untagged", "subnetSelectorTerms")
+		wantFailure(t, report, code, "nodeclass-security-groups/doctor-untagged", "securityGroupSelectorTerms")
 		wantFailure(t, report, code, "nodeclass-amis/doctor-no-ami", "amiSelectorTerms")
 		wantFailure(t, report, code, "nodeclass-instance-profile/doctor-no-role", "DoctorNoSuchRole")
 		wantFailure(t, report, code, "nodepools-launchable/doctor-never", "requirements")

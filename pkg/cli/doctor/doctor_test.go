@@ -151,6 +151,11 @@ func TestFaults(t *testing.T) {
 		{name: "subnets not tagged", objs: func() []client.Object {
 			return replace(healthy(), test.EC2NodeClass("default", "other-cluster").Obj())
 		}, check: "nodeclass-subnets/default", wantFix: "subnetSelectorTerms"},
+		{name: "security groups not tagged", objs: func() []client.Object {
+			nc := test.EC2NodeClass("default", "dovetail").Obj()
+			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "other-cluster"}}}
+			return replace(healthy(), nc)
+		}, check: "nodeclass-security-groups/default", wantFix: "securityGroupSelectorTerms"},
 		{name: "no free addresses", setup: func(t *testing.T, e *env) {
 			if _, err := e.sim.SetSubnetAvailableIPs(awssim.SubnetIPRequest{Account: "123456789012", Available: 0}); err != nil {
 				t.Fatal(err)
