@@ -397,6 +397,15 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 		return nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.Status.NodeName != "", fmt.Sprintf("conditions %v", nc.Status.Conditions)
 	})
 
+	// Provisioning nominates the pending pod on the node it planned for it (status.nominatedNodeName).
+	eventually("the pending pod nominated on the node", func() (bool, string) {
+		p := &corev1.Pod{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pending), p); err != nil {
+			return false, err.Error()
+		}
+		return p.Status.NominatedNodeName == nc.Status.NodeName, "nominatedNodeName " + p.Status.NominatedNodeName
+	})
+
 	// The capacity dashboard's node and cost panels have data: the node's series and its offering's price.
 	eventually("the node and price metrics served", func() (bool, string) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
