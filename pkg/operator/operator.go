@@ -202,7 +202,12 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
+	var buffers *deps.Buffers
+	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
+		buffers = deps.NewBuffers()
+	}
 	return deps.Deps{
+		Buffers:           buffers,
 		Client:            mgr.GetClient(),
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),
