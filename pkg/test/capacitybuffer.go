@@ -10,7 +10,9 @@ import (
 )
 
 // CapacityBufferBuilder builds a CapacityBuffer.
-type CapacityBufferBuilder struct{ cb autoscalingv1beta1.CapacityBuffer }
+type CapacityBufferBuilder struct {
+	cb autoscalingv1beta1.CapacityBuffer
+}
 
 // CapacityBuffer starts a buffer in namespace ns with a UID derived from its name.
 func CapacityBuffer(ns, name string) *CapacityBufferBuilder {
@@ -33,7 +35,10 @@ func (b *CapacityBufferBuilder) Scalable(kind, name string) *CapacityBufferBuild
 }
 
 // Replicas sets spec.replicas.
-func (b *CapacityBufferBuilder) Replicas(n int32) *CapacityBufferBuilder { b.cb.Spec.Replicas = &n; return b }
+func (b *CapacityBufferBuilder) Replicas(n int32) *CapacityBufferBuilder {
+	b.cb.Spec.Replicas = &n
+	return b
+}
 
 // Percentage sets spec.percentage.
 func (b *CapacityBufferBuilder) Percentage(n int32) *CapacityBufferBuilder {
