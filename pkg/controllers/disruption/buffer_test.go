@@ -37,7 +37,7 @@ func TestBufferRoomIsNeeded(t *testing.T) {
 	np := test.NodePool("default").Obj()
 	v := &disruption.View{Now: now, Nodes: map[string]*corev1.Node{}, NodePools: map[string]*karpv1.NodePool{"default": np}}
 	for _, name := range []string{"a", "b"} {
-		nc := test.NodeClaim("default-"+name, "default").ProviderID("fake:///"+name).NodeName("node-"+name).
+		nc := test.NodeClaim("default-"+name, "default").ProviderID("fake:///" + name).NodeName("node-" + name).
 			Initialized(now.Add(-time.Hour)).Consolidatable(now.Add(-time.Minute)).Obj()
 		v.Claims = append(v.Claims, *nc)
 		v.Nodes["node-"+name] = test.Node("node-"+name, "fake:///"+name).Ready(true).Offering("m5.xlarge", "us-west-2a", "on-demand").Obj()
