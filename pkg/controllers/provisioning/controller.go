@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,8 +131,24 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("building %s trigger: %w", Name, err)
 	}
-	// A CapacityBuffer resolved, resized or gone (and every buffer's periodic resolution) starts a pass.
-	c.deps.Buffers.OnChange(c.batcher.Trigger)
+	if c.deps.Buffers != nil {
+		// A CapacityBuffer resolved, resized or gone (and every buffer's periodic resolution) starts a pass, and
+		// so does a pod bound to a node: it may have taken a buffer's room, which the pass launches again.
+		c.deps.Buffers.OnChange(c.batcher.Trigger)
+		inf, err := m.GetCache().GetInformer(context.Background(), &corev1.Pod{})
+		if err != nil {
+			return fmt.Errorf("getting the pod informer for capacity buffers: %w", err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj interface{}) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" {
+				c.batcher.Trigger()
+			}
+		}}); err != nil {
+			return fmt.Errorf("watching pod bindings for capacity buffers: %w", err)
+		}
+	}
 	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for c.batcher.Wait(ctx) {
