@@ -143,7 +143,6 @@ func TestCapacityBuffer(t *testing.T) {
 		t.Fatalf("new buffer room: %v", err)
 	}
 	t.Logf("new buffer room after %s", time.Since(created).Round(100*time.Millisecond))
-	t.Log(env.LogTail("dovetail", 80))
 }
 
 func contains(list []string, s string) bool {
