@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,35 @@ func TestCapacityBufferCRDNames(t *testing.T) {
 		Columns: []string{"Strategy", "PodTemplate", "Replicas", "ConditionsType", "ConditionsStatus", "ConditionsReason", "Age"}, Status: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CRD names (-want +got):\n%s", diff)
+	}
+}
+
+// TestCapacityBufferDocExamples applies (server-side dry run, in the default namespace) the CapacityBuffers of
+// docs/capacitybuffer.md, so the documented manifests cannot drift from the CRD.
+func TestCapacityBufferDocExamples(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "capacitybuffer.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for i, block := range strings.Split(string(raw), "```yaml\n")[1:] {
+		block = strings.SplitN(block, "```", 2)[0]
+		for _, doc := range strings.Split(block, "\n---\n") {
+			obj := manifest(t, doc, "")
+			if obj.GetKind() != "CapacityBuffer" {
+				continue
+			}
+			obj.SetNamespace("default")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := kube.Create(ctx, obj, client.DryRunAll)
+			cancel()
+			if err != nil {
+				t.Errorf("yaml block %d: CapacityBuffer %s rejected: %v", i+1, obj.GetName(), err)
+			}
+			applied++
+		}
+	}
+	if applied < 2 {
+		t.Errorf("applied %d CapacityBuffers from docs/capacitybuffer.md, want at least 2", applied)
 	}
 }
