@@ -31,19 +31,20 @@ func (n *DisabledNotice) Register(_ context.Context, m manager.Manager) error {
 }
 
 // Check lists the buffers and logs one line naming how many are ignored (nothing when there are none or the
-// CRD is not installed).
-func (n *DisabledNotice) Check(ctx context.Context, r client.Reader) {
+// CRD is not installed); it returns that number.
+func (n *DisabledNotice) Check(ctx context.Context, r client.Reader) int {
 	list := &autoscalingv1beta1.CapacityBufferList{}
 	if err := r.List(ctx, list); err != nil {
 		if !meta.IsNoMatchError(err) {
 			log.FromContext(ctx).V(1).Info("could not list capacitybuffers", "error", err.Error())
 		}
-		return
+		return 0
 	}
 	if len(list.Items) == 0 {
-		return
+		return 0
 	}
 	first := list.Items[0]
 	log.FromContext(ctx).Info("CapacityBuffers are ignored: the CapacityBuffer feature gate is off (FEATURE_GATES=CapacityBuffer=true turns it on)",
 		"capacitybuffers", len(list.Items), "capacitybuffer", first.Namespace+"/"+first.Name)
+	return len(list.Items)
 }
