@@ -66,6 +66,21 @@ func (b *Buffers) Delete(key string) {
 	}
 }
 
+// Any reports whether some buffer has virtual pods.
+func (b *Buffers) Any() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, pods := range b.pods {
+		if len(pods) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Pods returns deep copies of every buffer's virtual pods, ordered by buffer then pod name.
 func (b *Buffers) Pods() []*corev1.Pod {
 	if b == nil {

@@ -142,7 +142,9 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj interface{}) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" {
+			// Only while some buffer holds room: a scale-out's stream of bindings must not keep resetting the
+			// batch window when there is no buffer to re-provision.
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" && c.deps.Buffers.Any() {
 				c.batcher.Trigger()
 			}
 		}}); err != nil {
