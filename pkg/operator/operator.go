@@ -26,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -82,7 +83,7 @@ func NewLogger(level string, w io.Writer) logr.Logger {
 // NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1 and karpenter.k8s.aws/v1 types.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
 		}
@@ -203,8 +204,13 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
+	var buffers *deps.Buffers
+	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
+		buffers = deps.NewBuffers()
+	}
 	return deps.Deps{
 		NameConflicts:     conflicts,
+		Buffers:           buffers,
 		Client:            mgr.GetClient(),
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),

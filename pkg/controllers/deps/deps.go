@@ -37,4 +37,7 @@ type Deps struct {
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans
+	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
+	// gate is off.
+	Buffers *Buffers
 }
