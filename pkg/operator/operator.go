@@ -203,6 +203,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	}
 	return deps.Deps{
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),
 		Clock:             clk,

@@ -17,6 +17,9 @@ import (
 type Deps struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server directly, for the few decisions that must not trust a cache that
+	// may lag behind (under load the informers were seen half a minute behind). Nil: Client is used.
+	APIReader client.Reader
 	// KubeClient is a typed clientset, for subresources such as pods/eviction.
 	KubeClient kubernetes.Interface
 	// CloudProvider launches and terminates instances.
