@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
@@ -28,6 +29,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -37,6 +39,10 @@ import (
 
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "dovetail-leader-election"
+
+// launchNoticeTTL is how long a NodeClaim the provisioner created counts as a launch on its way to the cloud
+// provider's launch window (which waits for such launches two seconds at most).
+const launchNoticeTTL = 15 * time.Second
 
 // DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
 const DefaultNamespace = "kube-system"
@@ -190,10 +196,11 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	clk := clock.RealClock{}
+	notices := cloudprovider.NewLaunchNotices(clk, launchNoticeTTL)
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}})
+		}, LaunchNotices: notices})
 	if err != nil {
 		return deps.Deps{}, err
 	}
@@ -204,6 +211,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	return deps.Deps{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
+		LaunchNotices:     notices,
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),
 		Clock:             clk,

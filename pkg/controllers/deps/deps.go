@@ -37,4 +37,7 @@ type Deps struct {
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans
+	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait
+	// for their launches and merge them (nil: nothing is noted).
+	LaunchNotices *cloudprovider.LaunchNotices
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// LaunchBatch is the window in which identical launches are merged into one CreateFleet call (nil:
 	// instance.DefaultBatchWindow). Its clock is its own (default: the real clock), not Clock.
 	LaunchBatch *instance.BatchWindow
+	// LaunchNotices, when set, are the launches the provisioner announced: the launch window waits for those
+	// still on their way (unless LaunchBatch sets its own Waiting), and Create notes each arrival.
+	LaunchNotices *cloudprovider.LaunchNotices
 }
 
 // CloudProvider is the AWS implementation of cloudprovider.CloudProvider. It also resolves EC2NodeClasses for
@@ -67,6 +70,7 @@ type CloudProvider struct {
 	templates     *launchtemplate.Provider
 	resolver      *resolve.Resolver
 	clusterInfo   *clusterInfoSource
+	notices       *cloudprovider.LaunchNotices
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -108,6 +112,9 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	if opts.LaunchBatch != nil {
 		window = *opts.LaunchBatch
 	}
+	if window.Waiting == nil && opts.LaunchNotices != nil {
+		window.Waiting = opts.LaunchNotices.Waiting
+	}
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
@@ -122,6 +129,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
+		notices:       opts.LaunchNotices,
 		clusterInfo: &clusterInfoSource{
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,
