@@ -41,8 +41,8 @@ import (
 const LeaderElectionID = "dovetail-leader-election"
 
 // launchNoticeTTL is how long a NodeClaim the provisioner created counts as a launch on its way to the cloud
-// provider's launch window (which waits for such launches two seconds at most).
-const launchNoticeTTL = 15 * time.Second
+// provider's launch window (which waits for such launches four seconds at most).
+const launchNoticeTTL = time.Minute
 
 // DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
 const DefaultNamespace = "kube-system"

@@ -32,8 +32,8 @@ type BatchWindow struct {
 
 // DefaultBatchWindow is the window the provider uses unless told otherwise: identical launches arriving less
 // than 100 ms apart share a call, and while launches are known to be on their way (Waiting) the window waits
-// for them, two seconds at most, which keeps the first NodeClaim of a batch from waiting long.
-var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: 2 * time.Second, Size: 500}
+// for them, four seconds at most, which keeps the first NodeClaim of a batch from waiting long.
+var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: 4 * time.Second, Size: 500}
 
 // launchRequest is one NodeClaim's wait for an instance of a merged fleet.
 type launchRequest struct {
