@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
@@ -39,6 +40,10 @@ import (
 
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "dovetail-leader-election"
+
+// launchNoticeTTL is how long a NodeClaim the provisioner created counts as a launch on its way to the cloud
+// provider's launch window (which waits for such launches four seconds at most).
+const launchNoticeTTL = time.Minute
 
 // DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
 const DefaultNamespace = "kube-system"
@@ -192,10 +197,11 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	clk := clock.RealClock{}
+	notices := cloudprovider.NewLaunchNotices(clk, launchNoticeTTL)
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}})
+		}, LaunchNotices: notices})
 	if err != nil {
 		return deps.Deps{}, err
 	}
@@ -212,6 +218,8 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		NameConflicts:     conflicts,
 		Buffers:           buffers,
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		LaunchNotices:     notices,
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),
 		Clock:             clk,

@@ -260,6 +260,11 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
 		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
 		createErrs[i] = c.deps.Client.Create(ctx, built[i])
+		if createErrs[i] == nil {
+			// Its launch is on its way: the cloud provider's launch window waits for it (bounded), so the
+			// NodeClaims of a pass share CreateFleet calls however far apart their launches start.
+			c.deps.LaunchNotices.Expect(built[i].Name)
+		}
 	})
 	for i, nn := range plan.NewNodeClaims {
 		nc := built[i]

@@ -119,3 +119,40 @@ func TestGarbageCollectionLeavesTerminatingInstancesAlone(t *testing.T) {
 		t.Errorf("events: %v", <-rec.Events)
 	}
 }
+
+// The cache may lag behind the API server: an instance whose NodeClaim the cache does not show (or shows without
+// its provider ID) is terminated only once the API server confirms that no NodeClaim holds it.
+func TestGarbageCollectionConfirmsWithTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	recorded := cloud.AddInstance(test.NodeClaim("recorded", "default").Obj())
+	cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	relaunched := cloud.AddInstance(test.NodeClaim("relaunched", "default").Obj())
+	leaked := cloud.AddInstance(test.NodeClaim("leaked", "default").Obj())
+	// The cache shows none of them yet.
+	cached := clientfake.NewClientBuilder().WithScheme(scheme).Build()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		launched("recorded", recorded),
+		test.NodeClaim("recording", "default").Obj(),
+		launched("relaunched", "fake:///test-zone-a/i-other"),
+	).Build()
+	c := NewController(deps.Deps{Client: cached, APIReader: api, CloudProvider: cloud, Clock: clk,
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	clk.Step(LeakGracePeriod + time.Second)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	want := []string{relaunched, leaked}
+	sort.Strings(want)
+	got := cloud.Deleted()
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+}
