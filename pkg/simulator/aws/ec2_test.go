@@ -306,6 +306,22 @@ func TestCreateFleetPicksCheapestAndHonoursICE(t *testing.T) {
 	if d := cmp.Diff([]string{"InsufficientInstanceCapacity " + pools[0].typ + " " + pools[0].zone}, ice); d != "" {
 		t.Errorf("fleet errors (-want +got):\n%s", d)
 	}
+	// The state counts the refusal per pool and the calls per service.
+	st := e.sim.Snapshot()
+	if d := cmp.Diff(map[string]int{pools[0].typ + "/" + pools[0].zone + "/spot": 1}, st.CapacityRefusals); d != "" {
+		t.Errorf("capacity refusals (-want +got):\n%s", d)
+	}
+	total := 0
+	for _, n := range st.Calls {
+		total += n
+	}
+	byService := 0
+	for _, n := range st.ServiceCalls {
+		byService += n
+	}
+	if byService != total || st.ServiceCalls["ec2"] < st.Calls["CreateFleet"]+st.Calls["CreateLaunchTemplate"] || total == 0 {
+		t.Errorf("calls by service %v do not add up to the calls by action %v", st.ServiceCalls, st.Calls)
+	}
 
 	// All pools faulted: 200 with only errors.
 	e.sim.AddCapacityFault(CapacityFault{InstanceType: "*", CapacityType: "spot"})
@@ -490,6 +506,17 @@ func TestThrottlingIsRetryable(t *testing.T) {
 	e.sim.ClearFaults()
 	if _, err := e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
 		t.Errorf("after clear: %v", err)
+	}
+	// A fault limited to services throttles only theirs.
+	e.sim.SetFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ssm"}}})
+	if _, err := e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
+		t.Errorf("EC2 call throttled by an SSM-only fault: %v", err)
+	}
+	e.sim.SetFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ec2"}}})
+	_, err = e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})
+	assertCode(t, err, "RequestLimitExceeded")
+	if err := validateFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ec3"}}}); err == nil || !strings.Contains(err.Error(), `"ec3"`) {
+		t.Errorf("unknown service: error %v, want one naming it", err)
 	}
 }
 

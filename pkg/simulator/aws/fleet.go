@@ -117,6 +117,7 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 				}
 			}
 			if code := s.faults.takeCapacity(c.typeName, c.zone, capType); code != "" {
+				s.countRefusalLocked(c.typeName, c.zone, capType)
 				c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 				break
 			}
@@ -291,7 +292,9 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 		c.crID = id
 		c.price = 0
 	}
-	if code := s.faults.capacityFault(c.typeName, c.zone, map[bool]string{true: "spot", false: "on-demand"}[c.spot]); code != "" {
+	capType := map[bool]string{true: "spot", false: "on-demand"}[c.spot]
+	if code := s.faults.capacityFault(c.typeName, c.zone, capType); code != "" {
+		s.countRefusalLocked(c.typeName, c.zone, capType)
 		c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 		return
 	}
