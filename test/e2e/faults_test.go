@@ -145,7 +145,8 @@ func processCPU(t *testing.T, pid int) time.Duration {
 // never reaches the log as an error (controller-runtime's "Reconciler error" carries a stack trace).
 func TestThrottledScaleOut(t *testing.T) {
 	ctx := context.Background()
-	const pool = "throttled"
+	// Not "throttled": the log check looks for that word.
+	const pool = "ec2limit"
 	pods := faultSize[int32](36, 300)
 	window := faultSize(30*time.Second, 2*time.Minute)
 	// 1 cpu pods on 4-vCPU types: three pods a node, so the scale-out launches pods/3 instances.
@@ -157,8 +158,10 @@ func TestThrottledScaleOut(t *testing.T) {
 		}
 	})
 
-	// The fault is for the scale-out, not for the node class's first resolution (images, subnets, instance types).
+	// The fault is for the scale-out of a running controller, not for its first look at the account (images,
+	// subnets, the instance type list, prices): one node first, as a warm-up.
 	waitPoolReady(t, pool)
+	warmUp(t, pool)
 	pid := controllerPID(t)
 	mark := markLog(t)
 	throttledBefore := controllerMetric(t, "dovetail_cloudprovider_throttled_calls_total")
@@ -331,6 +334,7 @@ func TestAPIServerRestart(t *testing.T) {
 	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"m5.xlarge", "c5.xlarge", "m6i.xlarge"},
 		CapacityTypes: []string{"on-demand"}, Budgets: []map[string]any{{"nodes": "0"}}})
 	waitPoolReady(t, pool)
+	warmUp(t, pool)
 	pid := controllerPID(t)
 	start := time.Now()
 	if err := env.Client.Create(ctx, framework.Deployment(pool, "app", pool, pods, "1", "1Gi")); err != nil {
@@ -387,6 +391,7 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatalf("waiting for %d Running pods after the restart: %v", pods, err)
 	}
 	t.Logf("all %d pods Running %.0fs after apply", pods, time.Since(start).Seconds())
+	t.Logf("simulator log:\n%s", env.LogTail("awssim", 25))
 	if pid2 := controllerPID(t); pid2 != pid {
 		t.Errorf("controller restarted (pid %d, now %d); it must ride out an API server outage", pid, pid2)
 	}
@@ -498,4 +503,14 @@ func waitPoolReady(t *testing.T, pool string) {
 	if err != nil {
 		t.Fatalf("nodepool %s not ready: %v", pool, err)
 	}
+}
+
+// warmUp runs one pod on a node of the pool, so that the controller has looked at the account (instance types,
+// prices, launch template) before a scenario's fault starts.
+func warmUp(t *testing.T, pool string) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), framework.Deployment(pool, "warmup", pool, 1, "100m", "128Mi")); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pool, map[string]string{"app": "warmup"}, 1, 2*time.Minute)
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -275,6 +277,12 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Status.NominatedNodeName = changes[i].node
 		if err := c.deps.Client.Status().Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			if boundSinceRead(err) {
+				// The kube-scheduler bound the pod after this pass read it: it no longer needs a nomination, and
+				// the next pass forgets it. A race, not an error.
+				log.FromContext(ctx).V(1).Info("pod bound before its nomination was written", "pod", p.Namespace+"/"+p.Name)
+				return
+			}
 			errs[i] = fmt.Errorf("nominating pod %s/%s for node %q: %w", p.Namespace, p.Name, changes[i].node, err)
 			return
 		}
@@ -291,6 +299,21 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "written", len(update))
 	}
 	return errors.Join(errs...)
+}
+
+// boundSinceRead reports whether err is the API server refusing a nomination because the pod is bound to a node
+// already ("status.nominatedNodeName: Forbidden: may not be set on pods that are already bound to a node").
+func boundSinceRead(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "status.nominatedNodeName" && strings.Contains(c.Message, "already bound") {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and
