@@ -418,6 +418,45 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Errorf("instances and nodeclaims of pool %s do not match: %v", pool, err)
 	}
 	t.Log(report)
+	// And none was launched twice meanwhile, even if the spare was terminated since: the simulator counts every
+	// launch by the NodeClaim tag.
+	final, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launches := simState(t).LaunchesByNodeClaim
+	var twice []string
+	for _, nc := range final {
+		if n := launches[nc.Name]; n != 1 {
+			twice = append(twice, fmt.Sprintf("%s: %d instances launched", nc.Name, n))
+		}
+	}
+	if len(twice) > 0 {
+		t.Errorf("nodeclaims not launched exactly once:\n%s\ncontroller log:\n%s", strings.Join(twice, "\n"),
+			grepLog(t, "terminating instance without a nodeclaim", "deleting nodeclaim whose instance is gone", "launched instance"))
+	}
+}
+
+// grepLog returns the controller's log lines containing any of the substrings (cut to 300 characters each).
+func grepLog(t *testing.T, substrings ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(env.ControllerLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, s := range substrings {
+			if strings.Contains(line, s) {
+				if len(line) > 300 {
+					line = line[:300] + "…"
+				}
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func processAlive(pid int) error {

@@ -44,6 +44,9 @@ type State struct {
 	// CapacityRefusals counts, by pool "type/zone/capacity-type", the launch requests an injected capacity fault
 	// refused (one per CreateFleet override or RunInstances call that named the pool).
 	CapacityRefusals map[string]int `json:"capacityRefusals"`
+	// LaunchesByNodeClaim counts the instances ever launched for each NodeClaim (karpenter.sh/nodeclaim tag),
+	// terminated ones included: more than one means the NodeClaim was launched twice.
+	LaunchesByNodeClaim map[string]int `json:"launchesByNodeClaim"`
 }
 
 // AccountInfo summarises one account.
@@ -98,6 +101,7 @@ func (s *Simulator) Snapshot() State {
 	}
 	st.ServiceCalls = maps.Clone(s.serviceCalls)
 	st.CapacityRefusals = maps.Clone(s.capacityRefusals)
+	st.LaunchesByNodeClaim = maps.Clone(s.launchesByNodeClaim)
 	now := s.clock.Now()
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]

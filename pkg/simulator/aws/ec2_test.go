@@ -250,6 +250,7 @@ func fleetInput(lt string, capType ec2types.DefaultTargetCapacityType, overrides
 		OnDemandOptions:             &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{
 			{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")},
+			{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("default-abcde")},
 			{Key: aws.String("kubernetes.io/cluster/dovetail"), Value: aws.String("owned")}}}},
 	}
 }
@@ -310,6 +311,10 @@ func TestCreateFleetPicksCheapestAndHonoursICE(t *testing.T) {
 	st := e.sim.Snapshot()
 	if d := cmp.Diff(map[string]int{pools[0].typ + "/" + pools[0].zone + "/spot": 1}, st.CapacityRefusals); d != "" {
 		t.Errorf("capacity refusals (-want +got):\n%s", d)
+	}
+	// One instance launched so far, tagged for NodeClaim default-abcde by fleetInput.
+	if d := cmp.Diff(map[string]int{"default-abcde": 1}, st.LaunchesByNodeClaim); d != "" {
+		t.Errorf("launches by nodeclaim (-want +got):\n%s", d)
 	}
 	total := 0
 	for _, n := range st.Calls {

@@ -52,6 +52,9 @@ type NoNodeFault struct {
 // NodePoolTagKey is the instance tag naming the NodePool of a NodeClaim's instance.
 const NodePoolTagKey = "karpenter.sh/nodepool"
 
+// NodeClaimTagKey is the instance tag naming the NodeClaim an instance was launched for.
+const NodeClaimTagKey = "karpenter.sh/nodeclaim"
+
 func (f NoNodeFault) matches(tags tagSet) bool {
 	if f.NodePool != "" && f.NodePool != "*" {
 		v, ok := tags[NodePoolTagKey]

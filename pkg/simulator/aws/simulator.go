@@ -99,6 +99,9 @@ type Simulator struct {
 	// RunInstances) an injected capacity fault refused: how often a client retried an offering it was told is
 	// out of capacity.
 	capacityRefusals map[string]int
+	// launchesByNodeClaim counts the instances launched for each NodeClaim (by the karpenter.sh/nodeclaim tag),
+	// whatever became of them: more than one is a NodeClaim launched twice.
+	launchesByNodeClaim map[string]int
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64

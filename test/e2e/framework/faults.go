@@ -24,6 +24,8 @@ type SimState struct {
 	ServiceCalls map[string]int `json:"serviceCalls"`
 	// CapacityRefusals counts, by pool "type/zone/capacity-type", launch requests an injected capacity fault refused.
 	CapacityRefusals map[string]int `json:"capacityRefusals"`
+	// LaunchesByNodeClaim counts the instances ever launched for each NodeClaim, terminated ones included.
+	LaunchesByNodeClaim map[string]int `json:"launchesByNodeClaim"`
 }
 
 // SimulatorState reads the simulator's call counters.
