@@ -418,22 +418,22 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Errorf("instances and nodeclaims of pool %s do not match: %v", pool, err)
 	}
 	t.Log(report)
-	// And none was launched twice meanwhile, even if the spare was terminated since: the simulator counts every
-	// launch by the NodeClaim tag.
+	// And none was launched twice meanwhile, even if the spare was terminated since: the simulator remembers every
+	// instance that carried a NodeClaim's tag.
 	final, err := env.NodeClaims(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	launches := simState(t).LaunchesByNodeClaim
+	launches := simState(t).InstancesByNodeClaim
 	var twice []string
 	for _, nc := range final {
 		if n := launches[nc.Name]; n != 1 {
-			twice = append(twice, fmt.Sprintf("%s: %d instances launched", nc.Name, n))
+			twice = append(twice, fmt.Sprintf("%s: %d instances carried its tag", nc.Name, n))
 		}
 	}
 	if len(twice) > 0 {
 		t.Errorf("nodeclaims not launched exactly once:\n%s\ncontroller log:\n%s", strings.Join(twice, "\n"),
-			grepLog(t, "terminating instance without a nodeclaim", "deleting nodeclaim whose instance is gone", "launched instance"))
+			grepLog(t, "terminating instance without a nodeclaim", "deleting nodeclaim whose instance is gone", "adopt"))
 	}
 }
 

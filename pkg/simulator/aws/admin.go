@@ -44,9 +44,9 @@ type State struct {
 	// CapacityRefusals counts, by pool "type/zone/capacity-type", the launch requests an injected capacity fault
 	// refused (one per CreateFleet override or RunInstances call that named the pool).
 	CapacityRefusals map[string]int `json:"capacityRefusals"`
-	// LaunchesByNodeClaim counts the instances ever launched for each NodeClaim (karpenter.sh/nodeclaim tag),
-	// terminated ones included: more than one means the NodeClaim was launched twice.
-	LaunchesByNodeClaim map[string]int `json:"launchesByNodeClaim"`
+	// InstancesByNodeClaim counts, for each NodeClaim, the instances that ever carried its karpenter.sh/nodeclaim
+	// tag (at launch or tagged later), terminated ones included: more than one means it was launched twice.
+	InstancesByNodeClaim map[string]int `json:"instancesByNodeClaim"`
 }
 
 // AccountInfo summarises one account.
@@ -101,7 +101,12 @@ func (s *Simulator) Snapshot() State {
 	}
 	st.ServiceCalls = maps.Clone(s.serviceCalls)
 	st.CapacityRefusals = maps.Clone(s.capacityRefusals)
-	st.LaunchesByNodeClaim = maps.Clone(s.launchesByNodeClaim)
+	if len(s.nodeClaimInstances) > 0 {
+		st.InstancesByNodeClaim = make(map[string]int, len(s.nodeClaimInstances))
+		for nc, ids := range s.nodeClaimInstances {
+			st.InstancesByNodeClaim[nc] = len(ids)
+		}
+	}
 	now := s.clock.Now()
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]

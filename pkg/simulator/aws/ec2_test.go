@@ -313,7 +313,7 @@ func TestCreateFleetPicksCheapestAndHonoursICE(t *testing.T) {
 		t.Errorf("capacity refusals (-want +got):\n%s", d)
 	}
 	// One instance launched so far, tagged for NodeClaim default-abcde by fleetInput.
-	if d := cmp.Diff(map[string]int{"default-abcde": 1}, st.LaunchesByNodeClaim); d != "" {
+	if d := cmp.Diff(map[string]int{"default-abcde": 1}, st.InstancesByNodeClaim); d != "" {
 		t.Errorf("launches by nodeclaim (-want +got):\n%s", d)
 	}
 	total := 0

@@ -55,6 +55,22 @@ const NodePoolTagKey = "karpenter.sh/nodepool"
 // NodeClaimTagKey is the instance tag naming the NodeClaim an instance was launched for.
 const NodeClaimTagKey = "karpenter.sh/nodeclaim"
 
+// noteNodeClaimTagLocked records that the instance carries the NodeClaim tag of tags (at launch, or added later:
+// a fleet launched for several NodeClaims is tagged per NodeClaim afterwards). Called with s.mu held.
+func (s *Simulator) noteNodeClaimTagLocked(id string, tags tagSet) {
+	nc, ok := tags[NodeClaimTagKey]
+	if !ok {
+		return
+	}
+	if s.nodeClaimInstances == nil {
+		s.nodeClaimInstances = map[string]map[string]bool{}
+	}
+	if s.nodeClaimInstances[nc] == nil {
+		s.nodeClaimInstances[nc] = map[string]bool{}
+	}
+	s.nodeClaimInstances[nc][id] = true
+}
+
 func (f NoNodeFault) matches(tags tagSet) bool {
 	if f.NodePool != "" && f.NodePool != "*" {
 		v, ok := tags[NodePoolTagKey]

@@ -346,12 +346,7 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		a.reservationByID(c.crID).Available--
 	}
 	a.instances[inst.ID] = inst
-	if nc, ok := inst.Tags[NodeClaimTagKey]; ok {
-		if s.launchesByNodeClaim == nil {
-			s.launchesByNodeClaim = map[string]int{}
-		}
-		s.launchesByNodeClaim[nc]++
-	}
+	s.noteNodeClaimTagLocked(inst.ID, inst.Tags)
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.capacityType(), "ip", inst.PrivateIP)
 	return inst, nil

@@ -99,9 +99,9 @@ type Simulator struct {
 	// RunInstances) an injected capacity fault refused: how often a client retried an offering it was told is
 	// out of capacity.
 	capacityRefusals map[string]int
-	// launchesByNodeClaim counts the instances launched for each NodeClaim (by the karpenter.sh/nodeclaim tag),
+	// nodeClaimInstances holds, for each NodeClaim, the instances that ever carried its karpenter.sh/nodeclaim tag,
 	// whatever became of them: more than one is a NodeClaim launched twice.
-	launchesByNodeClaim map[string]int
+	nodeClaimInstances map[string]map[string]bool
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64

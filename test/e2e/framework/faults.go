@@ -24,8 +24,8 @@ type SimState struct {
 	ServiceCalls map[string]int `json:"serviceCalls"`
 	// CapacityRefusals counts, by pool "type/zone/capacity-type", launch requests an injected capacity fault refused.
 	CapacityRefusals map[string]int `json:"capacityRefusals"`
-	// LaunchesByNodeClaim counts the instances ever launched for each NodeClaim, terminated ones included.
-	LaunchesByNodeClaim map[string]int `json:"launchesByNodeClaim"`
+	// InstancesByNodeClaim counts the instances that ever carried each NodeClaim's tag, terminated ones included.
+	InstancesByNodeClaim map[string]int `json:"instancesByNodeClaim"`
 }
 
 // SimulatorState reads the simulator's call counters.
