@@ -28,6 +28,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -201,7 +202,9 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
+	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
 	return deps.Deps{
+		NameConflicts:     conflicts,
 		Client:            mgr.GetClient(),
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(cp, m),

@@ -31,6 +31,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// InterruptionQueue is where interruption messages arrive; nil when INTERRUPTION_QUEUE is empty.
 	InterruptionQueue cloudprovider.InterruptionQueue
+	// NameConflicts finds other clusters using this cluster's name in the account; nil when the cloud provider
+	// cannot tell.
+	NameConflicts cloudprovider.NameConflictDetector
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans

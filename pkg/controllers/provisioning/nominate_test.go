@@ -10,27 +10,34 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The API server refuses a nomination of a pod the kube-scheduler bound after the pass read it; that race is not
-// an error (it was logged as "provisioning failed" with a stack trace in the throttled scale-out e2e scenario).
-func TestBoundSinceRead(t *testing.T) {
-	pod := schema.GroupKind{Kind: "Pod"}
-	bound := apierrors.NewInvalid(pod, "app-1", field.ErrorList{
-		field.Forbidden(field.NewPath("status", "nominatedNodeName"), "may not be set on pods that are already bound to a node")})
-	other := apierrors.NewInvalid(pod, "app-1", field.ErrorList{
-		field.Invalid(field.NewPath("status", "nominatedNodeName"), "Bad Name", "a lowercase RFC 1123 subdomain")})
-	for _, tc := range []struct {
+func TestBoundMeanwhile(t *testing.T) {
+	pods := schema.GroupKind{Kind: "Pod"}
+	bound := apierrors.NewInvalid(pods, "web-1", field.ErrorList{
+		field.Forbidden(field.NewPath("status", "nominatedNodeName"), "may not be set on pods that are already bound to a node"),
+	})
+	otherField := apierrors.NewInvalid(pods, "web-1", field.ErrorList{
+		field.Forbidden(field.NewPath("status", "phase"), "may not be changed"),
+	})
+	otherType := apierrors.NewInvalid(pods, "web-1", field.ErrorList{
+		field.Invalid(field.NewPath("status", "nominatedNodeName"), "x", "not a node name"),
+	})
+	tests := []struct {
 		name string
 		err  error
 		want bool
 	}{
-		{"already bound", bound, true},
-		{"already bound, wrapped", fmt.Errorf("patching: %w", bound), true},
-		{"another invalid nomination", other, false},
-		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "app-1", errors.New("modified")), false},
-		{"not an API error", errors.New("already bound"), false},
-	} {
-		if got := boundSinceRead(tc.err); got != tc.want {
-			t.Errorf("%s: boundSinceRead = %v, want %v", tc.name, got, tc.want)
-		}
+		{name: "nomination forbidden on a bound pod", err: bound, want: true},
+		{name: "wrapped", err: fmt.Errorf("patching: %w", bound), want: true},
+		{name: "another field forbidden", err: otherField},
+		{name: "nomination invalid for another reason", err: otherType},
+		{name: "conflict", err: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-1", errors.New("modified"))},
+		{name: "plain error", err: errors.New("connection refused")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := boundMeanwhile(tt.err); got != tt.want {
+				t.Errorf("boundMeanwhile(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }
