@@ -66,9 +66,15 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	claimed := map[string]bool{}
+	// NodeClaims whose launch is not recorded yet: an instance tagged for one of them is that launch, whose status
+	// write has not landed (the API server was unreachable, or slow). The lifecycle controller adopts it on its
+	// next pass; terminating it here made the NodeClaim launch a second instance after a 30 s API server outage.
+	unrecorded := map[string]bool{}
 	for _, nc := range claims.Items {
 		if nc.Status.ProviderID != "" {
 			claimed[nc.Status.ProviderID] = true
+		} else if nc.DeletionTimestamp.IsZero() {
+			unrecorded[nc.Name] = true
 		}
 	}
 	live := map[string]bool{}
@@ -78,7 +84,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		live[id] = true
 		// An instance the cloud is already terminating (EC2's shutting-down, usually our own termination a
 		// moment ago) is no leak: terminating it again would only repeat the call.
-		if claimed[id] || !inst.DeletionTimestamp.IsZero() || c.deps.Clock.Since(inst.CreationTimestamp.Time) < LeakGracePeriod {
+		if claimed[id] || unrecorded[inst.Name] || !inst.DeletionTimestamp.IsZero() || c.deps.Clock.Since(inst.CreationTimestamp.Time) < LeakGracePeriod {
 			continue
 		}
 		// The cache may lag behind the NodeClaim's launch record (under load it was seen half a minute behind,

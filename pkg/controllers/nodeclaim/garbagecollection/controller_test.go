@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -154,5 +155,50 @@ func TestGarbageCollectionConfirmsWithTheAPIServer(t *testing.T) {
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+}
+
+// An instance launched for a NodeClaim whose status does not name it yet (the launch's status write failed, e.g.
+// while the API server was down) is that NodeClaim's launch, not a leak: it is kept past the grace period, so the
+// lifecycle controller adopts it instead of launching again. Once the NodeClaim names another instance, it is a
+// duplicate and collected.
+func TestGarbageCollectionSparesALaunchNotYetRecorded(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	unrecorded := cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	leaked := cloud.AddInstance(test.NodeClaim("nobody", "default").Obj())
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodeClaim{}).
+		WithObjects(test.NodeClaim("recording", "default").Obj()).Build()
+	c := NewController(deps.Deps{Client: kube, CloudProvider: cloud, Clock: clk, Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	clk.Step(10 * LeakGracePeriod)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+
+	// The NodeClaim records another instance: the unrecorded one is a duplicate now.
+	other := cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "recording"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID = other
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(LeakGracePeriod)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("second Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked, unrecorded}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances once the nodeclaim names another (-want +got):\n%s", diff)
 	}
 }
