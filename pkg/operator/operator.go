@@ -28,6 +28,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -81,7 +82,7 @@ func NewLogger(level string, w io.Writer) logr.Logger {
 // NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1 and karpenter.k8s.aws/v1 types.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
 		}
