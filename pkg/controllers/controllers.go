@@ -18,6 +18,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeoverlay"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
@@ -59,6 +60,8 @@ func New(d deps.Deps) []Named {
 		{disruption.Name, disruption.NewController(d)},
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
 		{interruption.Name, interruption.NewController(d)},
+		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
+		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.

@@ -29,10 +29,12 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
+	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -202,10 +204,23 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
+	var overlays *overlay.Store
+	served := cp
+	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
+		// Every GetInstanceTypes caller sees overlaid instance types; the provider's own launch path too.
+		overlays = overlay.NewStore()
+		if o, ok := cp.(interface {
+			SetInstanceTypeOverlay(cloudprovider.InstanceTypeOverlay)
+		}); ok {
+			o.SetInstanceTypeOverlay(overlays)
+		}
+		served = overlay.Wrap(cp, overlays)
+	}
 	return deps.Deps{
 		Client:            mgr.GetClient(),
 		KubeClient:        kube,
-		CloudProvider:     metrics.Instrument(cp, m),
+		CloudProvider:     metrics.Instrument(served, m),
+		Overlays:          overlays,
 		Clock:             clk,
 		Recorder:          mgr.GetEventRecorderFor("dovetail"),
 		Settings:          s,

@@ -376,6 +376,8 @@ func TestControllerRBAC(t *testing.T) {
 		{"karpenter.sh", "nodeclaims/status", "patch"},
 		{"karpenter.sh", "nodepools", "watch"},
 		{"karpenter.sh", "nodepools/status", "patch"},
+		{"karpenter.sh", "nodeoverlays", "watch"},
+		{"karpenter.sh", "nodeoverlays/status", "patch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses", "patch"},
 		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
 		{"", "nodes", "delete"},

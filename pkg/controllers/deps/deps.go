@@ -10,6 +10,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -31,6 +32,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// InterruptionQueue is where interruption messages arrive; nil when INTERRUPTION_QUEUE is empty.
 	InterruptionQueue cloudprovider.InterruptionQueue
+	// Overlays holds the NodeOverlays the nodeoverlay controller applies; CloudProvider serves instance types
+	// through it. Nil when FEATURE_GATES has NodeOverlay=false.
+	Overlays *overlay.Store
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans
