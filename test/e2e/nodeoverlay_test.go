@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,10 @@ func TestNodeOverlayPrice(t *testing.T) {
 	if got := claim.Labels[corev1.LabelInstanceTypeStable]; got != "m5.large" {
 		t.Errorf("launched %s, want m5.large (made cheaper than c5.large by the overlay)", got)
 	}
+	ctl := filepath.Join(framework.RepoRoot(), "bin", "dovetailctl")
+	if out := runCtl(t, ctl, "explain", "node", claim.Status.NodeName); !strings.Contains(out, "NodeOverlay "+pool+" sets the price of m5.large") {
+		t.Errorf("explain node does not name the overlay behind the price:\n%s", out)
+	}
 }
 
 // TestNodeOverlayCapacity: no instance type has example.com/device; an overlay adding one to c5.large in this
@@ -112,4 +118,8 @@ func TestNodeOverlayCapacity(t *testing.T) {
 		t.Fatalf("adding %s to node %s: %v", device, claim.Status.NodeName, err)
 	}
 	waitRunning(t, pool, map[string]string{"app": "app"}, 1, 45*time.Second)
+	ctl := filepath.Join(framework.RepoRoot(), "bin", "dovetailctl")
+	if out := runCtl(t, ctl, "explain", "node", claim.Status.NodeName); !strings.Contains(out, "NodeOverlay "+pool+" adds example.com/device: 1 to c5.large") {
+		t.Errorf("explain node does not name the overlay behind the capacity:\n%s", out)
+	}
 }
