@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -98,7 +99,9 @@ func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
 		WatchesRawSource(source.Channel(start, toAll)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1})
 	if c.enabled() {
-		b = b.Watches(&karpv1.NodePool{}, toAll).Watches(&awsv1.EC2NodeClass{}, toAll)
+		// NodePool status changes (counts, resources) do not change instance types: spec changes only.
+		b = b.Watches(&karpv1.NodePool{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&awsv1.EC2NodeClass{}, toAll)
 	}
 	return b.Complete(deps.RetryTransient(c))
 }
@@ -122,6 +125,11 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			verdicts[o.Name] = overlay.Verdict{Reason: karpv1alpha1.ReasonFeatureGateDisabled, Message: GateOffMessage}
 		}
 		return reconcile.Result{}, c.writeStatus(ctx, list.Items, verdicts)
+	}
+	if len(list.Items) == 0 {
+		// Nothing to evaluate: no need to list every NodePool's instance types.
+		c.deps.Overlays.Set(nil)
+		return reconcile.Result{}, nil
 	}
 	pools, incomplete, err := c.pools(ctx)
 	if err != nil {

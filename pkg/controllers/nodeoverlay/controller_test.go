@@ -117,3 +117,13 @@ func TestReconcileGateOff(t *testing.T) {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 }
+
+func TestReconcileNoOverlays(t *testing.T) {
+	c, _, store := setup(t, true, test.NodePool("default").Obj())
+	if _, err := c.Reconcile(context.Background(), all); err != nil {
+		t.Fatal(err)
+	}
+	if applied, ok := store.Applied(); !ok || len(applied) != 0 {
+		t.Errorf("store: %d applied, evaluated %v; want 0, true", len(applied), ok)
+	}
+}
