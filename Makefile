@@ -91,6 +91,10 @@ test-chaos: control-plane build ## Kill the controller at random moments during 
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
+.PHONY: test-twocluster
+test-twocluster: control-plane build ## Two clusters with one CLUSTER_NAME on one simulated account: neither touches the other's resources (also part of test-e2e).
+	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 15m -v -run TestTwoClustersOneName ./test/e2e/twocluster/
+
 .PHONY: test-e2e-iam
 test-e2e-iam: control-plane build ## End-to-end tests with the simulator enforcing the documented controller IAM policy (docs/iam.md).
 	DOVETAIL_E2E_IAM_POLICY=documented KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...

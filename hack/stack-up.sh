@@ -41,7 +41,10 @@ wait_for() { # what, seconds, command...
   done
 }
 
-if ! stack_pid_alive awssim; then
+if [ -n "${AWSSIM_SHARED_ENDPOINT:-}" ]; then
+  log "using the shared AWS simulator at $AWS_ENDPOINT"
+  curl -sf --max-time 2 "$AWS_ENDPOINT/_awssim/healthz" >/dev/null || { log "no simulator answers at $AWS_ENDPOINT"; exit 1; }
+elif ! stack_pid_alive awssim; then
   log "starting the AWS simulator on $AWS_ENDPOINT"
   launch awssim "$BIN_DIR/awssim" serve --listen "127.0.0.1:$AWSSIM_PORT" --kubeconfig "$KUBECONFIG_PATH" \
     --region us-west-2 --cluster-name "$CLUSTER_NAME" --cluster-endpoint "https://127.0.0.1:$APISERVER_PORT" \

@@ -340,9 +340,14 @@ func newStateCommand(c *client) *cobra.Command {
 func newReservationCommand(c *client) *cobra.Command {
 	cmd := &cobra.Command{Use: "reservation", Short: "Manage simulated capacity reservations"}
 	var req awssim.CapacityReservationRequest
+	var endIn time.Duration
 	create := &cobra.Command{
-		Use: "create", Short: "Create an active targeted capacity reservation", Args: cobra.NoArgs,
+		Use: "create", Short: "Create an active capacity reservation (On-Demand Capacity Reservation or Capacity Block)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if endIn > 0 {
+				end := time.Now().Add(endIn).UTC()
+				req.EndTime = &end
+			}
 			var out map[string]string
 			if err := c.do("POST", "capacity-reservations", req, &out); err != nil {
 				return err
@@ -355,6 +360,12 @@ func newReservationCommand(c *client) *cobra.Command {
 	create.Flags().StringVar(&req.Zone, "zone", "", "zone")
 	create.Flags().IntVar(&req.Count, "count", 1, "instances reserved")
 	create.Flags().StringVar(&req.Account, "account", "", "account (access key id); needed when several exist")
+	create.Flags().StringToStringVar(&req.Tags, "tag", nil, "tags of the reservation (key=value, repeatable)")
+	create.Flags().StringVar(&req.ReservationType, "reservation-type", "default", "default or capacity-block")
+	create.Flags().StringVar(&req.InstanceMatchCriteria, "match", "targeted", "instance match criteria: targeted or open")
+	create.Flags().StringVar(&req.OwnerID, "owner", "", "owning account number (default: the account's own)")
+	create.Flags().BoolVar(&req.Interruptible, "interruptible", false, "the reservation's capacity may be reclaimed")
+	create.Flags().DurationVar(&endIn, "end-in", 0, "the reservation ends this long from now (required for capacity-block)")
 	cmd.AddCommand(create)
 	return cmd
 }

@@ -81,6 +81,8 @@ func TestServeAndClientCommands(t *testing.T) {
 	if err != nil || len(azs.AvailabilityZones) != 3 {
 		t.Fatalf("zones = %+v, %v", azs, err)
 	}
+	// A refused mutating call, for the call log.
+	_, _ = ec2.NewFromConfig(cfg).TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{"i-nope"}})
 	q, err := sqs.NewFromConfig(cfg).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("dovetail")})
 	if err != nil || !strings.HasPrefix(aws.ToString(q.QueueUrl), endpoint+"/123456789012/") {
 		t.Fatalf("queue url = %+v, %v", q, err)
@@ -113,6 +115,9 @@ func TestServeAndClientCommands(t *testing.T) {
 		{args: []string{"sqs", "send", "meteor", "--instance", "i-1"}, wantErr: "event kind"},
 		{args: []string{"sqs", "send", "rebalance"}, wantErr: "--instance is required"},
 		{args: []string{"state"}, want: `"cluster": "dovetail"`},
+		{args: []string{"calls"}, want: "123456789012  ec2:TerminateInstances"},
+		{args: []string{"calls", "--caller", "someone-else"}, want: "SEQ", absent: "TerminateInstances"},
+		{args: []string{"calls", "--json"}, want: `"records"`},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -143,6 +148,7 @@ func TestBadServeFlags(t *testing.T) {
 		{"serve", "--region", "mars-1"},
 		{"serve", "--listen", "nonsense"},
 		{"serve", "--kubernetes-version", "v2"},
+		{"serve", "--other-cluster-kubeconfig", "/nonexistent"},
 	}
 	for _, args := range tests {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

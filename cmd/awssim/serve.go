@@ -45,6 +45,7 @@ type serveOptions struct {
 	kubeBurst         int
 	iamPolicy         string
 	iamPolicyVars     []string
+	otherClusters     []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -79,6 +80,7 @@ func newServeCommand() *cobra.Command {
 	f.IntVar(&o.kubeBurst, "kube-burst", 400, "burst of queries to the cluster's API server above --kube-qps")
 	f.DurationVar(&o.responseDelay, "response-delay", 0, "real-time pause before each response, to model network latency (0: none)")
 	f.StringVar(&o.iamPolicy, "iam-policy", "", "IAM policy file (JSON, ${VAR} placeholders allowed) every call is authorized against; empty allows everything")
+	f.StringArrayVar(&o.otherClusters, "other-cluster-kubeconfig", nil, "kubeconfig of a further cluster sharing the simulated account (repeatable): instances whose user data names its API server (the kubeconfig's server) get their Nodes there; needs --kubeconfig")
 	f.StringArrayVar(&o.iamPolicyVars, "iam-policy-var", nil, "KEY=VALUE filling a ${KEY} placeholder of --iam-policy (repeatable); CLUSTER_UID defaults to the kube-system namespace UID of --kubeconfig")
 	return cmd
 }
@@ -201,7 +203,26 @@ func (o *serveOptions) run(ctx context.Context) error {
 				}
 			}
 		}
+		for _, path := range o.otherClusters {
+			ocfg, err := clientcmd.BuildConfigFromFlags("", path)
+			if err != nil {
+				return fmt.Errorf("--other-cluster-kubeconfig %s: %w", path, err)
+			}
+			ocfg.QPS, ocfg.Burst = float32(o.kubeQPS), o.kubeBurst
+			ocs, err := kubernetes.NewForConfig(ocfg)
+			if err != nil {
+				return fmt.Errorf("building Kubernetes client for %s: %w", path, err)
+			}
+			if opts.ClusterNodes == nil {
+				opts.ClusterNodes = map[string]awssim.NodeSink{}
+			}
+			opts.ClusterNodes[ocfg.Host] = kube.New(ocs)
+			logger.Info("serving a further cluster", "endpoint", ocfg.Host, "kubeconfig", path)
+		}
 	} else {
+		if len(o.otherClusters) > 0 {
+			return fmt.Errorf("--other-cluster-kubeconfig needs --kubeconfig")
+		}
 		logger.Warn("no --kubeconfig: instances will run without Nodes")
 	}
 	sim, err := awssim.New(opts)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"sigs.k8s.io/yaml"
 )
 
 // repoRoot is the repository root, found from this file's location.
@@ -256,5 +257,40 @@ func TestImageReproducible(t *testing.T) {
 	}
 	if d, _ := other.Digest(); d == digests[0] {
 		t.Errorf("another commit gave the same digest %s: the revision label is not in the config", d)
+	}
+}
+
+// TestChartDefaultsPointAtRelease: the chart's default controller and teardown images are the repositories
+// `make image` records for a release, tagged with the chart's appVersion (the tag the builder uses).
+func TestChartDefaultsPointAtRelease(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "charts", "dovetail", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Controller struct {
+			Image struct{ Repository, Tag, Digest string }
+		}
+		Teardown struct {
+			Image struct{ Repository, Tag string }
+		}
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	repos := map[string]string{}
+	for _, s := range images(releaseRegistry) {
+		repos[s.Name] = s.Repo
+	}
+	got := map[string]string{"dovetail": values.Controller.Image.Repository, "dovetailctl": values.Teardown.Image.Repository}
+	if diff := cmp.Diff(repos, got); diff != "" {
+		t.Errorf("chart default repositories differ from the release's (-make image +values.yaml):\n%s", diff)
+	}
+	// An empty tag and digest mean the chart's appVersion, which is the tag `make image` gives the images.
+	if values.Controller.Image.Tag != "" || values.Controller.Image.Digest != "" || values.Teardown.Image.Tag != "" {
+		t.Errorf("default tag/digest should be empty (appVersion): %+v %+v", values.Controller.Image, values.Teardown.Image)
+	}
+	if _, err := appVersion(repoRoot()); err != nil {
+		t.Fatal(err)
 	}
 }

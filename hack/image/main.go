@@ -45,6 +45,10 @@ type imageSpec struct {
 	Repo string
 }
 
+// releaseRegistry is where a release publishes the images; the chart's default image repositories point there
+// (TestChartDefaultsPointAtRelease).
+const releaseRegistry = "ghcr.io/dovetail"
+
 // images are the images `make image` builds. The repositories match the chart's defaults.
 func images(registry string) []imageSpec {
 	return []imageSpec{
@@ -76,7 +80,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.Root, "root", ".", "repository root")
 	flag.StringVar(&o.Out, "out", "bin/image", "output directory of the OCI layouts")
-	flag.StringVar(&o.Registry, "registry", "ghcr.io/dovetail", "registry and namespace a release publishes to (only printed and recorded)")
+	flag.StringVar(&o.Registry, "registry", releaseRegistry, "registry and namespace a release publishes to (only printed and recorded)")
 	flag.Parse()
 	o.Log = os.Stderr
 	res, err := build(context.Background(), o)

@@ -81,6 +81,13 @@ type Offering struct {
 	Available bool
 	// ReservationID is set for capacity-type "reserved" offerings.
 	ReservationID string
+	// ReservationType is the reservation's type for reserved offerings: default (an On-Demand Capacity
+	// Reservation) or capacity-block.
+	ReservationType string
+	// Interruptible is true for a reserved offering whose capacity the cloud may reclaim.
+	Interruptible bool
+	// ReservationCapacity is how many more instances the reservation takes (reserved offerings only).
+	ReservationCapacity int
 	// PriceOverlay names the NodeOverlay that set Price ("" when Price is the cloud's); CloudPrice is then the
 	// cloud's price before the overlay.
 	PriceOverlay string

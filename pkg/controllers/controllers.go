@@ -7,11 +7,13 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	clusteridentity "github.com/dovetail/dovetail/pkg/controllers/cluster/identity"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -60,12 +62,18 @@ func New(d deps.Deps) []Named {
 		{disruption.Name, disruption.NewController(d)},
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
 		{interruption.Name, interruption.NewController(d)},
+		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
+		{clusteridentity.Name, clusteridentity.NewController(d)},
 		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
 		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureReservedCapacity) {
+		// Reserved capacity: nodes in an ending Capacity Block are drained before EC2 reclaims it.
+		all = append(all, Named{capacityblock.Name, capacityblock.NewController(d)})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.

@@ -100,6 +100,11 @@ func (p *InstrumentedCloudProvider) GetInstanceTypes(ctx context.Context, np *ka
 	start := p.now()
 	out, err := p.CloudProvider.GetInstanceTypes(ctx, np)
 	p.observe(ctx, "GetInstanceTypes", start, err)
+	for _, it := range out {
+		for _, o := range it.Offerings {
+			p.m.InstanceTypeOfferingPrice.WithLabelValues(it.Name, o.CapacityType, o.Zone).Set(o.Price)
+		}
+	}
 	return out, err
 }
 

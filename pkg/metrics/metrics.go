@@ -34,6 +34,12 @@ const (
 	LabelPolicy = "policy"
 	// LabelMessageType is the kind of an interruption-queue message.
 	LabelMessageType = "message_type"
+	// Labels of karpenter_nodes_allocatable and karpenter_cloudprovider_instance_type_offering_price_estimate:
+	// the node and the offering (instance type, capacity type, zone) it runs on.
+	LabelNodeName     = "node_name"
+	LabelInstanceType = "instance_type"
+	LabelZone         = "zone"
+	LabelArch         = "arch"
 	// LabelService and LabelOperation name a cloud API call (AWS service ID such as "EC2", and operation).
 	LabelService   = "service"
 	LabelOperation = "operation"
@@ -83,6 +89,12 @@ type Metrics struct {
 	CloudProviderThrottledCalls *prometheus.CounterVec
 	NodePoolUsage               *prometheus.GaugeVec
 	NodePoolLimit               *prometheus.GaugeVec
+	// NodesAllocatable is each registered NodeClaim's allocatable resources, by node name, NodePool, resource
+	// type, instance type, capacity type, zone and architecture (set by nodepool/counter).
+	NodesAllocatable *prometheus.GaugeVec
+	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
+	// returned for a NodePool, by instance type, capacity type and zone.
+	InstanceTypeOfferingPrice *prometheus.GaugeVec
 	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
 	NodeClaimsTerminationDuration *prometheus.HistogramVec
 	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
@@ -137,6 +149,9 @@ type Metrics struct {
 	// InterruptionForeignMessages counts messages about instances no NodeClaim of this cluster owns (left in the
 	// queue for the cluster sharing it), each counted once.
 	InterruptionForeignMessages prometheus.Counter
+	// ClusterNameConflicts is how many other clusters (distinct cluster-UID tags) the last identity check found
+	// using this cluster's name in the account, through their instances or launch templates.
+	ClusterNameConflicts prometheus.Gauge
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -214,6 +229,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
+		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodes_allocatable",
+			Help: "Allocatable resources of each node Dovetail launched, by node, NodePool, resource type, instance type, capacity type, zone and architecture.",
+		}, []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelInstanceType, LabelCapacityType, LabelZone, LabelArch}),
+		InstanceTypeOfferingPrice: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_cloudprovider_instance_type_offering_price_estimate",
+			Help: "Estimated hourly price in US dollars of an offering, by instance type, capacity type and zone.",
+		}, []string{LabelInstanceType, LabelCapacityType, LabelZone}),
 		NodeClaimsTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_nodeclaims_termination_duration_seconds",
 			Help:    "Time from a NodeClaim's deletion request to the removal of its finalizer, by owning NodePool.",
@@ -326,6 +349,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_interruption_foreign_messages_total",
 			Help: "Interruption-queue messages about instances this cluster does not own, left in the queue; each counted once.",
 		}),
+		ClusterNameConflicts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dovetail_cluster_name_conflicts",
+			Help: "Other clusters (distinct cluster-UID tags) whose instances or launch templates carry this cluster's name in the account, at the last check; 0 when the name is this cluster's alone.",
+		}),
 	}
 	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
@@ -341,6 +368,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsUnschedulable, m.PodsStartupDuration,
 		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
 		m.CloudProviderDuration, m.CloudProviderErrors, m.CloudProviderThrottledCalls, m.NodePoolUsage, m.NodePoolLimit,
+		m.NodesAllocatable, m.InstanceTypeOfferingPrice,
 		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
 		m.NodesEvictionRequests, m.NodesLifetimeDuration,
 		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
@@ -348,7 +376,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
 		m.DisruptionSavings, m.DisruptionEvictionsPerDollar, m.ConsolidationScore, m.ConsolidationMoves,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
-		m.InterruptionForeignMessages,
+		m.InterruptionForeignMessages, m.ClusterNameConflicts,
 	}
 }
 

@@ -68,6 +68,12 @@ func (failing) Get(context.Context, string) (*karpv1.NodeClaim, error) {
 	return nil, cloudprovider.NewNotFoundError(errors.New("gone"))
 }
 func (failing) List(context.Context) ([]*karpv1.NodeClaim, error) { return nil, nil }
+func (failing) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: []cloudprovider.Offering{
+		{Zone: "us-west-2a", CapacityType: "spot", Price: 0.035},
+		{Zone: "us-west-2a", CapacityType: "on-demand", Price: 0.096},
+	}}}, nil
+}
 
 func TestInstrumentedCloudProvider(t *testing.T) {
 	m := NewForTest()
@@ -87,5 +93,15 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(m.CloudProviderErrors); got != 1 {
 		t.Errorf("error series = %d, want 1", got)
+	}
+	// Listing instance types publishes each offering's price.
+	if _, err := cp.GetInstanceTypes(ctx, &karpv1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.InstanceTypeOfferingPrice.WithLabelValues("m5.large", "on-demand", "us-west-2a")); got != 0.096 {
+		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096", got)
+	}
+	if got := testutil.CollectAndCount(m.InstanceTypeOfferingPrice); got != 2 {
+		t.Errorf("price series = %d, want 2", got)
 	}
 }

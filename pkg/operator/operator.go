@@ -81,7 +81,7 @@ func NewLogger(level string, w io.Writer) logr.Logger {
 	return zap.New(opts...)
 }
 
-// NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1 and karpenter.k8s.aws/v1 types.
+// NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1, karpenter.sh/v1alpha1 and karpenter.k8s.aws/v1 types.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme} {
@@ -204,6 +204,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
+	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
 	var overlays *overlay.Store
 	served := cp
 	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
@@ -217,6 +218,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		served = overlay.Wrap(cp, overlays)
 	}
 	return deps.Deps{
+		NameConflicts:     conflicts,
 		Client:            mgr.GetClient(),
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(served, m),

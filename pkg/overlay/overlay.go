@@ -127,6 +127,8 @@ func offeringLabels(poolLabels map[string]string, it *cloudprovider.InstanceType
 	out[karpv1.CapacityTypeLabelKey] = o.CapacityType
 	if o.ReservationID != "" {
 		out[awsv1.LabelCapacityReservationID] = o.ReservationID
+		out[awsv1.LabelCapacityReservationType] = o.ReservationType
+		out[awsv1.LabelCapacityReservationInterruptible] = strconv.FormatBool(o.Interruptible)
 	}
 	return out
 }

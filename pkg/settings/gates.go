@@ -30,7 +30,7 @@ func FeatureGates() []FeatureGate {
 	return []FeatureGate{
 		{Name: FeatureSpotToSpotConsolidation, Implemented: true},
 		{Name: FeatureNodeRepair, Implemented: true},
-		{Name: FeatureReservedCapacity, KarpenterDefault: true},
+		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Implemented: true},
 		{Name: FeatureNodeOverlay, Implemented: true},
 		{Name: FeatureStaticCapacity, Implemented: true},
 		{Name: FeatureCapacityBuffer},

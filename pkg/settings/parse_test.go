@@ -61,6 +61,8 @@ func TestParseSources(t *testing.T) {
 			func(s *Settings) any { return s.NodeRepairTolerations }, map[string]time.Duration{"KernelReady": 15 * time.Second, "Ready": 2 * time.Minute}},
 		{"unimplemented gate off is accepted", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "ReservedCapacity=false, NodeOverlay=false"},
 			func(s *Settings) any { return s.FeatureEnabled(FeatureReservedCapacity) }, false},
+		{"reserved capacity on by default, as in Karpenter", nil, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureReservedCapacity) }, true},
 		{"policy", []string{"--preference-policy", "Ignore", "--min-values-policy=BestEffort"}, map[string]string{"CLUSTER_NAME": "a"},
 			func(s *Settings) any { return s.PreferencePolicy + "/" + s.MinValuesPolicy }, "Ignore/BestEffort"},
 		{"overhead", nil, map[string]string{"CLUSTER_NAME": "a", "VM_MEMORY_OVERHEAD_PERCENT": "0"},

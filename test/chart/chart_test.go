@@ -277,9 +277,27 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("topology spread constraint without the release's selector: %+v", tsc)
 		}
 	}
+	// The image a release publishes (hack/image TestChartDefaultsPointAtRelease ties the repository to `make image`).
+	if c.Image != "ghcr.io/dovetail/dovetail:0.1.0" {
+		t.Errorf("default controller image %q, want ghcr.io/dovetail/dovetail:<appVersion 0.1.0>", c.Image)
+	}
 	var probe *corev1.Probe = c.ReadinessProbe
 	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/readyz" {
 		t.Errorf("readiness probe: %+v", probe)
+	}
+}
+
+// TestRenderImageDigest: controller.image.digest pins the image by digest (what `make image` prints), over the tag.
+func TestRenderImageDigest(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	objs := objects(t, map[string]any{
+		"settings":   map[string]any{"clusterName": "prod-1"},
+		"controller": map[string]any{"image": map[string]any{"repository": "registry.example.com/dovetail", "tag": "x", "digest": digest}},
+	})
+	var d appsv1.Deployment
+	decode(t, objs["Deployment/dovetail"], &d)
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "registry.example.com/dovetail@"+digest {
+		t.Errorf("image %q, want registry.example.com/dovetail@%s", got, digest)
 	}
 }
 
@@ -365,44 +383,6 @@ func TestRenderTeardownHook(t *testing.T) {
 	}
 }
 
-// TestControllerRBAC: the controller's ClusterRole grants what the controllers call (see the rules' comments).
-func TestControllerRBAC(t *testing.T) {
-	objs := objects(t, map[string]any{"settings": map[string]any{"clusterName": "prod-1"}})
-	var role rbacv1.ClusterRole
-	decode(t, objs["ClusterRole/dovetail"], &role)
-	for _, want := range []struct{ group, resource, verb string }{
-		{"karpenter.sh", "nodeclaims", "create"},
-		{"karpenter.sh", "nodeclaims", "delete"},
-		{"karpenter.sh", "nodeclaims/status", "patch"},
-		{"karpenter.sh", "nodepools", "watch"},
-		{"karpenter.sh", "nodepools/status", "patch"},
-		{"karpenter.sh", "nodeoverlays", "watch"},
-		{"karpenter.sh", "nodeoverlays/status", "patch"},
-		{"karpenter.k8s.aws", "ec2nodeclasses", "patch"},
-		{"karpenter.k8s.aws", "ec2nodeclasses/status", "patch"},
-		{"", "nodes", "delete"},
-		{"", "nodes", "patch"},
-		{"", "pods", "watch"},
-		{"", "pods", "delete"},
-		{"", "pods/eviction", "create"},
-		{"", "pods/status", "patch"},
-		{"policy", "poddisruptionbudgets", "list"},
-		{"storage.k8s.io", "volumeattachments", "list"},
-		{"", "persistentvolumeclaims", "get"},
-		{"", "namespaces", "get"},
-		{"", "events", "create"},
-	} {
-		if !allows(role.Rules, want.group, want.resource, want.verb) {
-			t.Errorf("controller ClusterRole does not allow %s %s.%s", want.verb, want.resource, want.group)
-		}
-	}
-	var lease rbacv1.Role
-	decode(t, objs["Role/dovetail"], &lease)
-	if !allows(lease.Rules, "coordination.k8s.io", "leases", "create") || !allows(lease.Rules, "coordination.k8s.io", "leases", "update") {
-		t.Errorf("leader election role: %+v", lease.Rules)
-	}
-}
-
 func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	has := func(list []string, v string) bool {
 		for _, x := range list {
@@ -440,8 +420,18 @@ func TestFeatureGateValues(t *testing.T) {
 // TestUnimplementedGateRefused: a value turning on a gate whose feature the controller lacks renders an
 // environment the controller refuses, with the gate named.
 func TestUnimplementedGateRefused(t *testing.T) {
+	gate := ""
+	for _, g := range settings.FeatureGates() {
+		if !g.Implemented {
+			gate = g.Name
+			break
+		}
+	}
+	if gate == "" {
+		t.Skip("every feature gate is implemented")
+	}
 	objs := objects(t, map[string]any{
-		"settings": map[string]any{"clusterName": "prod-1", "featureGates": map[string]any{"reservedCapacity": true}},
+		"settings": map[string]any{"clusterName": "prod-1", "featureGates": map[string]any{strings.ToLower(gate[:1]) + gate[1:]: true}},
 	})
 	var d appsv1.Deployment
 	decode(t, objs["Deployment/dovetail"], &d)
@@ -450,7 +440,7 @@ func TestUnimplementedGateRefused(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	_, err := settings.Parse(nil, func(k string) string { return env[k] })
-	if err == nil || !strings.Contains(err.Error(), "ReservedCapacity=true: the feature is not implemented yet") {
-		t.Fatalf("want the controller to refuse ReservedCapacity=true, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), gate+"=true: the feature is not implemented yet") {
+		t.Fatalf("want the controller to refuse %s=true, got %v", gate, err)
 	}
 }

@@ -15,7 +15,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cli/doctor"
+	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
@@ -67,25 +78,204 @@ func TestDoctor(t *testing.T) {
 			if err := simAdmin(context.Background(), http.MethodPost, "faults/setup", f.fault); err != nil {
 				t.Fatal(err)
 			}
+			defer func() {
+				if err := simAdmin(context.Background(), http.MethodPost, "faults/setup", map[string]any{}); err != nil {
+					t.Errorf("clearing setup faults: %v", err)
+				}
+			}()
 			report, code := runDoctor(t, ctl)
-			if code != 1 {
-				t.Errorf("exit %d, want 1", code)
-			}
-			got := report.Get(f.check)
-			if len(got) != 1 || got[0].Status != doctor.Fail || !strings.Contains(got[0].Fix, f.wantFix) {
-				t.Errorf("check %s: %+v, want a failure whose fix names %q\n%s", f.check, got, f.wantFix, text(report))
-			}
+			wantFailure(t, report, code, f.check, f.wantFix)
 		})
+	}
+
+	// Faults of the cluster's own setup, each injected for one subtest and undone after it.
+	t.Run("no queue", func(t *testing.T) {
+		report, code := runDoctor(t, ctl, "--interruption-queue", "doctor-not-there")
+		wantFailure(t, report, code, "interruption-queue", "create the queue doctor-not-there")
+	})
+	t.Run("no free addresses", func(t *testing.T) {
+		ips := func(n int) {
+			if err := simAdmin(context.Background(), http.MethodPost, "faults/subnet-ips", map[string]any{"account": "123456789012", "available": n}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ips(0)
+		defer ips(-1)
+		report, code := runDoctor(t, ctl)
+		wantFailure(t, report, code, "nodeclass-subnets/"+pool, "free addresses")
+	})
+	t.Run("node class faults", func(t *testing.T) {
+		ctx := context.Background()
+		base := &awsv1.EC2NodeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, base); err != nil {
+			t.Fatal(err)
+		}
+		bad := map[string]func(*awsv1.EC2NodeClass){
+			"doctor-untagged": func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}
+				nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}
+			},
+			"doctor-no-ami": func(nc *awsv1.EC2NodeClass) {
+				family := "AL2023"
+				nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms = &family, []awsv1.AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}
+			},
+			"doctor-no-role": func(nc *awsv1.EC2NodeClass) { nc.Spec.Role, nc.Spec.InstanceProfile = "DoctorNoSuchRole", nil },
+		}
+		for name, change := range bad {
+			nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: *base.Spec.DeepCopy()}
+			change(nc)
+			if err := env.Client.Create(ctx, nc); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := env.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+					t.Errorf("deleting %s: %v", name, err)
+				}
+			}()
+		}
+		// A NodePool no instance type survives: it selects a type that does not exist.
+		never := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, never); err != nil {
+			t.Fatal(err)
+		}
+		never = &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "doctor-never"}, Spec: *never.Spec.DeepCopy()}
+		never.Spec.Template.Spec.Requirements = append(never.Spec.Template.Spec.Requirements,
+			karpv1.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "x99.nonexistent"))
+		if err := env.Client.Create(ctx, never); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := env.Client.Delete(ctx, never); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting doctor-never: %v", err)
+			}
+		}()
+		report, code := runDoctor(t, ctl)
+		wantFailure(t, report, code, "nodeclass-subnets/doctor-untagged", "subnetSelectorTerms")
+		wantFailure(t, report, code, "nodeclass-security-groups/doctor-untagged", "securityGroupSelectorTerms")
+		wantFailure(t, report, code, "nodeclass-amis/doctor-no-ami", "amiSelectorTerms")
+		wantFailure(t, report, code, "nodeclass-instance-profile/doctor-no-role", "DoctorNoSuchRole")
+		wantFailure(t, report, code, "nodepools-launchable/doctor-never", "requirements")
+	})
+	t.Run("instances", func(t *testing.T) {
+		ctx := context.Background()
+		ns := &corev1.Namespace{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "kube-system"}, ns); err != nil {
+			t.Fatal(err)
+		}
+		// One instance of another cluster sharing the name, and one of this cluster without a NodeClaim (the
+		// garbage collector terminates it after 30 s; doctor runs first).
+		theirs := runTaggedInstance(t, map[string]string{tags.ClusterUID: "doctor-other-uid", awsv1.TagNodeClaim: "theirs"})
+		leaked := runTaggedInstance(t, map[string]string{tags.ClusterUID: string(ns.UID), awsv1.TagNodeClaim: "doctor-gone1"})
+		defer func() {
+			if _, err := env.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{theirs, leaked}}); err != nil {
+				t.Errorf("terminating %s %s: %v", theirs, leaked, err)
+			}
+		}()
+		report, code := runDoctor(t, ctl)
+		wantFailure(t, report, code, "cluster-uid", "its own name")
+		wantFailure(t, report, code, "leftovers", "terminate-instances")
+	})
+	t.Run("node stuck uninitialized", func(t *testing.T) {
+		ctx := context.Background()
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "doctor-uninitialized"},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{karpv1.CloudProviderUninitializedTaint()}}}
+		if err := env.Client.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := env.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting the node: %v", err)
+			}
+		}()
+		// The node is seconds old: doctor with a 1 s timeout, once the second has passed.
+		var report *doctor.Report
+		var code int
+		if err := framework.Poll(ctx, 30*time.Second, time.Second, func(context.Context) (bool, string, error) {
+			report, code = runDoctor(t, ctl, "--uninitialized-timeout", "1s")
+			got := report.Get("uninitialized-nodes")
+			return len(got) == 1 && got[0].Status == doctor.Fail, text(report), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		wantFailure(t, report, code, "uninitialized-nodes", "cloud controller manager")
+	})
+	t.Run("daemonsets", func(t *testing.T) {
+		ctx := context.Background()
+		// Neither tolerates the disruption taint; the second is a CSI node agent without system-node-critical. No
+		// node matches their selector, so they run no pod on the shared stack.
+		for _, name := range []string{"doctor-intolerant", "doctor-ebs-csi-node"} {
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pool},
+				Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+						Spec: corev1.PodSpec{NodeSelector: map[string]string{"doctor-test": "no-such-node"},
+							Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}}
+			if err := env.Client.Create(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := env.Client.Delete(ctx, ds); client.IgnoreNotFound(err) != nil {
+					t.Errorf("deleting %s: %v", name, err)
+				}
+			}()
+		}
+		report, _ := runDoctor(t, ctl)
+		for check, fix := range map[string]string{"daemonsets-disruption-taint": "karpenter.sh/disrupted", "daemonsets-node-agents": "system-node-critical"} {
+			got := report.Get(check)
+			if len(got) != 1 || got[0].Status != doctor.Warn || !strings.Contains(got[0].Fix, fix) || !strings.Contains(got[0].Message, pool+"/doctor-") {
+				t.Errorf("check %s: %+v, want a warning naming %s/doctor-... whose fix names %q", check, got, pool, fix)
+			}
+		}
+	})
+}
+
+// wantFailure checks that doctor exited 1 and check failed with a fix naming wantFix.
+func wantFailure(t *testing.T, report *doctor.Report, code int, check, wantFix string) {
+	t.Helper()
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := report.Get(check)
+	if len(got) != 1 || got[0].Status != doctor.Fail || !strings.Contains(got[0].Fix, wantFix) {
+		t.Errorf("check %s: %+v, want a failure whose fix names %q\n%s", check, got, wantFix, text(report))
 	}
 }
 
+// runTaggedInstance launches an instance tagged with the stack's cluster name and the given tags; it returns its ID.
+func runTaggedInstance(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	imgs, err := env.EC2.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"},
+		Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}})
+	if err != nil || len(imgs.Images) == 0 {
+		t.Fatalf("no image to launch: %v", err)
+	}
+	subnets, err := env.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil || len(subnets.Subnets) == 0 {
+		t.Fatalf("no subnet: %v", err)
+	}
+	tg := []ec2types.Tag{{Key: aws.String("kubernetes.io/cluster/dovetail"), Value: aws.String("owned")}}
+	for k, v := range extra {
+		tg = append(tg, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
+	}
+	out, err := env.EC2.RunInstances(ctx, &ec2.RunInstancesInput{
+		ImageId: imgs.Images[0].ImageId, InstanceType: ec2types.InstanceTypeM5Large, MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+		SubnetId:          subnets.Subnets[0].SubnetId,
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tg}},
+	})
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("RunInstances: %v", err)
+	}
+	return aws.ToString(out.Instances[0].InstanceId)
+}
+
 // runDoctor runs `dovetailctl doctor -o json` against the stack and returns its report and exit code.
-func runDoctor(t *testing.T, ctl string) (*doctor.Report, int) {
+func runDoctor(t *testing.T, ctl string, extra ...string) (*doctor.Report, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ctl, "doctor", "-o", "json", "--kubeconfig", env.Kubeconfig, "--cluster-name", "dovetail",
-		"--interruption-queue", "dovetail")
+	args := append([]string{"doctor", "-o", "json", "--kubeconfig", env.Kubeconfig, "--cluster-name", "dovetail",
+		"--interruption-queue", "dovetail"}, extra...)
+	cmd := exec.CommandContext(ctx, ctl, args...)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+env.AWSEndpoint, "AWS_REGION=us-west-2", "AWS_ACCESS_KEY_ID=123456789012",
 		"AWS_SECRET_ACCESS_KEY=local-simulator", "AWS_EC2_METADATA_DISABLED=true")
 	var stdout, stderr bytes.Buffer

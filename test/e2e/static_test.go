@@ -146,8 +146,8 @@ func TestStaticNodePool(t *testing.T) {
 	kept := waitStatic(t, pool, 2, 90*time.Second, nil)
 	t.Logf("scaled to 2 in %.1fs (one deletion at a time)", time.Since(start).Seconds())
 
-	// Drift: a new template label changes the NodePool's hash. (A change to the EC2NodeClass drifts too, but
-	// nodeclaim.disruption notices it on its 5-minute recheck: too slow here.)
+	// Drift: a new template label changes the NodePool's hash. (A change to the EC2NodeClass drifts too;
+	// nodeclaim.disruption watches both.)
 	start = time.Now()
 	np := &karpv1.NodePool{}
 	np.Name = pool

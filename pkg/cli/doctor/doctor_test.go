@@ -140,6 +140,8 @@ func TestFaults(t *testing.T) {
 		setup   func(t *testing.T, e *env)
 		check   string
 		wantFix string
+		// status is what the check reports (default Fail; the DaemonSet checks warn).
+		status Status
 	}{
 		{name: "expired credentials", faults: awssim.SetupFaults{IdentityError: "ExpiredToken"}, check: "identity", wantFix: "credentials"},
 		{name: "missing permission", faults: awssim.SetupFaults{DeniedActions: []string{"ec2:CreateFleet", "iam:PassRole"}}, check: "iam-permissions", wantFix: "ec2:CreateFleet, iam:PassRole"},
@@ -149,6 +151,11 @@ func TestFaults(t *testing.T) {
 		{name: "subnets not tagged", objs: func() []client.Object {
 			return replace(healthy(), test.EC2NodeClass("default", "other-cluster").Obj())
 		}, check: "nodeclass-subnets/default", wantFix: "subnetSelectorTerms"},
+		{name: "security groups not tagged", objs: func() []client.Object {
+			nc := test.EC2NodeClass("default", "dovetail").Obj()
+			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "other-cluster"}}}
+			return replace(healthy(), nc)
+		}, check: "nodeclass-security-groups/default", wantFix: "securityGroupSelectorTerms"},
 		{name: "no free addresses", setup: func(t *testing.T, e *env) {
 			if _, err := e.sim.SetSubnetAvailableIPs(awssim.SubnetIPRequest{Account: "123456789012", Available: 0}); err != nil {
 				t.Fatal(err)
@@ -179,6 +186,14 @@ func TestFaults(t *testing.T) {
 		{name: "node stuck uninitialized", objs: func() []client.Object {
 			return append(healthy(), uninitialized.DeepCopy())
 		}, check: "uninitialized-nodes", wantFix: "cloud controller manager"},
+		{name: "daemonset without the disruption toleration", objs: func() []client.Object {
+			return append(healthy(), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "log-agent", Namespace: "logging"}})
+		}, check: "daemonsets-disruption-taint", wantFix: karpv1.DisruptedTaintKey, status: Warn},
+		{name: "csi node agent not critical", objs: func() []client.Object {
+			return append(healthy(), &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ebs-csi-node", Namespace: "kube-system"},
+				Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}}})
+		}, check: "daemonsets-node-agents", wantFix: "system-node-critical", status: Warn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,15 +213,22 @@ func TestFaults(t *testing.T) {
 				queue = tt.queue
 			}
 			r := e.doctor(t, queue, objs...)
+			want := tt.status
+			if want == "" {
+				want = Fail
+			}
 			got := r.Get(tt.check)
-			if len(got) != 1 || got[0].Status != Fail {
-				t.Fatalf("check %s: %+v, want one failure\n%s", tt.check, got, dump(r))
+			if len(got) != 1 || got[0].Status != want {
+				t.Fatalf("check %s: %+v, want one %s\n%s", tt.check, got, want, dump(r))
 			}
 			if !strings.Contains(got[0].Fix, tt.wantFix) {
 				t.Errorf("fix %q does not mention %q", got[0].Fix, tt.wantFix)
 			}
-			if r.Fail == 0 {
+			if want == Fail && r.Fail == 0 {
 				t.Error("report counts no failure")
+			}
+			if want == Warn && (r.Warn == 0 || r.Fail != 0) {
+				t.Errorf("report counts %d warnings and %d failures, want warnings only", r.Warn, r.Fail)
 			}
 			var b bytes.Buffer
 			if err := r.WriteJSON(&b); err != nil {

@@ -28,16 +28,19 @@ import (
 
 // NodeReport is the output of `explain node`: what Dovetail knows about a node and what keeps it.
 type NodeReport struct {
-	Node         string            `json:"node"`
-	NodePool     string            `json:"nodePool,omitempty"`
-	NodeClaim    string            `json:"nodeClaim,omitempty"`
-	InstanceType string            `json:"instanceType,omitempty"`
-	Zone         string            `json:"zone,omitempty"`
-	CapacityType string            `json:"capacityType,omitempty"`
-	Taints       []string          `json:"taints,omitempty"`
-	Conditions   []string          `json:"conditions,omitempty"`
-	Requests     map[string]string `json:"requests"`
-	Allocatable  map[string]string `json:"allocatable"`
+	Node         string `json:"node"`
+	NodePool     string `json:"nodePool,omitempty"`
+	NodeClaim    string `json:"nodeClaim,omitempty"`
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	// CapacityReservation is the capacity reservation the node runs in (reserved capacity only): its id,
+	// type and whether it is interruptible, from the node's labels.
+	CapacityReservation *NodeReservation  `json:"capacityReservation,omitempty"`
+	Taints              []string          `json:"taints,omitempty"`
+	Conditions          []string          `json:"conditions,omitempty"`
+	Requests            map[string]string `json:"requests"`
+	Allocatable         map[string]string `json:"allocatable"`
 	// Disruption are the NodePool's disruption settings.
 	Disruption string `json:"disruption,omitempty"`
 	// Blockers are what keeps the node from voluntary disruption (consolidation, drift, expiry).
@@ -195,6 +198,10 @@ func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, 
 	r := &NodeReport{Node: node.Name, NodePool: node.Labels[karpv1.NodePoolLabelKey], InstanceType: node.Labels[corev1.LabelInstanceTypeStable],
 		Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[karpv1.CapacityTypeLabelKey],
 		Requests: map[string]string{}, Allocatable: map[string]string{}, Blockers: []string{}}
+	if id := node.Labels[awsv1.LabelCapacityReservationID]; id != "" {
+		r.CapacityReservation = &NodeReservation{ID: id, Type: node.Labels[awsv1.LabelCapacityReservationType],
+			Interruptible: node.Labels[awsv1.LabelCapacityReservationInterruptible] == "true"}
+	}
 	for _, t := range node.Spec.Taints {
 		r.Taints = append(r.Taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
 	}
@@ -333,6 +340,9 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 	l.printf("Node %s\n", r.Node)
 	l.printf("  nodepool: %s  nodeclaim: %s\n", orDash(r.NodePool), orDash(r.NodeClaim))
 	l.printf("  instance type: %s  zone: %s  capacity type: %s\n", orDash(r.InstanceType), orDash(r.Zone), orDash(r.CapacityType))
+	if cr := r.CapacityReservation; cr != nil {
+		l.printf("  capacity reservation: %s  type: %s  interruptible: %t\n", cr.ID, orDash(cr.Type), cr.Interruptible)
+	}
 	switch {
 	case r.PricePerHour != nil:
 		l.printf("  price: $%.4f/h (%s)\n", *r.PricePerHour, r.PriceSource)
@@ -409,4 +419,11 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// NodeReservation is the capacity reservation a node runs in.
+type NodeReservation struct {
+	ID            string `json:"id"`
+	Type          string `json:"type,omitempty"`
+	Interruptible bool   `json:"interruptible"`
 }

@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	ctrldisruption "github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -379,5 +380,21 @@ func TestExplainNodeOptionErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExplainNodeReservation: a node in a capacity reservation shows the reservation from its labels.
+func TestExplainNodeReservation(t *testing.T) {
+	nc, node := large()
+	node.Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeReserved).Label(awsv1.LabelCapacityReservationID, "cr-0123").
+		Label(awsv1.LabelCapacityReservationType, "capacity-block").Label(awsv1.LabelCapacityReservationInterruptible, "false")
+	c := fakeClient(t, onDemand().Obj(), nc.Obj(), node.Obj())
+	o := &Options{Output: "table", Region: "us-west-2", InstanceTypesFile: "testdata/types.json", Clock: clocktesting.NewFakePassiveClock(explainNow)}
+	var out bytes.Buffer
+	if err := RunNode(context.Background(), c, o, "n1", &out); err != nil {
+		t.Fatalf("RunNode: %v", err)
+	}
+	if want := "  instance type: m5.large  zone: us-west-2a  capacity type: reserved\n  capacity reservation: cr-0123  type: capacity-block  interruptible: false\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }

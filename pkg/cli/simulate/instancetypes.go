@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/capacityreservation"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype/fromcatalog"
 )
@@ -169,5 +170,35 @@ func catalogInstanceTypes(cat *catalog.Catalog, region string, nc *awsv1.EC2Node
 			out = append(out, it)
 		}
 	}
-	return out, nil
+	return withReserved(out, nc), nil
+}
+
+// withReserved adds the reserved offerings of the node class's resolved capacity reservations
+// (status.capacityReservations), priced as the controller prices them. Their room is not in the status, so
+// each is taken as available; the controller falls back to on-demand or spot when a reservation is full.
+func withReserved(its []*cloudprovider.InstanceType, nc *awsv1.EC2NodeClass) []*cloudprovider.InstanceType {
+	if nc == nil || len(nc.Status.CapacityReservations) == 0 {
+		return its
+	}
+	onDemand, zones := map[string]float64{}, map[string]bool{}
+	for _, it := range its {
+		for _, o := range it.Offerings {
+			if o.CapacityType == cloudprovider.CapacityTypeOnDemand {
+				onDemand[it.Name] = o.Price
+				zones[o.Zone] = true
+			}
+		}
+	}
+	if len(nc.Status.Subnets) > 0 {
+		zones = map[string]bool{}
+		for _, s := range nc.Status.Subnets {
+			zones[s.Zone] = true
+		}
+	}
+	reserved := capacityreservation.Offerings(capacityreservation.OfferingsInput{Reservations: nc.Status.CapacityReservations,
+		OnDemand: onDemand, Available: func(string) int { return 1 }, Zones: zones})
+	for _, it := range its {
+		it.Offerings = append(it.Offerings, reserved[it.Name]...)
+	}
+	return its
 }

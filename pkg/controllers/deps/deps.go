@@ -32,6 +32,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// InterruptionQueue is where interruption messages arrive; nil when INTERRUPTION_QUEUE is empty.
 	InterruptionQueue cloudprovider.InterruptionQueue
+	// NameConflicts finds other clusters using this cluster's name in the account; nil when the cloud provider
+	// cannot tell.
+	NameConflicts cloudprovider.NameConflictDetector
 	// Overlays holds the NodeOverlays the nodeoverlay controller applies; CloudProvider serves instance types
 	// through it. Nil when FEATURE_GATES has NodeOverlay=false.
 	Overlays *overlay.Store

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -69,6 +70,8 @@ type Controller struct {
 	validating map[string]time.Time
 	// recent are the records this controller wrote on candidates, by NodeClaim, until the cache shows them.
 	recent map[string]recentRecord
+	// recentMu guards recent, which a command's candidates are recorded in from several goroutines at once.
+	recentMu sync.Mutex
 	// decided is when the last decision ran, and decidedWith the commands in progress right after it.
 	decided     time.Time
 	decidedWith string
@@ -180,11 +183,27 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.record(res, snap, c.deps.Clock.Since(start))
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
+	// The commands are prepared in order (each one's check counts the pods of those before it), then written
+	// together: one after another, a pass's tens of commands took minutes of API round trips on a busy cluster.
+	var ready []*starting
 	for _, cmd := range commandsOf(res) {
-		if err := c.start(ctx, st, chk, cmd); err != nil {
+		s, err := c.prepare(ctx, st, chk, cmd)
+		if err != nil {
 			c.commandFailed(ctx, candidateNames(cmd.Candidates)[0], err, &errs)
+			continue
+		}
+		if s != nil {
+			ready = append(ready, s)
 		}
 	}
+	var errsMu sync.Mutex
+	workqueue.ParallelizeUntil(ctx, commandWorkers, len(ready), func(i int) {
+		if err := c.execute(ctx, st, ready[i]); err != nil {
+			errsMu.Lock()
+			c.commandFailed(ctx, candidateNames(ready[i].cmd.Candidates)[0], err, &errs)
+			errsMu.Unlock()
+		}
+	})
 	current = fingerprint(st)
 	c.inFlight = current != ""
 	c.decided, c.decidedWith = st.Now, current
@@ -193,6 +212,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// commandWorkers bounds the new commands a pass writes at once (each writes its candidates with up to
+// writeWorkers requests).
+const commandWorkers = 4
 
 // commandFailed handles a command's step that failed: a conflict (another writer changed an object after all
 // retries) is expected on a busy cluster and only logged, since the next pass resumes the command; other errors
@@ -383,6 +406,8 @@ func (c *Controller) logWaiting(ctx context.Context, why string) {
 // does not show yet, so that a pass soon after a start neither decides on those candidates again nor misses the
 // command; and forgets the records the cache shows (or that are old).
 func (c *Controller) rememberRecent(v *View) {
+	c.recentMu.Lock()
+	defer c.recentMu.Unlock()
 	for name, rec := range c.recent {
 		if v.Now.Sub(rec.written) > recentStart {
 			delete(c.recent, name) // including NodeClaims that are gone

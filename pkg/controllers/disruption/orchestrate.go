@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,6 +28,26 @@ import (
 // replacements (each pointing back at the command). A command without replacements is checked and its
 // candidates deleted at once. A step that fails leaves the command recorded: resume finishes it.
 func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cmd *core.Command) error {
+	s, err := c.prepare(ctx, st, chk, cmd)
+	if err != nil || s == nil {
+		return err
+	}
+	return c.execute(ctx, st, s)
+}
+
+// starting is a command prepare found ready to start: its record, encoded, and its candidates' NodeClaims.
+type starting struct {
+	cmd        *core.Command
+	record     Record
+	raw        string
+	candidates []*karpv1.NodeClaim
+}
+
+// prepare builds a new command's record and, for a command without replacements, checks that its pods fit on the
+// nodes there are now (beside the commands prepared before it in the pass); nil when the command does not start.
+// It writes nothing, so the commands of a pass are prepared one after another (the check counts the pods of those
+// before) and executed together.
+func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, cmd *core.Command) (*starting, error) {
 	logger := log.FromContext(ctx)
 	claims := map[string]*karpv1.NodeClaim{}
 	for i := range st.Claims {
@@ -36,7 +57,7 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 	for _, cand := range cmd.Candidates {
 		nc := claims[cand.NodeClaim]
 		if nc == nil {
-			return fmt.Errorf("candidate nodeclaim %s is gone from the cache", cand.NodeClaim)
+			return nil, fmt.Errorf("candidate nodeclaim %s is gone from the cache", cand.NodeClaim)
 		}
 		candidates = append(candidates, nc)
 	}
@@ -54,7 +75,7 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 	for _, plan := range cmd.Replacements {
 		if st.NodePools[plan.NodePool] == nil {
 			logger.Info("not starting disruption: the nodepool of its replacement is gone", "nodepool", plan.NodePool, "nodeclaims", candidateNames(cmd.Candidates))
-			return nil
+			return nil, nil
 		}
 		l := Launch{Name: plan.NodePool + "-" + utilrand.String(5), NodePool: plan.NodePool, Requests: plan.Requests}
 		for _, req := range plan.Requirements {
@@ -68,30 +89,41 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 		// draining.
 		why, err := chk.check(ctx, &InProgress{Record: r, Candidates: candidates})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if why != "" {
 			logger.Info("not starting disruption: its pods do not fit on the nodes there are now", "nodeclaims", candidateNames(cmd.Candidates), "why", why)
-			return nil
+			return nil, nil
 		}
 	}
 	raw, err := r.encode()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &starting{cmd: cmd, record: r, raw: raw, candidates: candidates}, nil
+}
+
+// execute writes a prepared command: its record on every candidate, then what finishStart does, then, for a
+// command without replacements, the candidates' deletion.
+func (c *Controller) execute(ctx context.Context, st *state, s *starting) error {
+	logger := log.FromContext(ctx)
+	cmd, r, raw, candidates := s.cmd, s.record, s.raw, s.candidates
 	logger.Info("disrupting", "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 
 	in := &InProgress{Record: r}
-	for _, nc := range candidates {
-		if err := c.markCandidate(ctx, nc, raw); err != nil {
-			if len(in.Candidates) == 0 {
-				return err // nothing recorded: the command never started
-			}
-			return fmt.Errorf("command %s: %w", r.ID, err)
+	errs := c.forEach(ctx, len(candidates), func(i int) error { return c.markCandidate(ctx, candidates[i], raw) })
+	for i, nc := range candidates {
+		if errs[i] == nil {
+			in.Candidates = append(in.Candidates, nc)
 		}
-		in.Candidates = append(in.Candidates, nc)
+	}
+	if err := errors.Join(errs...); err != nil {
+		if len(in.Candidates) == 0 {
+			return err // nothing recorded: the command never started
+		}
+		return fmt.Errorf("command %s: %w", r.ID, err)
 	}
 	if err := c.finishStart(ctx, st, in); err != nil {
 		return err
@@ -107,20 +139,20 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress) error {
 	r := cmd.Record
 	var errs []error
-	for _, nc := range cmd.Candidates {
+	c.forEach(ctx, len(cmd.Candidates), func(i int) error {
+		nc := cmd.Candidates[i]
 		if cond := nc.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || cond.Status != metav1.ConditionTrue {
 			if err := c.setCondition(ctx, nc, r); err != nil {
 				// Users see the condition; the command does not depend on it: the next pass sets it.
 				log.FromContext(ctx).Info("condition not set yet", "command", r.ID, "nodeclaim", nc.Name, "error", err.Error())
 			}
 		}
-	}
-	for _, nc := range cmd.Candidates {
-		if err := c.taint(ctx, st.Nodes[nc.Status.NodeName]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return nil
+	})
+	taints := c.forEach(ctx, len(cmd.Candidates), func(i int) error {
+		return c.taint(ctx, st.Nodes[cmd.Candidates[i].Status.NodeName])
+	})
+	if err := errors.Join(taints...); err != nil {
 		return err // no replacement launches for a candidate that still takes new pods
 	}
 	have := map[string]bool{}
@@ -244,20 +276,38 @@ func notInitialized(nc *karpv1.NodeClaim) string {
 // terminate deletes the candidates; the termination controllers drain them within their grace periods.
 func (c *Controller) terminate(ctx context.Context, cmd *InProgress) error {
 	r := cmd.Record
-	var errs []error
-	for _, nc := range cmd.Candidates {
+	now := c.deps.Clock.Now()
+	return errors.Join(c.forEach(ctx, len(cmd.Candidates), func(i int) error {
+		nc := cmd.Candidates[i]
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
 		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
-			continue
+			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 		}
 		// The pass's objects show it deleting, as the cache soon will.
-		nc.DeletionTimestamp = &metav1.Time{Time: c.deps.Clock.Now()}
+		nc.DeletionTimestamp = &metav1.Time{Time: now}
 		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 		log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
+		return nil
+	})...)
+}
+
+// writeWorkers bounds the API writes one step of a command makes at once: a 64-node command written one object
+// at a time took minutes on a busy API server (record, condition, taint and delete for each candidate).
+const writeWorkers = 16
+
+// forEach runs f for 0..n-1 on up to writeWorkers goroutines and returns each call's error by index.
+func (c *Controller) forEach(ctx context.Context, n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(ctx, writeWorkers, n, func(i int) { errs[i] = f(i) })
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err // not run, or cut short
+			}
+		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // abort abandons a command: the candidates lose their record, condition and taint and stay in service.
@@ -266,14 +316,11 @@ func (c *Controller) abort(ctx context.Context, st *state, cmd *InProgress, why 
 	r := cmd.Record
 	log.FromContext(ctx).Info("abandoning disruption", "command", r.ID, "why", why)
 	c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
-	var errs []error
-	for _, nc := range cmd.Candidates {
+	return errors.Join(c.forEach(ctx, len(cmd.Candidates), func(i int) error {
+		nc := cmd.Candidates[i]
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonDisruptionAborted, "Disruption abandoned (%s): %s", r.Message, why)
-		if err := c.clearCandidate(ctx, st, nc); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+		return c.clearCandidate(ctx, st, nc)
+	})...)
 }
 
 // markCandidate records the command on a candidate (its annotation is what the next pass resumes from), then
@@ -288,7 +335,9 @@ func (c *Controller) markCandidate(ctx context.Context, nc *karpv1.NodeClaim, ra
 	if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
 		return fmt.Errorf("recording disruption on nodeclaim %s: %w", nc.Name, err)
 	}
+	c.recentMu.Lock()
 	c.recent[nc.Name] = recentRecord{raw: raw, written: c.deps.Clock.Now()}
+	c.recentMu.Unlock()
 	return nil
 }
 
@@ -340,7 +389,9 @@ func (c *Controller) clearCandidate(ctx context.Context, st *state, nc *karpv1.N
 	if !nc.DeletionTimestamp.IsZero() {
 		return nil
 	}
+	c.recentMu.Lock()
 	delete(c.recent, nc.Name)
+	c.recentMu.Unlock()
 	if _, ok := nc.Annotations[CommandAnnotationKey]; ok {
 		patch := client.MergeFrom(nc.DeepCopy())
 		delete(nc.Annotations, CommandAnnotationKey)

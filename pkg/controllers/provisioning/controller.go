@@ -10,7 +10,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -242,6 +245,21 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	return nil
 }
 
+// boundMeanwhile reports whether err is the API server refusing a nomination because the pod is bound to a node
+// already (status.nominatedNodeName is forbidden on bound pods).
+func boundMeanwhile(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "status.nominatedNodeName" && cause.Type == metav1.CauseType(field.ErrorTypeForbidden) {
+			return true
+		}
+	}
+	return false
+}
+
 // registered reports whether a NodeClaim's node has joined (status.nodeName is set).
 func registered(o client.Object) bool {
 	nc, ok := o.(*karpv1.NodeClaim)
@@ -275,6 +293,10 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 		patch := client.MergeFrom(p.DeepCopy())
 		p.Status.NominatedNodeName = changes[i].node
 		if err := c.deps.Client.Status().Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			if boundMeanwhile(err) {
+				// The kube-scheduler bound the pod after this pass's snapshot: it needs no nomination any more.
+				return
+			}
 			errs[i] = fmt.Errorf("nominating pod %s/%s for node %q: %w", p.Namespace, p.Name, changes[i].node, err)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/capacityreservation"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
@@ -67,6 +68,8 @@ type CloudProvider struct {
 	templates     *launchtemplate.Provider
 	resolver      *resolve.Resolver
 	clusterInfo   *clusterInfoSource
+	// reservations counts the room left in capacity reservations between DescribeCapacityReservations calls.
+	reservations *capacityreservation.Tracker
 	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
 	overlay cloudprovider.InstanceTypeOverlay
 }
@@ -129,6 +132,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
+		reservations:  capacityreservation.NewTracker(),
 		clusterInfo: &clusterInfoSource{
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,
@@ -188,7 +192,11 @@ func (p *CloudProvider) instanceTypesFor(ctx context.Context, nc *awsv1.EC2NodeC
 			zones = append(zones, s.Zone)
 		}
 	}
-	return p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones})
+	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones})
+	if err != nil {
+		return nil, err
+	}
+	return p.withReservedOfferings(ctx, nc, its, zones), nil
 }
 
 func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Settings {

@@ -53,30 +53,90 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 			}
 		}
 	}
-	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
 	its = fitting(its, nodeClaim.Spec.Resources.Requests)
-	ct, choices, err := instance.SelectOverrides(instance.SelectInput{
-		Requirements: reqs, InstanceTypes: its, Subnets: nc.Status.Subnets, SubnetUsable: p.subnetUsable,
-		MinValues: minValues(nodeClaim.Spec.Requirements),
-	})
+	info, err := p.clusterInfo.get(ctx)
 	if err != nil {
-		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s: %w", nodeClaim.Name, err))
+		return nil, err
+	}
+	// A reserved launch that finds its reservation full falls back to the next capacity type the NodeClaim
+	// allows; each pass rules out at least one reservation, so the passes are bounded by their number.
+	for {
+		launched, it, imageID, reservation, err := p.launch(ctx, nc, nodeClaim, its, info)
+		if reservation != "" && cloudprovider.IsInsufficientCapacity(err) {
+			log.FromContext(ctx).Info("capacity reservation is full; trying the next offering", "nodeclaim", nodeClaim.Name,
+				"capacity-reservation-id", reservation, "error", err.Error())
+			p.reservations.Exhausted(reservation)
+			its = p.refreshReservedAvailability(its)
+			continue
+		}
+		if reservation != "" {
+			if err != nil {
+				p.reservations.Release(reservation)
+			} else {
+				p.reservations.Launched(reservation)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		log.FromContext(ctx).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance-id", launched.ID,
+			"instance-type", launched.Type, "zone", launched.Zone, "capacity-type", launched.CapacityType,
+			"capacity-reservation-id", launched.CapacityReservationID)
+		return p.launchedNodeClaim(nodeClaim, nc, it, launched, imageID), nil
+	}
+}
+
+// launch selects offerings among its and launches one instance. For reserved capacity it first claims room in
+// one reservation (returned, so the caller can settle the claim) and launches into that reservation only;
+// reserved offerings whose reservations have no room left are skipped.
+func (p *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, its []*cloudprovider.InstanceType,
+	info ClusterInfo) (*instance.Instance, *cloudprovider.InstanceType, string, string, error) {
+	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
+	var ct string
+	var choices []instance.Choice
+	var reservation string
+	for {
+		var err error
+		ct, choices, err = instance.SelectOverrides(instance.SelectInput{
+			Requirements: reqs, InstanceTypes: its, Subnets: nc.Status.Subnets, SubnetUsable: p.subnetUsable,
+			MinValues: minValues(nodeClaim.Spec.Requirements),
+		})
+		if err != nil {
+			return nil, nil, "", "", cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s: %w", nodeClaim.Name, err))
+		}
+		if ct != cloudprovider.CapacityTypeReserved {
+			break
+		}
+		for _, c := range choices {
+			if p.reservations.Claim(c.ReservationID) {
+				reservation, choices = c.ReservationID, []instance.Choice{c}
+				break
+			}
+		}
+		if reservation != "" {
+			break
+		}
+		// Every reservation chosen is full by our count: look again without them.
+		for _, c := range choices {
+			p.reservations.Exhausted(c.ReservationID)
+		}
+		its = p.refreshReservedAvailability(its)
 	}
 	byName := map[string]*cloudprovider.InstanceType{}
 	for _, it := range its {
 		byName[it.Name] = it
 	}
-	info, err := p.clusterInfo.get(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var launched *instance.Instance
 	var images map[string]string
+	var err error
 	for attempt := 0; ; attempt++ {
 		var ltByType map[string]string
 		ltByType, images, choices, err = p.launchTemplates(ctx, nc, nodeClaim, ct, choices, byName, info)
 		if err != nil {
-			return nil, err
+			if reservation != "" {
+				p.reservations.Release(reservation)
+			}
+			return nil, nil, "", "", err
 		}
 		all := p.cluster.ForInstance(tags.Instance{
 			NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
@@ -94,15 +154,35 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 			p.templates.InvalidateAll()
 			continue
 		}
-		return nil, err
+		return nil, nil, "", reservation, err
 	}
 	it := byName[launched.Type]
 	if it == nil {
-		return nil, fmt.Errorf("CreateFleet launched %s (%s), which was not among the offered types", launched.ID, launched.Type)
+		return nil, nil, "", reservation, fmt.Errorf("CreateFleet launched %s (%s), which was not among the offered types", launched.ID, launched.Type)
 	}
-	log.FromContext(ctx).Info("launched instance", "nodeclaim", nodeClaim.Name, "instance-id", launched.ID,
-		"instance-type", launched.Type, "zone", launched.Zone, "capacity-type", launched.CapacityType)
-	return p.launchedNodeClaim(nodeClaim, nc, it, launched, images[launched.Type]), nil
+	return launched, it, images[launched.Type], reservation, nil
+}
+
+// refreshReservedAvailability returns its with each reserved offering's availability and room re-read from
+// the reservation counts (copies of the instance types that change).
+func (p *CloudProvider) refreshReservedAvailability(its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	out := make([]*cloudprovider.InstanceType, len(its))
+	for i, it := range its {
+		out[i] = it
+		for j, o := range it.Offerings {
+			if o.ReservationID == "" || (o.Available && p.reservations.Available(o.ReservationID) > 0) {
+				continue
+			}
+			if out[i] == it {
+				c := *it
+				c.Offerings = append([]cloudprovider.Offering(nil), it.Offerings...)
+				out[i] = &c
+			}
+			out[i].Offerings[j].Available = false
+			out[i].Offerings[j].ReservationCapacity = 0
+		}
+	}
+	return out
 }
 
 // priceOverlaid reports whether a NodeOverlay set the price of any chosen offering: the choices are then in the
@@ -207,6 +287,15 @@ func (p *CloudProvider) instanceLabels(typeLabels map[string]string, inst *insta
 	out[corev1.LabelTopologyZone] = inst.Zone
 	out[corev1.LabelTopologyRegion] = p.clients.Region
 	out[karpv1.CapacityTypeLabelKey] = inst.CapacityType
+	if inst.CapacityReservationID != "" {
+		r, ok := reservationOf(nc, inst.CapacityReservationID)
+		if !ok {
+			r.ReservationType = awsv1.CapacityReservationTypeDefault
+		}
+		for k, v := range instance.ReservationLabels(inst.CapacityReservationID, string(r.ReservationType), r.Interruptible) {
+			out[k] = v
+		}
+	}
 	if nc != nil {
 		for _, s := range nc.Status.Subnets {
 			if s.Zone == inst.Zone && s.ZoneID != "" {
@@ -265,9 +354,14 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 		if err != nil {
 			return nil, nil, nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q user data: %w", nc.Name, err))
 		}
-		name, err := p.templates.Ensure(ctx, launchtemplate.Spec{
+		spec := launchtemplate.Spec{
 			NodeClass: nc, ImageID: g.image, UserData: userData, SecurityGroupIDs: sgs, InstanceProfile: nc.InstanceProfileName(),
-		})
+		}
+		if capacityType == cloudprovider.CapacityTypeReserved && len(choices) > 0 {
+			spec.CapacityReservationID = choices[0].ReservationID
+			spec.CapacityBlock = choices[0].ReservationType == string(awsv1.CapacityReservationTypeCapacityBlock)
+		}
+		name, err := p.templates.Ensure(ctx, spec)
 		if err != nil {
 			return nil, nil, nil, err
 		}

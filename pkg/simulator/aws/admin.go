@@ -168,15 +168,40 @@ type CapacityReservationRequest struct {
 	Zone         string     `json:"zone"`
 	Count        int        `json:"count"`
 	EndTime      *time.Time `json:"endTime,omitempty"`
+	// Tags of the reservation.
+	Tags map[string]string `json:"tags,omitempty"`
+	// ReservationType is default (the default) or capacity-block; a capacity block needs EndTime.
+	ReservationType string `json:"reservationType,omitempty"`
+	// InstanceMatchCriteria is targeted (the default) or open.
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	// OwnerID is the owning account number, for a reservation shared from another account (default: the
+	// account's own number).
+	OwnerID       string `json:"ownerId,omitempty"`
+	Interruptible bool   `json:"interruptible,omitempty"`
 }
 
-// AddCapacityReservation creates an active targeted capacity reservation and returns its id.
+// AddCapacityReservation creates an active capacity reservation and returns its id.
 func (s *Simulator) AddCapacityReservation(req CapacityReservationRequest) (string, error) {
 	if _, ok := s.cat.Type(req.InstanceType); !ok {
 		return "", fmt.Errorf("instance type %q is not in the catalog", req.InstanceType)
 	}
 	if req.Count < 1 {
 		return "", fmt.Errorf("count must be positive, got %d", req.Count)
+	}
+	if req.ReservationType == "" {
+		req.ReservationType = "default"
+	}
+	if req.ReservationType != "default" && req.ReservationType != "capacity-block" {
+		return "", fmt.Errorf("reservationType must be default or capacity-block, got %q", req.ReservationType)
+	}
+	if req.ReservationType == "capacity-block" && req.EndTime == nil {
+		return "", fmt.Errorf("a capacity-block reservation needs endTime")
+	}
+	if req.InstanceMatchCriteria == "" {
+		req.InstanceMatchCriteria = "targeted"
+	}
+	if req.InstanceMatchCriteria != "targeted" && req.InstanceMatchCriteria != "open" {
+		return "", fmt.Errorf("instanceMatchCriteria must be open or targeted, got %q", req.InstanceMatchCriteria)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,8 +219,17 @@ func (s *Simulator) AddCapacityReservation(req CapacityReservationRequest) (stri
 	if len(accts) != 1 {
 		return "", fmt.Errorf("%d accounts exist; name one", len(accts))
 	}
+	tags := tagSet{}
+	for k, v := range req.Tags {
+		tags[k] = v
+	}
+	owner := req.OwnerID
+	if owner == "" {
+		owner = accts[0].number
+	}
 	cr := &capacityReservation{ID: "cr-" + strings.TrimPrefix(s.nextIDLocked("x"), "x-"), InstanceType: req.InstanceType,
-		Zone: req.Zone, State: "active", Total: req.Count, Available: req.Count, Tags: tagSet{}}
+		Zone: req.Zone, State: "active", Total: req.Count, Available: req.Count, Tags: tags, OwnerID: owner,
+		ReservationType: req.ReservationType, MatchCriteria: req.InstanceMatchCriteria, Interruptible: req.Interruptible}
 	if req.EndTime != nil {
 		cr.End = *req.EndTime
 	}
@@ -240,6 +274,8 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Snapshot())
 	case route == "GET instances":
 		writeAdmin(w, http.StatusOK, s.Instances())
+	case route == "GET calls":
+		writeAdmin(w, http.StatusOK, s.CallRecords())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":

@@ -50,8 +50,22 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	h, ok := s.ec2Handlers()[action]
+	// A mutating call is recorded with the resources it names, looked up before the handler changes them.
+	var checks []authzCheck
+	record := ok && mutating(action)
+	if record {
+		checks = s.ec2Checks(a, action, p)
+	}
 	if ok {
-		if err := s.authorize(a, "ec2", func() []authzCheck { return s.ec2Checks(a, action, p) }); err != nil {
+		if err := s.authorize(a, "ec2", func() []authzCheck {
+			if checks == nil {
+				checks = s.ec2Checks(a, action, p)
+			}
+			return checks
+		}); err != nil {
+			if record {
+				s.recordCall(r, a, "ec2", action, checks, err)
+			}
 			writeEC2Error(w, err, reqID)
 			return
 		}
@@ -62,6 +76,9 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	body, apiErr := h(r, a, p)
+	if record {
+		s.recordCall(r, a, "ec2", action, checks, apiErr)
+	}
 	if apiErr != nil {
 		s.log.Debug("EC2 call failed", "action", action, "code", apiErr.Code, "message", apiErr.Message)
 		writeEC2Error(w, apiErr, reqID)
@@ -431,13 +448,17 @@ func (s *Simulator) describeCapacityReservations(_ *http.Request, a *account, p 
 			case "state":
 				return []string{cr.State}, true
 			case "owner-id":
-				return []string{a.number}, true
+				return []string{cr.OwnerID}, true
 			case "instance-platform":
 				return []string{"Linux/UNIX"}, true
 			case "tenancy":
 				return []string{"default"}, true
 			case "instance-match-criteria":
-				return []string{"targeted"}, true
+				return []string{cr.MatchCriteria}, true
+			case "reservation-type":
+				return []string{cr.ReservationType}, true
+			case "interruptible":
+				return []string{strconv.FormatBool(cr.Interruptible)}, true
 			}
 			return nil, false
 		}
@@ -459,12 +480,12 @@ func (s *Simulator) describeCapacityReservations(_ *http.Request, a *account, p 
 		if !cr.End.IsZero() {
 			end = TS("endDate", cr.End)
 		}
-		items = append(items, E("item", T("capacityReservationId", cr.ID), T("ownerId", a.number),
-			T("capacityReservationArn", fmt.Sprintf("arn:aws:ec2:%s:%s:capacity-reservation/%s", s.opts.Region, a.number, cr.ID)),
+		items = append(items, E("item", T("capacityReservationId", cr.ID), T("ownerId", cr.OwnerID),
+			T("capacityReservationArn", fmt.Sprintf("arn:aws:ec2:%s:%s:capacity-reservation/%s", s.opts.Region, cr.OwnerID, cr.ID)),
 			T("instanceType", cr.InstanceType), T("instancePlatform", "Linux/UNIX"), T("availabilityZone", cr.Zone),
 			T("tenancy", "default"), I("totalInstanceCount", int64(cr.Total)), I("availableInstanceCount", int64(cr.Available)),
-			T("state", cr.State), T("instanceMatchCriteria", "targeted"), end, T("endDateType", map[bool]string{true: "unlimited", false: "limited"}[cr.End.IsZero()]),
-			T("reservationType", "default"), tagSetXML("tagSet", cr.Tags)))
+			T("state", cr.State), T("instanceMatchCriteria", cr.MatchCriteria), end, T("endDateType", map[bool]string{true: "unlimited", false: "limited"}[cr.End.IsZero()]),
+			T("reservationType", cr.ReservationType), T("interruptible", strconv.FormatBool(cr.Interruptible)), tagSetXML("tagSet", cr.Tags)))
 	}
 	return []*el{List("capacityReservationSet", "item", items), next}, nil
 }

@@ -48,6 +48,12 @@ func (lt *launchTemplate) capacityReservationID() string {
 	return lt.Data.get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId")
 }
 
+// capacityReservationPreference is the template's CapacityReservationPreference (open, none or
+// capacity-reservations-only); empty when unset.
+func (lt *launchTemplate) capacityReservationPreference() string {
+	return lt.Data.get("CapacityReservationSpecification.CapacityReservationPreference")
+}
+
 func (lt *launchTemplate) instanceTags() []Tag {
 	var out []Tag
 	for _, ts := range lt.Data.tagSpecs("TagSpecification") {

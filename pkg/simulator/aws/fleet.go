@@ -24,7 +24,12 @@ type candidate struct {
 	priority float64
 	price    float64
 	spot     bool
-	crID     string
+	// block is true for a fleet of DefaultTargetCapacityType capacity-block.
+	block bool
+	crID  string
+	// crOpen is true when crID is an open reservation the launch matched without naming it: when it is full,
+	// the launch goes on as plain on-demand instead of failing.
+	crOpen   bool
 	errCode  string
 	errMsg   string
 	launched []string
@@ -46,11 +51,11 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 	}
 	capType := p.get("TargetCapacitySpecification.DefaultTargetCapacityType")
 	switch capType {
-	case "spot", "on-demand":
+	case "spot", "on-demand", "capacity-block":
 	case "":
 		return nil, errMissingParam("TargetCapacitySpecification.DefaultTargetCapacityType")
 	default:
-		return nil, errInvalidParam("DefaultTargetCapacityType %q is not simulated (spot, on-demand)", capType)
+		return nil, errInvalidParam("DefaultTargetCapacityType %q is not simulated (spot, on-demand, capacity-block)", capType)
 	}
 	configs := p.list("LaunchTemplateConfigs")
 	if len(configs) == 0 {
@@ -79,7 +84,7 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 			ovs = []params{{}}
 		}
 		for _, ov := range ovs {
-			c := &candidate{order: len(cands), ltSpec: spec, ov: ov, spot: capType == "spot"}
+			c := &candidate{order: len(cands), ltSpec: spec, ov: ov, spot: capType == "spot", block: capType == "capacity-block"}
 			s.resolveCandidateLocked(a, c)
 			cands = append(cands, c)
 		}
@@ -111,14 +116,18 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 		for launched < total && c.errCode == "" {
 			if c.crID != "" {
 				cr := a.reservationByID(c.crID)
-				if cr.Available <= 0 {
+				if !cr.usable() && c.crOpen {
+					c.crID, c.crOpen = "", false
+				} else if !cr.usable() {
 					c.fail("ReservationCapacityExceeded", "The requested capacity reservation %s has no available capacity", c.crID)
 					break
 				}
 			}
-			if code := s.faults.takeCapacity(c.typeName, c.zone, capType); code != "" {
-				c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
-				break
+			if c.crID == "" || c.crOpen {
+				if code := s.faults.takeCapacity(c.typeName, c.zone, capType); code != "" {
+					c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
+					break
+				}
 			}
 			inst, err := s.launchLocked(a, c, reservationID, append([]Tag{{Key: "aws:ec2:fleet-id", Value: fleetID}}, requestTags...))
 			if err != nil {
@@ -274,7 +283,8 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 		price, _ := t.OnDemandPrice(s.opts.Region)
 		c.price = price
 	}
-	if id := c.lt.capacityReservationID(); id != "" && !c.spot {
+	id := c.lt.capacityReservationID()
+	if id != "" && !c.spot {
 		cr := a.reservationByID(id)
 		if cr == nil {
 			c.fail("InvalidCapacityReservationId.NotFound", "The capacity reservation ID '%s' does not exist", id)
@@ -284,14 +294,30 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 			c.fail("InvalidParameterValue", "Capacity reservation %s is for %s in %s", id, cr.InstanceType, cr.Zone)
 			return
 		}
-		if cr.State != "active" || cr.Available <= 0 {
+		if block := cr.ReservationType == "capacity-block"; block != c.block {
+			c.fail("InvalidParameterCombination", "Capacity reservation %s is of type %s; launch it with DefaultTargetCapacityType %s",
+				id, cr.ReservationType, map[bool]string{true: "capacity-block", false: "on-demand"}[block])
+			return
+		}
+		if !cr.usable() {
 			c.fail("ReservationCapacityExceeded", "The requested capacity reservation %s has no available capacity", id)
 			return
 		}
 		c.crID = id
 		c.price = 0
+	} else if c.block {
+		c.fail("InvalidParameterCombination", "DefaultTargetCapacityType capacity-block needs a launch template targeting a capacity-block reservation")
+		return
+	} else if !c.spot && c.lt.capacityReservationPreference() != "none" {
+		// An on-demand launch that names no reservation uses an open one matching its type and zone, as EC2 does.
+		for _, cr := range a.reservations {
+			if cr.MatchCriteria == "open" && cr.ReservationType == "default" && cr.InstanceType == c.typeName && cr.Zone == c.zone && cr.usable() {
+				c.crID, c.crOpen = cr.ID, true
+				break
+			}
+		}
 	}
-	if code := s.faults.capacityFault(c.typeName, c.zone, map[bool]string{true: "spot", false: "on-demand"}[c.spot]); code != "" {
+	if code := s.faults.capacityFault(c.typeName, c.zone, map[bool]string{true: "spot", false: "on-demand"}[c.spot]); code != "" && (c.crID == "" || c.crOpen) {
 		c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 		return
 	}
@@ -344,7 +370,7 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 	}
 	a.instances[inst.ID] = inst
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
-		"capacity-type", inst.capacityType(), "ip", inst.PrivateIP)
+		"capacity-type", inst.capacityType(), "capacity-reservation-id", inst.CapacityReservationID, "ip", inst.PrivateIP)
 	return inst, nil
 }
 

@@ -55,8 +55,22 @@ func (s *Simulator) serveIAM(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	h, ok := s.iamHandlers()[action]
+	// A mutating call is recorded with the resources it names, looked up before the handler changes them.
+	var checks []authzCheck
+	record := ok && mutating(action)
+	if record {
+		checks = s.iamChecks(a, action, p)
+	}
 	if ok {
-		if err := s.authorize(a, "iam", func() []authzCheck { return s.iamChecks(a, action, p) }); err != nil {
+		if err := s.authorize(a, "iam", func() []authzCheck {
+			if checks == nil {
+				checks = s.iamChecks(a, action, p)
+			}
+			return checks
+		}); err != nil {
+			if record {
+				s.recordCall(r, a, "iam", action, checks, err)
+			}
 			writeIAMError(w, err, reqID)
 			return
 		}
@@ -67,6 +81,9 @@ func (s *Simulator) serveIAM(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	result, apiErr := h(a, p)
+	if record {
+		s.recordCall(r, a, "iam", action, checks, apiErr)
+	}
 	if apiErr != nil {
 		s.log.Debug("IAM call failed", "action", action, "code", apiErr.Code, "message", apiErr.Message)
 		writeIAMError(w, apiErr, reqID)

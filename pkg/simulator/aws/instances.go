@@ -43,7 +43,11 @@ type instance struct {
 
 // nodeProgress tracks what the lifecycle has done to the instance's Node.
 type nodeProgress struct {
-	spec          *NodeSpec
+	spec *NodeSpec
+	// sink is the cluster the Node goes to (chosen with spec, from the user data's API server endpoint) and
+	// cluster that cluster's endpoint, for logs ("" for the default cluster).
+	sink          NodeSink
+	cluster       string
 	created       bool
 	taintAt       time.Time
 	taintRemoved  bool
@@ -69,6 +73,9 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 	}
 	if i.CapacityReservationID != "" {
 		cr = T("capacityReservationId", i.CapacityReservationID)
+		if r := a.reservationByID(i.CapacityReservationID); r != nil && r.ReservationType == "capacity-block" {
+			lifecycle = T("instanceLifecycle", "capacity-block")
+		}
 	}
 	if i.StateReason != "" {
 		reason = E("stateReason", T("code", i.StateReason), T("message", i.StateReason))

@@ -2,6 +2,9 @@ package awssim
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -10,6 +13,7 @@ import (
 type nodeAction struct {
 	acct *account
 	inst *instance
+	sink NodeSink
 	kind string // create, untaint, delete
 	spec NodeSpec
 	name string
@@ -49,6 +53,7 @@ func (s *Simulator) advanceLocked() []nodeAction {
 	var out []nodeAction
 	for _, key := range sortedKeys(s.accounts) {
 		a := s.accounts[key]
+		s.expireReservationsLocked(a, now)
 		for _, i := range a.sortedInstances() {
 			if !i.terminateAt.IsZero() && !now.Before(i.terminateAt) {
 				i.terminateAt = time.Time{}
@@ -66,7 +71,8 @@ func (s *Simulator) advanceLocked() []nodeAction {
 					if sn := a.subnetByID(i.SubnetID); sn != nil {
 						sn.release(i.PrivateIP)
 					}
-					if cr := a.reservationByID(i.CapacityReservationID); cr != nil {
+					if cr := a.reservationByID(i.CapacityReservationID); cr != nil && cr.State == "active" &&
+						(cr.ReservationType != "capacity-block" || now.Before(cr.End.Add(-capacityBlockReclaimLead))) {
 						cr.Available++
 					}
 					s.log.Info("instance terminated", "instance-id", i.ID)
@@ -95,12 +101,12 @@ func (s *Simulator) advanceLocked() []nodeAction {
 					if tm.UninitializedTaintDelayMin >= 0 {
 						delay = s.taintDelayLocked()
 					}
-					out = append(out, nodeAction{acct: a, inst: i, kind: "create", spec: spec, taintDelay: delay})
+					out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "create", spec: spec, taintDelay: delay})
 				}
 			case i.State == StateRunning && i.node.created && !i.node.taintRemoved && !i.node.taintAt.IsZero() && !now.Before(i.node.taintAt):
-				out = append(out, nodeAction{acct: a, inst: i, kind: "untaint", name: i.PrivateDNS})
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "untaint", name: i.PrivateDNS})
 			case i.State == StateTerminated && i.node.created && !i.node.deleted:
-				out = append(out, nodeAction{acct: a, inst: i, kind: "delete", name: i.PrivateDNS})
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "delete", name: i.PrivateDNS})
 			}
 		}
 	}
@@ -124,6 +130,14 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 		s.log.Error("cannot parse user data; the Node gets no labels or taints from it", "instance-id", i.ID, "error", err)
 		b = Bootstrap{}
 	}
+	sink, cluster, ok := s.routeLocked(b.APIServerEndpoint)
+	if !ok {
+		i.node.withheld = true
+		s.log.Error("user data names an API server the simulator serves no cluster for; the instance runs without a Node",
+			"instance-id", i.ID, "endpoint", b.APIServerEndpoint)
+		return NodeSpec{}, false
+	}
+	i.node.sink, i.node.cluster = sink, cluster
 	spec, err := s.buildNodeSpec(i, t, b)
 	if err != nil {
 		i.node.userDataError = err.Error()
@@ -139,7 +153,10 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 }
 
 func (s *Simulator) perform(ctx context.Context, a nodeAction) {
-	sink := s.opts.Nodes
+	sink := a.sink
+	if sink == nil {
+		sink = s.opts.Nodes
+	}
 	var err error
 	switch a.kind {
 	case "create":
@@ -158,7 +175,7 @@ func (s *Simulator) perform(ctx context.Context, a nodeAction) {
 	switch a.kind {
 	case "create":
 		a.inst.node.created = true
-		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID)
+		s.log.Info("node created", "node", a.spec.Name, "instance-id", a.inst.ID, "cluster", a.inst.node.cluster)
 		if a.taintDelay >= 0 {
 			a.inst.node.taintAt = s.clock.Now().Add(a.taintDelay)
 		}
@@ -177,4 +194,66 @@ func (s *Simulator) taintDelayLocked() time.Duration {
 		return lo
 	}
 	return lo + time.Duration(s.rng.Int63n(int64(hi-lo)+1))
+}
+
+// expireReservationsLocked ends reservations past their end date, as EC2 does: a Capacity Block takes no new
+// launches and terminates its instances from capacityBlockReclaimLead before its end; at the end a reservation
+// expires, and the instances of an expired default reservation go on as plain on-demand instances.
+func (s *Simulator) expireReservationsLocked(a *account, now time.Time) {
+	for _, cr := range a.reservations {
+		if cr.End.IsZero() || cr.State != "active" {
+			continue
+		}
+		block := cr.ReservationType == "capacity-block"
+		if block && !now.Before(cr.End.Add(-capacityBlockReclaimLead)) {
+			cr.Available = 0
+			for _, i := range a.sortedInstances() {
+				if i.CapacityReservationID == cr.ID && s.beginTerminationLocked(i, "Server.ScheduledStop: Capacity Block reservation ending") {
+					s.log.Info("capacity block reclaiming instance", "capacity-reservation-id", cr.ID, "instance-id", i.ID)
+				}
+			}
+		}
+		if now.Before(cr.End) {
+			continue
+		}
+		cr.State, cr.Available = "expired", 0
+		s.log.Info("capacity reservation expired", "capacity-reservation-id", cr.ID)
+		if !block {
+			for _, i := range a.instances {
+				if i.CapacityReservationID == cr.ID {
+					i.CapacityReservationID = ""
+				}
+			}
+		}
+	}
+}
+
+// routeLocked picks the cluster an instance's Node joins from the API server endpoint its user data names:
+// ClusterNodes[endpoint] when listed, else the default cluster (Nodes) when the endpoint is empty or
+// ClusterEndpoint, or whenever no further clusters are configured. ok is false when further clusters are
+// configured and the endpoint names none of them.
+func (s *Simulator) routeLocked(endpoint string) (sink NodeSink, cluster string, ok bool) {
+	if len(s.opts.ClusterNodes) == 0 || endpoint == "" {
+		return s.opts.Nodes, "", true
+	}
+	key, err := endpointKey(endpoint)
+	if err != nil {
+		return nil, "", false
+	}
+	if primary, _ := endpointKey(s.opts.ClusterEndpoint); key == primary {
+		return s.opts.Nodes, "", true
+	}
+	if sink, found := s.opts.ClusterNodes[key]; found {
+		return sink, key, true
+	}
+	return nil, "", false
+}
+
+// endpointKey normalises an API server URL for comparison: lower-case scheme and host, no trailing slash.
+func endpointKey(endpoint string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(endpoint))
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("API server endpoint %q is not a URL with a host", endpoint)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/"), nil
 }

@@ -42,6 +42,11 @@ type Options struct {
 	Clock clock.Clock
 	// Nodes receives Node create/delete/untaint calls (default: none; instances run without Nodes).
 	Nodes NodeSink
+	// ClusterNodes are further clusters sharing the simulated account, keyed by their API server URL: an
+	// instance whose user data names one of these endpoints gets its Node there instead of in Nodes. With
+	// ClusterNodes set, an instance naming an endpoint that is neither ClusterEndpoint nor a key here gets no
+	// Node (its kubelet could not join anything). Needs Nodes.
+	ClusterNodes map[string]NodeSink
 	// Timing sets lifecycle durations.
 	Timing Timing
 	// Catalog is the instance catalog (default: catalog.Load()).
@@ -100,6 +105,8 @@ type Simulator struct {
 	wake chan struct{}
 	// policy is the enforced IAM policy (see SetIAMPolicy).
 	policy policyState
+	// callLog records mutating EC2 and IAM calls (GET /_awssim/calls).
+	callLog callLog
 }
 
 // New builds a Simulator, filling defaults and validating options.
@@ -115,6 +122,23 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = "1.34"
+	}
+	if len(opts.ClusterNodes) > 0 {
+		if opts.Nodes == nil {
+			return nil, fmt.Errorf("ClusterNodes needs Nodes (the cluster of ClusterEndpoint)")
+		}
+		byKey := make(map[string]NodeSink, len(opts.ClusterNodes))
+		for ep, sink := range opts.ClusterNodes {
+			key, err := endpointKey(ep)
+			if err != nil {
+				return nil, err
+			}
+			if primary, _ := endpointKey(opts.ClusterEndpoint); key == primary {
+				return nil, fmt.Errorf("cluster endpoint %s is both ClusterEndpoint and a ClusterNodes key", ep)
+			}
+			byKey[key] = sink
+		}
+		opts.ClusterNodes = byKey
 	}
 	if !regexp.MustCompile(`^1\.\d+$`).MatchString(opts.KubernetesVersion) {
 		return nil, fmt.Errorf("kubernetes version %q must look like 1.34", opts.KubernetesVersion)

@@ -22,14 +22,18 @@ import (
 type Bootstrap struct {
 	// Format is "al2023" (MIME with NodeConfig), "bottlerocket" (TOML), "shell" (bootstrap.sh flags), "windows"
 	// (PowerShell calling Start-EKSBootstrap.ps1) or "" (none).
-	Format         string
-	ClusterName    string
-	Labels         map[string]string
-	Taints         []corev1.Taint
-	MaxPods        *int
-	KubeReserved   map[string]string
-	SystemReserved map[string]string
-	EvictionHard   map[string]string
+	Format      string
+	ClusterName string
+	// APIServerEndpoint is the API server the node joins (NodeConfig apiServerEndpoint, bootstrap.sh
+	// --apiserver-endpoint, Bottlerocket api-server, Windows -APIServerEndpoint); empty when the user data names
+	// none. The simulator places the instance's Node in the cluster it names.
+	APIServerEndpoint string
+	Labels            map[string]string
+	Taints            []corev1.Taint
+	MaxPods           *int
+	KubeReserved      map[string]string
+	SystemReserved    map[string]string
+	EvictionHard      map[string]string
 }
 
 func isBase64(s string) bool {
@@ -127,7 +131,8 @@ type nodeConfig struct {
 	Kind       string `json:"kind"`
 	Spec       struct {
 		Cluster struct {
-			Name string `json:"name"`
+			Name              string `json:"name"`
+			APIServerEndpoint string `json:"apiServerEndpoint"`
 		} `json:"cluster"`
 		Kubelet struct {
 			Config map[string]any `json:"config"`
@@ -149,6 +154,9 @@ func mergeNodeConfig(b *Bootstrap, doc []byte) error {
 	}
 	if nc.Spec.Cluster.Name != "" {
 		b.ClusterName = nc.Spec.Cluster.Name
+	}
+	if nc.Spec.Cluster.APIServerEndpoint != "" {
+		b.APIServerEndpoint = nc.Spec.Cluster.APIServerEndpoint
 	}
 	cfg := nc.Spec.Kubelet.Config
 	if v, ok := cfg["maxPods"]; ok {
@@ -261,8 +269,13 @@ func parseShell(text string) Bootstrap {
 	for _, m := range shellFlagRE.FindAllStringSubmatch(text, -1) {
 		_ = applyKubeletFlag(&b, "--"+m[1]+"="+m[2])
 	}
+	if m := shellEndpointRE.FindStringSubmatch(text); m != nil {
+		b.APIServerEndpoint = strings.Trim(m[1], `'"`)
+	}
 	return b
 }
+
+var shellEndpointRE = regexp.MustCompile(`--apiserver-endpoint[= ]('[^']*'|"[^"]*"|[^\s'"]+)`)
 
 // parseWindows reads the kubelet flags of the EKS Windows bootstrap (Start-EKSBootstrap.ps1 -KubeletExtraArgs).
 func parseWindows(text string) Bootstrap {
@@ -271,10 +284,17 @@ func parseWindows(text string) Bootstrap {
 	if m := windowsClusterRE.FindStringSubmatch(text); m != nil {
 		b.ClusterName = strings.ReplaceAll(m[1], "''", "'")
 	}
+	b.APIServerEndpoint = ""
+	if m := windowsEndpointRE.FindStringSubmatch(text); m != nil {
+		b.APIServerEndpoint = strings.ReplaceAll(m[1], "''", "'")
+	}
 	return b
 }
 
-var windowsClusterRE = regexp.MustCompile(`-EKSClusterName '((?:[^']|'')*)'`)
+var (
+	windowsClusterRE  = regexp.MustCompile(`-EKSClusterName '((?:[^']|'')*)'`)
+	windowsEndpointRE = regexp.MustCompile(`-APIServerEndpoint '((?:[^']|'')*)'`)
+)
 
 func mergeBootstrap(dst *Bootstrap, src Bootstrap) {
 	for k, v := range src.Labels {
@@ -284,6 +304,9 @@ func mergeBootstrap(dst *Bootstrap, src Bootstrap) {
 		dst.Labels[k] = v
 	}
 	dst.Taints = append(dst.Taints, src.Taints...)
+	if src.APIServerEndpoint != "" && dst.APIServerEndpoint == "" {
+		dst.APIServerEndpoint = src.APIServerEndpoint
+	}
 	if src.MaxPods != nil {
 		dst.MaxPods = src.MaxPods
 	}
@@ -354,6 +377,8 @@ func parseBottlerocket(text string) (Bootstrap, error) {
 			b.MaxPods = &n
 		case full == "settings.kubernetes.cluster-name":
 			b.ClusterName, _ = tomlString(val)
+		case full == "settings.kubernetes.api-server":
+			b.APIServerEndpoint, _ = tomlString(val)
 		case table == "settings.kubernetes.kube-reserved" || table == "settings.kubernetes.system-reserved" ||
 			table == "settings.kubernetes.eviction-hard":
 			s, err := tomlString(val)

@@ -77,13 +77,13 @@ func TestParseUserData(t *testing.T) {
 	}{
 		{name: "empty", in: "", want: Bootstrap{}},
 		{name: "al2023 MIME", in: b64(al2023UserData), want: Bootstrap{
-			Format: "al2023", ClusterName: "dovetail", MaxPods: intp(58),
+			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(58),
 			Labels:       map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot"},
 			Taints:       []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
 			KubeReserved: map[string]string{"cpu": "80m", "memory": "893Mi"},
 		}},
 		{name: "bottlerocket", in: b64(bottlerocketUserData), want: Bootstrap{
-			Format: "bottlerocket", ClusterName: "dovetail", MaxPods: intp(110),
+			Format: "bottlerocket", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(110),
 			Labels: map[string]string{"karpenter.sh/nodepool": "br", "team": "a"},
 			Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"},
 				{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}, {Key: "dedicated", Value: "gpu", Effect: "NoExecute"}},
@@ -99,10 +99,12 @@ func TestParseUserData(t *testing.T) {
 			" -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,node.kubernetes.io/windows-build=10.0.26100" +
 			" --register-with-taints=karpenter.sh/unregistered:NoExecute --max-pods=29' -DNSClusterIP '10.100.0.10'\n</powershell>\n"),
 			want: Bootstrap{
-				Format: "windows", ClusterName: "dove'tail", MaxPods: intp(29),
+				Format: "windows", ClusterName: "dove'tail", APIServerEndpoint: "https://x", MaxPods: intp(29),
 				Labels: map[string]string{"karpenter.sh/nodepool": "win", "node.kubernetes.io/windows-build": "10.0.26100"},
 				Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}},
 			}},
+		{name: "bootstrap.sh endpoint", in: b64("#!/bin/bash\n/etc/eks/bootstrap.sh 'c' --apiserver-endpoint 'https://10.0.0.1:443' --b64-cluster-ca 'Q0E='\n"),
+			want: Bootstrap{Format: "shell", APIServerEndpoint: "https://10.0.0.1:443"}},
 		{name: "not base64", in: "%%%", wantErr: true},
 		{name: "gibberish", in: b64("hello world"), wantErr: true},
 		{name: "bad taint effect", in: b64("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags: [\"--register-with-taints=a=b:Sometimes\"]\n"), wantErr: true},

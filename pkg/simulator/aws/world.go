@@ -112,7 +112,21 @@ type capacityReservation struct {
 	Total, Available              int
 	End                           time.Time
 	Tags                          tagSet
+	// OwnerID is the owning account (differs from the describing account for a shared reservation).
+	OwnerID string
+	// ReservationType is default (an On-Demand Capacity Reservation) or capacity-block.
+	ReservationType string
+	// MatchCriteria is targeted (only launches naming the reservation use it) or open (any matching
+	// on-demand launch uses it).
+	MatchCriteria string
+	Interruptible bool
 }
+
+// capacityBlockReclaimLead is how long before a Capacity Block's end EC2 starts terminating its instances.
+const capacityBlockReclaimLead = 30 * time.Minute
+
+// usable reports whether instances can launch into the reservation now.
+func (cr *capacityReservation) usable() bool { return cr.State == "active" && cr.Available > 0 }
 
 const (
 	amazonOwnerID       = "602401143452"

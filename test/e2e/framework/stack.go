@@ -47,6 +47,9 @@ type Options struct {
 	SimulatorFlags []string
 	// ClusterName is the CLUSTER_NAME of the controller and the simulated EKS cluster; default "dovetail".
 	ClusterName string
+	// SharedSimulator is the endpoint of a simulator another stack runs; this stack then starts none of its own
+	// and SimulatorFlags are ignored (see UpPair).
+	SharedSimulator string
 }
 
 // Stack is a running local stack and clients for it.
@@ -88,6 +91,9 @@ func (o Options) env() []string {
 	if o.ClusterName != "" {
 		env = append(env, "CLUSTER_NAME="+o.ClusterName)
 	}
+	if o.SharedSimulator != "" {
+		env = append(env, "AWSSIM_SHARED_ENDPOINT="+o.SharedSimulator)
+	}
 	return env
 }
 
@@ -103,6 +109,9 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.Kubeconfig = filepath.Join(opts.StateDir, "cluster", "kubeconfig")
 	s.AWSEndpoint = fmt.Sprintf("http://127.0.0.1:%d", opts.PortBase+66)
+	if opts.SharedSimulator != "" {
+		s.AWSEndpoint = opts.SharedSimulator
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		return s, fmt.Errorf("reading kubeconfig %s: %w", s.Kubeconfig, err)

@@ -78,6 +78,9 @@ type Controller struct {
 
 	// evictions holds a token for every eviction request in flight (at most maxConcurrentEvictions).
 	evictions chan struct{}
+	// underBudget counts the eviction requests in flight by the PodDisruptionBudgets that select their pods
+	// (at most maxConcurrentEvictionsPerBudget a key); guarded by mu.
+	underBudget map[string]int
 }
 
 // backoff remembers refused evictions of one pod: how many in a row, when to retry, and why (for messages).
@@ -90,15 +93,16 @@ type backoff struct {
 // NewController builds the controller from the shared dependencies.
 func NewController(d deps.Deps) *Controller {
 	return &Controller{
-		kube:      d.Client,
-		clientset: d.KubeClient,
-		cloud:     d.CloudProvider,
-		clock:     d.Clock,
-		recorder:  d.Recorder,
-		metrics:   d.Metrics,
-		backoffs:  map[types.UID]backoff{},
-		events:    map[string]time.Time{},
-		evictions: make(chan struct{}, maxConcurrentEvictions),
+		kube:        d.Client,
+		clientset:   d.KubeClient,
+		cloud:       d.CloudProvider,
+		clock:       d.Clock,
+		recorder:    d.Recorder,
+		metrics:     d.Metrics,
+		backoffs:    map[types.UID]backoff{},
+		events:      map[string]time.Time{},
+		evictions:   make(chan struct{}, maxConcurrentEvictions),
+		underBudget: map[string]int{},
 	}
 }
 
@@ -106,12 +110,16 @@ func NewController(d deps.Deps) *Controller {
 // server and the cloud, and a mass deletion (500 Nodes at once) must not queue behind a handful of workers.
 const maxConcurrentReconciles = 50
 
-// maxConcurrentEvictions bounds the eviction requests in flight across all nodes. The API server admits an
-// eviction by updating the status of every PodDisruptionBudget that selects the pod, with optimistic locking: when
-// dozens of evictions of pods under one budget arrive together they keep invalidating each other's update and time
-// out after a minute (a 500-node deletion with 50 workers evicted about one pod every 3 s). A few at a time go
-// through in milliseconds each.
-const maxConcurrentEvictions = 4
+// maxConcurrentEvictions bounds the eviction requests in flight across all nodes.
+const maxConcurrentEvictions = 32
+
+// maxConcurrentEvictionsPerBudget bounds the eviction requests in flight for pods under the same
+// PodDisruptionBudgets. The API server admits such an eviction by updating the budget's status with optimistic
+// locking: dozens at once under one budget keep invalidating each other's update and time out after a minute (a
+// 500-node deletion with 50 workers evicted about one pod every 3 s), while a few at a time go through in
+// milliseconds each. Pods no budget selects do not contend: a cluster-wide limit of 4 made a 64-node
+// consolidation evict about one pod a second.
+const maxConcurrentEvictionsPerBudget = 4
 
 // evictionSlotWait is how soon a pod that found every eviction slot taken is tried again. Waiting for a slot
 // inside the pass instead held all 50 workers, so nodes already drained waited minutes for a turn.

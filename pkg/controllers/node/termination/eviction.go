@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -31,11 +32,10 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	}
 
 	uid := pod.UID
-	select {
-	case c.evictions <- struct{}{}:
-	default:
-		// Every eviction slot is taken: try this pod again shortly rather than hold a worker that drained nodes
-		// are waiting for. This is not a refusal: no backoff, no event.
+	release, ok := c.evictionSlot(ctx, pod)
+	if !ok {
+		// Every eviction slot (or every one for the pod's budgets) is taken: try this pod again shortly rather
+		// than hold a worker that drained nodes are waiting for. This is not a refusal: no backoff, no event.
 		next := now.Add(evictionSlotWait)
 		return &next, "", nil
 	}
@@ -43,7 +43,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	})
-	<-c.evictions
+	release()
 	if code, ok := metrics.EvictionCode(err); ok && c.metrics != nil {
 		c.metrics.NodesEvictionRequests.WithLabelValues(code).Inc()
 	}
@@ -76,6 +76,61 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		c.event(node, corev1.EventTypeWarning, ReasonEvictionFailed, msg)
 		return &next, reason, nil
 	}
+}
+
+// evictionSlot takes a slot for one eviction request: one of maxConcurrentEvictions, and for a pod that
+// PodDisruptionBudgets select, one of maxConcurrentEvictionsPerBudget for that set of budgets. It reports false,
+// taking nothing, when either is full.
+func (c *Controller) evictionSlot(ctx context.Context, pod *corev1.Pod) (release func(), ok bool) {
+	select {
+	case c.evictions <- struct{}{}:
+	default:
+		return nil, false
+	}
+	key := c.budgetKey(ctx, pod)
+	if key == "" {
+		return func() { <-c.evictions }, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.underBudget[key] >= maxConcurrentEvictionsPerBudget {
+		<-c.evictions
+		return nil, false
+	}
+	c.underBudget[key]++
+	return func() {
+		c.mu.Lock()
+		if c.underBudget[key]--; c.underBudget[key] <= 0 {
+			delete(c.underBudget, key)
+		}
+		c.mu.Unlock()
+		<-c.evictions
+	}, true
+}
+
+// budgetKey names the PodDisruptionBudgets that select the pod, from the cache ("" for none). When they cannot
+// be read, the pod counts as under one budget of its namespace: contention is the safe guess.
+func (c *Controller) budgetKey(ctx context.Context, pod *corev1.Pod) string {
+	list := &policyv1.PodDisruptionBudgetList{}
+	if err := c.kube.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
+		return pod.Namespace + "/*"
+	}
+	var names []string
+	for i := range list.Items {
+		pdb := &list.Items[i]
+		if pdb.Spec.Selector == nil {
+			continue // selects no pod
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			return pod.Namespace + "/*"
+		}
+		if sel.Matches(labels.Set(pod.Labels)) {
+			names = append(names, pdb.Namespace+"/"+pdb.Name)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
 
 // refused records one more refused eviction and returns when to retry.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -57,12 +58,15 @@ type Controller struct {
 func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
 // Register adds the controller to the manager. Besides NodeClaims it watches NodePools (a template or
-// consolidateAfter change re-evaluates every NodeClaim of the NodePool) and the labels of Nodes.
+// consolidateAfter change re-evaluates every NodeClaim of the NodePool), EC2NodeClass spec changes (drift of
+// every NodeClaim of the class is noticed at once rather than at the next driftRecheck) and the labels of Nodes.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodeClaim{}).
 		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolToNodeClaims),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.nodeClassToNodeClaims),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
@@ -76,6 +80,22 @@ func (c *Controller) nodePoolToNodeClaims(ctx context.Context, o client.Object) 
 		return nil
 	}
 	return requests(list.Items)
+}
+
+// nodeClassToNodeClaims maps an EC2NodeClass to the NodeClaims launched from it.
+func (c *Controller) nodeClassToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodeclaims of node class", "ec2nodeclass", o.GetName())
+		return nil
+	}
+	var of []karpv1.NodeClaim
+	for _, nc := range list.Items {
+		if ref := nc.Spec.NodeClassRef; ref != nil && ref.Name == o.GetName() && ref.Group == awsv1.Group && ref.Kind == "EC2NodeClass" {
+			of = append(of, nc)
+		}
+	}
+	return requests(of)
 }
 
 func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {

@@ -37,6 +37,9 @@ const (
 	ReasonCleaningUp          = "CleaningUp"
 	ReasonResolutionFailed    = "ResolutionFailed"
 	ReasonNotSupported        = "NotSupported"
+	// ReasonReservedCapacityDisabled: the node class selects capacity reservations but the ReservedCapacity
+	// feature gate is off, so they are not used.
+	ReasonReservedCapacityDisabled = "ReservedCapacityDisabled"
 )
 
 // Requeue intervals: resolved classes are refreshed (new AMIs, subnets) every resyncPeriod; failures sooner.
@@ -53,6 +56,9 @@ type Resolver interface {
 	ResolveSecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.SecurityGroup, error)
 	ResolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error)
 	ResolveInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
+	ResolveCapacityReservations(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error)
+	// ReservedCapacityEnabled reports whether the ReservedCapacity feature gate is on.
+	ReservedCapacityEnabled() bool
 	ValidateNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error
 	DeleteNodeClassResources(ctx context.Context, nc *awsv1.EC2NodeClass) error
 }
@@ -182,11 +188,22 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		}
 		return err
 	})
-	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
-		nc.SetFalse(awsv1.ConditionTypeCapacityReservationsReady, ReasonNotSupported,
-			"capacityReservationSelectorTerms are not supported by Dovetail yet; remove them to use this EC2NodeClass")
-	} else {
+	switch {
+	case len(nc.Spec.CapacityReservationSelectorTerms) == 0:
+		nc.Status.CapacityReservations = nil
 		nc.SetTrue(awsv1.ConditionTypeCapacityReservationsReady, karpv1.ReasonReady)
+	case !c.resolver.ReservedCapacityEnabled():
+		nc.Status.CapacityReservations = nil
+		nc.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonReservedCapacityDisabled,
+			"the ReservedCapacity feature gate is off: capacityReservationSelectorTerms are ignored and nodes launch as on-demand or spot")
+	default:
+		step(awsv1.ConditionTypeCapacityReservationsReady, awsv1.ReasonCapacityReservationErr, func() error {
+			rs, err := c.resolver.ResolveCapacityReservations(ctx, nc)
+			if err == nil {
+				nc.Status.CapacityReservations = rs
+			}
+			return err
+		})
 	}
 	if nc.Spec.PlacementGroupSelector != nil {
 		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonNotSupported,

@@ -43,7 +43,16 @@ type fakeResolver struct {
 	mu        sync.Mutex
 	noSubnets bool
 	deleted   []string
+	// reservedOff turns the ReservedCapacity gate off; reservations are what reservations resolve to.
+	reservedOff  bool
+	reservations []awsv1.CapacityReservation
 }
+
+func (f *fakeResolver) ResolveCapacityReservations(context.Context, *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error) {
+	return f.reservations, nil
+}
+
+func (f *fakeResolver) ReservedCapacityEnabled() bool { return !f.reservedOff }
 
 func (f *fakeResolver) ResolveSubnets(_ context.Context, _ *awsv1.EC2NodeClass) ([]awsv1.Subnet, error) {
 	f.mu.Lock()
@@ -202,30 +211,50 @@ func TestStatusNoSubnetsMessage(t *testing.T) {
 	})
 }
 
-// TestStatusCapacityReservationsNotSupported: capacity reservations are not implemented (the ReservedCapacity
-// gate is refused), so an EC2NodeClass selecting them says so and is not Ready rather than launching without them.
-func TestStatusCapacityReservationsNotSupported(t *testing.T) {
-	c := start(t, &fakeResolver{})
-	ctx := context.Background()
-	obj := test.EC2NodeClass("reserved", "demo").Obj()
-	obj.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-	if err := c.Create(ctx, obj); err != nil {
-		t.Fatal(err)
+// TestStatusCapacityReservations: the reservations capacityReservationSelectorTerms select are in the status;
+// with the ReservedCapacity gate off the status holds none and the condition says the terms are ignored, while
+// the node class stays Ready for on-demand and spot.
+func TestStatusCapacityReservations(t *testing.T) {
+	end := metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	resolved := []awsv1.CapacityReservation{{ID: "cr-0123456789abcdef0", AvailabilityZone: "us-west-2a", InstanceType: "m5.large",
+		InstanceMatchCriteria: "targeted", OwnerID: "123456789012", ReservationType: awsv1.CapacityReservationTypeCapacityBlock,
+		State: awsv1.CapacityReservationStateActive, EndTime: &end}}
+	for _, tc := range []struct {
+		name   string
+		off    bool
+		want   []awsv1.CapacityReservation
+		reason string
+	}{
+		{name: "gate on", want: resolved, reason: karpv1.ReasonReady},
+		{name: "gate off", off: true, reason: status.ReasonReservedCapacityDisabled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, &fakeResolver{reservedOff: tc.off, reservations: resolved})
+			ctx := context.Background()
+			obj := test.EC2NodeClass("reserved", "demo").Obj()
+			obj.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, func() string {
+				nc := &awsv1.EC2NodeClass{}
+				if err := c.Get(ctx, client.ObjectKey{Name: "reserved"}, nc); err != nil {
+					return err.Error()
+				}
+				cr := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
+				if cr == nil || cr.Status != metav1.ConditionTrue || cr.Reason != tc.reason {
+					return "CapacityReservationsReady not True/" + tc.reason + ": " + cmp.Diff(nil, nc.Status.Conditions)
+				}
+				if d := cmp.Diff(tc.want, nc.Status.CapacityReservations); d != "" {
+					return "capacityReservations (-want +got):\n" + d
+				}
+				if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionTrue {
+					return "Ready is not True"
+				}
+				return ""
+			})
+		})
 	}
-	eventually(t, func() string {
-		nc := &awsv1.EC2NodeClass{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "reserved"}, nc); err != nil {
-			return err.Error()
-		}
-		cr := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeCapacityReservationsReady)
-		if cr == nil || cr.Status != metav1.ConditionFalse || cr.Reason != status.ReasonNotSupported {
-			return "CapacityReservationsReady not False/NotSupported: " + cmp.Diff(nil, nc.Status.Conditions)
-		}
-		if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionFalse {
-			return "Ready is not False"
-		}
-		return ""
-	})
 }
 
 // TestStatusUnappliedLaunchFieldsNotSupported: v1.14 launch fields that Dovetail admits but does not apply yet make

@@ -80,7 +80,7 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	resources[ResourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
-	c.export(np, resources)
+	c.export(np, resources, claims.Items)
 	if np.Status.Nodes != nil && *np.Status.Nodes == nodes && equality.Semantic.DeepEqual(np.Status.Resources, resources) {
 		return reconcile.Result{}, nil
 	}
@@ -112,10 +112,24 @@ func (c *Controller) deleteClaims(ctx context.Context, pool string, claims []kar
 	return errors.Join(errs...)
 }
 
-func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList) {
+// export sets the NodePool's usage and limit gauges and the allocatable gauge of each of its registered
+// NodeClaims (draining ones included: their instances still run and cost).
+func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, claims []karpv1.NodeClaim) {
 	m := c.deps.Metrics
 	m.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
 	m.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
+	m.NodesAllocatable.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
+	for i := range claims {
+		nc := &claims[i]
+		if nc.Status.NodeName == "" {
+			continue
+		}
+		l := nc.Labels
+		for name, q := range nc.Status.Allocatable {
+			m.NodesAllocatable.WithLabelValues(nc.Status.NodeName, np.Name, string(name), l[corev1.LabelInstanceTypeStable],
+				l[karpv1.CapacityTypeLabelKey], l[corev1.LabelTopologyZone], l[corev1.LabelArchStable]).Set(q.AsApproximateFloat64())
+		}
+	}
 	for name, q := range usage {
 		m.NodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 	}
@@ -127,6 +141,7 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList) {
 func (c *Controller) forget(pool string) {
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
+	c.deps.Metrics.NodesAllocatable.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 }
 
 // Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly

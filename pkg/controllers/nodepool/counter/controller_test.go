@@ -24,6 +24,17 @@ func withCapacity(nc *karpv1.NodeClaim, cpu, mem string) *karpv1.NodeClaim {
 	return nc
 }
 
+// registered gives nc a Node name, allocatable resources and the offering labels a launch sets.
+func registered(nc *karpv1.NodeClaim, node, instanceType, capacityType, zone string) *karpv1.NodeClaim {
+	nc.Status.NodeName = node
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourcePods: resource.MustParse("29")}
+	nc.Labels[corev1.LabelInstanceTypeStable] = instanceType
+	nc.Labels[karpv1.CapacityTypeLabelKey] = capacityType
+	nc.Labels[corev1.LabelTopologyZone] = zone
+	nc.Labels[corev1.LabelArchStable] = "amd64"
+	return nc
+}
+
 func TestCounter(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
@@ -32,7 +43,8 @@ func TestCounter(t *testing.T) {
 	}
 	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).WithObjects(
 		test.NodePool("web").Limit(corev1.ResourceCPU, "100").Obj(),
-		withCapacity(test.NodeClaim("web-a", "web").Finalizer(karpv1.TerminationFinalizer).Obj(), "2", "4Gi"),
+		registered(withCapacity(test.NodeClaim("web-a", "web").Finalizer(karpv1.TerminationFinalizer).Obj(), "2", "4Gi"),
+			"ip-10-0-0-1", "m5.large", "spot", "us-west-2a"),
 		withCapacity(test.NodeClaim("web-b", "web").Finalizer(karpv1.TerminationFinalizer).Obj(), "4", "8Gi"),
 		// Not launched yet: counts as a node without capacity.
 		test.NodeClaim("web-c", "web").Finalizer(karpv1.TerminationFinalizer).Obj(),
@@ -64,6 +76,13 @@ func TestCounter(t *testing.T) {
 	if v := testutil.ToFloat64(m.NodePoolLimit.WithLabelValues("web", "cpu")); v != 100 {
 		t.Errorf("limit cpu = %v", v)
 	}
+	// Only the registered NodeClaim has a node series: one per allocatable resource, with its offering's labels.
+	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 2 {
+		t.Errorf("karpenter_nodes_allocatable series = %d, want 2 (cpu and pods of web-a)", n)
+	}
+	if v := testutil.ToFloat64(m.NodesAllocatable.WithLabelValues("ip-10-0-0-1", "web", "cpu", "m5.large", "spot", "us-west-2a", "amd64")); v != 1.93 {
+		t.Errorf("allocatable cpu of ip-10-0-0-1 = %v, want 1.93", v)
+	}
 
 	// Deleting the NodePool deletes its NodeClaims (only its own) and drops its metrics.
 	if err := kube.Delete(ctx, np); err != nil {
@@ -85,5 +104,8 @@ func TestCounter(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.NodePoolUsage); n != 0 {
 		t.Errorf("usage series left after deletion: %d", n)
+	}
+	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 0 {
+		t.Errorf("node series left after deletion: %d", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 )
@@ -85,6 +86,9 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	case cloudprovider.CapacityTypeReserved:
+		if r.Choices[0].ReservationType == string(awsv1.CapacityReservationTypeCapacityBlock) {
+			in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+		}
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{
 			AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized,
 			CapacityReservationOptions: &ec2types.CapacityReservationOptionsRequest{

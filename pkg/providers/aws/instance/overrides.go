@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,6 +27,9 @@ type Choice struct {
 	CapacityType  string
 	Price         float64
 	ReservationID string
+	// ReservationType is default or capacity-block for a reserved choice.
+	ReservationType string
+	Interruptible   bool
 }
 
 // SelectInput is what SelectOverrides chooses from.
@@ -51,9 +55,12 @@ var capacityTypePreference = []string{cloudprovider.CapacityTypeReserved, cloudp
 
 // offeringKeys are the labels that vary per offering rather than per instance type.
 var offeringKeys = map[string]bool{
-	corev1.LabelTopologyZone:    true,
-	awsv1.LabelTopologyZoneID:   true,
-	karpv1.CapacityTypeLabelKey: true,
+	corev1.LabelTopologyZone:                    true,
+	awsv1.LabelTopologyZoneID:                   true,
+	karpv1.CapacityTypeLabelKey:                 true,
+	awsv1.LabelCapacityReservationID:            true,
+	awsv1.LabelCapacityReservationType:          true,
+	awsv1.LabelCapacityReservationInterruptible: true,
 }
 
 // instanceKeys are the well-known labels an instance type is judged on; requirements on other keys (NodePool
@@ -129,12 +136,16 @@ func SelectOverrides(in SelectInput) (string, []Choice, error) {
 				awsv1.LabelTopologyZoneID:   s.ZoneID,
 				karpv1.CapacityTypeLabelKey: o.CapacityType,
 			}
+			for k, v := range OfferingReservationLabels(o) {
+				labels[k] = v
+			}
 			if !requirements.Matches(in.Requirements, labels, func(k string) bool { return offeringKeys[k] }) {
 				continue
 			}
 			byCapacityType[o.CapacityType] = append(byCapacityType[o.CapacityType], Choice{
 				InstanceType: it.Name, Zone: o.Zone, ZoneID: s.ZoneID, SubnetID: s.ID,
 				CapacityType: o.CapacityType, Price: o.Price, ReservationID: o.ReservationID,
+				ReservationType: o.ReservationType, Interruptible: o.Interruptible,
 			})
 		}
 	}
@@ -217,4 +228,25 @@ func cheapest(choices []Choice, max int, minValues map[string]int, labels map[st
 		return a.Zone < b.Zone
 	})
 	return out
+}
+
+// OfferingReservationLabels are the capacity reservation labels of a reserved offering (none for others):
+// karpenter.k8s.aws/capacity-reservation-id, -type and -interruptible.
+func OfferingReservationLabels(o cloudprovider.Offering) map[string]string {
+	if o.ReservationID == "" {
+		return nil
+	}
+	return ReservationLabels(o.ReservationID, o.ReservationType, o.Interruptible)
+}
+
+// ReservationLabels are the labels of a node in a capacity reservation.
+func ReservationLabels(id, reservationType string, interruptible bool) map[string]string {
+	if reservationType == "" {
+		reservationType = string(awsv1.CapacityReservationTypeDefault)
+	}
+	return map[string]string{
+		awsv1.LabelCapacityReservationID:            id,
+		awsv1.LabelCapacityReservationType:          reservationType,
+		awsv1.LabelCapacityReservationInterruptible: strconv.FormatBool(interruptible),
+	}
 }

@@ -36,6 +36,8 @@ type Instance struct {
 	PrivateDNSName   string
 	SecurityGroupIDs []string
 	Tags             map[string]string
+	// CapacityReservationID is the reservation the instance runs in, if any.
+	CapacityReservationID string
 }
 
 // ProviderID returns aws:///<zone>/<id>.
@@ -189,10 +191,14 @@ func (p *Provider) Launch(ctx context.Context, r FleetRequest) (*Instance, error
 	} else {
 		maps.Copy(instTags, r.InstanceTags)
 	}
-	return &Instance{
+	inst := &Instance{
 		ID: res.id, Type: it, Zone: zone, SubnetID: o.subnetID,
 		CapacityType: capacityType(fi.Lifecycle, r.CapacityType), State: "pending", Tags: instTags,
-	}, nil
+	}
+	if inst.CapacityType == cloudprovider.CapacityTypeReserved {
+		inst.CapacityReservationID = c.ReservationID
+	}
+	return inst, nil
 }
 
 // createFleet makes one (possibly merged) CreateFleet call and records what its errors say about offerings
@@ -489,6 +495,7 @@ func convert(i ec2types.Instance) *Instance {
 		inst.CapacityType = cloudprovider.CapacityTypeSpot
 	case i.CapacityReservationId != nil:
 		inst.CapacityType = cloudprovider.CapacityTypeReserved
+		inst.CapacityReservationID = aws.ToString(i.CapacityReservationId)
 	}
 	for _, g := range i.SecurityGroups {
 		inst.SecurityGroupIDs = append(inst.SecurityGroupIDs, aws.ToString(g.GroupId))

@@ -36,6 +36,10 @@ type Spec struct {
 	UserData         string
 	SecurityGroupIDs []string
 	InstanceProfile  string
+	// CapacityReservationID targets the instances at one capacity reservation; CapacityBlock says it is a
+	// Capacity Block (launched with the capacity-block market type).
+	CapacityReservationID string
+	CapacityBlock         bool
 }
 
 // Name returns the launch template name for a spec: a hash of its content and the cluster identity.
@@ -47,8 +51,11 @@ func Name(cluster tags.Cluster, s Spec) (string, error) {
 		BDM                                        []*awsv1.BlockDeviceMapping
 		Metadata                                   *awsv1.MetadataOptions
 		Monitoring, PublicIP                       *bool
+		Reservation                                string `json:",omitempty"`
+		Block                                      bool   `json:",omitempty"`
 	}{cluster.UID, nc.Name, s.ImageID, s.UserData, s.InstanceProfile, s.SecurityGroupIDs,
-		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress})
+		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress,
+		s.CapacityReservationID, s.CapacityBlock})
 	if err != nil {
 		return "", fmt.Errorf("hashing launch template spec: %w", err)
 	}
@@ -112,6 +119,14 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
 		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions),
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
+	}
+	if s.CapacityReservationID != "" {
+		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(s.CapacityReservationID)},
+		}
+		if s.CapacityBlock {
+			d.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
 	}
 	for _, b := range BlockDeviceMappings(nc) {
 		m := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: b.DeviceName}

@@ -1,0 +1,53 @@
+package aws_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+)
+
+// TestNameConflicts: two clusters named alike in one account each see the other (by its UID) through its
+// instance and launch template, and nothing of their own; a cluster alone sees no conflict.
+func TestNameConflicts(t *testing.T) {
+	w := newWorld(t)
+	a := w.provider(t, "uid-a")
+	a.resolvedNodeClass(t)
+	ctx := context.Background()
+	if _, err := a.Create(ctx, claim("a-1", "m5.large")); err != nil {
+		t.Fatalf("Create(a): %v", err)
+	}
+	if got, err := a.NameConflicts(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("a alone: NameConflicts = %+v, %v; want none", got, err)
+	}
+
+	b := w.provider(t, "uid-b")
+	b.resolvedNodeClass(t)
+	cb, err := b.Create(ctx, claim("b-1", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create(b): %v", err)
+	}
+	idB, _ := instance.ParseProviderID(cb.Status.ProviderID)
+	lts, err := b.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.NameConflicts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ClusterUID != "uid-b" {
+		t.Fatalf("a: NameConflicts = %+v, want one conflict with uid-b", got)
+	}
+	res := strings.Join(got[0].Resources, ",")
+	if !strings.Contains(res, idB) || !strings.Contains(res, "lt-") || len(got[0].Resources) != 2 {
+		t.Errorf("a: conflict resources = %v, want b's instance %s and its launch template (of %d templates in the account)", got[0].Resources, idB, len(lts.LaunchTemplates))
+	}
+	got, err = b.NameConflicts(ctx)
+	if err != nil || len(got) != 1 || got[0].ClusterUID != "uid-a" {
+		t.Errorf("b: NameConflicts = %+v, %v; want one conflict with uid-a", got, err)
+	}
+}

@@ -1,0 +1,101 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
+)
+
+// UpPair starts two stacks that share one AWS simulator, so one simulated account: a's stack runs the
+// simulator, which also serves b's cluster (each instance's Node goes to the cluster whose API server its user
+// data names), and b's controller calls a's simulator. Give both the same ClusterName to model two clusters
+// sharing a name, and distinct state folders and port bases (ports are used from PortBase to PortBase+89).
+// Callers should Down both stacks (b first) even when UpPair fails; a nil stack was not started.
+func UpPair(ctx context.Context, a, b Options) (*Stack, *Stack, error) {
+	if a.PortBase == b.PortBase || a.StateDir == b.StateDir {
+		return nil, nil, fmt.Errorf("the two stacks need their own port bases and state folders")
+	}
+	// b's control plane first: the simulator connects to its API server when it starts.
+	sb := &Stack{Options: b, RepoRoot: RepoRoot()}
+	if err := sb.ClusterUp(ctx); err != nil {
+		return nil, sb, fmt.Errorf("starting the second control plane: %w", err)
+	}
+	a.SimulatorFlags = append(append([]string(nil), a.SimulatorFlags...),
+		"--other-cluster-kubeconfig="+filepath.Join(b.StateDir, "cluster", "kubeconfig"))
+	sa, err := Up(ctx, a)
+	if err != nil {
+		return sa, sb, fmt.Errorf("starting the first stack: %w", err)
+	}
+	b.SharedSimulator = sa.AWSEndpoint
+	sb, err = Up(ctx, b)
+	if err != nil {
+		return sa, sb, fmt.Errorf("starting the second stack: %w", err)
+	}
+	return sa, sb, nil
+}
+
+// CallLog returns the simulator's record of mutating EC2 and IAM calls (GET /_awssim/calls).
+func (s *Stack) CallLog(ctx context.Context) (awssim.CallLog, error) {
+	var out awssim.CallLog
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.AWSEndpoint+"/_awssim/calls", nil)
+	if err != nil {
+		return out, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("reading the simulator's call log: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("reading the simulator's call log: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("decoding the simulator's call log: %w", err)
+	}
+	return out, nil
+}
+
+// ClusterUID returns the cluster's identity: the UID of its kube-system namespace.
+func (s *Stack) ClusterUID(ctx context.Context) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace: %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// Metric returns the value of an unlabelled metric (gauge or counter) from the controller's /metrics endpoint
+// (port PortBase+88, see hack/stack-common.sh); ok is false when the controller does not export it.
+func (s *Stack) Metric(ctx context.Context, name string) (value float64, ok bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.PortBase+88), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("scraping the controller's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false, fmt.Errorf("scraping the controller's metrics: %w", err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, found := strings.CutPrefix(line, name+" "); found {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil, err
+		}
+	}
+	return 0, false, nil
+}
