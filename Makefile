@@ -91,6 +91,10 @@ test-chaos: control-plane build ## Kill the controller at random moments during 
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
+.PHONY: test-faults
+test-faults: control-plane build ## AWS and API fault scenarios at full size: EC2 throttled 2 min during a 300-pod scale-out, 2 of 3 zones out of capacity, kube-apiserver down 30 s.
+	DOVETAIL_E2E_FAULTS=full KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 60m -v -run 'TestThrottledScaleOut|TestCapacityInTwoZones|TestAPIServerRestart' ./test/e2e/
+
 .PHONY: test-twocluster
 test-twocluster: control-plane build ## Two clusters with one CLUSTER_NAME on one simulated account: neither touches the other's resources (also part of test-e2e).
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 15m -v -run TestTwoClustersOneName ./test/e2e/twocluster/

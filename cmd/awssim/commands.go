@@ -63,6 +63,7 @@ func newFaultCommand(c *client) *cobra.Command {
 	}
 	throttle.Flags().Float64Var(&tf.Rate, "rate", 0, "fraction of calls throttled, 0..1")
 	throttle.Flags().StringSliceVar(&tf.Actions, "actions", nil, "only these actions (e.g. CreateFleet,DescribeInstances); default all")
+	throttle.Flags().StringSliceVar(&tf.Services, "services", nil, "only calls to these services (ec2, iam, ssm, pricing, sqs, eks, events; STS counts as iam); default all")
 
 	latency := &cobra.Command{
 		Use:   "latency DURATION",

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/dovetail/dovetail/pkg/controllers/capacitybuffer"
 	clusteridentity "github.com/dovetail/dovetail/pkg/controllers/cluster/identity"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
@@ -78,6 +79,13 @@ func New(d deps.Deps) []Named {
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.
 		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureCapacityBuffer) {
+		// CapacityBuffers: resolves buffers into virtual pods the provisioner keeps room for.
+		all = append(all, Named{capacitybuffer.Name, capacitybuffer.NewController(d)})
+	} else {
+		// Buffers are ignored: says so once if any exist.
+		all = append(all, Named{capacitybuffer.Name + ".disabled", capacitybuffer.NewDisabledNotice(d)})
 	}
 	return all
 }

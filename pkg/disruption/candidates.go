@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 )
 
 // mirrorPodAnnotation marks a static pod's mirror in the API server.
@@ -67,6 +68,9 @@ func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.P
 		}
 	}
 	for _, p := range c.reschedulablePods() {
+		if capacitybuffer.IsVirtual(p) {
+			continue // a buffer's room is no workload a PodDisruptionBudget protects
+		}
 		if pdb := blockingPDB(p, pdbs); pdb != nil {
 			return stay(StayPDB, "pod %s/%s is covered by PodDisruptionBudget %s/%s, which allows no disruption now",
 				p.Namespace, p.Name, pdb.Namespace, pdb.Name)

@@ -20,6 +20,8 @@ type cloudProviderOptions struct {
 	Clock      clock.Clock
 	// OnThrottle is called for every throttled AWS call attempt.
 	OnThrottle func(service, operation string)
+	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
+	LaunchNotices *cloudprovider.LaunchNotices
 }
 
 // newCloudProvider builds the AWS cloud provider (pkg/providers/aws). The SDK configuration (AWS_REGION,
@@ -28,11 +30,12 @@ type cloudProviderOptions struct {
 // LEAD: this is the one place where the provider is wired; keep it in sync with aws.Options.
 func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovider.CloudProvider, error) {
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
-		Settings:   o.Settings,
-		ClusterUID: o.ClusterUID,
-		KubeClient: o.Reader,
-		Clock:      o.Clock,
-		OnThrottle: o.OnThrottle,
+		Settings:      o.Settings,
+		ClusterUID:    o.ClusterUID,
+		KubeClient:    o.Reader,
+		Clock:         o.Clock,
+		OnThrottle:    o.OnThrottle,
+		LaunchNotices: o.LaunchNotices,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

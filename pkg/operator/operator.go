@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
@@ -26,6 +27,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
@@ -40,6 +42,10 @@ import (
 
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "dovetail-leader-election"
+
+// launchNoticeTTL is how long a NodeClaim the provisioner created counts as a launch on its way to the cloud
+// provider's launch window (which waits for such launches four seconds at most).
+const launchNoticeTTL = time.Minute
 
 // DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
 const DefaultNamespace = "kube-system"
@@ -84,7 +90,7 @@ func NewLogger(level string, w io.Writer) logr.Logger {
 // NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1, karpenter.sh/v1alpha1 and karpenter.k8s.aws/v1 types.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
 		}
@@ -193,10 +199,11 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	clk := clock.RealClock{}
+	notices := cloudprovider.NewLaunchNotices(clk, launchNoticeTTL)
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}})
+		}, LaunchNotices: notices})
 	if err != nil {
 		return deps.Deps{}, err
 	}
@@ -217,9 +224,16 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		}
 		served = overlay.Wrap(cp, overlays)
 	}
+	var buffers *deps.Buffers
+	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
+		buffers = deps.NewBuffers()
+	}
 	return deps.Deps{
 		NameConflicts:     conflicts,
+		Buffers:           buffers,
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		LaunchNotices:     notices,
 		KubeClient:        kube,
 		CloudProvider:     metrics.Instrument(served, m),
 		Overlays:          overlays,

@@ -33,7 +33,7 @@ func FeatureGates() []FeatureGate {
 		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Implemented: true},
 		{Name: FeatureNodeOverlay, Implemented: true},
 		{Name: FeatureStaticCapacity, Implemented: true},
-		{Name: FeatureCapacityBuffer},
+		{Name: FeatureCapacityBuffer, Implemented: true},
 	}
 }
 

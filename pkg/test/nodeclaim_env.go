@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
@@ -49,7 +50,7 @@ func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) 
 	t.Helper()
 	// Controller logs are dropped: tests assert on objects, events and metrics.
 	ctrllog.SetLogger(logr.Discard())
-	scheme, err := NewScheme(karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme)
+	scheme, err := NewScheme(karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}

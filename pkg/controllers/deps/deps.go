@@ -18,6 +18,9 @@ import (
 type Deps struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server directly, for the few decisions that must not trust a cache that
+	// may lag behind (under load the informers were seen half a minute behind). Nil: Client is used.
+	APIReader client.Reader
 	// KubeClient is a typed clientset, for subresources such as pods/eviction.
 	KubeClient kubernetes.Interface
 	// CloudProvider launches and terminates instances.
@@ -41,4 +44,10 @@ type Deps struct {
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans
+	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
+	// gate is off.
+	Buffers *Buffers
+	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait
+	// for their launches and merge them (nil: nothing is noted).
+	LaunchNotices *cloudprovider.LaunchNotices
 }

@@ -171,3 +171,36 @@ func TestNoDrainWhenPodsDoNotFit(t *testing.T) {
 		t.Error("command not abandoned after ValidationTimeout")
 	}
 }
+
+// TestNodeClaimUpdatedBeforeRecordingDoesNotStopTheCommand: the candidate NodeClaim is updated by someone else
+// (here a test annotation; in the field a status write of another controller) after the pass read the cluster and
+// before it records the command on it. "recording disruption on nodeclaim …: the object has been modified" was
+// seen in the field: the record is a merge patch of one annotation, which needs no lock, so the pass records the
+// command, launches the replacement and returns no error, and the concurrent update stays.
+func TestNodeClaimUpdatedBeforeRecordingDoesNotStopTheCommand(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	i := &test.Interferer{Raw: e.Env.Client, Match: func(o client.Object) bool { _, ok := o.(*karpv1.NodeClaim); return ok && o.GetName() == "old" }}
+	d := e.Deps
+	d.Client = i.Client(e.Client)
+	if err := disruption.NewController(d).Reconcile(ctx); err != nil {
+		t.Fatalf("pass failed: %v", err)
+	}
+	if hit, what := i.Interfered(); !hit {
+		t.Fatal("nothing of the candidate's was written: the test does not test anything")
+	} else {
+		t.Logf("interfered with %s", what)
+	}
+	replacementOf(t, e)
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Errorf("no command recorded on nodeclaim old: annotations %v", old.Annotations)
+	}
+	if old.Annotations[test.InterferedAnnotation] != "true" {
+		t.Errorf("recording the command undid the concurrent update: annotations %v", old.Annotations)
+	}
+}

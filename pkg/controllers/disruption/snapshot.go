@@ -29,8 +29,9 @@ import (
 func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
-	for i := range v.Pods {
-		p := &v.Pods[i]
+	pods := withBufferRoom(d.Buffers, v)
+	for i := range pods {
+		p := &pods[i]
 		if provisioning.IsProvisionable(p) {
 			pending = append(pending, p)
 		}
@@ -105,7 +106,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
-	in, err := provisioning.ClusterInput(ctx, d, nil, v.Pods, v.Claims, append(moving, pending...))
+	in, err := provisioning.ClusterInput(ctx, d, nil, pods, v.Claims, append(moving, pending...))
 	if err != nil {
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}
@@ -130,4 +131,29 @@ func activeCommands(v *View) map[string]bool {
 		}
 	}
 	return out
+}
+
+// withBufferRoom returns the view's pods plus the virtual pods of CapacityBuffers bound where the provisioner's
+// last pass keeps their room (see deps.Buffers): consolidation then treats buffer room as needed, so a node
+// holding it is not empty, and removing it must leave (or replace) room for its buffer pods like for real ones.
+func withBufferRoom(b *deps.Buffers, v *View) []corev1.Pod {
+	if b == nil {
+		return v.Pods
+	}
+	var extra []corev1.Pod
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		node := nc.Status.NodeName
+		if node == "" || v.Nodes[node] == nil {
+			continue
+		}
+		for _, p := range append(b.Room(node), b.Room(nc.Name)...) {
+			p.Spec.NodeName = node
+			extra = append(extra, *p)
+		}
+	}
+	if len(extra) == 0 {
+		return v.Pods
+	}
+	return append(append([]corev1.Pod(nil), v.Pods...), extra...)
 }

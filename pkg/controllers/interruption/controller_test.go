@@ -254,6 +254,8 @@ func TestStateChangeRebalanceMalformedAndInvalidPolicy(t *testing.T) {
 		msg("running", test.StateChangeEvent("i-b", "running")),
 		msg("rebalance", test.RebalanceEvent("i-c")),
 		msg("bad", `{"detail-type":`),
+		// Over SQS's 1 MiB: a spot warning for i-d padded past the limit is not read, let alone acted on.
+		msg("huge", test.SpotInterruptionEvent("i-d")+strings.Repeat(" ", interruption.MaxBodyBytes)),
 		msg("spot", test.SpotInterruptionEvent("i-d")),
 	)
 	for name, deleting := range map[string]bool{"a": true, "b": false, "c": false, "d": true} {
@@ -261,7 +263,7 @@ func TestStateChangeRebalanceMalformedAndInvalidPolicy(t *testing.T) {
 			t.Errorf("nodeclaim %s deleting = %v, want %v", name, got, deleting)
 		}
 	}
-	if diff := cmp.Diff([]string{"stopping", "running", "rebalance", "bad", "spot"}, f.queue.deleted); diff != "" {
+	if diff := cmp.Diff([]string{"stopping", "running", "rebalance", "bad", "huge", "spot"}, f.queue.deleted); diff != "" {
 		t.Errorf("deleted messages (-want +got):\n%s", diff)
 	}
 	events := f.events()
@@ -274,8 +276,8 @@ func TestStateChangeRebalanceMalformedAndInvalidPolicy(t *testing.T) {
 			t.Errorf("events %q lack %q", events, want)
 		}
 	}
-	if got := testutil.ToFloat64(f.m.InterruptionReceivedMessages.WithLabelValues("malformed")); got != 1 {
-		t.Errorf("received malformed = %v, want 1", got)
+	if got := testutil.ToFloat64(f.m.InterruptionReceivedMessages.WithLabelValues("malformed")); got != 2 {
+		t.Errorf("received malformed = %v, want 2 (the bad and the oversized message)", got)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
@@ -132,6 +134,26 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("building %s trigger: %w", Name, err)
 	}
+	if c.deps.Buffers != nil {
+		// A CapacityBuffer resolved, resized or gone (and every buffer's periodic resolution) starts a pass, and
+		// so does a pod bound to a node: it may have taken a buffer's room, which the pass launches again.
+		c.deps.Buffers.OnChange(c.batcher.Trigger)
+		inf, err := m.GetCache().GetInformer(context.Background(), &corev1.Pod{})
+		if err != nil {
+			return fmt.Errorf("getting the pod informer for capacity buffers: %w", err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj interface{}) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			// Only while some buffer holds room: a scale-out's stream of bindings must not keep resetting the
+			// batch window when there is no buffer to re-provision.
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" && c.deps.Buffers.Any() {
+				c.batcher.Trigger()
+			}
+		}}); err != nil {
+			return fmt.Errorf("watching pod bindings for capacity buffers: %w", err)
+		}
+	}
 	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for c.batcher.Wait(ctx) {
@@ -161,28 +183,68 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
-	in, err := c.snapshot(ctx, len(c.surplusSince) > 0)
+	// The virtual pods of CapacityBuffers (none when the gate is off): placed after the real pods, on the room
+	// those leave, so a buffer never delays a real pod.
+	virtual := c.deps.Buffers.Pods()
+	in, err := c.snapshot(ctx, len(c.surplusSince) > 0 || len(virtual) > 0)
 	if err != nil {
 		return err
 	}
 	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
-	if len(in.Pods) == 0 {
+	if len(in.Pods) == 0 && len(virtual) == 0 {
 		c.recordUnschedulable(solver.Plan{})
 		c.plans.SetPlanned(nil)
 		c.plans.ForgetNominatedExcept(nil)
+		c.deps.Buffers.SetRoom(nil)
 		c.releaseSurplus(ctx, logger, in, solver.Plan{})
 		return nil
 	}
 	start := c.deps.Clock.Now()
-	plan := c.solver.Solve(ctx, in)
+	plan := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}}
+	if len(in.Pods) > 0 {
+		plan = c.solver.Solve(ctx, in)
+	}
+	var buffers solver.Plan
+	if len(virtual) > 0 {
+		rest := afterPlan(in, plan)
+		rest.Pods = virtual
+		buffers = c.solver.Solve(ctx, rest)
+	}
 	c.deps.Metrics.SchedulingDuration.WithLabelValues(Name).Observe(c.deps.Clock.Since(start).Seconds())
 	logger.V(1).Info("computed plan", "pods", len(in.Pods), "new-nodeclaims", len(plan.NewNodeClaims),
-		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable))
-	return c.apply(ctx, logger, in, plan)
+		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable),
+		"buffer-pods", len(virtual), "buffer-new-nodeclaims", len(buffers.NewNodeClaims), "buffer-unplaced", len(buffers.Unschedulable))
+	if len(virtual) > 0 {
+		c.deps.Buffers.SetRoom(bufferRoom(in, virtual, buffers))
+		if err := c.updateBufferStatus(ctx, bufferPlacements(virtual, buffers)); err != nil {
+			deps.LogError(ctx, err, "updating capacitybuffer status")
+		}
+		for key, reason := range buffers.Unschedulable {
+			logger.V(1).Info("buffer pod cannot be provisioned for", "pod", key, "reason", reason)
+		}
+	} else {
+		c.deps.Buffers.SetRoom(nil)
+	}
+	return c.apply(ctx, logger, in, plan, buffers)
 }
 
-func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) error {
+// apply creates the NodeClaims of both plans and tells the real pods where they go. buffers is the plan of the
+// CapacityBuffers' virtual pods: its NodeClaims are created too, and its placements keep in-flight NodeClaims
+// from counting as surplus, but virtual pods get no events or nominations (they are no API objects).
+func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan, buffers solver.Plan) error {
+	if len(buffers.NewNodeClaims) > 0 || len(buffers.Existing) > 0 {
+		merged := plan
+		merged.NewNodeClaims = append(append([]solver.NewNodeClaim(nil), plan.NewNodeClaims...), buffers.NewNodeClaims...)
+		merged.Existing = map[string]string{}
+		for k, v := range plan.Existing {
+			merged.Existing[k] = v
+		}
+		for k, v := range buffers.Existing {
+			merged.Existing[k] = v
+		}
+		plan = merged
+	}
 	pods := map[string]*corev1.Pod{}
 	for _, p := range in.Pods {
 		pods[solver.PodKey(p)] = p
@@ -198,6 +260,11 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
 		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
 		createErrs[i] = c.deps.Client.Create(ctx, built[i])
+		if createErrs[i] == nil {
+			// Its launch is on its way: the cloud provider's launch window waits for it (bounded), so the
+			// NodeClaims of a pass share CreateFleet calls however far apart their launches start.
+			c.deps.LaunchNotices.Expect(built[i].Name)
+		}
 	})
 	for i, nn := range plan.NewNodeClaims {
 		nc := built[i]
@@ -209,9 +276,10 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		c.created[nc.Name] = createdClaim{nodeClaim: nc.DeepCopy(), at: c.deps.Clock.Now()}
 		c.createdMu.Unlock()
 		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
-		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(nn.Pods),
-			"instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
-		for _, p := range nn.Pods {
+		real, virtual := splitVirtual(nn.Pods)
+		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(real),
+			"buffer-pods", len(virtual), "instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
+		for _, p := range real {
 			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
 			planned[nc.Name] = append(planned[nc.Name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 		}
@@ -238,6 +306,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	}
 	c.announced = announced
 	errs = append(errs, c.nominate(ctx, in, plan, planned))
+	// plan.Existing holds the virtual pods' placements too: nominate only looks up the real pods of in.Pods.
 	c.releaseSurplus(ctx, logger, in, plan)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying plan: %w", err)
@@ -258,6 +327,18 @@ func boundMeanwhile(err error) bool {
 		}
 	}
 	return false
+}
+
+// splitVirtual separates real pods from the virtual pods of CapacityBuffers.
+func splitVirtual(pods []*corev1.Pod) (real, virtual []*corev1.Pod) {
+	for _, p := range pods {
+		if capacitybuffer.IsVirtual(p) {
+			virtual = append(virtual, p)
+		} else {
+			real = append(real, p)
+		}
+	}
+	return real, virtual
 }
 
 // registered reports whether a NodeClaim's node has joined (status.nodeName is set).

@@ -52,6 +52,9 @@ type Options struct {
 	// LaunchBatch is the window in which identical launches are merged into one CreateFleet call (nil:
 	// instance.DefaultBatchWindow). Its clock is its own (default: the real clock), not Clock.
 	LaunchBatch *instance.BatchWindow
+	// LaunchNotices, when set, are the launches the provisioner announced: the launch window waits for those
+	// still on their way (unless LaunchBatch sets its own Waiting), and Create notes each arrival.
+	LaunchNotices *cloudprovider.LaunchNotices
 }
 
 // CloudProvider is the AWS implementation of cloudprovider.CloudProvider. It also resolves EC2NodeClasses for
@@ -70,6 +73,7 @@ type CloudProvider struct {
 	clusterInfo   *clusterInfoSource
 	// reservations counts the room left in capacity reservations between DescribeCapacityReservations calls.
 	reservations *capacityreservation.Tracker
+	notices      *cloudprovider.LaunchNotices
 	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
 	overlay cloudprovider.InstanceTypeOverlay
 }
@@ -118,6 +122,9 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	if opts.LaunchBatch != nil {
 		window = *opts.LaunchBatch
 	}
+	if window.Waiting == nil && opts.LaunchNotices != nil {
+		window.Waiting = opts.LaunchNotices.Waiting
+	}
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
@@ -133,6 +140,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
 		reservations:  capacityreservation.NewTracker(),
+		notices:       opts.LaunchNotices,
 		clusterInfo: &clusterInfoSource{
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,

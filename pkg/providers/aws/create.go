@@ -25,7 +25,11 @@ import (
 
 // Create launches an instance for the NodeClaim: it selects offerings, makes sure the launch templates exist,
 // calls CreateFleet and returns the NodeClaim with providerID, imageID, capacity, allocatable and labels set.
+// An instance already launched for the NodeClaim (found by its tag) is returned instead, unless ctx says this
+// is the NodeClaim's first launch (cloudprovider.WithFirstLaunch), which spares a DescribeInstances call.
 func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	// However Create ends, the launch is no longer on its way to the launch window.
+	defer p.notices.Arrived(nodeClaim.Name)
 	nc, err := p.nodeClass(ctx, nodeClaim.Spec.NodeClassRef)
 	if err != nil {
 		return nil, err
@@ -43,11 +47,14 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 			return nil, cloudprovider.NewNodeClassNotReadyError(err)
 		}
 	}
-	if existing, err := p.instances.FindByNodeClaim(ctx, nodeClaim.Name); err != nil {
-		return nil, err
-	} else if existing != nil {
+	// On a first launch there is nothing to adopt: no process launched for this NodeClaim before.
+	if !cloudprovider.IsFirstLaunch(ctx) {
+		existing, err := p.instances.FindByNodeClaim(ctx, nodeClaim.Name)
+		if err != nil {
+			return nil, err
+		}
 		for _, it := range its {
-			if it.Name == existing.Type {
+			if existing != nil && it.Name == existing.Type {
 				log.FromContext(ctx).Info("adopting the instance already launched for this NodeClaim", "nodeclaim", nodeClaim.Name, "instance-id", existing.ID)
 				return p.launchedNodeClaim(nodeClaim, nc, it, existing, existing.ImageID), nil
 			}
@@ -142,6 +149,7 @@ func (p *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 			NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
 		})
 		shared, own := splitInstanceTags(all, nodeClaim.Name)
+		p.notices.Arrived(nodeClaim.Name)
 		launched, err = p.instances.Launch(ctx, instance.FleetRequest{
 			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType, Tags: shared, InstanceTags: own,
 			Prioritized: priceOverlaid(choices, byName),

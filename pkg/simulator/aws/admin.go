@@ -3,6 +3,7 @@ package awssim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -38,6 +39,14 @@ type State struct {
 	Faults    Faults         `json:"faults"`
 	// Calls counts the API calls answered since start, by action (throttled ones included).
 	Calls map[string]int `json:"calls"`
+	// ServiceCalls counts the same calls by service family: ec2, iam, ssm, pricing, sqs, eks, events, sts.
+	ServiceCalls map[string]int `json:"serviceCalls"`
+	// CapacityRefusals counts, by pool "type/zone/capacity-type", the launch requests an injected capacity fault
+	// refused (one per CreateFleet override or RunInstances call that named the pool).
+	CapacityRefusals map[string]int `json:"capacityRefusals"`
+	// InstancesByNodeClaim counts, for each NodeClaim, the instances that ever carried its karpenter.sh/nodeclaim
+	// tag (at launch or tagged later), terminated ones included: more than one means it was launched twice.
+	InstancesByNodeClaim map[string]int `json:"instancesByNodeClaim"`
 }
 
 // AccountInfo summarises one account.
@@ -89,6 +98,14 @@ func (s *Simulator) Snapshot() State {
 	st.Calls = make(map[string]int, len(s.calls))
 	for k, v := range s.calls {
 		st.Calls[k] = v
+	}
+	st.ServiceCalls = maps.Clone(s.serviceCalls)
+	st.CapacityRefusals = maps.Clone(s.capacityRefusals)
+	if len(s.nodeClaimInstances) > 0 {
+		st.InstancesByNodeClaim = make(map[string]int, len(s.nodeClaimInstances))
+		for nc, ids := range s.nodeClaimInstances {
+			st.InstancesByNodeClaim[nc] = len(ids)
+		}
 	}
 	now := s.clock.Now()
 	for _, key := range sortedKeys(s.accounts) {
@@ -436,6 +453,11 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 func validateFaults(f Faults) error {
 	if f.Throttle.Rate < 0 || f.Throttle.Rate > 1 {
 		return fmt.Errorf("throttle rate %v must be between 0 and 1", f.Throttle.Rate)
+	}
+	for _, svc := range f.Throttle.Services {
+		if _, ok := throttleCodes[svc]; !ok {
+			return fmt.Errorf("throttle service %q is not one of ec2, iam, ssm, pricing, sqs, eks, events", svc)
+		}
 	}
 	for _, cf := range f.Capacity {
 		if cf.Available < 0 {

@@ -250,6 +250,7 @@ func fleetInput(lt string, capType ec2types.DefaultTargetCapacityType, overrides
 		OnDemandOptions:             &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{
 			{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")},
+			{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("default-abcde")},
 			{Key: aws.String("kubernetes.io/cluster/dovetail"), Value: aws.String("owned")}}}},
 	}
 }
@@ -305,6 +306,26 @@ func TestCreateFleetPicksCheapestAndHonoursICE(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"InsufficientInstanceCapacity " + pools[0].typ + " " + pools[0].zone}, ice); d != "" {
 		t.Errorf("fleet errors (-want +got):\n%s", d)
+	}
+	// The state counts the refusal per pool and the calls per service.
+	st := e.sim.Snapshot()
+	if d := cmp.Diff(map[string]int{pools[0].typ + "/" + pools[0].zone + "/spot": 1}, st.CapacityRefusals); d != "" {
+		t.Errorf("capacity refusals (-want +got):\n%s", d)
+	}
+	// One instance launched so far, tagged for NodeClaim default-abcde by fleetInput.
+	if d := cmp.Diff(map[string]int{"default-abcde": 1}, st.InstancesByNodeClaim); d != "" {
+		t.Errorf("launches by nodeclaim (-want +got):\n%s", d)
+	}
+	total := 0
+	for _, n := range st.Calls {
+		total += n
+	}
+	byService := 0
+	for _, n := range st.ServiceCalls {
+		byService += n
+	}
+	if byService != total || st.ServiceCalls["ec2"] < st.Calls["CreateFleet"]+st.Calls["CreateLaunchTemplate"] || total == 0 {
+		t.Errorf("calls by service %v do not add up to the calls by action %v", st.ServiceCalls, st.Calls)
 	}
 
 	// All pools faulted: 200 with only errors.
@@ -490,6 +511,17 @@ func TestThrottlingIsRetryable(t *testing.T) {
 	e.sim.ClearFaults()
 	if _, err := e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
 		t.Errorf("after clear: %v", err)
+	}
+	// A fault limited to services throttles only theirs.
+	e.sim.SetFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ssm"}}})
+	if _, err := e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
+		t.Errorf("EC2 call throttled by an SSM-only fault: %v", err)
+	}
+	e.sim.SetFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ec2"}}})
+	_, err = e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})
+	assertCode(t, err, "RequestLimitExceeded")
+	if err := validateFaults(Faults{Throttle: ThrottleFault{Rate: 1, Services: []string{"ec3"}}}); err == nil || !strings.Contains(err.Error(), `"ec3"`) {
+		t.Errorf("unknown service: error %v, want one naming it", err)
 	}
 }
 

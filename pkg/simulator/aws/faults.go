@@ -31,6 +31,9 @@ type ThrottleFault struct {
 	Rate float64 `json:"rate"`
 	// Actions limits throttling to these actions (e.g. CreateFleet, DescribeInstances); empty means all.
 	Actions []string `json:"actions,omitempty"`
+	// Services limits throttling to calls of these service families (ec2, iam, ssm, pricing, sqs, eks, events;
+	// STS counts as iam); empty means all. With Actions too, a call must match both.
+	Services []string `json:"services,omitempty"`
 }
 
 // NoNodeFault keeps matching instances from ever getting a Node: they launch and run, but their kubelet never
@@ -48,6 +51,25 @@ type NoNodeFault struct {
 
 // NodePoolTagKey is the instance tag naming the NodePool of a NodeClaim's instance.
 const NodePoolTagKey = "karpenter.sh/nodepool"
+
+// NodeClaimTagKey is the instance tag naming the NodeClaim an instance was launched for.
+const NodeClaimTagKey = "karpenter.sh/nodeclaim"
+
+// noteNodeClaimTagLocked records that the instance carries the NodeClaim tag of tags (at launch, or added later:
+// a fleet launched for several NodeClaims is tagged per NodeClaim afterwards). Called with s.mu held.
+func (s *Simulator) noteNodeClaimTagLocked(id string, tags tagSet) {
+	nc, ok := tags[NodeClaimTagKey]
+	if !ok {
+		return
+	}
+	if s.nodeClaimInstances == nil {
+		s.nodeClaimInstances = map[string]map[string]bool{}
+	}
+	if s.nodeClaimInstances[nc] == nil {
+		s.nodeClaimInstances[nc] = map[string]bool{}
+	}
+	s.nodeClaimInstances[nc][id] = true
+}
 
 func (f NoNodeFault) matches(tags tagSet) bool {
 	if f.NodePool != "" && f.NodePool != "*" {
@@ -114,6 +136,15 @@ func (f *Faults) takeCapacity(typ, zone, capType string) string {
 	return ""
 }
 
+// countRefusalLocked records that an injected capacity fault refused the pool in one launch request. Called with
+// s.mu held.
+func (s *Simulator) countRefusalLocked(typ, zone, capType string) {
+	if s.capacityRefusals == nil {
+		s.capacityRefusals = map[string]int{}
+	}
+	s.capacityRefusals[typ+"/"+zone+"/"+capType]++
+}
+
 // withholdNodeLocked reports whether a NoNode fault holds back the Node of an instance that just started
 // running, and uses up one of the fault's count. Called with s.mu held.
 func (s *Simulator) withholdNodeLocked(tags tagSet) bool {
@@ -152,10 +183,14 @@ func (s *Simulator) applyFaults(r *http.Request, service, action string) *apiErr
 		s.calls = map[string]int{}
 	}
 	s.calls[action]++
+	if s.serviceCalls == nil {
+		s.serviceCalls = map[string]int{}
+	}
+	s.serviceCalls[service]++
 	latency := time.Duration(s.faults.Latency)
 	th := s.faults.Throttle
 	throttle := false
-	if th.Rate > 0 && (len(th.Actions) == 0 || contains(th.Actions, action)) {
+	if th.Rate > 0 && (len(th.Actions) == 0 || contains(th.Actions, action)) && (len(th.Services) == 0 || contains(th.Services, service)) {
 		throttle = s.rng.Float64() < th.Rate
 	}
 	s.mu.Unlock()

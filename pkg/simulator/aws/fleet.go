@@ -125,6 +125,7 @@ func (s *Simulator) createFleet(_ *http.Request, a *account, p params) ([]*el, *
 			}
 			if c.crID == "" || c.crOpen {
 				if code := s.faults.takeCapacity(c.typeName, c.zone, capType); code != "" {
+					s.countRefusalLocked(c.typeName, c.zone, capType)
 					c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 					break
 				}
@@ -317,7 +318,9 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 			}
 		}
 	}
-	if code := s.faults.capacityFault(c.typeName, c.zone, map[bool]string{true: "spot", false: "on-demand"}[c.spot]); code != "" && (c.crID == "" || c.crOpen) {
+	capType := map[bool]string{true: "spot", false: "on-demand"}[c.spot]
+	if code := s.faults.capacityFault(c.typeName, c.zone, capType); code != "" && (c.crID == "" || c.crOpen) {
+		s.countRefusalLocked(c.typeName, c.zone, capType)
 		c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 		return
 	}
@@ -369,6 +372,7 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		a.reservationByID(c.crID).Available--
 	}
 	a.instances[inst.ID] = inst
+	s.noteNodeClaimTagLocked(inst.ID, inst.Tags)
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.capacityType(), "capacity-reservation-id", inst.CapacityReservationID, "ip", inst.PrivateIP)
 	return inst, nil

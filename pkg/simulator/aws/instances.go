@@ -306,9 +306,12 @@ func (s *Simulator) changeTags(a *account, p params, apply func(tagSet, Tag)) ([
 		}
 		sets = append(sets, ts)
 	}
-	for _, ts := range sets {
+	for n, ts := range sets {
 		for _, t := range tags {
 			apply(ts, t)
+		}
+		if strings.HasPrefix(ids[n], "i-") {
+			s.noteNodeClaimTagLocked(ids[n], ts)
 		}
 	}
 	return []*el{B("return", true)}, nil

@@ -98,6 +98,15 @@ type Simulator struct {
 	faults   faults
 	// calls counts API calls by action since start (CreateFleet, DescribeInstances, ...).
 	calls map[string]int
+	// serviceCalls counts API calls by service family (ec2, iam, ssm, pricing, sqs, eks, events, sts).
+	serviceCalls map[string]int
+	// capacityRefusals counts, by pool "type/zone/capacity-type", the launch requests (CreateFleet overrides,
+	// RunInstances) an injected capacity fault refused: how often a client retried an offering it was told is
+	// out of capacity.
+	capacityRefusals map[string]int
+	// nodeClaimInstances holds, for each NodeClaim, the instances that ever carried its karpenter.sh/nodeclaim tag,
+	// whatever became of them: more than one is a NodeClaim launched twice.
+	nodeClaimInstances map[string]map[string]bool
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -117,5 +118,87 @@ func TestGarbageCollectionLeavesTerminatingInstancesAlone(t *testing.T) {
 	}
 	if len(rec.Events) != 0 {
 		t.Errorf("events: %v", <-rec.Events)
+	}
+}
+
+// The cache may lag behind the API server: an instance whose NodeClaim the cache does not show (or shows without
+// its provider ID) is terminated only once the API server confirms that no NodeClaim holds it.
+func TestGarbageCollectionConfirmsWithTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	recorded := cloud.AddInstance(test.NodeClaim("recorded", "default").Obj())
+	cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	relaunched := cloud.AddInstance(test.NodeClaim("relaunched", "default").Obj())
+	leaked := cloud.AddInstance(test.NodeClaim("leaked", "default").Obj())
+	// The cache shows none of them yet.
+	cached := clientfake.NewClientBuilder().WithScheme(scheme).Build()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		launched("recorded", recorded),
+		test.NodeClaim("recording", "default").Obj(),
+		launched("relaunched", "fake:///test-zone-a/i-other"),
+	).Build()
+	c := NewController(deps.Deps{Client: cached, APIReader: api, CloudProvider: cloud, Clock: clk,
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	clk.Step(LeakGracePeriod + time.Second)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	want := []string{relaunched, leaked}
+	sort.Strings(want)
+	got := cloud.Deleted()
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+}
+
+// An instance launched for a NodeClaim whose status does not name it yet (the launch's status write failed, e.g.
+// while the API server was down) is that NodeClaim's launch, not a leak: it is kept past the grace period, so the
+// lifecycle controller adopts it instead of launching again. Once the NodeClaim names another instance, it is a
+// duplicate and collected.
+func TestGarbageCollectionSparesALaunchNotYetRecorded(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(clk)
+	unrecorded := cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	leaked := cloud.AddInstance(test.NodeClaim("nobody", "default").Obj())
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodeClaim{}).
+		WithObjects(test.NodeClaim("recording", "default").Obj()).Build()
+	c := NewController(deps.Deps{Client: kube, CloudProvider: cloud, Clock: clk, Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+
+	clk.Step(10 * LeakGracePeriod)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances (-want +got):\n%s", diff)
+	}
+
+	// The NodeClaim records another instance: the unrecorded one is a duplicate now.
+	other := cloud.AddInstance(test.NodeClaim("recording", "default").Obj())
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "recording"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID = other
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(LeakGracePeriod)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatalf("second Reconcile: %v", err)
+	}
+	if diff := cmp.Diff([]string{leaked, unrecorded}, cloud.Deleted()); diff != "" {
+		t.Errorf("terminated instances once the nodeclaim names another (-want +got):\n%s", diff)
 	}
 }

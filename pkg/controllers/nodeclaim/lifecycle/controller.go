@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,8 @@ type Controller struct {
 	deps deps.Deps
 	// launches remembers, by NodeClaim name, launches this controller made that its cache may not show yet.
 	launches *launchMemo
+	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
+	started atomic.Pointer[time.Time]
 }
 
 // maxConcurrentReconciles is how many NodeClaims the controller works on at once.
@@ -46,6 +49,14 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d, launch
 
 // Register adds the controller to the manager: it watches NodeClaims and the Nodes that match them.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	// Runs with the controller, once this replica leads.
+	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		c.Started(c.deps.Clock.Now())
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding %s start marker: %w", Name, err)
+	}
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).

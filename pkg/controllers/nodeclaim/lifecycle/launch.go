@@ -40,13 +40,18 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		if c.deps.Clock.Since(recordedAt) < maxCacheLag {
 			return reconcile.Result{RequeueAfter: cacheLagRequeue}, true, nil
 		}
-		// The cache never showed the recorded launch (someone rewrote the status?): launch as if new, which
-		// adopts the instance if it is still there.
-		c.launches.forget(nc.Name)
+		// The cache never showed the recorded launch (someone rewrote the status?): launch again, which adopts
+		// the instance if it is still there (the NodeClaim stays marked as tried, so the look-up happens).
+		c.launches.dropResult(nc.Name)
 	}
 	created, err := prior, error(nil)
 	if created == nil {
-		created, err = c.deps.CloudProvider.Create(ctx, nc)
+		cctx := ctx
+		if c.firstLaunch(nc) {
+			cctx = cloudprovider.WithFirstLaunch(ctx)
+		}
+		c.launches.tried(nc)
+		created, err = c.deps.CloudProvider.Create(cctx, nc)
 	}
 	switch {
 	case err == nil:
@@ -119,6 +124,26 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	return reconcile.Result{}, false, nil
 }
 
+// firstLaunchMargin is how long after this controller started a NodeClaim must have been created for its
+// launch to count as a first launch: it covers the creation timestamp's truncation to the second and clock
+// skew between the API server and this process.
+const firstLaunchMargin = 10 * time.Second
+
+// Started records when this controller began running launches. The manager runs it once this replica leads;
+// tests call it directly.
+func (c *Controller) Started(at time.Time) { c.started.Store(&at) }
+
+// firstLaunch reports whether no instance can have been launched for nc yet, so the cloud provider may skip
+// looking for one: this process never tried to launch it, and it was created after this controller started
+// leading (a NodeClaim created before may have been launched by a process that crashed before recording it).
+func (c *Controller) firstLaunch(nc *karpv1.NodeClaim) bool {
+	started := c.started.Load()
+	if started == nil || c.launches.wasTried(nc) {
+		return false
+	}
+	return nc.CreationTimestamp.Time.After(started.Add(firstLaunchMargin))
+}
+
 // cacheLagRequeue is when a pass that found its recorded launch missing from the cache looks again, should
 // the cache's update event not come first.
 const cacheLagRequeue = 5 * time.Second
@@ -131,6 +156,9 @@ const maxCacheLag = time.Minute
 type launchMemo struct {
 	mu sync.Mutex
 	m  map[string]launchEntry
+	// attempts holds the NodeClaims (name to UID) this process asked the cloud provider to launch, until they
+	// are launched or gone: a second attempt must look for an instance the first may have launched.
+	attempts map[string]types.UID
 }
 
 type launchEntry struct {
@@ -140,7 +168,29 @@ type launchEntry struct {
 	recorded time.Time
 }
 
-func newLaunchMemo() *launchMemo { return &launchMemo{m: map[string]launchEntry{}} }
+func newLaunchMemo() *launchMemo {
+	return &launchMemo{m: map[string]launchEntry{}, attempts: map[string]types.UID{}}
+}
+
+func (l *launchMemo) tried(nc *karpv1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts[nc.Name] = nc.UID
+}
+
+func (l *launchMemo) wasTried(nc *karpv1.NodeClaim) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	uid, ok := l.attempts[nc.Name]
+	return ok && uid == nc.UID
+}
+
+// dropResult forgets the launch result kept for the NodeClaim but not that a launch was tried.
+func (l *launchMemo) dropResult(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, name)
+}
 
 // get returns the launch made for nc not yet recorded, if any, or when its status write succeeded.
 func (l *launchMemo) get(nc *karpv1.NodeClaim) (*karpv1.NodeClaim, time.Time) {
@@ -173,6 +223,7 @@ func (l *launchMemo) forget(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.m, name)
+	delete(l.attempts, name)
 }
 
 // equalStatus compares statuses ignoring condition timestamps set by SetStatusCondition.

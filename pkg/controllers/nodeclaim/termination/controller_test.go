@@ -57,6 +57,7 @@ type fixture struct {
 	metrics  *metrics.Metrics
 	ctrl     *termination.Controller
 	suffix   string
+	clock    *clocktesting.FakeClock
 }
 
 var serial atomic.Int64
@@ -64,7 +65,7 @@ var serial atomic.Int64
 func newFixture(t *testing.T) *fixture {
 	clk := clocktesting.NewFakeClock(time.Now())
 	f := &fixture{t: t, ctx: context.Background(), cloud: fake.New(clk), recorder: record.NewFakeRecorder(1000), metrics: metrics.NewForTest(),
-		suffix: fmt.Sprintf("-%d", serial.Add(1))}
+		suffix: fmt.Sprintf("-%d", serial.Add(1)), clock: clk}
 	f.ctrl = termination.NewController(deps.Deps{Client: env.Client, CloudProvider: f.cloud, Clock: clk, Recorder: f.recorder, Metrics: f.metrics})
 	return f
 }

@@ -25,12 +25,15 @@ type BatchWindow struct {
 	Size int
 	// Clock times the window (default: the real clock).
 	Clock clock.Clock
+	// Waiting, when set, returns how many launches are known to be on their way (NodeClaims created and not
+	// yet launched): while it is above zero the window stays open past Idle, until Max.
+	Waiting func() int
 }
 
-// DefaultBatchWindow is the window the provider uses unless told otherwise: a scale-out's NodeClaims reach
-// the launch step within a few tens of milliseconds of each other, and a second at most keeps the first
-// NodeClaim of a batch from waiting long.
-var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: time.Second, Size: 500}
+// DefaultBatchWindow is the window the provider uses unless told otherwise: identical launches arriving less
+// than 100 ms apart share a call, and while launches are known to be on their way (Waiting) the window waits
+// for them, four seconds at most, which keeps the first NodeClaim of a batch from waiting long.
+var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: 4 * time.Second, Size: 500}
 
 // launchRequest is one NodeClaim's wait for an instance of a merged fleet.
 type launchRequest struct {
@@ -136,15 +139,24 @@ func (b *batcher) collect(ctx context.Context, key string, fb *fleetBatch) {
 		if sealed {
 			break
 		}
-		end := last.Add(b.window.Idle)
-		if m := start.Add(b.window.Max); m.Before(end) {
-			end = m
-		}
-		wait := end.Sub(clk.Now())
-		if wait <= 0 {
+		now := clk.Now()
+		maxEnd := start.Add(b.window.Max)
+		if !now.Before(maxEnd) {
 			break
 		}
-		t := clk.NewTimer(wait)
+		end := last.Add(b.window.Idle)
+		if !now.Before(end) {
+			// Idle, but launches known to be on their way may still join: look again after another idle
+			// period (until Max).
+			if b.window.Waiting == nil || b.window.Waiting() == 0 {
+				break
+			}
+			end = now.Add(b.window.Idle)
+		}
+		if maxEnd.Before(end) {
+			end = maxEnd
+		}
+		t := clk.NewTimer(end.Sub(now))
 		select {
 		case <-t.C():
 		case <-fb.arrived:

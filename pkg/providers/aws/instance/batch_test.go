@@ -144,6 +144,71 @@ func TestBatcherClosesAtMaxWhileRequestsKeepArriving(t *testing.T) {
 	}
 }
 
+// While launches are known to be on their way the window outlives its idle period: it closes once they have
+// arrived and it is idle, or at Max when they never come.
+func TestBatcherWaitsForLaunchesOnTheirWay(t *testing.T) {
+	for _, arrives := range []bool{true, false} {
+		t.Run(fmt.Sprintf("arrives=%v", arrives), func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+			f := &fakeFleet{limit: 100}
+			var mu sync.Mutex
+			waiting := 1
+			b := newBatcher(BatchWindow{Idle: 100 * time.Millisecond, Max: time.Second, Size: 100, Clock: clk,
+				Waiting: func() int { mu.Lock(); defer mu.Unlock(); return waiting }}, f.call)
+			var wg sync.WaitGroup
+			launch := func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if r := b.launch(context.Background(), fleetInput("a", 1), fleetInput("a", 1), FleetRequest{}); r.instance == nil {
+						t.Errorf("no instance: %+v", r)
+					}
+				}()
+			}
+			launch()
+			waitFor(t, func() bool { return b.pending() == 1 && clk.HasWaiters() })
+			// Idle, but one launch is still on its way: no call yet.
+			clk.Step(150 * time.Millisecond)
+			waitFor(t, clk.HasWaiters)
+			if got := f.calledSnapshot(); len(got) != 0 {
+				t.Fatalf("the window closed on idle while a launch was on its way: calls %v", got)
+			}
+			if arrives {
+				mu.Lock()
+				waiting = 0
+				mu.Unlock()
+				launch()
+				waitFor(t, func() bool { return b.pending() == 2 })
+				clk.Step(150 * time.Millisecond)
+				waitFor(t, func() bool { return len(f.calledSnapshot()) == 1 })
+				wg.Wait()
+				if d := cmp.Diff([]int32{2}, f.calledSnapshot()); d != "" {
+					t.Errorf("CreateFleet capacities (-want +got):\n%s", d)
+				}
+				return
+			}
+			// It never comes: the window closes at Max (1 s after it opened), not before.
+			elapsed := 150 * time.Millisecond
+			for len(f.calledSnapshot()) == 0 {
+				waitFor(t, func() bool { return clk.HasWaiters() || len(f.calledSnapshot()) > 0 })
+				if len(f.calledSnapshot()) > 0 {
+					break
+				}
+				clk.Step(100 * time.Millisecond)
+				elapsed += 100 * time.Millisecond
+				waitFor(t, func() bool { return clk.HasWaiters() || len(f.calledSnapshot()) > 0 })
+			}
+			wg.Wait()
+			if elapsed < time.Second {
+				t.Errorf("the window closed %v after it opened, before Max (1s)", elapsed)
+			}
+			if d := cmp.Diff([]int32{1}, f.calledSnapshot()); d != "" {
+				t.Errorf("CreateFleet capacities (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
 func TestBatcherSendsALoneRequestWithItsOwnInput(t *testing.T) {
 	var got *ec2.CreateFleetInput
 	b := newBatcher(BatchWindow{Size: 1}, func(_ context.Context, in *ec2.CreateFleetInput, _ []*launchRequest) (*ec2.CreateFleetOutput, error) {
