@@ -25,6 +25,7 @@ import (
 	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 )
 
 // kube is the API server client shared by the tests of this package. TestMain owns the server; tests only
@@ -52,7 +53,7 @@ func runWithEnv(m *testing.M) (int, error) {
 		}
 	}
 	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return 0, fmt.Errorf("building scheme: %w", err)
 		}

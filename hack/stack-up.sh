@@ -18,7 +18,7 @@ $kubectl apply --server-side -f "$repo_root/config/crd" >/dev/null
 # Poll rather than `kubectl wait`: that fails outright when it reads a CRD before the API server has written any
 # status condition on it.
 crd_deadline=$(( $(date +%s) + 60 ))
-for crd in nodepools.karpenter.sh nodeclaims.karpenter.sh ec2nodeclasses.karpenter.k8s.aws capacitybuffers.autoscaling.x-k8s.io; do
+for crd in nodepools.karpenter.sh nodeclaims.karpenter.sh nodeoverlays.karpenter.sh ec2nodeclasses.karpenter.k8s.aws capacitybuffers.autoscaling.x-k8s.io; do
   until [ "$($kubectl get crd "$crd" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]; do
     if [ "$(date +%s)" -ge "$crd_deadline" ]; then log "CRD $crd not established after 60 s"; exit 1; fi
     sleep 0.2

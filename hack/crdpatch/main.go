@@ -231,6 +231,27 @@ func patchNodeClaim(root map[string]interface{}) error {
 	return nodeClaimSpecPatches(spec, "spec", true)
 }
 
+// patchNodeOverlay adds the label-domain rules of NodeOverlay requirement keys. As in Karpenter v1.14, an overlay
+// may select on karpenter.sh/nodepool and on any kubernetes.io or k8s.io key (it only reads labels); the
+// karpenter.sh domain (but capacity-type and nodepool), kubernetes.io/hostname and the karpenter.k8s.aws domain
+// (but its well-known labels) are refused.
+func patchNodeOverlay(root map[string]interface{}) error {
+	key, err := at(root, "spec", "requirements", "[]", "key")
+	if err != nil {
+		return err
+	}
+	where := "spec.requirements[].key"
+	var rules []rule
+	for _, r := range labelKeyRules("self", where, true) {
+		if strings.Contains(r.Message, `"kubernetes.io"`) || strings.Contains(r.Message, `"k8s.io"`) {
+			continue
+		}
+		rules = append(rules, r)
+	}
+	key["x-kubernetes-validations"] = rulesValue(rules)
+	return nil
+}
+
 // schemaOf returns a structural schema for a Go type of the upstream KubeletConfiguration: scalars, lists and maps
 // are typed; nested structs are objects whose fields are kept as given (the kubelet validates them).
 func schemaOf(t reflect.Type) map[string]interface{} {
@@ -357,6 +378,7 @@ func main() {
 		{"karpenter.sh_nodepools.yaml", patchNodePool},
 		{"karpenter.sh_nodeclaims.yaml", patchNodeClaim},
 		{"karpenter.k8s.aws_ec2nodeclasses.yaml", patchEC2NodeClass},
+		{"karpenter.sh_nodeoverlays.yaml", patchNodeOverlay},
 	}
 	for _, p := range patches {
 		if err := patchFile(filepath.Join(dir, p.file), p.patch); err != nil {

@@ -34,3 +34,31 @@ type CloudProvider interface {
 	// Name names the provider, e.g. "aws".
 	Name() string
 }
+
+// Wrapper is implemented by cloud providers that decorate another one (metrics, NodeOverlays).
+type Wrapper interface {
+	Unwrap() CloudProvider
+}
+
+// Find returns the first provider in the chain cp, cp.Unwrap(), ... that is a T.
+func Find[T any](cp CloudProvider) (T, bool) {
+	for cp != nil {
+		if t, ok := cp.(T); ok {
+			return t, true
+		}
+		w, ok := cp.(Wrapper)
+		if !ok {
+			break
+		}
+		cp = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// InstanceTypeOverlay rewrites instance types as the cluster's NodeOverlays say, for a NodePool whose nodes carry
+// poolLabels (its template labels and karpenter.sh/nodepool). A provider given one (SetInstanceTypeOverlay)
+// launches with the overlaid prices and capacities.
+type InstanceTypeOverlay interface {
+	OverlayInstanceTypes(poolLabels map[string]string, its []*InstanceType) ([]*InstanceType, error)
+}

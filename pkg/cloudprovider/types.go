@@ -29,6 +29,9 @@ type InstanceType struct {
 	Overhead Overhead
 	// Offerings are the (zone, capacity type) pairs the type is sold in, with prices and availability.
 	Offerings []Offering
+	// CapacityOverlays names, for each resource a NodeOverlay added to Capacity, the overlay that added it
+	// (nil when no overlay applies).
+	CapacityOverlays map[corev1.ResourceName]string
 }
 
 // Overhead is the capacity a Node holds back from pods.
@@ -85,4 +88,8 @@ type Offering struct {
 	Interruptible bool
 	// ReservationCapacity is how many more instances the reservation takes (reserved offerings only).
 	ReservationCapacity int
+	// PriceOverlay names the NodeOverlay that set Price ("" when Price is the cloud's); CloudPrice is then the
+	// cloud's price before the overlay.
+	PriceOverlay string
+	CloudPrice   float64
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeoverlay"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
@@ -64,6 +65,8 @@ func New(d deps.Deps) []Named {
 		{interruption.Name, interruption.NewController(d)},
 		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
 		{clusteridentity.Name, clusteridentity.NewController(d)},
+		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
+		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.

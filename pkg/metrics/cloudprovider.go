@@ -52,6 +52,9 @@ func Instrument(cp cloudprovider.CloudProvider, m *Metrics) *InstrumentedCloudPr
 	return &InstrumentedCloudProvider{CloudProvider: cp, m: m, now: time.Now}
 }
 
+// Unwrap returns the wrapped provider.
+func (p *InstrumentedCloudProvider) Unwrap() cloudprovider.CloudProvider { return p.CloudProvider }
+
 func (p *InstrumentedCloudProvider) observe(ctx context.Context, method string, start time.Time, err error) {
 	ctrl, prov := controllerFrom(ctx), p.CloudProvider.Name()
 	p.m.CloudProviderDuration.WithLabelValues(ctrl, method, prov).Observe(p.now().Sub(start).Seconds())

@@ -30,11 +30,13 @@ import (
 	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
+	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -85,10 +87,10 @@ func NewLogger(level string, w io.Writer) logr.Logger {
 	return zap.New(opts...)
 }
 
-// NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1 and karpenter.k8s.aws/v1 types.
+// NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1, karpenter.sh/v1alpha1 and karpenter.k8s.aws/v1 types.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
 		}
@@ -210,6 +212,18 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
+	var overlays *overlay.Store
+	served := cp
+	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
+		// Every GetInstanceTypes caller sees overlaid instance types; the provider's own launch path too.
+		overlays = overlay.NewStore()
+		if o, ok := cp.(interface {
+			SetInstanceTypeOverlay(cloudprovider.InstanceTypeOverlay)
+		}); ok {
+			o.SetInstanceTypeOverlay(overlays)
+		}
+		served = overlay.Wrap(cp, overlays)
+	}
 	var buffers *deps.Buffers
 	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		buffers = deps.NewBuffers()
@@ -221,7 +235,8 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		APIReader:         mgr.GetAPIReader(),
 		LaunchNotices:     notices,
 		KubeClient:        kube,
-		CloudProvider:     metrics.Instrument(cp, m),
+		CloudProvider:     metrics.Instrument(served, m),
+		Overlays:          overlays,
 		Clock:             clk,
 		Recorder:          mgr.GetEventRecorderFor("dovetail"),
 		Settings:          s,

@@ -31,7 +31,7 @@ func FeatureGates() []FeatureGate {
 		{Name: FeatureSpotToSpotConsolidation, Implemented: true},
 		{Name: FeatureNodeRepair, Implemented: true},
 		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Implemented: true},
-		{Name: FeatureNodeOverlay},
+		{Name: FeatureNodeOverlay, Implemented: true},
 		{Name: FeatureStaticCapacity, Implemented: true},
 		{Name: FeatureCapacityBuffer, Implemented: true},
 	}

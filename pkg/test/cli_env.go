@@ -8,6 +8,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 )
 
 // CLIEnv is an API server for testing a dovetailctl command as users run it, through a kubeconfig file.
@@ -21,7 +22,7 @@ type CLIEnv struct {
 // the server in the test's temporary folder.
 func StartCLIEnv(t testing.TB) *CLIEnv {
 	t.Helper()
-	s, err := NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	s, err := NewScheme(karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -49,7 +50,7 @@ func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) 
 	t.Helper()
 	// Controller logs are dropped: tests assert on objects, events and metrics.
 	ctrllog.SetLogger(logr.Discard())
-	scheme, err := NewScheme(karpv1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme)
+	scheme, err := NewScheme(karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}

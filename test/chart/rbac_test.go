@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/operator"
 	"github.com/dovetail/dovetail/pkg/settings"
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
@@ -303,7 +304,7 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 	st, err := settings.Parse([]string{
 		"--cluster-name=dovetail", "--cluster-endpoint=https://127.0.0.1:6443", "--interruption-queue=dovetail",
 		"--batch-idle-duration=100ms", "--batch-max-duration=1s",
-		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true",
+		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true,NodeOverlay=true",
 		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", freePort(t)),
 	}, func(string) string { return "" })
 	if err != nil {
@@ -365,6 +366,18 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 	kube := env.Client
 	mustDo(t, kube.Create(ctx, test.EC2NodeClass("default", "dovetail").Obj()))
 	mustDo(t, kube.Create(ctx, test.NodePool("default").Obj()))
+	// NodeOverlays: the nodeoverlay controller lists them and patches their status.
+	ov := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "discount"},
+		Spec: karpv1alpha1.NodeOverlaySpec{Requirements: []karpv1alpha1.NodeSelectorRequirement{}, PriceAdjustment: ptr.To("-10%")}}
+	mustDo(t, kube.Create(ctx, ov))
+	eventually("the NodeOverlay Ready", func() (bool, string) {
+		got := &karpv1alpha1.NodeOverlay{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(ov), got); err != nil {
+			return false, err.Error()
+		}
+		c := got.GetCondition(karpv1.ConditionTypeReady)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %v", got.Status.Conditions)
+	})
 	mustDo(t, kube.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "ebs.csi.aws.com"}))
 	mustDo(t, kube.Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-data"},
 		Spec: corev1.PersistentVolumeSpec{StorageClassName: "standard", Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},

@@ -49,6 +49,8 @@ type NodeReport struct {
 	// when they do not list it, and then consolidation can only delete the node, never replace it.
 	PricePerHour *float64 `json:"pricePerHour,omitempty"`
 	PriceSource  string   `json:"priceSource,omitempty"`
+	// Overlays are the NodeOverlays that changed the price or capacity of the node's offering.
+	Overlays []string `json:"nodeOverlays,omitempty"`
 	// Decision is what the disruption controller would decide about the node now.
 	Decision *NodeDecision `json:"decision"`
 	// Repair is what node repair would do about the node (FEATURE_GATES NodeRepair).
@@ -124,6 +126,7 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 		if pn := nc.NodePoolName(); v.NodePools[pn] != nil {
 			it, zone, ct := node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelTopologyZone], node.Labels[karpv1.CapacityTypeLabelKey]
 			r.PriceSource = source
+			r.Overlays = overlayNotes(its[pn], it, zone, ct)
 			if p := disruption.OfferingPrice(its[pn], it, zone, ct); p > 0 {
 				r.PricePerHour = &p
 			} else {
@@ -167,6 +170,9 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctr
 		if err != nil {
 			return nil, "", nil, err
 		}
+		if warnings, err = applyClusterOverlays(ctx, c, pools, its, warnings); err != nil {
+			return nil, "", nil, err
+		}
 		return its, "AWS (--from-aws)", append(warnings, skipped...), nil
 	}
 	var nodeClasses []*awsv1.EC2NodeClass
@@ -175,6 +181,9 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctr
 	}
 	its, err := simulate.InstanceTypes(o.Region, o.InstanceTypesFile, pools, nodeClasses)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	if warnings, err = applyClusterOverlays(ctx, c, pools, its, warnings); err != nil {
 		return nil, "", nil, err
 	}
 	source := "the built-in catalog for " + o.Region
@@ -339,6 +348,9 @@ func (r *NodeReport) writeTable(w io.Writer) error {
 		l.printf("  price: $%.4f/h (%s)\n", *r.PricePerHour, r.PriceSource)
 	case r.PriceSource != "":
 		l.printf("  price: unknown to %s: consolidation can only delete the node\n", r.PriceSource)
+	}
+	for _, n := range r.Overlays {
+		l.printf("  %s\n", n)
 	}
 	l.printf("  requests/allocatable: cpu %s/%s, memory %s/%s, pods %s/%s\n", r.Requests["cpu"], r.Allocatable["cpu"],
 		r.Requests["memory"], r.Allocatable["memory"], r.Requests["pods"], r.Allocatable["pods"])

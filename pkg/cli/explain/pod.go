@@ -26,6 +26,8 @@ type PodReport struct {
 	// Warnings are problems reading the cluster or AWS that may make the analysis incomplete.
 	Warnings    []string                `json:"warnings,omitempty"`
 	Explanation *scheduling.Explanation `json:"explanation,omitempty"`
+	// Overlays says, per NodePool, which NodeOverlays changed the price or capacity of its cheapest option.
+	Overlays map[string][]string `json:"nodeOverlays,omitempty"`
 }
 
 // RunPod explains one pod of the cluster c reads, writing the report to w.
@@ -64,7 +66,11 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 		if err != nil {
 			return err
 		}
+		simulate.ApplyOverlays(cl.Overlays, cl.NodePools, its)
 		cl.Snapshot.InstanceTypes, r.Warnings = its, warnings
+	}
+	for _, na := range cl.NotApplied {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("NodeOverlay %s is not applied (%s): %s", na.NodeOverlay, na.Reason, na.Message))
 	}
 	for _, s := range cl.Skipped {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("NodePool %s is left out: %s", s.NodePool, s.Reason))
@@ -74,6 +80,16 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 		return err
 	}
 	r.Explanation = e
+	for _, p := range e.NodePools {
+		if c := p.Cheapest; c != nil {
+			if notes := overlayNotes(cl.Snapshot.InstanceTypes[p.NodePool], c.Name, c.Zone, c.CapacityType); len(notes) > 0 {
+				if r.Overlays == nil {
+					r.Overlays = map[string][]string{}
+				}
+				r.Overlays[p.NodePool] = notes
+			}
+		}
+	}
 	return r.write(o.Output, w)
 }
 
@@ -121,6 +137,9 @@ func (r *PodReport) write(format string, w io.Writer) error {
 			}
 		}
 		l.printf("\nNodePool %s (weight %d, %d instance types): %s\n", p.NodePool, p.Weight, p.InstanceTypes, verdict)
+		for _, n := range r.Overlays[p.NodePool] {
+			l.printf("  %s\n", n)
+		}
 		if !p.Fits {
 			l.printf("  reason: [%s] %s\n", p.Code, p.Reason)
 			if p.Fix != "" {

@@ -17,6 +17,7 @@ import (
 	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 )
 
 // Config loads the kubeconfig at path ("": KUBECONFIG or ~/.kube/config).
@@ -35,7 +36,7 @@ func Config(path string) (*rest.Config, error) {
 // NewClient returns a client for cfg with the core, karpenter.sh and karpenter.k8s.aws types registered.
 func NewClient(cfg *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, karpv1alpha1.AddToScheme, awsv1.AddToScheme, autoscalingv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
 		}

@@ -8,11 +8,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/cli/kube"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/scheduling"
@@ -24,6 +28,7 @@ type clusterState struct {
 	nodePools   []*karpv1.NodePool
 	nodeClasses []*awsv1.EC2NodeClass
 	skipped     []SkippedNodePool
+	overlays    []karpv1alpha1.NodeOverlay
 }
 
 // SkippedNodePool is a NodePool of the cluster that the provisioner does not launch nodes from, and why.
@@ -59,6 +64,10 @@ type Cluster struct {
 	NodeClasses []*awsv1.EC2NodeClass
 	// Skipped are the NodePools left out of the snapshot: static ones and those whose Ready condition is False.
 	Skipped []SkippedNodePool
+	// Overlays are the cluster's NodeOverlays the controller applies (ClusterOverlays); NotApplied those of them
+	// left out (conflict, runtime validation).
+	Overlays   []karpv1alpha1.NodeOverlay
+	NotApplied []NotAppliedOverlay
 }
 
 // ReadCluster builds the snapshot --from-cluster uses (pending pods, nodes with their pods, in-flight NodeClaims,
@@ -73,8 +82,30 @@ func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile
 	if err != nil {
 		return nil, err
 	}
+	notApplied := ApplyOverlays(cs.overlays, cs.nodePools, types)
 	cs.snapshot.InstanceTypes = types
-	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses, Skipped: cs.skipped}, nil
+	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses, Skipped: cs.skipped,
+		Overlays: cs.overlays, NotApplied: notApplied}, nil
+}
+
+// ClusterOverlays returns the cluster's NodeOverlays that the controller applies: all of them but those it reports
+// ignored because the NodeOverlay feature gate is off. A cluster without the NodeOverlay CRD has none.
+func ClusterOverlays(ctx context.Context, c client.Reader) ([]karpv1alpha1.NodeOverlay, error) {
+	var list karpv1alpha1.NodeOverlayList
+	if err := c.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || runtime.IsNotRegisteredError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing nodeoverlays: %w", err)
+	}
+	var out []karpv1alpha1.NodeOverlay
+	for _, o := range list.Items {
+		if c := o.GetCondition(karpv1alpha1.ConditionTypeValidationSucceeded); c != nil && c.Reason == karpv1alpha1.ReasonFeatureGateDisabled {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // InstanceTypes returns each NodePool's instance types the way simulate computes them: those of instanceTypesFile
@@ -160,6 +191,11 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 	for i := range classes.Items {
 		out.nodeClasses = append(out.nodeClasses, &classes.Items[i])
 	}
+	overlays, err := ClusterOverlays(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("--from-cluster: %w", err)
+	}
+	out.overlays = overlays
 	for i := range dss.Items {
 		snap.DaemonSets = append(snap.DaemonSets, &dss.Items[i])
 	}

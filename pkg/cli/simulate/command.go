@@ -9,8 +9,10 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/adapt"
 )
@@ -72,13 +74,14 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	var nodeClasses []*awsv1.EC2NodeClass
 	var pools []*karpv1.NodePool
 	var skipped []SkippedNodePool
+	var overlays []karpv1alpha1.NodeOverlay
 	switch {
 	case o.FromCluster:
 		cs, err := clusterSnapshot(ctx, o.Kubeconfig)
 		if err != nil {
 			return err
 		}
-		snap, pools, nodeClasses, skipped = cs.snapshot, cs.nodePools, cs.nodeClasses, cs.skipped
+		snap, pools, nodeClasses, skipped, overlays = cs.snapshot, cs.nodePools, cs.nodeClasses, cs.skipped, cs.overlays
 	default:
 		if o.PodsFile == "" {
 			return fmt.Errorf("--pods is required (or use --from-cluster)")
@@ -101,12 +104,13 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 		for _, np := range objs.nodePools {
 			snap.NodePools = append(snap.NodePools, adapt.NodePool(np, nil))
 		}
-		pools, nodeClasses = objs.nodePools, objs.nodeClasses
+		pools, nodeClasses, overlays = objs.nodePools, objs.nodeClasses, objs.overlays
 	}
 	types, err := o.instanceTypes(pools, nodeClasses)
 	if err != nil {
 		return err
 	}
+	notApplied := ApplyOverlays(overlays, pools, types)
 	snap.InstanceTypes = types
 	plan, err := scheduling.Solve(ctx, snap, scheduling.Options{})
 	if err != nil {
@@ -114,10 +118,41 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	}
 	r := newReport(snap, plan)
 	r.SkippedNodePools = skipped
+	r.NodeOverlays = notApplied
 	if o.Output == "json" {
 		return r.writeJSON(w)
 	}
 	return r.writeTable(w)
+}
+
+// ApplyOverlays applies the NodeOverlays to each NodePool's instance types in types (in place), as the controller
+// does with the NodeOverlay feature gate on, and returns the overlays not applied with the reason.
+func ApplyOverlays(overlays []karpv1alpha1.NodeOverlay, pools []*karpv1.NodePool, types map[string][]*cloudprovider.InstanceType) []NotAppliedOverlay {
+	if len(overlays) == 0 {
+		return nil
+	}
+	var ps []overlay.Pool
+	for _, np := range pools {
+		ps = append(ps, overlay.Pool{NodePool: np, InstanceTypes: types[np.Name]})
+	}
+	applied, verdicts := overlay.Evaluate(overlays, ps)
+	for _, np := range pools {
+		types[np.Name] = overlay.Apply(applied, overlay.PoolLabels(np), types[np.Name])
+	}
+	var out []NotAppliedOverlay
+	for _, o := range overlays {
+		if v := verdicts[o.Name]; !v.Applied() {
+			out = append(out, NotAppliedOverlay{NodeOverlay: o.Name, Reason: v.Reason, Message: v.Message})
+		}
+	}
+	return out
+}
+
+// NotAppliedOverlay is a NodeOverlay simulate left out, with Karpenter's reason (Conflict, RuntimeValidation).
+type NotAppliedOverlay struct {
+	NodeOverlay string `json:"nodeOverlay"`
+	Reason      string `json:"reason"`
+	Message     string `json:"message"`
 }
 
 // instanceTypes returns the instance types per NodePool: the file's for every pool, or the catalog's computed

@@ -18,6 +18,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 )
 
 // objects are the Kubernetes objects read from the input files.
@@ -29,6 +30,7 @@ type objects struct {
 	scs          []*storagev1.StorageClass
 	nodePools    []*karpv1.NodePool
 	nodeClasses  []*awsv1.EC2NodeClass
+	overlays     []karpv1alpha1.NodeOverlay
 	generatedIDs int
 }
 
@@ -214,10 +216,19 @@ func (o *objects) add(doc labelled) error {
 			return err
 		}
 		o.nodeClasses = append(o.nodeClasses, &nc)
+	case "NodeOverlay":
+		var no karpv1alpha1.NodeOverlay
+		if err := strict(doc, &no); err != nil {
+			return err
+		}
+		if no.Name == "" {
+			return fmt.Errorf("%s: NodeOverlay: metadata.name is required", doc.where)
+		}
+		o.overlays = append(o.overlays, no)
 	case "":
 		return fmt.Errorf("%s: missing kind", doc.where)
 	default:
-		return fmt.Errorf("%s: unsupported kind %q (want Pod, Deployment, StatefulSet, ReplicaSet, Job, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, NodePool or EC2NodeClass)", doc.where, tm.Kind)
+		return fmt.Errorf("%s: unsupported kind %q (want Pod, Deployment, StatefulSet, ReplicaSet, Job, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, NodePool, EC2NodeClass or NodeOverlay)", doc.where, tm.Kind)
 	}
 	return nil
 }

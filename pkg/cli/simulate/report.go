@@ -25,7 +25,9 @@ type report struct {
 	BoundSeconds      float64         `json:"boundSeconds"`
 	// SkippedNodePools are the cluster's NodePools left out (--from-cluster only).
 	SkippedNodePools []SkippedNodePool `json:"skippedNodePools,omitempty"`
-	plan             *scheduling.Plan  `json:"-"`
+	// NodeOverlays are the NodeOverlays of the input that were not applied.
+	NodeOverlays []NotAppliedOverlay `json:"nodeOverlaysNotApplied,omitempty"`
+	plan         *scheduling.Plan    `json:"-"`
 }
 
 type nodeGroup struct {
@@ -137,6 +139,12 @@ func (r *report) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "Skipped NodePools:  %d\n", len(r.SkippedNodePools))
 		for _, p := range r.SkippedNodePools {
 			fmt.Fprintf(w, "  %s: %s\n", p.NodePool, p.Reason)
+		}
+	}
+	if len(r.NodeOverlays) > 0 {
+		fmt.Fprintf(w, "NodeOverlays not applied: %d\n", len(r.NodeOverlays))
+		for _, o := range r.NodeOverlays {
+			fmt.Fprintf(w, "  %s: %s: %s\n", o.NodeOverlay, o.Reason, o.Message)
 		}
 	}
 	fmt.Fprintf(w, "Scheduling step:    %s for %d pods (lower bound: %s more)\n", time.Duration(r.SchedulingSeconds*float64(time.Second)).Round(time.Microsecond), r.Pods,

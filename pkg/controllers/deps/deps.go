@@ -10,6 +10,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -37,6 +38,9 @@ type Deps struct {
 	// NameConflicts finds other clusters using this cluster's name in the account; nil when the cloud provider
 	// cannot tell.
 	NameConflicts cloudprovider.NameConflictDetector
+	// Overlays holds the NodeOverlays the nodeoverlay controller applies; CloudProvider serves instance types
+	// through it. Nil when FEATURE_GATES has NodeOverlay=false.
+	Overlays *overlay.Store
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans

@@ -74,7 +74,14 @@ type CloudProvider struct {
 	// reservations counts the room left in capacity reservations between DescribeCapacityReservations calls.
 	reservations *capacityreservation.Tracker
 	notices      *cloudprovider.LaunchNotices
+	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
+	overlay cloudprovider.InstanceTypeOverlay
 }
+
+// SetInstanceTypeOverlay makes Create launch from overlaid instance types: NodeOverlay prices order the
+// on-demand choices (prioritized allocation) and NodeOverlay capacity appears in the NodeClaim's capacity.
+// Call it before the provider is used.
+func (p *CloudProvider) SetInstanceTypeOverlay(o cloudprovider.InstanceTypeOverlay) { p.overlay = o }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 

@@ -41,6 +41,12 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, err
 	}
+	if p.overlay != nil {
+		// The NodeClaim carries its NodePool's template labels and karpenter.sh/nodepool.
+		if its, err = p.overlay.OverlayInstanceTypes(nodeClaim.Labels, its); err != nil {
+			return nil, cloudprovider.NewNodeClassNotReadyError(err)
+		}
+	}
 	// On a first launch there is nothing to adopt: no process launched for this NodeClaim before.
 	if !cloudprovider.IsFirstLaunch(ctx) {
 		existing, err := p.instances.FindByNodeClaim(ctx, nodeClaim.Name)
@@ -146,6 +152,7 @@ func (p *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 		p.notices.Arrived(nodeClaim.Name)
 		launched, err = p.instances.Launch(ctx, instance.FleetRequest{
 			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType, Tags: shared, InstanceTags: own,
+			Prioritized: priceOverlaid(choices, byName),
 		})
 		if err == nil {
 			break
@@ -184,6 +191,23 @@ func (p *CloudProvider) refreshReservedAvailability(its []*cloudprovider.Instanc
 		}
 	}
 	return out
+}
+
+// priceOverlaid reports whether a NodeOverlay set the price of any chosen offering: the choices are then in the
+// overlaid price order, which CreateFleet must follow rather than the cloud's prices.
+func priceOverlaid(choices []instance.Choice, byName map[string]*cloudprovider.InstanceType) bool {
+	for _, c := range choices {
+		it := byName[c.InstanceType]
+		if it == nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.PriceOverlay != "" && o.Zone == c.Zone && o.CapacityType == c.CapacityType {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // splitInstanceTags separates the tags naming one NodeClaim (karpenter.sh/nodeclaim, and Name while it is the

@@ -12,7 +12,6 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	"github.com/dovetail/dovetail/pkg/metrics"
 )
 
 // InstanceTagger is implemented by cloud providers that can tag an instance once its node is known (the AWS
@@ -26,17 +25,8 @@ const NodeClaimTagKey = karpv1.Group + "/nodeclaim"
 
 // taggerOf finds an InstanceTagger behind the (possibly instrumented) cloud provider.
 func taggerOf(cp cloudprovider.CloudProvider) InstanceTagger {
-	for cp != nil {
-		if t, ok := cp.(InstanceTagger); ok {
-			return t
-		}
-		w, ok := cp.(*metrics.InstrumentedCloudProvider)
-		if !ok {
-			return nil
-		}
-		cp = w.CloudProvider
-	}
-	return nil
+	t, _ := cloudprovider.Find[InstanceTagger](cp)
+	return t
 }
 
 // tag names the instance after its node once the NodeClaim registered, and records it with the

@@ -80,17 +80,8 @@ func NewController(d deps.Deps) *Controller {
 func New(d deps.Deps, r Resolver) *Controller { return &Controller{deps: d, resolver: r} }
 
 func resolverOf(cp cloudprovider.CloudProvider) Resolver {
-	for cp != nil {
-		if r, ok := cp.(Resolver); ok {
-			return r
-		}
-		w, ok := cp.(*metrics.InstrumentedCloudProvider)
-		if !ok {
-			return nil
-		}
-		cp = w.CloudProvider
-	}
-	return nil
+	r, _ := cloudprovider.Find[Resolver](cp)
+	return r
 }
 
 // Register adds the controller to the manager; it watches EC2NodeClasses and the NodeClaims that use them.

@@ -19,6 +19,9 @@ import (
 type FleetRequest struct {
 	CapacityType string
 	Choices      []Choice
+	// Prioritized launches on-demand in the order of Choices (prioritized allocation) instead of at the cloud's
+	// lowest price: set when NodeOverlays changed the prices Choices are sorted by.
+	Prioritized bool
 	// LaunchTemplates maps an instance type to the name of the launch template it launches with.
 	LaunchTemplates map[string]string
 	// Tags go on the instance and its volumes at launch.
@@ -46,7 +49,7 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 			InstanceType: ec2types.InstanceType(c.InstanceType),
 			SubnetId:     aws.String(c.SubnetID),
 		}
-		if r.CapacityType == cloudprovider.CapacityTypeReserved {
+		if r.CapacityType == cloudprovider.CapacityTypeReserved || (r.Prioritized && r.CapacityType == cloudprovider.CapacityTypeOnDemand) {
 			o.Priority = aws.Float64(float64(i))
 		}
 		overrides[lt] = append(overrides[lt], o)
@@ -94,6 +97,9 @@ func FleetInput(r FleetRequest) (*ec2.CreateFleetInput, error) {
 		}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+		if r.Prioritized {
+			in.OnDemandOptions.AllocationStrategy = ec2types.FleetOnDemandAllocationStrategyPrioritized
+		}
 	}
 	return in, nil
 }

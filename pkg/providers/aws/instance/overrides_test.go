@@ -190,6 +190,38 @@ func TestFleetInput(t *testing.T) {
 	}
 }
 
+// TestFleetInputPrioritized: on-demand choices ordered by NodeOverlay prices launch with the prioritized
+// strategy, each override's priority its position; without Prioritized on-demand stays lowest-price.
+func TestFleetInputPrioritized(t *testing.T) {
+	for _, prioritized := range []bool{false, true} {
+		in, err := FleetInput(FleetRequest{
+			CapacityType:    cloudprovider.CapacityTypeOnDemand,
+			Prioritized:     prioritized,
+			Choices:         []Choice{{InstanceType: "m5.large", SubnetID: "subnet-a"}, {InstanceType: "c5.large", SubnetID: "subnet-a"}},
+			LaunchTemplates: map[string]string{"m5.large": "lt", "c5.large": "lt"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantPrio := ec2types.FleetOnDemandAllocationStrategyLowestPrice, []string(nil)
+		if prioritized {
+			want, wantPrio = ec2types.FleetOnDemandAllocationStrategyPrioritized, []string{"m5.large=0", "c5.large=1"}
+		}
+		if in.OnDemandOptions == nil || in.OnDemandOptions.AllocationStrategy != want {
+			t.Errorf("prioritized=%v: on-demand options %+v, want %s", prioritized, in.OnDemandOptions, want)
+		}
+		var prio []string
+		for _, o := range in.LaunchTemplateConfigs[0].Overrides {
+			if o.Priority != nil {
+				prio = append(prio, fmt.Sprintf("%s=%g", o.InstanceType, *o.Priority))
+			}
+		}
+		if d := cmp.Diff(wantPrio, prio); d != "" {
+			t.Errorf("prioritized=%v: priorities (-want +got):\n%s", prioritized, d)
+		}
+	}
+}
+
 func TestParseProviderID(t *testing.T) {
 	cases := map[string]string{
 		"aws:///us-west-2a/i-0123": "i-0123",

@@ -171,5 +171,12 @@ func stateNode(n solver.ExistingNode) *scheduling.StateNode {
 	if len(sn.Allocatable) == 0 {
 		sn.Allocatable = nc.Status.Allocatable.DeepCopy()
 	}
+	// Resources the NodeClaim expects but the Node does not report yet (an extended resource whose device plugin,
+	// or a NodeOverlay's, has not registered it) count as the NodeClaim says until initialization checks them.
+	for name, q := range nc.Status.Allocatable {
+		if _, ok := sn.Allocatable[name]; !ok {
+			sn.Allocatable[name] = q.DeepCopy()
+		}
+	}
 	return sn
 }

@@ -75,6 +75,12 @@ func TestExistingNodes(t *testing.T) {
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
 	}}
+	// A registered node whose device plugin has not reported example.com/device yet; its NodeClaim expects one.
+	deviceClaim := claim(false)
+	deviceClaim.Status.Allocatable["example.com/device"] = resource.MustParse("1")
+	noDeviceYet := test.Node("node-1", providerID).Obj()
+	devicePod := test.Pod("p").Requests("1", "1Gi").Obj()
+	devicePod.Spec.Containers[0].Resources.Requests["example.com/device"] = resource.MustParse("1")
 	boundWeb := web.DeepCopy()
 	boundWeb.Name, boundWeb.Spec.NodeName = "web-bound", "node-1"
 
@@ -86,6 +92,8 @@ func TestExistingNodes(t *testing.T) {
 	}{
 		{"initializing node takes the pod", test.Pod("p").Requests("1", "1Gi").Obj(),
 			solver.ExistingNode{Node: initializing, NodeClaim: claim(false)}, "node-1"},
+		{"initializing node takes the NodeClaim's extended resources", devicePod,
+			solver.ExistingNode{Node: noDeviceYet, NodeClaim: deviceClaim}, "node-1"},
 		{"initialized node keeps its startup taint", test.Pod("p").Requests("1", "1Gi").Obj(),
 			solver.ExistingNode{Node: test.Node("node-1", providerID).Taint(startup).Obj(), NodeClaim: claim(true)}, ""},
 		{"other taints stay while initializing", test.Pod("p").Requests("1", "1Gi").Obj(),
