@@ -241,7 +241,9 @@ func TestTeardownWithControllersRunning(t *testing.T) {
 	if got := len(cloud.Deleted()); got != 3 {
 		t.Errorf("%d instances terminated, want 3", got)
 	}
-	for _, want := range []string{"step 1/5", "remaining: 3 NodeClaims (3 terminating), 3 Nodes", "teardown complete", "another cluster's UID"} {
+	// The controllers run while teardown polls: what its first report still finds depends on timing (Nodes were
+	// seen gone already), so only that it reported progress is checked.
+	for _, want := range []string{"step 1/5", "step 3/5", "remaining: ", "teardown complete", "another cluster's UID"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
