@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail/dovetail/pkg/operator"
@@ -304,7 +305,7 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 	st, err := settings.Parse([]string{
 		"--cluster-name=dovetail", "--cluster-endpoint=https://127.0.0.1:6443", "--interruption-queue=dovetail",
 		"--batch-idle-duration=100ms", "--batch-max-duration=1s",
-		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true,NodeOverlay=true",
+		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true,NodeOverlay=true,CapacityBuffer=true",
 		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", freePort(t)),
 	}, func(string) string { return "" })
 	if err != nil {
@@ -377,6 +378,20 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 		}
 		c := got.GetCondition(karpv1.ConditionTypeReady)
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %v", got.Status.Conditions)
+	})
+	// CapacityBuffers: the capacitybuffer controller reads the buffer's PodTemplate and patches its status.
+	// Its pods select no NodePool, so the scenario's NodeClaim count is not changed by buffer room.
+	spare := test.PodTemplate("default", "spare", "100m", "128Mi")
+	spare.Template.Spec.NodeSelector = map[string]string{"example.com/no-such-pool": "true"}
+	mustDo(t, kube.Create(ctx, spare))
+	cb := test.CapacityBuffer("default", "spare").PodTemplate("spare").Replicas(1).Obj()
+	mustDo(t, kube.Create(ctx, cb))
+	eventually("the CapacityBuffer's status", func() (bool, string) {
+		got := &autoscalingv1beta1.CapacityBuffer{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(cb), got); err != nil {
+			return false, err.Error()
+		}
+		return len(got.Status.Conditions) > 0, fmt.Sprintf("conditions %v", got.Status.Conditions)
 	})
 	mustDo(t, kube.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Provisioner: "ebs.csi.aws.com"}))
 	mustDo(t, kube.Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-data"},
