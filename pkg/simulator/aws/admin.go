@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -68,6 +69,25 @@ func (s *Simulator) Instances() []InstanceInfo {
 		}
 	}
 	return out
+}
+
+// LaunchRecord is one instance launch, as `GET /_awssim/launches` lists them: the simulator's record of every
+// CreateFleet or RunInstances launch since start, kept after the instance is terminated and forgotten.
+type LaunchRecord struct {
+	Account      string            `json:"account"`
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Zone         string            `json:"zone"`
+	CapacityType string            `json:"capacityType"`
+	LaunchTime   time.Time         `json:"launchTime"`
+	Tags         map[string]string `json:"tags"`
+}
+
+// Launches returns every launch since start, oldest first.
+func (s *Simulator) Launches() []LaunchRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.launches)
 }
 
 // Calls returns how many calls of each action the simulator answered since start.
@@ -240,6 +260,8 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Snapshot())
 	case route == "GET instances":
 		writeAdmin(w, http.StatusOK, s.Instances())
+	case route == "GET launches":
+		writeAdmin(w, http.StatusOK, s.Launches())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":

@@ -2,6 +2,7 @@ package awssim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -343,6 +344,8 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		a.reservationByID(c.crID).Available--
 	}
 	a.instances[inst.ID] = inst
+	s.launches = append(s.launches, LaunchRecord{Account: a.key, ID: inst.ID, Type: inst.Type, Zone: inst.Zone,
+		CapacityType: inst.capacityType(), LaunchTime: inst.LaunchTime, Tags: maps.Clone(map[string]string(inst.Tags))})
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.capacityType(), "ip", inst.PrivateIP)
 	return inst, nil

@@ -93,6 +93,8 @@ type Simulator struct {
 	faults   faults
 	// calls counts API calls by action since start (CreateFleet, DescribeInstances, ...).
 	calls map[string]int
+	// launches records every instance launched since start, in order; never pruned (unlike terminated instances).
+	launches []LaunchRecord
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64
