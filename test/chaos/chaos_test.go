@@ -134,6 +134,10 @@ func TestChaos(t *testing.T) {
 		dupsAfter, _ := duplicateLaunches(after)
 		c.duplicates = dupsAfter - dupsBefore
 		launchedNow := len(after) - len(before)
+		launchedTypes := map[string]int{}
+		for _, l := range after[len(before):] {
+			launchedTypes[l.Type]++
+		}
 		sum.launched += launchedNow
 		if action == "scale-out" && (sum.minScaleOutLaunches < 0 || launchedNow < sum.minScaleOutLaunches) {
 			sum.minScaleOutLaunches = launchedNow
@@ -145,8 +149,8 @@ func TestChaos(t *testing.T) {
 		sum.duplicates += c.duplicates
 		sum.stuckPods += c.stuckPods
 		sum.panics += c.panics
-		fmt.Printf("chaos round %d: %s, kill after %.1fs in flight: %s; launched=%d leaked=%d orphans=%d duplicates=%d stuck_pods=%d pdb_violations=%d dnd_evictions=%d panics=%d nodeclaims=%d instances=%d nodes=%d (%.0fs)\n",
-			r, action, waited.Seconds(), f, launchedNow, c.leaked, c.orphans, c.duplicates, c.stuckPods, pdb, dnd, c.panics,
+		fmt.Printf("chaos round %d: %s, kill after %.1fs in flight: %s; launched=%v leaked=%d orphans=%d duplicates=%d stuck_pods=%d pdb_violations=%d dnd_evictions=%d panics=%d nodeclaims=%d instances=%d nodes=%d (%.0fs)\n",
+			r, action, waited.Seconds(), f, launchedTypes, c.leaked, c.orphans, c.duplicates, c.stuckPods, pdb, dnd, c.panics,
 			c.nodeClaims, c.instances, c.nodes, time.Since(roundStart).Seconds())
 	}
 	sum.panics += countPanics(t)
@@ -195,14 +199,15 @@ func setup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Sizes such that a scale-out needs several instances: a large pod takes most of an xlarge, two of them most
-	// of a 2xlarge, so a 2xlarge left with one is replaced by a smaller type. The pinned pods may not be
+	// Sizes such that a scale-out needs several instances: a large pod takes most of an xlarge, three of them
+	// most of a 2xlarge (the cheaper packing), so a 2xlarge left with one after a scale-in is replaced by a
+	// smaller type when no other node has room for it. The pinned pods may not be
 	// disrupted; the spotty ones run on spot capacity, where the interruption action strikes.
 	pinned := framework.Deployment(ns, "pinned", pool, 2, "100m", "128Mi")
 	pinned.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 	for _, d := range []*appsv1.Deployment{
 		framework.Deployment(ns, "small", pool, 0, "250m", "256Mi"),
-		framework.Deployment(ns, "large", pool, 3, "3", "4Gi"),
+		framework.Deployment(ns, "large", pool, 3, "2500m", "3Gi"),
 		framework.Deployment(ns, "spotty", spotPool, 2, "500m", "512Mi"),
 		pinned,
 	} {
@@ -314,9 +319,13 @@ func settle(t *testing.T) check {
 	return c
 }
 
-func measure(ctx context.Context) (check, error) {
+func measure(ctx context.Context) (check, error) { return measureIn(ctx, ns) }
+
+// measureIn compares the cluster's NodeClaims and Nodes with the simulator's running instances and counts the
+// pods of namespace that do not run.
+func measureIn(ctx context.Context, namespace string) (check, error) {
 	var c check
-	p, err := framework.GetProgress(ctx, env.Client, ns, client.MatchingLabels{})
+	p, err := framework.GetProgress(ctx, env.Client, namespace, client.MatchingLabels{})
 	if err != nil {
 		return c, err
 	}

@@ -3,8 +3,8 @@ package awssim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 )
@@ -72,7 +72,8 @@ func (s *Simulator) Instances() []InstanceInfo {
 }
 
 // LaunchRecord is one instance launch, as `GET /_awssim/launches` lists them: the simulator's record of every
-// CreateFleet or RunInstances launch since start, kept after the instance is terminated and forgotten.
+// CreateFleet or RunInstances launch since start, kept after the instance is terminated and forgotten. Tags are
+// the instance's tags now (or when it was forgotten), including those CreateTags added after the launch.
 type LaunchRecord struct {
 	Account      string            `json:"account"`
 	ID           string            `json:"id"`
@@ -87,7 +88,19 @@ type LaunchRecord struct {
 func (s *Simulator) Launches() []LaunchRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.launches)
+	out := make([]LaunchRecord, 0, len(s.launches))
+	for _, l := range s.launches {
+		i := l.inst
+		out = append(out, LaunchRecord{Account: l.account, ID: i.ID, Type: i.Type, Zone: i.Zone,
+			CapacityType: i.capacityType(), LaunchTime: i.LaunchTime, Tags: maps.Clone(map[string]string(i.Tags))})
+	}
+	return out
+}
+
+// launch is one entry of the launch record.
+type launch struct {
+	account string
+	inst    *instance
 }
 
 // Calls returns how many calls of each action the simulator answered since start.

@@ -2,7 +2,6 @@ package awssim
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -344,8 +343,7 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		a.reservationByID(c.crID).Available--
 	}
 	a.instances[inst.ID] = inst
-	s.launches = append(s.launches, LaunchRecord{Account: a.key, ID: inst.ID, Type: inst.Type, Zone: inst.Zone,
-		CapacityType: inst.capacityType(), LaunchTime: inst.LaunchTime, Tags: maps.Clone(map[string]string(inst.Tags))})
+	s.launches = append(s.launches, launch{account: a.key, inst: inst})
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.capacityType(), "ip", inst.PrivateIP)
 	return inst, nil

@@ -123,6 +123,11 @@ func TestLaunchRecordOutlivesInstances(t *testing.T) {
 	e.launchTemplate(t, "lt-nonode", "x86_64", "")
 	a := launchInPool(t, e, "one")
 	b := launchInPool(t, e, "two")
+	// Tags added after the launch (as a batched launch names each instance's NodeClaim) are in the record too.
+	if _, err := e.ec2.CreateTags(context.Background(), &ec2.CreateTagsInput{Resources: []string{a},
+		Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("claim-a")}}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.sim.TerminateInstance(a, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +146,13 @@ func TestLaunchRecordOutlivesInstances(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	var ids, pools []string
+	var ids, pools, claims []string
 	for _, l := range got {
 		ids, pools = append(ids, l.ID), append(pools, l.Tags["karpenter.sh/nodepool"])
+		claims = append(claims, l.Tags["karpenter.sh/nodeclaim"])
+	}
+	if d := cmp.Diff([]string{"claim-a", ""}, claims); d != "" {
+		t.Errorf("nodeclaim tags (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{a, b}, ids); d != "" {
 		t.Errorf("launched ids (-want +got):\n%s", d)

@@ -93,8 +93,9 @@ type Simulator struct {
 	faults   faults
 	// calls counts API calls by action since start (CreateFleet, DescribeInstances, ...).
 	calls map[string]int
-	// launches records every instance launched since start, in order; never pruned (unlike terminated instances).
-	launches []LaunchRecord
+	// launches holds every instance launched since start, in order; never pruned (unlike the accounts' instances,
+	// which forget terminated ones), so the tags added after launch are read from it too.
+	launches []launch
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64
