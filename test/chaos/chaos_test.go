@@ -29,6 +29,9 @@ import (
 const (
 	pool     = "chaos"
 	spotPool = "chaos-spot"
+	// soloPool offers c5.large (one solo pod) and c5.2xlarge (six), at four times the price: five solo pods
+	// arriving together get a c5.2xlarge, one left on it is moved by a consolidation replacement to a c5.large.
+	soloPool = "chaos-solo"
 	// ns holds every workload of the test.
 	ns = "chaos"
 )
@@ -70,7 +73,7 @@ func TestChaos(t *testing.T) {
 	begin := time.Now()
 
 	sum := totals{minScaleOutLaunches: -1}
-	replicas := map[string]int32{"small": 0, "large": 3, "spotty": 2}
+	replicas := map[string]int32{"small": 0, "large": 3, "spotty": 2, "solo": 3}
 	for r := 1; r <= rounds; r++ {
 		roundStart := time.Now()
 		before, err := launches(ctx)
@@ -88,12 +91,17 @@ func TestChaos(t *testing.T) {
 			replicas["small"] = min(replicas["small"]+int32(20+rng.IntN(41)), 150)
 			replicas["large"] = min(replicas["large"]+int32(8+rng.IntN(13)), 40)
 			replicas["spotty"] = int32(2 + rng.IntN(7))
+			// From 3 (one per c5.large) to 8: the five new pods share a new c5.2xlarge.
+			replicas["solo"] = 8
 		case "scale-in":
 			// The large pods stay at 3 or more so their budget (minAvailable 2) constrains every drain; the
 			// nodes left underutilized are consolidated, by replacement when a smaller type fits their pods.
 			replicas["small"] = int32(rng.IntN(10))
 			replicas["large"] = int32(3 + rng.IntN(3))
 			replicas["spotty"] = int32(1 + rng.IntN(2))
+			// The ReplicaSet removes the pods of the most crowded node first: four of the c5.2xlarge's five, and
+			// the one left there cannot move to a full c5.large, so a c5.large replaces the c5.2xlarge.
+			replicas["solo"] = 3
 		case "drift":
 			drift(t, r)
 		}
@@ -185,9 +193,14 @@ func setup(t *testing.T) {
 	for _, p := range []struct {
 		name     string
 		capacity string
-	}{{pool, karpv1.CapacityTypeOnDemand}, {spotPool, karpv1.CapacityTypeSpot}} {
+		types    []string
+	}{
+		{pool, karpv1.CapacityTypeOnDemand, instanceTypes},
+		{spotPool, karpv1.CapacityTypeSpot, instanceTypes},
+		{soloPool, karpv1.CapacityTypeOnDemand, []string{"c5.large", "c5.2xlarge"}},
+	} {
 		objs, err := framework.NodePool(p.name, framework.PoolOptions{
-			InstanceTypes:    instanceTypes,
+			InstanceTypes:    p.types,
 			CapacityTypes:    []string{p.capacity},
 			ConsolidateAfter: "5s",
 			Budgets:          []map[string]any{{"nodes": "100%"}},
@@ -209,6 +222,7 @@ func setup(t *testing.T) {
 		framework.Deployment(ns, "small", pool, 0, "250m", "256Mi"),
 		framework.Deployment(ns, "large", pool, 3, "2500m", "3Gi"),
 		framework.Deployment(ns, "spotty", spotPool, 2, "500m", "512Mi"),
+		framework.Deployment(ns, "solo", soloPool, 3, "1200m", "1Gi"),
 		pinned,
 	} {
 		if err := env.Client.Create(ctx, d); err != nil {
