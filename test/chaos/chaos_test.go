@@ -43,6 +43,7 @@ type totals struct {
 	killsInConsolidationReplacement                                                     int
 	launched                                                                            int
 	minScaleOutLaunches                                                                 int
+	weakScaleOuts                                                                       int
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -83,6 +84,10 @@ func TestChaos(t *testing.T) {
 		action := []string{"scale-out", "scale-out", "scale-in", "scale-in", "drift", "interrupt"}[rng.IntN(6)]
 		if action == "interrupt" && !interrupt(t, rng) {
 			action = "scale-out" // no spot node to interrupt yet
+		}
+		if action == "scale-out" && (replicas["large"] > 30 || replicas["small"] > 120) {
+			// Near the caps a scale-out would launch little or nothing: scale in instead.
+			action = "scale-in"
 		}
 		switch action {
 		case "scale-out":
@@ -152,6 +157,9 @@ func TestChaos(t *testing.T) {
 		if action == "scale-out" && (sum.minScaleOutLaunches < 0 || launchedNow < sum.minScaleOutLaunches) {
 			sum.minScaleOutLaunches = launchedNow
 		}
+		if action == "scale-out" && launchedNow < 5 {
+			sum.weakScaleOuts++
+		}
 		pdb, dnd, _, _ := pods.counts()
 		sum.rounds++
 		sum.leaked += c.leaked
@@ -169,8 +177,8 @@ func TestChaos(t *testing.T) {
 	for _, d := range details {
 		fmt.Printf("chaos: violation: %s\n", d)
 	}
-	fmt.Printf("chaos: %.0fs, instances launched=%d (fewest in a scale-out round: %d), voluntary evictions=%v, do-not-disrupt evictions=%d\n",
-		time.Since(begin).Seconds(), sum.launched, sum.minScaleOutLaunches, evictions, sum.dndEvictions)
+	fmt.Printf("chaos: %.0fs, instances launched=%d (fewest in a scale-out round: %d; scale-out rounds with fewer than 5: %d), voluntary evictions=%v, do-not-disrupt evictions=%d\n",
+		time.Since(begin).Seconds(), sum.launched, sum.minScaleOutLaunches, sum.weakScaleOuts, evictions, sum.dndEvictions)
 	// in_flight counts a kill once even when it found both a launch and a disruption in flight.
 	fmt.Printf("chaos: kills=%d in_flight=%d in_launch=%d in_disruption=%d in_replacement=%d in_consolidation_replacement=%d\n",
 		sum.kills, sum.killsInFlight, sum.killsInLaunch, sum.killsInDisruption, sum.killsInReplacement, sum.killsInConsolidationReplacement)

@@ -120,8 +120,10 @@ func TestLeaderElection(t *testing.T) {
 	}
 	// The survivor counts the lease duration from when it saw the last renewal and tries again every retry
 	// period (2 s, jittered up to 2.4 s): it sees the renewal up to one period late and acts on the expiry up to
-	// one period late, so the takeover comes at most the lease duration and two periods after the last renewal.
-	if limit := leaseDuration + 5*time.Second; expired > limit {
+	// one period late, so the takeover comes at most the lease duration and two periods (4.8 s) after the last
+	// renewal, plus the API server's latency (3 s allowed on a loaded machine; 30 rounds at load 10-20 measured
+	// 19.3 s).
+	if limit := leaseDuration + 8*time.Second; expired > limit {
 		t.Errorf("takeover %s after the dead leader's last renewal, want at most %s", expired, limit)
 	}
 
