@@ -87,7 +87,7 @@ func TestLeaderElection(t *testing.T) {
 	if err := env.Client.Create(ctx, framework.Deployment(lns, "app", lpool, 24, "1500m", "1Gi")); err != nil {
 		t.Fatal(err)
 	}
-	f, waited := aim(ctx, "scale-out", 0)
+	f, waited := aim(ctx, "scale-out", 0, 0)
 	a.Kill()
 	killed := time.Now()
 	var took time.Duration

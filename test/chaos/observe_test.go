@@ -262,10 +262,10 @@ func inFlight(ctx context.Context) (flight, error) {
 
 // aim waits (polling every 100 ms, up to window) for the moment the action's kill should land in: a launch in
 // flight after a scale-out; a replacement in flight after a scale-in or drift (any disruption or launch in
-// flight after 25 s); a disruption or launch after an interruption. It then waits a random
+// flight after acceptAfter); a disruption or launch after an interruption. It then waits a random
 // 0-200 ms and returns what is in flight at that point, just before the kill. When the moment never comes it
 // returns at the window's end.
-func aim(ctx context.Context, action string, jitter time.Duration) (flight, time.Duration) {
+func aim(ctx context.Context, action string, jitter, acceptAfter time.Duration) (flight, time.Duration) {
 	window := 45 * time.Second
 	if action == "scale-out" {
 		window = 20 * time.Second
@@ -276,7 +276,7 @@ func aim(ctx context.Context, action string, jitter time.Duration) (flight, time
 		case "scale-out":
 			return f.launch
 		case "scale-in", "drift":
-			return f.replacement || (time.Since(start) > 25*time.Second && (f.disruption || f.launch))
+			return f.replacement || (time.Since(start) > acceptAfter && (f.disruption || f.launch))
 		default:
 			return f.disruption || f.launch
 		}
