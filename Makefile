@@ -84,8 +84,8 @@ test-stress: control-plane ## Tests of every package that starts a simulator or 
 	@bash hack/test-stress.sh
 
 .PHONY: test-chaos
-test-chaos: control-plane build ## Kill the controller at random moments during scale-out/in and drift (CHAOS_ROUNDS, default 30).
-	CHAOS_ROUNDS=$${CHAOS_ROUNDS:-30} KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags chaos -p 1 -count 1 -timeout 300m -v -run TestChaos ./test/chaos/
+test-chaos: control-plane build ## Kill the controller mid-launch/mid-disruption in rounds of scale-out/in, drift, spot interruption (CHAOS_ROUNDS, default 30); leader-election takeover.
+	CHAOS_ROUNDS=$${CHAOS_ROUNDS:-30} KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags chaos -p 1 -count 1 -timeout 300m -v -run 'TestChaos|TestLeaderElection' ./test/chaos/
 
 .PHONY: test-e2e
 test-e2e: control-plane build ## End-to-end tests on a local stack of their own.

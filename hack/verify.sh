@@ -18,7 +18,7 @@ if [ -n "$unformatted" ]; then
   echo "verify: not gofmt'ed (run gofmt -w):" >&2; echo "$unformatted" >&2; fail=1
 fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
-go vet -tags e2e ./test/e2e/... && go vet -tags bench ./test/bench/... || { echo "verify: go vet (e2e) failed" >&2; fail=1; }
+go vet -tags e2e ./test/e2e/... && go vet -tags bench ./test/bench/... && go vet -tags chaos ./test/chaos/... || { echo "verify: go vet (e2e, bench, chaos) failed" >&2; fail=1; }
 go mod tidy -diff >/dev/null || { echo "verify: go.mod/go.sum are not tidy (run go mod tidy)" >&2; fail=1; }
 [ $fail -eq 0 ] && echo "verify: ok"
 exit $fail

@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 			"BATCH_IDLE_DURATION=500ms",
 			"BATCH_MAX_DURATION=3s",
 			"REGISTRATION_TIMEOUT=60s",
+			// The simulator creates a queue named after the cluster; the interruption action sends into it.
+			"INTERRUPTION_QUEUE=dovetail",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},
 	}}, &env))

@@ -79,6 +79,38 @@ func (s *Simulator) Instances() []InstanceInfo {
 	return out
 }
 
+// LaunchRecord is one instance launch, as `GET /_awssim/launches` lists them: the simulator's record of every
+// CreateFleet or RunInstances launch since start, kept after the instance is terminated and forgotten. Tags are
+// the instance's tags now (or when it was forgotten), including those CreateTags added after the launch.
+type LaunchRecord struct {
+	Account      string            `json:"account"`
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Zone         string            `json:"zone"`
+	CapacityType string            `json:"capacityType"`
+	LaunchTime   time.Time         `json:"launchTime"`
+	Tags         map[string]string `json:"tags"`
+}
+
+// Launches returns every launch since start, oldest first.
+func (s *Simulator) Launches() []LaunchRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]LaunchRecord, 0, len(s.launches))
+	for _, l := range s.launches {
+		i := l.inst
+		out = append(out, LaunchRecord{Account: l.account, ID: i.ID, Type: i.Type, Zone: i.Zone,
+			CapacityType: i.capacityType(), LaunchTime: i.LaunchTime, Tags: maps.Clone(map[string]string(i.Tags))})
+	}
+	return out
+}
+
+// launch is one entry of the launch record.
+type launch struct {
+	account string
+	inst    *instance
+}
+
 // Calls returns how many calls of each action the simulator answered since start.
 func (s *Simulator) Calls() map[string]int {
 	s.mu.Lock()
@@ -293,6 +325,8 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Instances())
 	case route == "GET calls":
 		writeAdmin(w, http.StatusOK, s.CallRecords())
+	case route == "GET launches":
+		writeAdmin(w, http.StatusOK, s.Launches())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":

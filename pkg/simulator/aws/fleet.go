@@ -373,6 +373,7 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 	}
 	a.instances[inst.ID] = inst
 	s.noteNodeClaimTagLocked(inst.ID, inst.Tags)
+	s.launches = append(s.launches, launch{account: a.key, inst: inst})
 	s.log.Info("instance launched", "account", a.key, "instance-id", inst.ID, "type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.capacityType(), "capacity-reservation-id", inst.CapacityReservationID, "ip", inst.PrivateIP)
 	return inst, nil

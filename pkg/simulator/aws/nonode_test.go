@@ -116,3 +116,48 @@ func TestNoNodeFaultValidation(t *testing.T) {
 		}
 	}
 }
+
+// The launch record keeps every launch, with its tags, after the instance is terminated and forgotten.
+func TestLaunchRecordOutlivesInstances(t *testing.T) {
+	e := newEnv(t)
+	e.launchTemplate(t, "lt-nonode", "x86_64", "")
+	a := launchInPool(t, e, "one")
+	b := launchInPool(t, e, "two")
+	// Tags added after the launch (as a batched launch names each instance's NodeClaim) are in the record too.
+	if _, err := e.ec2.CreateTags(context.Background(), &ec2.CreateTagsInput{Resources: []string{a},
+		Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("claim-a")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.TerminateInstance(a, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(5 * time.Minute) // past shutting-down and the terminated retention
+	e.advance(5 * time.Minute)
+	for _, inst := range e.sim.Instances() {
+		if inst.ID == a {
+			t.Fatalf("instance %s still listed as %s; the test needs it forgotten", a, inst.State)
+		}
+	}
+	code, body := adminDo(t, e, "GET", "launches", nil)
+	if code != 200 {
+		t.Fatalf("GET launches: %d %s", code, body)
+	}
+	var got []LaunchRecord
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var ids, pools, claims []string
+	for _, l := range got {
+		ids, pools = append(ids, l.ID), append(pools, l.Tags["karpenter.sh/nodepool"])
+		claims = append(claims, l.Tags["karpenter.sh/nodeclaim"])
+	}
+	if d := cmp.Diff([]string{"claim-a", ""}, claims); d != "" {
+		t.Errorf("nodeclaim tags (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{a, b}, ids); d != "" {
+		t.Errorf("launched ids (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"one", "two"}, pools); d != "" {
+		t.Errorf("nodepool tags (-want +got):\n%s", d)
+	}
+}

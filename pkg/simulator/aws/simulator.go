@@ -107,6 +107,9 @@ type Simulator struct {
 	// nodeClaimInstances holds, for each NodeClaim, the instances that ever carried its karpenter.sh/nodeclaim tag,
 	// whatever became of them: more than one is a NodeClaim launched twice.
 	nodeClaimInstances map[string]map[string]bool
+	// launches holds every instance launched since start, in order; never pruned (unlike the accounts' instances,
+	// which forget terminated ones), so the tags added after launch are read from it too.
+	launches []launch
 	// spotOverrides maps "type/zone" to an admin-set spot price.
 	spotOverrides map[string]float64
 	seq           uint64

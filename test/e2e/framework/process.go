@@ -3,7 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,4 +45,86 @@ func (s *Stack) KillController() (int, error) {
 // is ready.
 func (s *Stack) StartController(ctx context.Context) error {
 	return s.script(ctx, "stack-up.sh")
+}
+
+// Replica is a controller process the test started itself (beside, or instead of, the stack's own), for
+// leader-election scenarios.
+type Replica struct {
+	Name       string
+	HealthPort int
+	LogPath    string
+	cmd        *exec.Cmd
+	done       chan struct{}
+}
+
+// StartReplica starts bin/dovetail as the stack starts its controller (same AWS endpoint, cluster and
+// ControllerEnv), with its own metrics and health ports and extraEnv last (e.g. "DISABLE_LEADER_ELECTION=false"),
+// and waits until it reports ready. Stop it with Kill.
+func (s *Stack) StartReplica(ctx context.Context, name string, metricsPort, healthPort int, extraEnv ...string) (*Replica, error) {
+	b, err := os.ReadFile(filepath.Join(s.StateDir, "stack", "env"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the stack's environment: %w", err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
+			env = append(env, v)
+		}
+	}
+	env = append(env,
+		fmt.Sprintf("CLUSTER_ENDPOINT=https://127.0.0.1:%d", s.PortBase+43),
+		fmt.Sprintf("METRICS_PORT=%d", metricsPort), fmt.Sprintf("HEALTH_PROBE_PORT=%d", healthPort),
+		"GOMEMLIMIT=160MiB")
+	env = append(env, s.ControllerEnv...)
+	env = append(env, extraEnv...)
+	r := &Replica{Name: name, HealthPort: healthPort, LogPath: filepath.Join(s.StateDir, "stack", "logs", name+".log"),
+		done: make(chan struct{})}
+	logFile, err := os.Create(r.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", r.LogPath, err)
+	}
+	r.cmd = exec.Command(filepath.Join(s.RepoRoot, "bin", "dovetail"))
+	r.cmd.Env = env
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting replica %s: %w", name, err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		logFile.Close()
+		close(r.done)
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	err = Poll(ctx, time.Minute, 200*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		select {
+		case <-r.done:
+			return false, "", fmt.Errorf("replica %s exited", name)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, "", err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status, nil
+	})
+	if err != nil {
+		r.Kill()
+		return nil, fmt.Errorf("replica %s not ready: %w", name, err)
+	}
+	return r, nil
+}
+
+// Kill sends SIGKILL to the replica and waits until it is gone.
+func (r *Replica) Kill() {
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+	}
+	<-r.done
 }
