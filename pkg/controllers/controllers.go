@@ -26,6 +26,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
 	nodepoolstatic "github.com/dovetail/dovetail/pkg/controllers/nodepool/static"
+	unavailableofferings "github.com/dovetail/dovetail/pkg/controllers/offerings/unavailable"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 	"github.com/dovetail/dovetail/pkg/settings"
@@ -65,6 +66,8 @@ func New(d deps.Deps) []Named {
 		{interruption.Name, interruption.NewController(d)},
 		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
 		{clusteridentity.Name, clusteridentity.NewController(d)},
+		// Publishes the offerings the cloud refused recently, for dovetailctl explain.
+		{unavailableofferings.Name, unavailableofferings.NewController(d)},
 		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}

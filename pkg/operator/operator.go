@@ -125,6 +125,7 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	if err != nil {
 		return err
 	}
+	d.Namespace = controllerNamespace(opts.Getenv)
 	if err := controllers.Register(ctx, mgr, d); err != nil {
 		return err
 	}
@@ -136,16 +137,21 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	return nil
 }
 
+// controllerNamespace is POD_NAMESPACE, or DefaultNamespace when it is not set.
+func controllerNamespace(getenv func(string) string) string {
+	if getenv != nil && getenv("POD_NAMESPACE") != "" {
+		return getenv("POD_NAMESPACE")
+	}
+	return DefaultNamespace
+}
+
 // NewManager builds the controller-runtime manager: scheme, leader election, probes, metrics, field indexes.
 func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	namespace := DefaultNamespace
-	if getenv != nil && getenv("POD_NAMESPACE") != "" {
-		namespace = getenv("POD_NAMESPACE")
-	}
+	namespace := controllerNamespace(getenv)
 	metricsOpts := metricsserver.Options{BindAddress: fmt.Sprintf(":%d", s.MetricsPort)}
 	if s.EnableProfiling {
 		metricsOpts.ExtraHandlers = map[string]http.Handler{
@@ -212,6 +218,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		return deps.Deps{}, err
 	}
 	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
+	refused, _ := cp.(cloudprovider.UnavailableOfferingsLister)
 	var overlays *overlay.Store
 	served := cp
 	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
@@ -229,20 +236,22 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		buffers = deps.NewBuffers()
 	}
 	return deps.Deps{
-		NameConflicts:     conflicts,
-		Buffers:           buffers,
-		Client:            mgr.GetClient(),
-		APIReader:         mgr.GetAPIReader(),
-		LaunchNotices:     notices,
-		KubeClient:        kube,
-		CloudProvider:     metrics.Instrument(served, m),
-		Overlays:          overlays,
-		Clock:             clk,
-		Recorder:          mgr.GetEventRecorderFor("dovetail"),
-		Settings:          s,
-		Metrics:           m,
-		InterruptionQueue: queue,
-		Plans:             deps.NewPlans(),
+		NameConflicts:        conflicts,
+		UnavailableOfferings: refused,
+		Namespace:            DefaultNamespace,
+		Buffers:              buffers,
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		LaunchNotices:        notices,
+		KubeClient:           kube,
+		CloudProvider:        metrics.Instrument(served, m),
+		Overlays:             overlays,
+		Clock:                clk,
+		Recorder:             mgr.GetEventRecorderFor("dovetail"),
+		Settings:             s,
+		Metrics:              m,
+		InterruptionQueue:    queue,
+		Plans:                deps.NewPlans(),
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -319,6 +320,19 @@ func TestCapacityInTwoZones(t *testing.T) {
 	}
 	if len(zones) != 1 || zones[good] != len(nodes) {
 		t.Errorf("nodes by zone %v, want all %d in %s", zones, len(nodes), good)
+	}
+
+	// explain sees the refused offerings as the controller does (published every few seconds in its ConfigMap).
+	if len(nodes) > 0 {
+		ctl := filepath.Join(framework.RepoRoot(), "bin", "dovetailctl")
+		want := "m5.large " + bad[0] + " on-demand ("
+		var out string
+		if err := framework.Poll(ctx, 30*time.Second, 2*time.Second, func(context.Context) (bool, string, error) {
+			out = runCtl(t, ctl, "explain", "node", nodes[0].Name)
+			return strings.Contains(out, "holds") && strings.Contains(out, want), "explain node does not list the refused offerings yet", nil
+		}); err != nil {
+			t.Errorf("explain node never named %q as unavailable: %v\n%s", want, err, out)
+		}
 	}
 	if matching, _ := errorLinesSince(t, mark, "Reconciler error"); len(matching) > 0 {
 		t.Errorf("reconciler errors while zones were out of capacity:\n%s", strings.Join(matching, "\n"))

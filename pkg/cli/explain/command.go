@@ -25,6 +25,8 @@ type Options struct {
 	// the built-in catalog; ClusterName is then required.
 	FromAWS     bool
 	ClusterName string
+	// ControllerNamespace is where the controller runs (its ConfigMap of unavailable offerings); default kube-system.
+	ControllerNamespace string
 	// FeatureGates, PreferencePolicy and MinValuesPolicy are the controller's settings of the same names that
 	// change its disruption decisions (explain node); empty means the controller's default.
 	FeatureGates     string
@@ -84,6 +86,7 @@ disruption command already in progress on it, if any.`,
 	f.StringVar(&o.Region, "region", "us-west-2", "region of the built-in instance-type catalog")
 	f.StringVar(&o.InstanceTypesFile, "instance-types", "", "JSON file of instance types (default: built-in catalog for --region)")
 	f.BoolVar(&o.FromAWS, "from-aws", false, "take instance types and offerings from AWS (AWS_REGION, AWS_ENDPOINT_URL, credentials) like the controller")
+	f.StringVar(&o.ControllerNamespace, "controller-namespace", "kube-system", "namespace the controller runs in: explain reads the offerings it holds unavailable from its ConfigMap there")
 	f.StringVar(&o.ClusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "cluster name for --from-aws (default: CLUSTER_NAME)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "pod NAMESPACE/NAME",

@@ -173,6 +173,9 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctr
 		if warnings, err = applyClusterOverlays(ctx, c, pools, its, warnings); err != nil {
 			return nil, "", nil, err
 		}
+		if warnings, err = o.applyUnavailable(ctx, c, its, warnings); err != nil {
+			return nil, "", nil, err
+		}
 		return its, "AWS (--from-aws)", append(warnings, skipped...), nil
 	}
 	var nodeClasses []*awsv1.EC2NodeClass
@@ -184,6 +187,9 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctr
 		return nil, "", nil, err
 	}
 	if warnings, err = applyClusterOverlays(ctx, c, pools, its, warnings); err != nil {
+		return nil, "", nil, err
+	}
+	if warnings, err = o.applyUnavailable(ctx, c, its, warnings); err != nil {
 		return nil, "", nil, err
 	}
 	source := "the built-in catalog for " + o.Region

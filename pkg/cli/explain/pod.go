@@ -75,6 +75,9 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	for _, s := range cl.Skipped {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("NodePool %s is left out: %s", s.NodePool, s.Reason))
 	}
+	if r.Warnings, err = o.applyUnavailable(ctx, c, instanceTypes(cl.Snapshot.InstanceTypes), r.Warnings); err != nil {
+		return err
+	}
 	e, err := scheduling.Explain(ctx, cl.Snapshot, key, scheduling.Options{})
 	if err != nil {
 		return err

@@ -38,6 +38,11 @@ type Deps struct {
 	// NameConflicts finds other clusters using this cluster's name in the account; nil when the cloud provider
 	// cannot tell.
 	NameConflicts cloudprovider.NameConflictDetector
+	// UnavailableOfferings lists the offerings the cloud refused recently; nil when the cloud provider does not
+	// remember them.
+	UnavailableOfferings cloudprovider.UnavailableOfferingsLister
+	// Namespace is the namespace the controller runs in (its Lease, the unavailable-offerings ConfigMap).
+	Namespace string
 	// Overlays holds the NodeOverlays the nodeoverlay controller applies; CloudProvider serves instance types
 	// through it. Nil when FEATURE_GATES has NodeOverlay=false.
 	Overlays *overlay.Store

@@ -155,6 +155,19 @@ func (p *CloudProvider) Name() string { return ProviderName }
 // Region returns the AWS region the provider works in.
 func (p *CloudProvider) Region() string { return p.clients.Region }
 
+// UnavailableOfferings returns the offerings EC2 refused recently that launches skip now.
+func (p *CloudProvider) UnavailableOfferings() []cloudprovider.UnavailableOffering {
+	entries := p.unavailable.Entries()
+	out := make([]cloudprovider.UnavailableOffering, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, cloudprovider.UnavailableOffering{InstanceType: e.InstanceType, Zone: e.Zone,
+			CapacityType: e.CapacityType, Reason: e.Reason, Until: e.Until.UTC()})
+	}
+	return out
+}
+
+var _ cloudprovider.UnavailableOfferingsLister = (*CloudProvider)(nil)
+
 // MarkOfferingUnavailable makes an offering unavailable for a while, for example after a spot interruption.
 func (p *CloudProvider) MarkOfferingUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string) {
 	p.unavailable.MarkUnavailable(ctx, reason, unavailable.Offering{InstanceType: instanceType, Zone: zone, CapacityType: capacityType})

@@ -2,6 +2,7 @@ package unavailable
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ type Cache struct {
 
 	mu       sync.Mutex
 	until    map[Offering]time.Time
+	reasons  map[Offering]string
 	subnets  map[string]time.Time
 	sequence uint64
 }
@@ -35,7 +37,7 @@ func New(clk clock.Clock, ttl time.Duration) *Cache {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Cache{clock: clk, ttl: ttl, until: map[Offering]time.Time{}, subnets: map[string]time.Time{}}
+	return &Cache{clock: clk, ttl: ttl, until: map[Offering]time.Time{}, reasons: map[Offering]string{}, subnets: map[string]time.Time{}}
 }
 
 // MarkUnavailable makes the offering unavailable for the cache's TTL, counting from now.
@@ -45,7 +47,39 @@ func (c *Cache) MarkUnavailable(ctx context.Context, reason string, o Offering) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.until[o] = c.clock.Now().Add(c.ttl)
+	c.reasons[o] = reason
 	c.sequence++
+}
+
+// Entry is one unavailable offering: why, and until when.
+type Entry struct {
+	Offering
+	Reason string
+	Until  time.Time
+}
+
+// Entries returns the offerings that are unavailable now, sorted by instance type, zone and capacity type.
+func (c *Cache) Entries() []Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	out := make([]Entry, 0, len(c.until))
+	for o, t := range c.until {
+		if now.Before(t) {
+			out = append(out, Entry{Offering: o, Reason: c.reasons[o], Until: t})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Offering, out[j].Offering
+		if a.InstanceType != b.InstanceType {
+			return a.InstanceType < b.InstanceType
+		}
+		if a.Zone != b.Zone {
+			return a.Zone < b.Zone
+		}
+		return a.CapacityType < b.CapacityType
+	})
+	return out
 }
 
 // IsUnavailable reports whether the offering was marked and its entry has not expired.
@@ -58,6 +92,7 @@ func (c *Cache) IsUnavailable(o Offering) bool {
 	}
 	if !c.clock.Now().Before(t) {
 		delete(c.until, o)
+		delete(c.reasons, o)
 		c.sequence++
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -40,5 +41,27 @@ func TestCacheExpiresAfterTTL(t *testing.T) {
 	clk.Step(DefaultTTL)
 	if c.IsSubnetUnavailable("subnet-1") {
 		t.Errorf("subnet still unavailable after the TTL")
+	}
+}
+
+func TestEntries(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	c := New(clk, time.Minute)
+	ctx := context.Background()
+	b := Offering{InstanceType: "m5.large", Zone: "us-west-2b", CapacityType: "spot"}
+	a := Offering{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}
+	c.MarkUnavailable(ctx, "InsufficientInstanceCapacity", b)
+	clk.Step(30 * time.Second)
+	c.MarkUnavailable(ctx, "InsufficientInstanceCapacity", a)
+	want := []Entry{
+		{Offering: a, Reason: "InsufficientInstanceCapacity", Until: clk.Now().Add(time.Minute)},
+		{Offering: b, Reason: "InsufficientInstanceCapacity", Until: clk.Now().Add(30 * time.Second)},
+	}
+	if diff := cmp.Diff(want, c.Entries()); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	clk.Step(30 * time.Second)
+	if diff := cmp.Diff(want[:1], c.Entries()); diff != "" {
+		t.Errorf("entries once b expired (-want +got):\n%s", diff)
 	}
 }
