@@ -1,14 +1,11 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,33 +17,6 @@ import (
 	"github.com/dovetail/dovetail/pkg/settings"
 	"github.com/dovetail/dovetail/pkg/test"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRun starts the whole operator against envtest, as cmd/dovetail does: it must take the leader Lease in
 // POD_NAMESPACE, serve health and metrics, and stop cleanly.
@@ -60,7 +30,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := test.StartEnv(t, scheme)
-	metricsPort, healthPort := freePort(t), freePort(t)
+	metricsPort, healthPort := test.FreePort(t), test.FreePort(t)
 	s, err := settings.Parse([]string{"--cluster-name=test", fmt.Sprintf("--metrics-port=%d", metricsPort),
 		fmt.Sprintf("--health-probe-port=%d", healthPort)}, func(string) string { return "" })
 	if err != nil {
@@ -68,7 +38,7 @@ func TestRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &test.SyncBuffer{}
 	logger := NewLogger("info", logs)
 	SetGlobalLoggers(logger) // before any goroutine uses a client, as main does
 	done := make(chan error, 1)

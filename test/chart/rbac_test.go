@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -301,17 +300,17 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 
 	rec := newRecorder()
 	cfg := impersonated(env.Config, user, rec.wrap)
-	metricsPort := freePort(t)
+	metricsPort := test.FreePort(t)
 	st, err := settings.Parse([]string{
 		"--cluster-name=dovetail", "--cluster-endpoint=https://127.0.0.1:6443", "--interruption-queue=dovetail",
 		"--batch-idle-duration=100ms", "--batch-max-duration=1s",
 		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true,NodeOverlay=true,CapacityBuffer=true",
-		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", freePort(t)),
+		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", test.FreePort(t)),
 	}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &test.SyncBuffer{}
 	logger := operator.NewLogger("info", logs)
 	operator.SetGlobalLoggers(logger) // before any client is used, as cmd/dovetail does
 	runDone := make(chan error, 1)
@@ -641,33 +640,6 @@ func impersonated(cfg *rest.Config, user string, wrap func(http.RoundTripper) ht
 		out.Wrap(wrap)
 	}
 	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func tail(s string, n int) string {

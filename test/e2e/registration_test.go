@@ -3,13 +3,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -145,27 +141,5 @@ func nodeClaimNames(claims []karpv1.NodeClaim) []string {
 
 // simAdmin calls the AWS simulator's admin API (docs/simulator.md) with a JSON body.
 func simAdmin(ctx context.Context, method, path string, body any) error {
-	var in io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		in = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, env.AWSEndpoint+"/_awssim/"+path, in)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("awssim %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("awssim %s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return env.SimAdmin(ctx, method, path, body)
 }
