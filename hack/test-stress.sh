@@ -14,10 +14,11 @@ load="${STRESS_LOAD:-$(nproc)}"
 if [[ -n "${STRESS_PKGS:-}" ]]; then
 	read -r -a pkgs <<<"$STRESS_PKGS"
 else
-	# Packages whose tests start a server: the simulator behind httptest, envtest's kube-apiserver, or the
-	# controller env of pkg/test (envtest plus a manager).
-	mapfile -t pkgs < <(grep -rlE 'httptest\.NewServer|envtest\.|StartControllerEnv\(|awssim\.New\(' \
-		--include='*_test.go' pkg cmd | xargs -n1 dirname | sort -u | sed 's|^|./|')
+	# Packages whose tests start a server: the simulator behind httptest, envtest's kube-apiserver, or one of
+	# pkg/test's envs (test.StartEnv, test.StartControllerEnv, ...: envtest, with a manager for the latter).
+	# The e2e, bench and chaos suites start whole stacks and have their own targets.
+	mapfile -t pkgs < <(grep -rlE 'httptest\.NewServer|envtest\.|test\.Start[A-Za-z]*Env\(|StartControllerEnv\(|awssim\.New\(' \
+		--include='*_test.go' api pkg cmd test/chart | xargs -n1 dirname | sort -u | sed 's|^|./|')
 fi
 echo "== stress: ${#pkgs[@]} packages, -count=${count}, ${load} busy loops"
 printf '   %s\n' "${pkgs[@]}"

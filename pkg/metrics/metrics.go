@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -354,12 +356,34 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Other clusters (distinct cluster-UID tags) whose instances or launch templates carry this cluster's name in the account, at the last check; 0 when the name is this cluster's alone.",
 		}),
 	}
-	for _, c := range m.collectors() {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering metric: %w", err)
-		}
+	if err := m.register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers every collector of m with reg. A collector reg holds already (a second controller run in
+// one process, as tests do, on controller-runtime's process-wide registry) is reused in place of the new one, so
+// both runs count into the same series instead of failing to start.
+func (m *Metrics) register(reg prometheus.Registerer) error {
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		c, ok := f.Interface().(prometheus.Collector)
+		if !ok {
+			continue
+		}
+		err := reg.Register(c)
+		if err == nil {
+			continue
+		}
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) || !reflect.TypeOf(already.ExistingCollector).AssignableTo(f.Type()) {
+			return fmt.Errorf("registering metric %s: %w", v.Type().Field(i).Name, err)
+		}
+		f.Set(reflect.ValueOf(already.ExistingCollector))
+	}
+	return nil
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {

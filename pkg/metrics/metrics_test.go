@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -37,13 +38,51 @@ func names(t *testing.T, m *Metrics) []string {
 	return out
 }
 
-func TestNewRegistersOnceAndRejectsDuplicates(t *testing.T) {
+// TestNewTwiceSharesCollectors: a second controller run in one process registers on the same registry; it gets
+// the collectors the first registered, so both count into the same series.
+func TestNewTwiceSharesCollectors(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := New(reg); err != nil {
+	first, err := New(reg)
+	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := New(reg); err == nil {
-		t.Fatal("second New on the same registry succeeded, want a duplicate registration error")
+	second, err := New(reg)
+	if err != nil {
+		t.Fatalf("second New on the same registry: %v", err)
+	}
+	second.NodeClaimsCreated.WithLabelValues("provisioning", "default").Inc()
+	second.DisruptionSavings.Set(2.5)
+	if got := testutil.ToFloat64(first.NodeClaimsCreated.WithLabelValues("provisioning", "default")); got != 1 {
+		t.Errorf("first run's counter = %v after the second run counted 1, want 1", got)
+	}
+	if got := testutil.ToFloat64(first.DisruptionSavings); got != 2.5 {
+		t.Errorf("first run's gauge = %v, want 2.5", got)
+	}
+}
+
+// TestNewRefusesAForeignCollectorOfTheSameName: a collector of another kind under one of our names is a real
+// conflict, reported with the field's name.
+func TestNewRefusesAForeignCollectorOfTheSameName(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "dovetail_disruption_savings_dollars_per_hour", Help: "other"}))
+	_, err := New(reg)
+	if err == nil || !strings.Contains(err.Error(), "DisruptionSavings") {
+		t.Fatalf("New = %v, want an error naming DisruptionSavings", err)
+	}
+}
+
+// TestCollectorsListsEveryField keeps collectors() (used by the name checks below) complete.
+func TestCollectorsListsEveryField(t *testing.T) {
+	m := NewForTest()
+	listed := map[prometheus.Collector]bool{}
+	for _, c := range m.collectors() {
+		listed[c] = true
+	}
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok && !listed[c] {
+			t.Errorf("collectors() leaves out %s", v.Type().Field(i).Name)
+		}
 	}
 }
 

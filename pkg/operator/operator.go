@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -58,6 +59,9 @@ type Options struct {
 	RestConfig *rest.Config
 	// LogWriter receives the logs (default stderr) when Logger is not set.
 	LogWriter io.Writer
+	// SkipControllerNameValidation lets a test run the controller more than once in one process:
+	// controller-runtime checks controller names for uniqueness process-wide, so a second Run would be refused.
+	SkipControllerNameValidation bool
 	// Logger is the logger to use; the zero value means NewLogger(settings.LogLevel, LogWriter).
 	Logger logr.Logger
 }
@@ -117,7 +121,7 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	cfg.QPS, cfg.Burst = float32(s.KubeClientQPS), s.KubeClientBurst
 	cfg.UserAgent = "dovetail"
 
-	mgr, err := NewManager(cfg, s, opts.Getenv)
+	mgr, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation)
 	if err != nil {
 		return err
 	}
@@ -147,6 +151,10 @@ func controllerNamespace(getenv func(string) string) string {
 
 // NewManager builds the controller-runtime manager: scheme, leader election, probes, metrics, field indexes.
 func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, error) {
+	return newManager(cfg, s, getenv, false)
+}
+
+func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, skipNameValidation bool) (manager.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
@@ -173,6 +181,7 @@ func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 		LeaderElectionNamespace:       namespace,
 		LeaderElectionResourceLock:    "leases",
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -43,7 +43,7 @@ func TestRun(t *testing.T) {
 	SetGlobalLoggers(logger) // before any goroutine uses a client, as main does
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, s, Options{RestConfig: env.Config, Logger: logger, Getenv: func(k string) string {
+		done <- Run(ctx, s, Options{RestConfig: env.Config, Logger: logger, SkipControllerNameValidation: true, Getenv: func(k string) string {
 			if k == "POD_NAMESPACE" {
 				return "default"
 			}

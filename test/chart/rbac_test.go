@@ -315,7 +315,7 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 	operator.SetGlobalLoggers(logger) // before any client is used, as cmd/dovetail does
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- operator.Run(ctx, st, operator.Options{RestConfig: cfg, Logger: logger,
+		runDone <- operator.Run(ctx, st, operator.Options{RestConfig: cfg, Logger: logger, SkipControllerNameValidation: true,
 			Getenv: func(k string) string {
 				if k == "POD_NAMESPACE" {
 					return sa.GetNamespace()
