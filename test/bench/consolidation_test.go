@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,6 +83,24 @@ func disruptingClaims(claims []karpv1.NodeClaim) int {
 	return n
 }
 
+// uninitializedClaims counts NodeClaims not yet Initialized (launching or registering).
+func uninitializedClaims(claims []karpv1.NodeClaim) int {
+	n := 0
+	for i := range claims {
+		if c := claims[i].GetCondition(karpv1.ConditionTypeInitialized); c == nil || c.Status != metav1.ConditionTrue {
+			n++
+		}
+	}
+	return n
+}
+
+// idlePasses is how many disruption passes have found nothing to do, from the controller's
+// karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram (method "none").
+func idlePasses(ctx context.Context) (float64, error) {
+	return env.MetricSum(ctx, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count",
+		map[string]string{"method": "none"})
+}
+
 // scaleInMix is Karpenter's performance suite's "basic" workload.
 var scaleInMix = []struct {
 	name        string
@@ -133,26 +152,47 @@ func TestConsolidationScaleIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setDisruption(t, pool, "30s", "100%")
+	const consolidateAfter = 30 * time.Second
+	setDisruption(t, pool, consolidateAfter.String(), "100%")
 	start := time.Now()
 	for _, m := range scaleInMix {
 		scale(t, pool, m.name, kept)
 	}
+	// Stable: for 60 s the NodeClaim count has not changed, none is being disrupted or still launching, and the
+	// controller has finished a disruption pass that found nothing to do although every node had been left alone
+	// for consolidateAfter (so a controller that is merely slow, or waiting for a launch, is not taken for done).
+	idle, err := idlePasses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	last, lastChange, lastLog := len(before), time.Now(), time.Now()
-	err = framework.Poll(ctx, 25*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+	var idleAfterQuiet time.Time
+	err = framework.Poll(ctx, 40*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
 		claims, err := env.NodeClaims(ctx, pool)
 		if err != nil {
 			return false, "", err
 		}
-		d := disruptingClaims(claims)
-		if len(claims) != last || d > 0 {
-			last, lastChange = len(claims), time.Now()
+		d, u := disruptingClaims(claims), uninitializedClaims(claims)
+		if len(claims) != last || d > 0 || u > 0 {
+			last, lastChange, idleAfterQuiet = len(claims), time.Now(), time.Time{}
+		}
+		n, err := idlePasses(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		if n > idle {
+			idle = n
+			if idleAfterQuiet.IsZero() && time.Since(lastChange) > consolidateAfter+5*time.Second {
+				idleAfterQuiet = time.Now()
+			}
 		}
 		if time.Since(lastLog) > 15*time.Second {
 			lastLog = time.Now()
-			t.Logf("+%3.0fs %d nodeclaims, %d disrupting", time.Since(start).Seconds(), len(claims), d)
+			t.Logf("+%3.0fs %d nodeclaims, %d disrupting, %d not initialized", time.Since(start).Seconds(), len(claims), d, u)
 		}
-		return time.Since(lastChange) > 60*time.Second, fmt.Sprintf("%d nodeclaims, %d disrupting", len(claims), d), nil
+		done := time.Since(lastChange) > 60*time.Second && !idleAfterQuiet.IsZero()
+		return done, fmt.Sprintf("%d nodeclaims, %d disrupting, %d not initialized, idle pass after the quiet period: %v",
+			len(claims), d, u, !idleAfterQuiet.IsZero()), nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -75,23 +75,71 @@ func (s *Stack) ClusterUID(ctx context.Context) (string, error) {
 	return string(ns.UID), nil
 }
 
-// Metric returns the value of an unlabelled metric (gauge or counter) from the controller's /metrics endpoint
-// (port PortBase+88, see hack/stack-common.sh); ok is false when the controller does not export it.
-func (s *Stack) Metric(ctx context.Context, name string) (value float64, ok bool, err error) {
+// MetricSum returns the sum of the series of a metric whose labels include every name="value" pair of match
+// (nil: all series), from the controller's /metrics endpoint; for a histogram, name its _count or _sum.
+func (s *Stack) MetricSum(ctx context.Context, name string, match map[string]string) (float64, error) {
+	body, err := s.scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		rest, found := strings.CutPrefix(line, name)
+		if !found || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		labels, value := "", rest
+		if strings.HasPrefix(rest, "{") {
+			end := strings.Index(rest, "}")
+			if end < 0 {
+				return 0, fmt.Errorf("metric line %q: no closing brace", line)
+			}
+			labels, value = rest[1:end], rest[end+1:]
+		}
+		ok := true
+		for k, v := range match {
+			if !strings.Contains(","+labels+",", ","+k+"=\""+v+"\",") {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sum += f
+	}
+	return sum, nil
+}
+
+func (s *Stack) scrape(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.PortBase+88), nil)
 	if err != nil {
-		return 0, false, err
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false, fmt.Errorf("scraping the controller's metrics: %w", err)
+		return "", fmt.Errorf("scraping the controller's metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, false, fmt.Errorf("scraping the controller's metrics: %w", err)
+		return "", fmt.Errorf("scraping the controller's metrics: %w", err)
 	}
-	for _, line := range strings.Split(string(body), "\n") {
+	return string(body), nil
+}
+
+// Metric returns the value of an unlabelled metric (gauge or counter) from the controller's /metrics endpoint
+// (port PortBase+88, see hack/stack-common.sh); ok is false when the controller does not export it.
+func (s *Stack) Metric(ctx context.Context, name string) (value float64, ok bool, err error) {
+	body, err := s.scrape(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, line := range strings.Split(body, "\n") {
 		if v, found := strings.CutPrefix(line, name+" "); found {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			return f, err == nil, err
