@@ -26,6 +26,7 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
+	"github.com/dovetail/dovetail/pkg/test"
 )
 
 // kube is the API server client shared by the tests of this package. TestMain owns the server; tests only
@@ -59,10 +60,11 @@ func runWithEnv(m *testing.M) (int, error) {
 		}
 	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
+		BinaryAssetsDirectory:    bin,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: test.ControlPlaneStartTimeout(),
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -62,6 +62,16 @@ func NewScheme(adders ...func(*k8sruntime.Scheme) error) (*k8sruntime.Scheme, er
 	return s, nil
 }
 
+// ControlPlaneStartTimeout is how long envtest waits for etcd and kube-apiserver to come up: two minutes, or
+// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT when set (0 here lets envtest read it). envtest's own default, 20 s,
+// is too short on a 2-CPU machine under load: kube-apiserver took longer in a stress run, and every retry failed.
+func ControlPlaneStartTimeout() time.Duration {
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") != "" {
+		return 0
+	}
+	return 2 * time.Minute
+}
+
 // Env is a running envtest API server with Dovetail's CRDs installed.
 type Env struct {
 	Config *rest.Config
@@ -85,10 +95,11 @@ func NewEnv(s *k8sruntime.Scheme) (*Env, error) {
 		}
 	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
+		BinaryAssetsDirectory:    bin,
+		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "config", "crd")},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   s,
+		ControlPlaneStartTimeout: ControlPlaneStartTimeout(),
 	}
 	cfg, err := env.Start()
 	if err != nil {
