@@ -145,9 +145,27 @@ func TestExplainNodeDecision(t *testing.T) {
 		{name: "consolidationPolicy WhenEmpty with pods", objs: objs(web("500m")), pool: onDemand().WhenEmpty().Obj(),
 			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeStay, Reason: "ConsolidationPolicy",
 				Message: "it has pods, and nodepool general consolidates only empty nodes (consolidationPolicy: WhenEmpty)"}}},
-		{name: "a NodeClaim still launching makes the cluster busy", objs: objs(test.NodeClaim("general-new", "general").Obj()),
-			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeStay, Reason: "ClusterBusy",
-				Message: "consolidation waits: nodeclaim general-new is not initialized yet"}}},
+		{name: "a NodeClaim still launching does not hold up consolidation", objs: objs(test.NodeClaim("general-new", "general").Obj()),
+			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeDisrupt, Reason: "Empty",
+				Message: "empty/delete (empty): 1 node(s) n1, saving $0.0960/h",
+				Command: &DecisionCommand{Reason: "Empty", ConsolidationType: "empty", Decision: "delete", Nodes: []string{"n1"}, SavingsPerHour: priceLarge}}}},
+		{name: "pods are not moved onto a node that is not initialized",
+			objs: func() []client.Object {
+				// n2 has room for n1's pod, but its NodeClaim is not initialized: deleting n1 would leave the pod
+				// waiting for it, so n1 is replaced by a cheaper node instead.
+				pid := "aws:///us-west-2a/i-n2"
+				nc := test.NodeClaim("n2-claim", "general").ProviderID(pid).NodeName("n2")
+				n := test.Node("n2", pid).Label(karpv1.NodePoolLabelKey, "general").
+					Offering("m5.xlarge", "us-west-2a", karpv1.CapacityTypeOnDemand).Capacity(corev1.ResourceCPU, "4").Capacity(corev1.ResourceMemory, "16Gi")
+				return objs(web("500m"), nc.Obj(), n.Obj())
+			}(),
+			node: func() (*test.NodeClaimBuilder, *test.NodeBuilder) {
+				return dovetailNode("n1", "m5.2xlarge", "8", "32Gi")
+			},
+			want: nodeOutcome{PricePerHour: price(price2XLarge), Decision: &NodeDecision{Outcome: OutcomeDisrupt, Reason: "Underutilized",
+				Message: "underutilized/replace (single): 1 node(s) n1, replaced by m5.large, saving $0.2880/h",
+				Command: &DecisionCommand{Reason: "Underutilized", ConsolidationType: "single", Decision: "replace", Nodes: []string{"n1"},
+					Replacements: []string{"m5.large/us-west-2a/on-demand"}, SavingsPerHour: price2XLarge - priceLarge}}}},
 		{name: "a pending pod that can be placed holds up consolidation", objs: objs(test.Pod("waiting").Requests("1", "1Gi").Unschedulable().Obj()),
 			want: nodeOutcome{PricePerHour: price(priceLarge), Decision: &NodeDecision{Outcome: OutcomeStay, Reason: "ClusterBusy",
 				Message: "consolidation waits: 1 pod is waiting for capacity the provisioner can launch"}}},

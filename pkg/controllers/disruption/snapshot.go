@@ -51,7 +51,6 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	// held are the cluster's node names (Node names, or NodeClaim names while in flight) that commands in
 	// progress hold.
 	held := map[string]bool{}
-	var launching []string
 	var moving []*corev1.Pod
 	types := map[string][]*cloudprovider.InstanceType{}
 	for i := range v.Claims {
@@ -68,7 +67,14 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		}
 		replacement := active[nc.Annotations[ReplacementForAnnotationKey]]
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) && !replacement {
-			launching = append(launching, nc.Name)
+			// A NodeClaim still launching does not hold consolidation up (pods waiting for it do, as pending
+			// pods): after a scale-out whose pods all landed elsewhere, waiting for its surplus launches cost
+			// minutes. No simulation places pods on it, as Karpenter refuses moves onto uninitialized nodes:
+			// evicted pods would wait for it.
+			held[nc.Name] = true
+			if nc.Status.NodeName != "" {
+				held[nc.Status.NodeName] = true
+			}
 		}
 		if candidate || replacement {
 			held[nc.Name] = true
@@ -100,9 +106,6 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		moving = append(moving, bound[node.Name]...)
 	}
 	snap.Pending = pending
-	if len(launching) > 0 {
-		snap.Busy = fmt.Sprintf("nodeclaim %s is not initialized yet", launching[0])
-	}
 	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
