@@ -45,7 +45,13 @@ func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
 			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)
 			return
 		}
-		err := framework.Poll(ctx, 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		// Three minutes, and two seconds more per NodeClaim: the full-size fault scenarios leave 100 nodes, whose
+		// termination took over three minutes on a machine at load 25.
+		timeout := 3 * time.Minute
+		if claims, err := env.NodeClaims(ctx, name); err == nil {
+			timeout += time.Duration(len(claims)) * 2 * time.Second
+		}
+		err := framework.Poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
 			claims, err := env.NodeClaims(ctx, name)
 			return len(claims) == 0, fmt.Sprintf("%d nodeclaims left", len(claims)), err
 		})
