@@ -235,7 +235,9 @@ func TestRecordPlacement(t *testing.T) {
 	in := mixCluster{claims: []string{"big-1", "small-1"}, registered: map[string]string{"small-1": "node-s1"},
 		bound: map[string][]*corev1.Pod{"node-s1": {bound(smallPod("s0"), "node-s1")}}}.input()
 	in.Nodes = append(in.Nodes, solver.ExistingNode{Node: test.Node("other", "fake:///z/other").Obj()})
-	ref := func(name string) deps.PodRef { return deps.PodRef{Namespace: "default", Name: name, UID: types.UID("uid-" + name)} }
+	ref := func(name string) deps.PodRef {
+		return deps.PodRef{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}
+	}
 	got := recordPlacement(in, map[string][]deps.PodRef{
 		"big-1": {ref("l1")}, "node-s1": {ref("s1")}, "new-1": {ref("s2")}, "other": {ref("s3")},
 	}, []string{"new-1"})
@@ -249,4 +251,3 @@ func TestRecordPlacement(t *testing.T) {
 		t.Errorf("placement (-want +got):\n%s", d)
 	}
 }
-

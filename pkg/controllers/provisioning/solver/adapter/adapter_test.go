@@ -144,7 +144,7 @@ func TestUnregisteredNodeSeenAsItsNodeClaim(t *testing.T) {
 	node := test.Node("node-1", providerID).Label(karpv1.NodePoolLabelKey, "default").Taint(karpv1.UnregisteredNoExecuteTaint()).Obj()
 	node.Status.Allocatable = nc.Status.Allocatable.DeepCopy()
 	in := solver.Input{
-		Pods: []*corev1.Pod{test.Pod("a").Requests("1500m", "1Gi").Obj(), test.Pod("b").Requests("1500m", "1Gi").Obj()},
+		Pods:      []*corev1.Pod{test.Pod("a").Requests("1500m", "1Gi").Obj(), test.Pod("b").Requests("1500m", "1Gi").Obj()},
 		NodePools: []solver.NodePoolOption{{NodePool: test.NodePool("default").Obj(), InstanceTypes: fake.DefaultInstanceTypes()}},
 		Nodes:     []solver.ExistingNode{{Node: node, NodeClaim: nc}},
 		InFlight: []solver.InFlightClaim{{NodeClaim: nc, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"},
