@@ -289,7 +289,8 @@ func (s *solver) staticSigFor(n *candidate) int {
 	return id
 }
 
-// countExistingPods records pods already on nodes in every topology group.
+// countExistingPods records pods already on nodes (bound, or pinned to an in-flight NodeClaim) in every topology
+// group.
 func (s *solver) countExistingPods() {
 	for _, n := range s.existing {
 		for _, pod := range n.existing.Pods {
@@ -298,7 +299,9 @@ func (s *solver) countExistingPods() {
 			}
 			for _, g := range s.groups {
 				v, ok := n.labels[g.key]
-				if !ok {
+				// An in-flight NodeClaim has no hostname label yet but is a hostname domain of its own (hostname
+				// groups count by node index): the pods pinned to it count there.
+				if !ok && g.key != labelHostname {
 					continue
 				}
 				isM := g.matchesPod(pod.Namespace, pod.Labels) && g.eligible(n)

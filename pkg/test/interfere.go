@@ -129,7 +129,12 @@ func (i *Interferer) Funcs() interceptor.Funcs {
 // Client wraps c (the controller's client: cache reads, API writes) so that its writes go through the
 // interferer.
 func (i *Interferer) Client(c client.Client) client.Client {
-	return interceptor.NewClient(watchless{c}, i.Funcs())
+	return Intercept(c, i.Funcs())
+}
+
+// Intercept wraps a controller's client (which never watches) with interceptor functions.
+func Intercept(c client.Client, funcs interceptor.Funcs) client.Client {
+	return interceptor.NewClient(watchless{c}, funcs)
 }
 
 // watchless lets a plain client be wrapped by an interceptor, which wants a client.WithWatch; controllers never

@@ -23,6 +23,7 @@ import (
 func afterPlan(in solver.Input, plan solver.Plan) solver.Input {
 	out := in
 	out.Pods = nil
+	out.Pinned = nil
 	nodeIdx := map[string]int{}
 	out.Nodes = make([]solver.ExistingNode, len(in.Nodes))
 	for i, n := range in.Nodes {

@@ -65,6 +65,8 @@ type Controller struct {
 	plans *deps.Plans
 	// surplusSince is when each in-flight NodeClaim was first found surplus, by name (see surplus).
 	surplusSince map[string]time.Time
+	// placement is where the last pass planned the pending pods, which the next keeps where it can (see pins).
+	placement placement
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -193,6 +195,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
 	if len(in.Pods) == 0 && len(virtual) == 0 {
+		c.placement = placement{}
 		c.recordUnschedulable(solver.Plan{})
 		c.plans.SetPlanned(nil)
 		c.plans.ForgetNominatedExcept(nil)
@@ -201,6 +204,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		return nil
 	}
 	start := c.deps.Clock.Now()
+	in.Pinned = pins(in, c.placement)
 	plan := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}}
 	if len(in.Pods) > 0 {
 		plan = c.solver.Solve(ctx, in)
@@ -212,7 +216,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		buffers = c.solver.Solve(ctx, rest)
 	}
 	c.deps.Metrics.SchedulingDuration.WithLabelValues(Name).Observe(c.deps.Clock.Since(start).Seconds())
-	logger.V(1).Info("computed plan", "pods", len(in.Pods), "new-nodeclaims", len(plan.NewNodeClaims),
+	logger.V(1).Info("computed plan", "pods", len(in.Pods), "pinned", len(in.Pinned), "new-nodeclaims", len(plan.NewNodeClaims),
 		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable),
 		"buffer-pods", len(virtual), "buffer-new-nodeclaims", len(buffers.NewNodeClaims), "buffer-unplaced", len(buffers.Unschedulable))
 	if len(virtual) > 0 {
@@ -253,6 +257,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	var errs []error
 	// planned collects the pods of each NodeClaim created now; plan.Existing has those of the others.
 	planned := map[string][]deps.PodRef{}
+	var created []string
 	// NodeClaims are created concurrently: one after the other, a pass's NodeClaims reached the launch step
 	// seconds apart under load, too far apart to share a CreateFleet call.
 	built := make([]*karpv1.NodeClaim, len(plan.NewNodeClaims))
@@ -275,6 +280,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		c.createdMu.Lock()
 		c.created[nc.Name] = createdClaim{nodeClaim: nc.DeepCopy(), at: c.deps.Clock.Now()}
 		c.createdMu.Unlock()
+		created = append(created, nc.Name)
 		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
 		real, virtual := splitVirtual(nn.Pods)
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(real),
@@ -306,6 +312,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	}
 	c.announced = announced
 	errs = append(errs, c.nominate(ctx, in, plan, planned))
+	c.placement = recordPlacement(in, planned, created)
 	// plan.Existing holds the virtual pods' placements too: nominate only looks up the real pods of in.Pods.
 	c.releaseSurplus(ctx, logger, in, plan)
 	if err := errors.Join(errs...); err != nil {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 )
 
@@ -108,6 +109,133 @@ func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 func ownedByDaemonSet(p *corev1.Pod) bool {
 	for _, o := range p.OwnerReferences {
 		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// placement is what a pass left for the next one: the in-flight NodeClaim (by name) each pending pod was planned
+// on, and for each of those NodeClaims the pods bound to its Node or planned on it then.
+type placement struct {
+	planned  map[types.UID]string
+	expected map[string]map[types.UID]bool
+}
+
+// recordPlacement builds the placement of a pass from its input and the pods it planned on each NodeClaim or
+// Node (by the name the plan uses: a NodeClaim's, or the Node's once it registered; NodeClaims created by the
+// pass included). Pods planned on Nodes no NodeClaim launched are left out: only in-flight NodeClaims hold pins.
+func recordPlacement(in solver.Input, planned map[string][]deps.PodRef, created []string) placement {
+	claimOf := claimNames(in)
+	for _, name := range created {
+		claimOf[name] = name
+	}
+	out := placement{planned: map[types.UID]string{}, expected: map[string]map[types.UID]bool{}}
+	add := func(claim string, uid types.UID) {
+		if out.expected[claim] == nil {
+			out.expected[claim] = map[types.UID]bool{}
+		}
+		out.expected[claim][uid] = true
+	}
+	for name, refs := range planned {
+		claim, ok := claimOf[name]
+		if !ok {
+			continue
+		}
+		for _, r := range refs {
+			out.planned[r.UID] = claim
+			add(claim, r.UID)
+		}
+	}
+	for _, n := range in.Nodes {
+		if claim, ok := claimOf[n.Node.Name]; ok {
+			for _, p := range n.Pods {
+				add(claim, p.UID)
+			}
+		}
+	}
+	return out
+}
+
+// claimNames maps the name of every in-flight NodeClaim, and of the Node each registered, to the NodeClaim's name.
+func claimNames(in solver.Input) map[string]string {
+	out := map[string]string{}
+	for _, f := range in.InFlight {
+		out[f.NodeClaim.Name] = f.NodeClaim.Name
+		if n := f.NodeClaim.Status.NodeName; n != "" {
+			out[n] = f.NodeClaim.Name
+		}
+	}
+	return out
+}
+
+// pins keeps pending pods on the in-flight NodeClaim the previous pass planned them on (solver.Input.Pinned:
+// namespace/name to the NodeClaim's name, or its Node's once registered). Solved afresh, the pods of a scale-out
+// moved between in-flight NodeClaims pass after pass: the hostname-spread pods, placed first, took the NodeClaims
+// launched for large pods, and the large pods got launches of their own. A NodeClaim keeps its pins only while
+// what happened since agrees with the plan: every pod bound to its Node (DaemonSet pods aside) was bound there
+// or planned there by the previous pass, and the pinned pods fit its room. Otherwise the kube-scheduler put a pod
+// elsewhere than planned, and the NodeClaim's pending pods are planned again from where pods actually are, with
+// the room the displaced pods' own NodeClaims now have.
+func pins(in solver.Input, prev placement) map[string]string {
+	if len(prev.planned) == 0 {
+		return nil
+	}
+	claimOf := claimNames(in)
+	nodes := map[string]bool{}
+	for _, n := range in.Nodes {
+		nodes[n.Node.Name] = true
+	}
+	current := map[string]string{}
+	room := map[string]corev1.ResourceList{}
+	for _, f := range in.InFlight {
+		name := f.NodeClaim.Name
+		current[name] = name
+		if n := f.NodeClaim.Status.NodeName; n != "" && nodes[n] {
+			current[name] = n
+		}
+		room[name] = f.Available
+	}
+	contradicted := map[string]bool{}
+	for _, n := range in.Nodes {
+		claim, ok := claimOf[n.Node.Name]
+		if !ok {
+			continue
+		}
+		for _, p := range n.Pods {
+			if !ownedByDaemonSet(p) && !prev.expected[claim][p.UID] {
+				contradicted[claim] = true
+			}
+		}
+	}
+	out := map[string]string{}
+	byClaim := map[string][]*corev1.Pod{}
+	for _, p := range in.Pods {
+		claim, ok := prev.planned[p.UID]
+		if !ok || contradicted[claim] || current[claim] == "" {
+			continue
+		}
+		byClaim[claim] = append(byClaim[claim], p)
+	}
+	for claim, pods := range byClaim {
+		left := room[claim]
+		for _, p := range pods {
+			left = solver.Subtract(left, solver.PodRequests(p))
+		}
+		if negative(left, room[claim]) {
+			continue
+		}
+		for _, p := range pods {
+			out[solver.PodKey(p)] = current[claim]
+		}
+	}
+	return out
+}
+
+// negative reports whether any quantity of l that room names is below zero.
+func negative(l, room corev1.ResourceList) bool {
+	for name := range room {
+		if q := l[name]; q.Sign() < 0 {
 			return true
 		}
 	}

@@ -21,12 +21,16 @@ func pendingPod(name, nominated string) *corev1.Pod {
 }
 
 func TestNominationsFollowThePlan(t *testing.T) {
-	// claim-a has registered as node-a; claim-b has no node yet; node-c is a node of its own.
+	// claim-a has registered as node-a; claim-b has no node yet; claim-d's Node node-d exists but has not
+	// registered; node-c is a node of its own.
+	claimD := test.NodeClaim("claim-d", "default").ProviderID("aws:///z/i-d").Obj()
 	in := solver.Input{
-		Nodes: []solver.ExistingNode{{Node: test.Node("node-a", "aws:///z/i-a").Obj()}, {Node: test.Node("node-c", "aws:///z/i-c").Obj()}},
+		Nodes: []solver.ExistingNode{{Node: test.Node("node-a", "aws:///z/i-a").Obj()}, {Node: test.Node("node-c", "aws:///z/i-c").Obj()},
+			{Node: test.Node("node-d", "aws:///z/i-d").Obj(), NodeClaim: claimD}},
 		InFlight: []solver.InFlightClaim{
 			{NodeClaim: test.NodeClaim("claim-a", "default").NodeName("node-a").Obj()},
 			{NodeClaim: test.NodeClaim("claim-b", "default").Obj()},
+			{NodeClaim: claimD},
 		},
 	}
 	cases := []struct {
@@ -39,6 +43,8 @@ func TestNominationsFollowThePlan(t *testing.T) {
 		{name: "planned on a registered claim: its node", pod: pendingPod("p1", ""), planned: "claim-a", want: []string{"node-a"}},
 		{name: "planned on a node", pod: pendingPod("p2", ""), planned: "node-c", want: []string{"node-c"}},
 		{name: "planned on a claim without a node yet: nothing", pod: pendingPod("p3", ""), planned: "claim-b"},
+		{name: "planned on a claim whose node has not registered: nothing", pod: pendingPod("p9", ""), planned: "claim-d"},
+		{name: "plan moved to a claim without a node: our nomination is cleared", pod: pendingPod("p10", "node-a"), planned: "claim-d", ours: "node-a", want: []string{""}},
 		{name: "already nominated where planned: no write", pod: pendingPod("p4", "node-a"), planned: "claim-a", ours: "node-a"},
 		{name: "plan moved: our nomination follows", pod: pendingPod("p5", "node-a"), planned: "node-c", ours: "node-a", want: []string{"node-c"}},
 		{name: "plan moved to a new claim: our nomination is cleared", pod: pendingPod("p6", "node-a"), planned: "", ours: "node-a", want: []string{""}},

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -455,4 +456,47 @@ func TestRegistrationNominatesPlannedPods(t *testing.T) {
 	if n := h.env.Deps.Plans.Nominated()[planned.UID]; n != "nominated-node" {
 		t.Errorf("recorded nomination %q", n)
 	}
+}
+
+// A 1.34 kube-scheduler clears a pod's nomination when an attempt to place it fails, which the nomination itself
+// can cause while the Node still has the unregistered taint: registration nominates the planned pods again once
+// the Node is schedulable.
+func TestRegistrationNominatesAgainAfterTheTaintIsLifted(t *testing.T) {
+	h := newHarness(t)
+	planned := test.Pod("cleared").Obj()
+	h.create(planned)
+	api := h.env.Env.Client
+	// The "scheduler" clears the nomination just before the Node loses its unregistered taint.
+	d := h.env.Deps
+	d.APIReader = api
+	d.Client = test.Intercept(d.Client, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Node); ok {
+				p := &corev1.Pod{}
+				if err := api.Get(ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+					return err
+				}
+				if p.Status.NominatedNodeName != "" {
+					p.Status.NominatedNodeName = ""
+					if err := api.Status().Update(ctx, p); err != nil {
+						return err
+					}
+				}
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	h.c = NewController(d)
+	h.create(test.NodeClaim("renominating", "default").Obj())
+	nc := h.reconcileUntil("renominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"renominating": {{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID}}})
+	h.create(test.Node("renominated-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	h.reconcileUntil("renominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+	test.Eventually(t, timeout, func() (bool, string) {
+		p := &corev1.Pod{}
+		if err := api.Get(h.ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+			return false, err.Error()
+		}
+		return p.Status.NominatedNodeName == "renominated-node", fmt.Sprintf("nominated for %q", p.Status.NominatedNodeName)
+	})
 }

@@ -21,27 +21,47 @@ const nominateWorkers = 8
 // scheduler then keeps the Node's room for them instead of filling it with other pods (KEP-5278). Pods bound
 // already, pods nominated elsewhere by someone else and pods that no longer exist are skipped; failures are
 // logged and do not hold registration up (the provisioner's next pass nominates again).
-// It returns how many pods it nominated.
-func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) int {
+// It returns how many pods it nominated. reader reads the pods (the cache, or the API server where a nomination
+// cleared a moment ago must be seen).
+func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, reader client.Reader) int {
 	plans := c.deps.Plans
 	if plans == nil {
 		return 0
 	}
 	refs := plans.Planned(nc.Name)
 	if len(refs) == 0 {
+		log.FromContext(ctx).V(1).Info("no pods planned on the registering nodeclaim", "node", node.Name)
 		return 0
 	}
 	ours := plans.Nominated()
 	var mu sync.Mutex
 	update := map[types.UID]string{}
+	skipped := map[string]int{}
+	skip := func(reason string) {
+		mu.Lock()
+		skipped[reason]++
+		mu.Unlock()
+	}
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(refs), func(i int) {
 		r := refs[i]
 		pod := &corev1.Pod{}
-		if err := c.deps.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, pod); err != nil {
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, pod); err != nil {
+			skip("gone")
 			return
 		}
 		cur := pod.Status.NominatedNodeName
-		if pod.UID != r.UID || pod.Spec.NodeName != "" || cur == node.Name || (cur != "" && cur != ours[pod.UID]) {
+		switch {
+		case pod.UID != r.UID:
+			skip("gone")
+			return
+		case pod.Spec.NodeName != "":
+			skip("bound")
+			return
+		case cur == node.Name:
+			skip("nominated-already")
+			return
+		case cur != "" && cur != ours[pod.UID]:
+			skip("nominated-by-others")
 			return
 		}
 		patch := client.MergeFrom(pod.DeepCopy())
@@ -56,5 +76,8 @@ func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, 
 		mu.Unlock()
 	})
 	plans.UpdateNominated(update)
+	if len(skipped) > 0 {
+		log.FromContext(ctx).V(1).Info("planned pods not nominated at registration", "node", node.Name, "planned", len(refs), "skipped", skipped)
+	}
 	return len(update)
 }

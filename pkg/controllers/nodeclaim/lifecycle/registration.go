@@ -53,10 +53,19 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		}
 		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
 	}
-	nominated := c.nominatePlanned(ctx, nc, node)
+	nominated := c.nominatePlanned(ctx, nc, node, c.deps.Client)
 	if err := c.syncNode(ctx, nc, node); err != nil {
 		return reconcile.Result{}, true, err
 	}
+	// Again now that the Node is schedulable: a 1.34 kube-scheduler clears a pod's nomination whenever an attempt
+	// to place the pod fails (its preemption step finds no candidate), and the nomination just written makes it
+	// try the pod again while the Node still had the unregistered taint. A pod still nominated is left alone; the
+	// pods are read from the API server, where the cache may not show the clearing yet.
+	reader := client.Reader(c.deps.Client)
+	if c.deps.APIReader != nil {
+		reader = c.deps.APIReader
+	}
+	nominated += c.nominatePlanned(ctx, nc, node, reader)
 	nc.Status.NodeName = node.Name
 	nc.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
 	if err := c.patchStatus(ctx, stored, nc); err != nil {

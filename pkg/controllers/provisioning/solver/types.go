@@ -29,6 +29,11 @@ type Input struct {
 	Nodes []ExistingNode
 	// DaemonSets run a pod on every new node they tolerate; their requests are overhead on new nodes.
 	DaemonSets []*appsv1.DaemonSet
+	// Pinned maps pending pods (namespace/name) to the in-flight NodeClaim, or the Node of one that registered,
+	// that they stay on (by the name Plan.Existing uses): an earlier pass planned them there and nothing since
+	// contradicts it. A solver counts them there, as if bound, and plans the other pods around them; a pin whose
+	// pod is not in Pods or whose NodeClaim or Node is not in the input is ignored.
+	Pinned map[string]string
 	// Volume objects pending pods refer to (zonal volumes pin pods to zones).
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume

@@ -33,7 +33,7 @@ var _ solver.Solver = Scheduler{}
 
 // Solve implements solver.Solver. A scheduling error makes every pod unschedulable with that error as reason.
 func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
-	snap, pools := Snapshot(in)
+	snap, pools, pinned := snapshot(in)
 	plan, err := scheduling.Solve(ctx, snap, s.Options)
 	out := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}, UnschedulableCodes: map[string]string{}}
 	if err != nil {
@@ -46,6 +46,9 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	pods := map[string]*corev1.Pod{}
 	for _, p := range in.Pods {
 		pods[solver.PodKey(p)] = p
+	}
+	for key, name := range pinned {
+		out.Existing[key] = name
 	}
 	for _, pl := range plan.Placements {
 		out.Existing[pl.Pod.String()] = pl.Node
@@ -85,10 +88,18 @@ func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 
 // Snapshot converts the provisioner's input. Nodes become StateNodes with the pods bound to them; NodeClaims
 // without a registered Node become in-flight StateNodes named after the NodeClaim (so placements map back to
-// it), whose allocatable is what every instance type they allow offers.
+// it), whose allocatable is what every instance type they allow offers. A Node whose in-flight NodeClaim has not
+// registered it yet is left out: the NodeClaim stands for it until registration (counting both offered the same
+// machine twice, and the plan put pods on the unregistered Node and on its NodeClaim at once). Pinned pods
+// (in.Pinned) are added to their node's pods instead of being planned.
 func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePoolOption) {
+	snap, pools, _ := snapshot(in)
+	return snap, pools
+}
+
+// snapshot is Snapshot that also returns the pinned pods it placed (namespace/name to node name).
+func snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePoolOption, map[string]string) {
 	snap := &scheduling.Snapshot{
-		Pods:                   in.Pods,
 		InstanceTypes:          map[string][]*cloudprovider.InstanceType{},
 		DaemonSets:             in.DaemonSets,
 		PersistentVolumeClaims: in.PersistentVolumeClaims,
@@ -115,8 +126,17 @@ func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 		snap.NodePools = append(snap.NodePools, sp)
 		snap.InstanceTypes[np.Name] = o.InstanceTypes
 	}
+	unregistered := map[string]bool{}
+	for _, f := range in.InFlight {
+		if f.NodeClaim.Status.NodeName == "" {
+			unregistered[f.NodeClaim.Name] = true
+		}
+	}
 	registered := map[string]bool{}
 	for _, n := range in.Nodes {
+		if n.NodeClaim != nil && unregistered[n.NodeClaim.Name] {
+			continue // its NodeClaim stands for it until registration
+		}
 		snap.Nodes = append(snap.Nodes, stateNode(n))
 		registered[n.Node.Name] = true
 	}
@@ -133,7 +153,34 @@ func Snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 			NodePool:    f.NodeClaim.NodePoolName(),
 		})
 	}
-	return snap, pools
+	var pinned map[string]string
+	snap.Pods, pinned = pin(in, snap.Nodes)
+	return snap, pools, pinned
+}
+
+// pin adds the pinned pods of in to the pods of their StateNode and returns the pods left to plan and the
+// pinned ones placed (namespace/name to node name). Pods pinned to a node the snapshot does not hold are planned.
+func pin(in solver.Input, nodes []*scheduling.StateNode) ([]*corev1.Pod, map[string]string) {
+	if len(in.Pinned) == 0 {
+		return in.Pods, nil
+	}
+	byName := map[string]*scheduling.StateNode{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	placed := map[string]string{}
+	var rest []*corev1.Pod
+	for _, p := range in.Pods {
+		key := solver.PodKey(p)
+		n := byName[in.Pinned[key]]
+		if n == nil || n.MarkedForDeletion {
+			rest = append(rest, p)
+			continue
+		}
+		n.Pods = append(slices.Clip(n.Pods), p)
+		placed[key] = n.Name
+	}
+	return rest, placed
 }
 
 // ephemeralTaints are put on a new Node by its kubelet, the node lifecycle controller, the cloud controller

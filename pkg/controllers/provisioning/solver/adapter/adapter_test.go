@@ -132,3 +132,69 @@ func deleting(nc *karpv1.NodeClaim) *karpv1.NodeClaim {
 	nc.DeletionTimestamp = &now
 	return nc
 }
+
+// TestUnregisteredNodeSeenAsItsNodeClaim: a Node that exists but whose NodeClaim has not registered it yet is
+// the same machine as the NodeClaim: the scheduler sees it once, as the NodeClaim, so pods are planned on the
+// NodeClaim (nominated once it registers) and its room is not offered twice.
+func TestUnregisteredNodeSeenAsItsNodeClaim(t *testing.T) {
+	const providerID = "fake:///zone-a/i-1"
+	nc := test.NodeClaim("default-abcde", "default").ProviderID(providerID).Obj()
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := test.Node("node-1", providerID).Label(karpv1.NodePoolLabelKey, "default").Taint(karpv1.UnregisteredNoExecuteTaint()).Obj()
+	node.Status.Allocatable = nc.Status.Allocatable.DeepCopy()
+	in := solver.Input{
+		Pods:      []*corev1.Pod{test.Pod("a").Requests("1500m", "1Gi").Obj(), test.Pod("b").Requests("1500m", "1Gi").Obj()},
+		NodePools: []solver.NodePoolOption{{NodePool: test.NodePool("default").Obj(), InstanceTypes: fake.DefaultInstanceTypes()}},
+		Nodes:     []solver.ExistingNode{{Node: node, NodeClaim: nc}},
+		InFlight: []solver.InFlightClaim{{NodeClaim: nc, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"},
+			Available: nc.Status.Allocatable}},
+	}
+	plan := Scheduler{}.Solve(context.Background(), in)
+	var onClaim []string
+	for pod, name := range plan.Existing {
+		if name != "default-abcde" {
+			t.Errorf("pod %s planned on %s, want the NodeClaim default-abcde", pod, name)
+		}
+		onClaim = append(onClaim, pod)
+	}
+	if len(onClaim) != 1 || len(plan.NewNodeClaims) != 1 {
+		t.Errorf("%d pods on the NodeClaim and %d new nodeclaims, want 1 and 1 (the machine holds one pod)", len(onClaim), len(plan.NewNodeClaims))
+	}
+
+	// Registered, the Node stands for it.
+	nc.Status.NodeName = "node-1"
+	plan = Scheduler{}.Solve(context.Background(), in)
+	for pod, name := range plan.Existing {
+		if name != "node-1" {
+			t.Errorf("registered: pod %s planned on %s, want node-1", pod, name)
+		}
+	}
+}
+
+// TestPinnedPods: a pinned pod is placed where it is pinned without being planned, and its requests count there;
+// a pin to a node the snapshot lacks is ignored.
+func TestPinnedPods(t *testing.T) {
+	claim := func(name string) solver.InFlightClaim {
+		return solver.InFlightClaim{NodeClaim: test.NodeClaim(name, "default").Obj(), Labels: map[string]string{karpv1.NodePoolLabelKey: "default"},
+			Available: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+				corev1.ResourcePods: resource.MustParse("110")}}
+	}
+	in := solver.Input{
+		Pods: []*corev1.Pod{test.Pod("a").Requests("1500m", "1Gi").Obj(), test.Pod("b").Requests("1500m", "1Gi").Obj(),
+			test.Pod("c").Requests("100m", "1Gi").Obj()},
+		NodePools: []solver.NodePoolOption{{NodePool: test.NodePool("default").Obj(), InstanceTypes: fake.DefaultInstanceTypes()}},
+		InFlight:  []solver.InFlightClaim{claim("claim-1"), claim("claim-2")},
+		// Unpinned, the scheduler would put a on claim-1 and b on claim-2.
+		Pinned: map[string]string{"default/a": "claim-2", "default/b": "claim-1", "default/c": "gone"},
+	}
+	plan := Scheduler{}.Solve(context.Background(), in)
+	want := map[string]string{"default/a": "claim-2", "default/b": "claim-1"}
+	got := map[string]string{"default/a": plan.Existing["default/a"], "default/b": plan.Existing["default/b"]}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("pinned pods (-want +got):\n%s", d)
+	}
+	if name, ok := plan.Existing["default/c"]; !ok || name == "gone" {
+		t.Errorf("pod c pinned to a missing node: planned on %q (%v)", name, ok)
+	}
+}
