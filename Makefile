@@ -111,6 +111,10 @@ bench-scheduling: ## Scheduler benchmarks at 1k/5k/20k/50k pods (figures go to d
 bench-disruption: ## Disruption benchmark: one decision pass and the convergence simulation on 2,000 nodes (docs/benchmarks.md).
 	@bash hack/bench-disruption.sh
 
+.PHONY: bench-rss
+bench-rss: control-plane build ## Controller memory at 1,000 nodes: envtest, bin/awssim and bin/dovetail, no scale-out (docs/benchmarks.md).
+	$(GO) test -tags bench -p 1 -count 1 -timeout 60m -v ./test/bench/rss/
+
 .PHONY: bench-stack
 bench-stack: control-plane build ## Local-stack benchmarks: 1,000-pod scale-out, mass node deletion (docs/benchmarks.md).
 	$(GO) test -tags bench -p 1 -count 1 -timeout 90m -v ./test/bench/

@@ -172,8 +172,9 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		// Nothing reads managedFields; dropping them from the informer caches saves a third of their memory.
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// The informer caches keep what the controllers read: no managedFields, no last-applied copies, trimmed
+		// pods and nodes (see TransformForCache).
+		Cache:                         cache.Options{DefaultTransform: TransformForCache},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        fmt.Sprintf(":%d", s.HealthProbePort),
 		LeaderElection:                !s.DisableLeaderElection,

@@ -24,6 +24,24 @@ import (
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
 // those NodePools with the room they have left. Without pending pods it returns an empty input unless always.
 func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, err error) {
+	if !always {
+		// Most passes (one per pod event) find nothing pending: look at the cache's own objects, read only,
+		// before copying every pod.
+		shared := &corev1.PodList{}
+		if err := c.deps.Client.List(ctx, shared, client.UnsafeDisableDeepCopy); err != nil {
+			return in, fmt.Errorf("listing pods: %w", err)
+		}
+		found := false
+		for i := range shared.Items {
+			if IsProvisionable(&shared.Items[i]) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return in, nil
+		}
+	}
 	podList := &corev1.PodList{}
 	if err := c.deps.Client.List(ctx, podList); err != nil {
 		return in, fmt.Errorf("listing pods: %w", err)

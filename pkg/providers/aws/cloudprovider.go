@@ -202,6 +202,11 @@ func (p *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 }
 
 func (p *CloudProvider) instanceTypesFor(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	return p.instanceTypesAllowed(ctx, nc, nil)
+}
+
+// instanceTypesAllowed is instanceTypesFor restricted to the instance type names allow accepts (nil: all).
+func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2NodeClass, allow func(string) bool) ([]*cloudprovider.InstanceType, error) {
 	if len(nc.Status.Subnets) == 0 {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q has no resolved subnets", nc.Name))
 	}
@@ -213,7 +218,7 @@ func (p *CloudProvider) instanceTypesFor(ctx context.Context, nc *awsv1.EC2NodeC
 			zones = append(zones, s.Zone)
 		}
 	}
-	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones})
+	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow})
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // forgetMissing drops remembered pods that no longer exist, bounding the memory the controller keeps.
 func (c *Controller) forgetMissing(ctx context.Context) {
 	pods := &corev1.PodList{}
-	if err := c.deps.Client.List(ctx, pods); err != nil {
+	// Only the UIDs are read: the cache's own objects, not a copy of every pod.
+	if err := c.deps.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	live := make(map[types.UID]bool, len(pods.Items))

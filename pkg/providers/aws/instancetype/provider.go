@@ -57,6 +57,9 @@ type Request struct {
 	Settings Settings
 	// Zones are the zones the node class has subnets in; offerings elsewhere are left out.
 	Zones []string
+	// Allow, when set, lists only the instance types it allows (a launch lists those its NodeClaim allows rather
+	// than building every type's offerings).
+	Allow func(name string) bool
 }
 
 // List returns the instance types that have at least one offering in the requested zones, sorted by name.
@@ -87,6 +90,9 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 	sort.Strings(names)
 	var out []*cloudprovider.InstanceType
 	for _, name := range names {
+		if req.Allow != nil && !req.Allow(name) {
+			continue
+		}
 		shape := shapes[name]
 		var offerings []cloudprovider.Offering
 		for _, z := range zones[name] {

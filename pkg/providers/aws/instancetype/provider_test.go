@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,22 @@ func TestProviderCachesForTTLAndAppliesAvailability(t *testing.T) {
 				t.Errorf("m5.large on-demand offering unavailable; only spot was marked")
 			}
 		}
+	}
+	// A launch lists only the types its NodeClaim allows, with the same offerings as the full list.
+	allowed := req
+	allowed.Allow = func(name string) bool { return name == "m5.large" || name == "c5.xlarge" }
+	only, err := p.List(ctx, allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*cloudprovider.InstanceType
+	for _, it := range list() {
+		if allowed.Allow(it.Name) {
+			want = append(want, it)
+		}
+	}
+	if len(only) != 2 || !reflect.DeepEqual(only, want) {
+		t.Errorf("List with Allow returned %d types, want m5.large and c5.xlarge as in the full list", len(only))
 	}
 	clk.Step(instancetype.DefaultTTL)
 	list()
