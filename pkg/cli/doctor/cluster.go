@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -130,11 +129,6 @@ func (d *Doctor) daemonSets(r *Report, st *clusterState) {
 	}
 }
 
-// recentLaunch is how long an instance without its NodeClaim counts as a launch in progress rather than a
-// leftover: the controller's garbage collection waits 30 s (garbagecollection.LeakGracePeriod) before it
-// terminates such an instance, and needs a pass to do so.
-const recentLaunch = 2 * time.Minute
-
 // leftovers finds NodeClaims whose NodePool is gone and instances of this cluster whose NodeClaim is gone:
 // what a previous install left behind.
 func (d *Doctor) leftovers(r *Report, st *clusterState, instances []ec2types.Instance) {
@@ -151,19 +145,12 @@ func (d *Doctor) leftovers(r *Report, st *clusterState, instances []ec2types.Ins
 		}
 	}
 	var orphanInstances []string
-	recent := 0
 	for _, i := range instances {
 		t := map[string]string{}
 		for _, tag := range i.Tags {
 			t[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
 		}
 		if nc := t[awsv1.TagNodeClaim]; nc != "" && !claims[nc] {
-			if i.LaunchTime != nil && d.Clock.Since(*i.LaunchTime) < recentLaunch {
-				// A launch that raced its NodeClaim's deletion, or whose NodeClaim the cache has not shown
-				// yet: the controller's garbage collection settles it within its grace period.
-				recent++
-				continue
-			}
 			orphanInstances = append(orphanInstances, aws.ToString(i.InstanceId)+" (NodeClaim "+nc+")")
 		}
 	}
@@ -180,9 +167,6 @@ func (d *Doctor) leftovers(r *Report, st *clusterState, instances []ec2types.Ins
 		}
 		r.fail("leftovers", "delete the NodeClaims (kubectl delete nodeclaim <name>) and terminate the instances (aws ec2 terminate-instances --instance-ids <id>), or run dovetailctl teardown before reinstalling",
 			"left from a previous install: %s", strings.Join(parts, "; "))
-	case recent > 0:
-		r.pass("leftovers", "%d NodeClaims and %d instances, each with its NodePool or NodeClaim except %d launched less than %s ago (the controller's garbage collection terminates those whose NodeClaim is gone)",
-			len(st.claims), len(instances), recent, recentLaunch)
 	default:
 		r.pass("leftovers", "%d NodeClaims and %d instances, each with its NodePool or NodeClaim", len(st.claims), len(instances))
 	}
