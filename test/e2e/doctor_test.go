@@ -45,7 +45,20 @@ func TestDoctor(t *testing.T) {
 		}
 	})
 
-	report, code := runDoctor(t, ctl)
+	// The test before may leave an instance whose launch raced its NodeClaim's deletion; the controller's garbage
+	// collection terminates it 30 s after its launch. Doctor rightly reports it until then, so the healthy stack
+	// is the one where that has settled: up to two minutes.
+	var report *doctor.Report
+	var code int
+	_ = framework.Poll(context.Background(), 2*time.Minute, 5*time.Second, func(context.Context) (bool, string, error) {
+		report, code = runDoctor(t, ctl)
+		left := report.Get("leftovers")
+		onlyLeftovers := report.Fail == 1 && len(left) == 1 && left[0].Status == doctor.Fail
+		if !onlyLeftovers {
+			return true, "", nil // healthy, or something else fails: judged below
+		}
+		return false, left[0].Message, nil
+	})
 	if code != 0 || report.Fail > 0 {
 		t.Errorf("healthy stack: exit %d, %d failures:\n%s", code, report.Fail, text(report))
 	}
