@@ -40,6 +40,10 @@ type Record struct {
 	Launch []Launch `json:"launch,omitempty"`
 	// Plan names the whole-cluster consolidation plan the command belongs to, or is empty.
 	Plan string `json:"plan,omitempty"`
+	// Candidates is how many nodes the command disrupts: its candidates are deleted in waves (see drainWave),
+	// and a command with fewer candidates left than this has drained some. Records written before this field
+	// existed have 0: their candidates are counted as they are.
+	Candidates int `json:"candidates,omitempty"`
 }
 
 // Launch is one replacement NodeClaim a command creates.
@@ -100,6 +104,13 @@ type InProgress struct {
 	Candidates []*karpv1.NodeClaim
 	// Replacements are the NodeClaims whose ReplacementForAnnotationKey names the command, by name.
 	Replacements []*karpv1.NodeClaim
+	// Draining are the candidates of earlier waves: NodeClaims being deleted that carry the command's record.
+	Draining []*karpv1.NodeClaim
+}
+
+// total is how many candidates the command started with.
+func (cmd *InProgress) total() int {
+	return max(cmd.Record.Candidates, len(cmd.Candidates)+len(cmd.Draining))
 }
 
 // CommandsInProgress groups the commands the view's NodeClaims carry, sorted by ID. NodeClaims being deleted and
@@ -126,6 +137,12 @@ func CommandsInProgress(v *View) []*InProgress {
 		nc := &v.Claims[i]
 		if cmd := byID[nc.Annotations[ReplacementForAnnotationKey]]; cmd != nil {
 			cmd.Replacements = append(cmd.Replacements, nc)
+		}
+		if nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if r, ok, err := RecordOf(nc); ok && err == nil && byID[r.ID] != nil {
+			byID[r.ID].Draining = append(byID[r.ID].Draining, nc)
 		}
 	}
 	sort.Strings(ids)

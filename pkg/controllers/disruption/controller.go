@@ -66,8 +66,10 @@ type Controller struct {
 	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
 	waiting       string
 	waitingLogged time.Time
-	// validating is, per command ID, when the check before draining first failed.
+	// validating is, per command ID, when the check before draining first failed; waveWait when the command
+	// started waiting for an earlier wave of its candidates to drain.
 	validating map[string]time.Time
+	waveWait   map[string]time.Time
 	// recent are the records this controller wrote on candidates, by NodeClaim, until the cache shows them.
 	recent map[string]recentRecord
 	// recentMu guards recent, which a command's candidates are recorded in from several goroutines at once.
@@ -89,7 +91,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -153,9 +155,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			c.commandFailed(ctx, cmd.Record.ID, err, &errs)
 		}
 	}
-	for id := range c.validating {
-		if !slices.ContainsFunc(st.inProgress, func(cmd *InProgress) bool { return cmd.Record.ID == id }) {
-			delete(c.validating, id)
+	for _, m := range []map[string]time.Time{c.validating, c.waveWait} {
+		for id := range m {
+			if !slices.ContainsFunc(st.inProgress, func(cmd *InProgress) bool { return cmd.Record.ID == id }) {
+				delete(m, id)
+			}
 		}
 	}
 	if err := c.untaintOrphans(ctx, st); err != nil {
@@ -198,7 +202,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	var errsMu sync.Mutex
 	workqueue.ParallelizeUntil(ctx, commandWorkers, len(ready), func(i int) {
-		if err := c.execute(ctx, st, ready[i]); err != nil {
+		if err := c.execute(ctx, st, chk, ready[i]); err != nil {
 			errsMu.Lock()
 			c.commandFailed(ctx, candidateNames(ready[i].cmd.Candidates)[0], err, &errs)
 			errsMu.Unlock()

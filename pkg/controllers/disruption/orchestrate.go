@@ -1,12 +1,14 @@
 package disruption
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +23,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	core "github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // start carries out a new command in an order that the next pass can finish from any step: record the command
@@ -32,7 +35,7 @@ func (c *Controller) start(ctx context.Context, st *state, chk *drainChecker, cm
 	if err != nil || s == nil {
 		return err
 	}
-	return c.execute(ctx, st, s)
+	return c.execute(ctx, st, chk, s)
 }
 
 // starting is a command prepare found ready to start: its record, encoded, and its candidates' NodeClaims.
@@ -71,6 +74,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 		Started:           st.Now.UTC().Truncate(1e9),
 		Message:           cmd.Message(),
 		Plan:              cmd.Plan,
+		Candidates:        len(candidates),
 	}
 	for _, plan := range cmd.Replacements {
 		if st.NodePools[plan.NodePool] == nil {
@@ -104,8 +108,8 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 }
 
 // execute writes a prepared command: its record on every candidate, then what finishStart does, then, for a
-// command without replacements, the candidates' deletion.
-func (c *Controller) execute(ctx context.Context, st *state, s *starting) error {
+// command without replacements, the deletion of its first wave of candidates.
+func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, s *starting) error {
 	logger := log.FromContext(ctx)
 	cmd, r, raw, candidates := s.cmd, s.record, s.raw, s.candidates
 	logger.Info("disrupting", "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
@@ -129,7 +133,7 @@ func (c *Controller) execute(ctx context.Context, st *state, s *starting) error 
 		return err
 	}
 	if len(cmd.Replacements) == 0 {
-		return c.terminate(ctx, in)
+		return c.terminate(ctx, in, drainWave(in, chk.bound))
 	}
 	return nil
 }
@@ -235,9 +239,32 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		log.FromContext(ctx).V(1).Info("waiting for replacements", "command", r.ID, "waiting", waiting)
 		return nil
 	}
+	// The candidates go in waves (drainWave): the next wave waits until the pods of the earlier ones have left
+	// their nodes, so that it is checked against where the kube-scheduler put them rather than against the plan.
+	if busy := undrained(cmd.Draining, chk.bound); len(busy) > 0 {
+		since, ok := c.waveWait[r.ID]
+		if !ok {
+			since = st.Now
+			c.waveWait[r.ID] = since
+		}
+		if st.Now.Sub(since) > WaveTimeout {
+			delete(c.waveWait, r.ID)
+			return c.abort(ctx, st, cmd, fmt.Sprintf("the nodes of its earlier wave did not drain within %s: %s", WaveTimeout, strings.Join(busy, ", ")))
+		}
+		log.FromContext(ctx).V(1).Info("waiting for the earlier wave to drain", "command", r.ID, "draining", busy, "left", len(cmd.Candidates))
+		return nil
+	}
+	delete(c.waveWait, r.ID)
 	why, err := chk.check(ctx, cmd)
 	if err != nil {
 		return err
+	}
+	if why != "" && len(cmd.Candidates) < cmd.total() {
+		// Earlier waves drained and the kube-scheduler placed their pods otherwise than planned, so that the
+		// rest no longer fit: a new decision from the cluster as it is does better than waiting.
+		delete(c.validating, r.ID)
+		return c.abort(ctx, st, cmd, fmt.Sprintf("after %d of %d nodes drained, the pods of the others no longer fit: %s",
+			cmd.total()-len(cmd.Candidates), cmd.total(), why))
 	}
 	if why != "" {
 		since, ok := c.validating[r.ID]
@@ -256,7 +283,7 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		return nil
 	}
 	delete(c.validating, r.ID)
-	return c.terminate(ctx, cmd)
+	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
 }
 
 // notInitialized says what a replacement still lacks.
@@ -273,12 +300,84 @@ func notInitialized(nc *karpv1.NodeClaim) string {
 	return "not initialized"
 }
 
-// terminate deletes the candidates; the termination controllers drain them within their grace periods.
-func (c *Controller) terminate(ctx context.Context, cmd *InProgress) error {
+// Waves of a command's deletions. The pods of a drained node are placed again by the kube-scheduler, which
+// scores nodes its own way (LeastAllocated spreads them) rather than as the decision planned: a 64-node command
+// drained at once left large pods without room in a full-size run. So a command's candidates are deleted in
+// waves, the nodes holding the largest pods first (they get the most room), and each later wave only once the
+// earlier one's pods have left, after the drain check passed again on the cluster as the kube-scheduler filled
+// it. A wave is at least MinDrainWave candidates, and a command takes at most DrainWaves waves.
+const (
+	MinDrainWave = 8
+	DrainWaves   = 4
+	// WaveTimeout is how long the rest of a command waits for an earlier wave to drain (a PodDisruptionBudget
+	// can hold an eviction) before it is abandoned and its candidates stay in service.
+	WaveTimeout = 5 * time.Minute
+)
+
+// drainWave returns the candidates of a command to delete now: those without pods to move, and up to a wave of
+// the others, those holding the largest pods first (by name among equals).
+func drainWave(cmd *InProgress, bound map[string][]*corev1.Pod) []*karpv1.NodeClaim {
+	size := max(MinDrainWave, (cmd.total()+DrainWaves-1)/DrainWaves)
+	type ranked struct {
+		nc      *karpv1.NodeClaim
+		biggest float64
+	}
+	var wave []*karpv1.NodeClaim
+	var busy []ranked
+	for _, nc := range cmd.Candidates {
+		biggest, pods := 0.0, 0
+		for _, p := range bound[nc.Status.NodeName] {
+			if core.Reschedulable(p) {
+				pods++
+				biggest = max(biggest, podSize(p))
+			}
+		}
+		if pods == 0 {
+			wave = append(wave, nc)
+			continue
+		}
+		busy = append(busy, ranked{nc, biggest})
+	}
+	slices.SortStableFunc(busy, func(a, b ranked) int {
+		if a.biggest != b.biggest {
+			return cmp.Compare(b.biggest, a.biggest)
+		}
+		return strings.Compare(a.nc.Name, b.nc.Name)
+	})
+	for _, r := range busy[:min(size, len(busy))] {
+		wave = append(wave, r.nc)
+	}
+	return wave
+}
+
+// podSize ranks pods for drainWave: cores requested plus GiB of memory over 4 (the memory per core of general
+// purpose instances), so that either resource makes a pod large.
+func podSize(p *corev1.Pod) float64 {
+	r := scheduling.PodRequests(p)
+	return r.Cpu().AsApproximateFloat64() + r.Memory().AsApproximateFloat64()/(4<<30)
+}
+
+// undrained names the nodes of earlier waves that still hold pods to move.
+func undrained(draining []*karpv1.NodeClaim, bound map[string][]*corev1.Pod) []string {
+	var out []string
+	for _, nc := range draining {
+		if slices.ContainsFunc(bound[nc.Status.NodeName], core.Reschedulable) {
+			out = append(out, nc.Status.NodeName)
+		}
+	}
+	return out
+}
+
+// terminate deletes a wave of the command's candidates; the termination controllers drain them within their
+// grace periods. The others keep the command's record and taint and are deleted by later passes.
+func (c *Controller) terminate(ctx context.Context, cmd *InProgress, wave []*karpv1.NodeClaim) error {
 	r := cmd.Record
 	now := c.deps.Clock.Now()
-	return errors.Join(c.forEach(ctx, len(cmd.Candidates), func(i int) error {
-		nc := cmd.Candidates[i]
+	if left := len(cmd.Candidates) - len(wave); left > 0 {
+		log.FromContext(ctx).Info("draining in waves", "command", r.ID, "wave", len(wave), "left", left)
+	}
+	return errors.Join(c.forEach(ctx, len(wave), func(i int) error {
+		nc := wave[i]
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
 		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)

@@ -1,0 +1,271 @@
+package disruption_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// serviceNode creates an initialized NodeClaim of NodePool "default" (with the termination finalizer, so that a
+// deleted one stays, being deleted) and its untainted Node of cpu cores, and binds a running pod of each size
+// in pods (cores) to it, named name-0, name-1, ...
+func serviceNode(t *testing.T, e *test.ControllerEnv, name, cpu string, pods ...string) {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Env.Client
+	labels := map[string]string{
+		corev1.LabelInstanceTypeStable: "fake-xlarge", corev1.LabelTopologyZone: "test-zone-a",
+		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
+	}
+	nb := test.NodeClaim(name, "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///" + name)
+	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, cpu).Capacity(corev1.ResourceMemory, "256Gi")
+	for k, v := range labels {
+		nb.Label(k, v)
+		node.Label(k, v)
+	}
+	nc := nb.Obj()
+	if err := c.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.NodeName, nc.Status.ProviderID = name, "fake:///"+name
+	for _, ct := range karpv1.NodeClaimReadinessConditions() {
+		nc.SetTrue(ct, ct)
+	}
+	if err := c.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	n := node.Obj()
+	status := n.Status
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = status
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = nil // the API server's not-ready taint: no node lifecycle controller runs here
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range pods {
+		bindPod(t, e, fmt.Sprintf("%s-%d", name, i), size, name)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeInitialized) {
+			return false, fmt.Sprintf("nodeclaim %s not cached yet: %v", name, err)
+		}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
+			return false, fmt.Sprintf("node %s not cached yet: %v", name, err)
+		}
+		return true, ""
+	})
+}
+
+// bindPod creates a running pod of cpu cores bound to node and waits until the cache shows it.
+func bindPod(t *testing.T, e *test.ControllerEnv, name, cpu, node string) {
+	t.Helper()
+	ctx := context.Background()
+	p := test.SchedPod(name).Requests(cpu, "1Gi").Obj()
+	p.Spec.NodeName = node
+	if err := e.Env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	if err := e.Env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &corev1.Pod{}
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), got)
+		return err == nil && got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s not cached yet: %v", name, err)
+	})
+}
+
+// movePods stands in for a drain and the kube-scheduler: the pods of each node in from are deleted and created
+// again (named with a suffix) on node to.
+func movePods(t *testing.T, e *test.ControllerEnv, from []string, to string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, node := range from {
+		pods := &corev1.PodList{}
+		if err := e.Env.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if err := e.Env.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+				t.Fatal(err)
+			}
+			bindPod(t, e, p.Name+"-moved", p.Spec.Containers[0].Resources.Requests.Cpu().String(), to)
+			test.Eventually(t, wait, func() (bool, string) {
+				err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})
+				return client.IgnoreNotFound(err) == nil && err != nil, fmt.Sprintf("pod %s still cached", p.Name)
+			})
+		}
+	}
+}
+
+// startCommand records a command to delete the named NodeClaims, as a pass that stopped right after recording
+// it leaves it.
+func startCommand(t *testing.T, e *test.ControllerEnv, id string, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := json.Marshal(disruption.Record{ID: id, Reason: karpv1.DisruptionReasonUnderutilized, Decision: "delete",
+		ConsolidationType: "multi", Started: e.Clock.Now().UTC(), Candidates: len(names)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		nc := &karpv1.NodeClaim{}
+		if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(nc.DeepCopy())
+		nc.Annotations = map[string]string{disruption.CommandAnnotationKey: string(raw)}
+		if err := e.Env.Client.Patch(ctx, nc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		for _, name := range names {
+			if recordID(t, e, name) != id {
+				return false, "record not on " + name
+			}
+		}
+		cached := &karpv1.NodeClaimList{}
+		if err := e.Client.List(ctx, cached); err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for i := range cached.Items {
+			if cached.Items[i].Annotations[disruption.CommandAnnotationKey] != "" {
+				n++
+			}
+		}
+		return n == len(names), fmt.Sprintf("%d of %d records cached", n, len(names))
+	})
+}
+
+// deleting returns the names of the NodeClaims being deleted, sorted.
+func deleting(t *testing.T, e *test.ControllerEnv) []string {
+	t.Helper()
+	l := &karpv1.NodeClaimList{}
+	if err := e.Env.Client.List(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := range l.Items {
+		if !l.Items[i].DeletionTimestamp.IsZero() {
+			out = append(out, l.Items[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waveCluster is the scene of the wave tests: NodePool "default" with a budget of 0 (the passes start no
+// command of their own), a "keeper" node of 64 cores, and twelve candidates c00..c11 of 8 cores with one pod
+// each of 0.5, 1, ..., 6 cores, recorded as one command to delete them all. It returns the candidates.
+func waveCluster(t *testing.T, e *test.ControllerEnv) []string {
+	t.Helper()
+	if err := e.Env.Client.Create(context.Background(), test.NodePool("default").Budget("0").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	serviceNode(t, e, "keeper", "64")
+	var names []string
+	for i := range 12 {
+		name := fmt.Sprintf("c%02d", i)
+		serviceNode(t, e, name, "8", fmt.Sprintf("%dm", 500*(i+1)))
+		names = append(names, name)
+	}
+	startCommand(t, e, "waves", names)
+	return names
+}
+
+// TestCandidatesDrainInWaves: a command deleting twelve nodes deletes the eight holding the largest pods first
+// (a wave is at least MinDrainWave), deletes nothing more while their pods are still on them, and deletes the
+// other four once those pods have moved and the rest still fit beside them.
+func TestCandidatesDrainInWaves(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	names := waveCluster(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := names[4:]
+	if got := deleting(t, e); !slices.Equal(got, first) {
+		t.Fatalf("first wave deleted %v, want the eight nodes with the largest pods %v", got, first)
+	}
+	// The cache shows the deletions; the first wave's pods have not moved yet.
+	test.Eventually(t, wait, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: first[0]}, nc)
+		return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
+	})
+	e.Clock.Step(disruption.BusyPollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); !slices.Equal(got, first) {
+		t.Fatalf("deleted %v while the first wave still holds its pods, want only %v", got, first)
+	}
+	movePods(t, e, first, "keeper")
+	e.Clock.Step(disruption.BusyPollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); !slices.Equal(got, names) {
+		t.Fatalf("after the first wave drained, deleting %v, want all of %v", got, names)
+	}
+}
+
+// TestWavesStopWhenPodsLandedElsewhere: after the first wave drained, the room the plan counted on is taken (the
+// kube-scheduler put another pod there), so the other candidates' pods no longer fit: the rest of the command is
+// abandoned at once (no ValidationTimeout wait) and those nodes stay in service, untainted.
+func TestWavesStopWhenPodsLandedElsewhere(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	names := waveCluster(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, rest := names[4:], names[:4]
+	if got := deleting(t, e); !slices.Equal(got, first) {
+		t.Fatalf("first wave deleted %v, want %v", got, first)
+	}
+	// 34 cores of the first wave and a 28-core pod leave 2 of the keeper's 64 cores: the rest needs 5.
+	movePods(t, e, first, "keeper")
+	bindPod(t, e, "hog", "28", "keeper")
+	e.Clock.Step(disruption.BusyPollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); !slices.Equal(got, first) {
+		t.Fatalf("deleting %v although the rest no longer fits, want only %v", got, first)
+	}
+	for _, name := range rest {
+		if id := recordID(t, e, name); id != "" {
+			t.Errorf("%s still carries command %s: the rest of the command was not abandoned", name, id)
+		}
+		node := &corev1.Node{}
+		if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			t.Fatal(err)
+		}
+		if tainted(node) {
+			t.Errorf("node %s kept the disrupted taint after the command was abandoned", name)
+		}
+	}
+}
