@@ -20,10 +20,11 @@ type View struct {
 	Now time.Time
 	// Claims are every NodeClaim, sorted by name.
 	Claims []karpv1.NodeClaim
-	// Nodes are every Node by name.
+	// Nodes are every Node by name, and Pods every pod. Read from the controller's cache they share their maps
+	// and slices with it (no copy: 11,000 pods copied on every pass were most of the controller's memory at
+	// 1,000 nodes): they are read-only, and code that changes one works on a DeepCopy.
 	Nodes map[string]*corev1.Node
-	// Pods are every pod.
-	Pods []corev1.Pod
+	Pods  []corev1.Pod
 	// NodePools are the NodePools not being deleted, by name; AllNodePools every NodePool, as listed.
 	NodePools    map[string]*karpv1.NodePool
 	AllNodePools []*karpv1.NodePool
@@ -44,8 +45,16 @@ func Observe(ctx context.Context, c client.Reader, now time.Time) (*View, error)
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"nodeclaims", &claims}, {"nodes", &nodes}, {"pods", &pods}, {"nodepools", &pools}, {"poddisruptionbudgets", &pdbs}} {
-		if err := c.List(ctx, l.list); err != nil {
+		opts []client.ListOption
+	}{
+		// NodeClaims are copied: a pass records commands on them and marks them deleted in place.
+		{"nodeclaims", &claims, nil},
+		{"nodes", &nodes, []client.ListOption{client.UnsafeDisableDeepCopy}},
+		{"pods", &pods, []client.ListOption{client.UnsafeDisableDeepCopy}},
+		{"nodepools", &pools, nil},
+		{"poddisruptionbudgets", &pdbs, nil},
+	} {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -268,4 +270,67 @@ func TestWavesStopWhenPodsLandedElsewhere(t *testing.T) {
 			t.Errorf("node %s kept the disrupted taint after the command was abandoned", name)
 		}
 	}
+}
+
+// TestPassLeavesTheCacheAlone: a pass reads Nodes and Pods from the cache without copying them (View), so it
+// must not change them. After passes that decide (a drifted node is replaced, consolidation considered) and
+// run a command, every cached pod is as it was, and every Node too but for what the pass wrote on purpose (the
+// disrupted taint, through the API server).
+func TestPassLeavesTheCacheAlone(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	serviceNode(t, e, "keeper", "64", "2", "3")
+	serviceNode(t, e, "small-a", "8", "1")
+	serviceNode(t, e, "small-b", "8", "500m", "250m")
+	before := cached(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	for range 3 {
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.Clock.Step(disruption.PollPeriod)
+	}
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	if old.DeletionTimestamp.IsZero() && old.Annotations[disruption.CommandAnnotationKey] == "" {
+		t.Fatal("the passes started no command on the drifted node: the test does not test anything")
+	}
+	after := cached(t, e)
+	if diff := cmp.Diff(before.pods, after.pods); diff != "" {
+		t.Errorf("cached pods changed by the passes (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.nodes, after.nodes, cmpopts.IgnoreFields(corev1.Node{}, "Spec.Taints", "ObjectMeta.ResourceVersion", "ObjectMeta.ManagedFields")); diff != "" {
+		t.Errorf("cached nodes changed by the passes (-before +after):\n%s", diff)
+	}
+}
+
+type cache struct {
+	pods  []corev1.Pod
+	nodes []corev1.Node
+}
+
+// cached returns deep copies of the pods and Nodes as the controller's cache holds them (the objects themselves,
+// read without a copy, copied here).
+func cached(t *testing.T, e *test.ControllerEnv) cache {
+	t.Helper()
+	pods, nodes := &corev1.PodList{}, &corev1.NodeList{}
+	if err := e.Client.List(context.Background(), pods, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.List(context.Background(), nodes, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	out := cache{}
+	for i := range pods.Items {
+		out.pods = append(out.pods, *pods.Items[i].DeepCopy())
+	}
+	for i := range nodes.Items {
+		out.nodes = append(out.nodes, *nodes.Items[i].DeepCopy())
+	}
+	sort.Slice(out.pods, func(i, j int) bool { return out.pods[i].Name < out.pods[j].Name })
+	sort.Slice(out.nodes, func(i, j int) bool { return out.nodes[i].Name < out.nodes[j].Name })
+	return out
 }
