@@ -69,6 +69,9 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	if err := d.budgets(); err != nil {
 		return nil, err
 	}
+	if _, err := d.work.reserve(ctx, snap.Leaving, opts.Scheduling); err != nil {
+		return nil, err
+	}
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
 		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets); s != nil {
@@ -130,10 +133,14 @@ func (d *decider) pdbSpent(c *Candidate) bool {
 	return false
 }
 
-// receiving records a stay for a candidate an earlier command of the pass moves pods onto and reports it.
+// receiving records a stay for a candidate an earlier command of the pass moves pods onto, or that the pods of
+// nodes being drained are expected to move onto (Snapshot.Leaving), and reports it.
 func (d *decider) receiving(c *Candidate) bool {
 	msg, ok := d.work.receiving[c.Node]
-	if ok {
+	switch {
+	case ok && msg == "":
+		d.stayf(c, StayReceiving, "pods of nodes being drained are expected to move onto it; it is looked at again next pass")
+	case ok:
 		d.stayf(c, StayReceiving, "an earlier command of this pass moves pods onto it (%s); it is looked at again next pass", msg)
 	}
 	return ok

@@ -36,6 +36,12 @@ type Snapshot struct {
 	// that fit nowhere (no NodePool can take them) do not hold it up, or one such pod would stop consolidation in
 	// the whole cluster for as long as it exists.
 	Pending []*corev1.Pod
+	// Leaving are the pods of nodes that are being deleted, or that commands in progress drain without
+	// replacements: they are about to need room on the other nodes. The decision places them first (on nodes not
+	// MarkedForDeletion, as a scheduler would, new capacity aside) and plans around the room they take, so that
+	// it does not propose moves into room those pods will fill; the nodes it places them on are not disrupted in
+	// the same pass (StayReceiving). Pods that fit nowhere are left out (they will wait as pending pods).
+	Leaving []*corev1.Pod
 	// Examined is when a previous pass last examined each NodeClaim (Result.Examined of that pass), or nil.
 	// Consolidation looks first at the candidates examined longest ago (never examined first), so that
 	// candidates a pass could not get to (search timeout, MaxMultiNodeCandidates) go first in the next one.

@@ -1,7 +1,9 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,7 +18,8 @@ import (
 // snapshot stays untouched.
 type working struct {
 	cluster *scheduling.Snapshot
-	// receiving names the nodes earlier commands move pods onto, with the command's message.
+	// receiving names the nodes earlier commands move pods onto, with the command's message ("" for nodes the
+	// pods of nodes being drained are expected on).
 	receiving map[string]string
 	// replacements counts the replacement StateNodes added, to name them uniquely.
 	replacements int
@@ -42,35 +45,16 @@ func (w *working) apply(cmd *Command, sim *simulation) {
 		gone[c.Node] = true
 	}
 	nodes := make([]*scheduling.StateNode, 0, len(w.cluster.Nodes)+len(cmd.Replacements))
-	index := map[string]int{}
 	for _, n := range w.cluster.Nodes {
-		if gone[n.Name] {
-			continue
+		if !gone[n.Name] {
+			nodes = append(nodes, n)
 		}
-		index[n.Name] = len(nodes)
-		nodes = append(nodes, n)
 	}
 	w.cluster.Nodes = nodes
 	if sim == nil || sim.plan == nil {
 		return
 	}
-	msg := cmd.Message()
-	copied := map[string]bool{}
-	for _, pl := range sim.plan.Placements {
-		i, ok := index[pl.Node]
-		p := sim.pods[pl.Pod]
-		if !ok || p == nil {
-			continue
-		}
-		if !copied[pl.Node] {
-			n := *w.cluster.Nodes[i]
-			n.Pods = append([]*corev1.Pod(nil), n.Pods...)
-			w.cluster.Nodes[i] = &n
-			copied[pl.Node] = true
-		}
-		w.cluster.Nodes[i].Pods = append(w.cluster.Nodes[i].Pods, placed(p, pl.Node))
-		w.receiving[pl.Node] = msg
-	}
+	w.place(sim.plan.Placements, sim.pods, cmd.Message())
 	for _, r := range cmd.Replacements {
 		w.replacements++
 		name := fmt.Sprintf("disruption-replacement-%d", w.replacements)
@@ -101,6 +85,70 @@ func (w *working) apply(cmd *Command, sim *simulation) {
 		w.cluster.Nodes = append(w.cluster.Nodes, sn)
 		w.use(r)
 	}
+}
+
+// place binds copies of the placed pods to their nodes in the working cluster (copying each node it changes)
+// and records the nodes as receiving, with msg: the message of the command moving them, or "" for the pods of
+// nodes being drained.
+func (w *working) place(placements []scheduling.Placement, pods map[types.NamespacedName]*corev1.Pod, msg string) {
+	index := make(map[string]int, len(w.cluster.Nodes))
+	for i, n := range w.cluster.Nodes {
+		index[n.Name] = i
+	}
+	copied := map[string]bool{}
+	for _, pl := range placements {
+		i, ok := index[pl.Node]
+		p := pods[pl.Pod]
+		if !ok || p == nil {
+			continue
+		}
+		if !copied[pl.Node] {
+			n := *w.cluster.Nodes[i]
+			n.Pods = append([]*corev1.Pod(nil), n.Pods...)
+			w.cluster.Nodes[i] = &n
+			copied[pl.Node] = true
+		}
+		w.cluster.Nodes[i].Pods = append(w.cluster.Nodes[i].Pods, placed(p, pl.Node))
+		w.receiving[pl.Node] = msg
+	}
+}
+
+// reserve places the pods leaving nodes being drained (Snapshot.Leaving) on the other nodes of the working
+// cluster, as a scheduler would without new capacity, and takes them off the nodes they are leaving. It returns
+// how many fit nowhere.
+func (w *working) reserve(ctx context.Context, leaving []*corev1.Pod, opts scheduling.Options) (int, error) {
+	if len(leaving) == 0 {
+		return 0, nil
+	}
+	pods := make(map[types.NamespacedName]*corev1.Pod, len(leaving))
+	cluster := *w.cluster
+	cluster.NodePools = nil
+	cluster.Pods = make([]*corev1.Pod, 0, len(leaving))
+	for _, p := range leaving {
+		q := p.DeepCopy()
+		q.Spec.NodeName = ""
+		pods[podKey(q)] = q
+		cluster.Pods = append(cluster.Pods, q)
+	}
+	// The pods are no longer where they are (a topology spread must not count them twice).
+	cluster.Nodes = make([]*scheduling.StateNode, len(w.cluster.Nodes))
+	for i, n := range w.cluster.Nodes {
+		cluster.Nodes[i] = n
+		if !slices.ContainsFunc(n.Pods, func(p *corev1.Pod) bool { return pods[podKey(p)] != nil }) {
+			continue
+		}
+		cp := *n
+		cp.Pods = slices.DeleteFunc(slices.Clone(n.Pods), func(p *corev1.Pod) bool { return pods[podKey(p)] != nil })
+		cluster.Nodes[i] = &cp
+	}
+	opts.Bound = scheduling.BoundNone
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return 0, fmt.Errorf("placing the pods of nodes being drained: %w", err)
+	}
+	w.cluster.Nodes = cluster.Nodes
+	w.place(plan.Placements, pods, "")
+	return len(plan.Unschedulable), nil
 }
 
 // use adds a replacement's capacity to its NodePool's usage, so that later simulations respect the NodePool's

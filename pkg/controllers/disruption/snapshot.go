@@ -22,9 +22,10 @@ import (
 //
 // Commands in progress keep what they hold: their candidates and their replacements are no candidates (a
 // replacement waiting for its command's pods looks empty), both are MarkedForDeletion in the cluster so that no
-// simulation places pods there (the candidates' pods stay where they are; the replacements' room is their
-// command's), the candidates count as disrupting in budgets, and the replacements launching do not make the
-// cluster busy. With neither a candidate nor a command in progress the snapshot has no cluster: there is
+// simulation places pods there (the replacements' room is their command's), the candidates count as disrupting
+// in budgets, and the replacements launching do not make the cluster busy. The pods of nodes being deleted and of
+// the candidates of commands without replacements are Leaving: the decision holds room for them on the other
+// nodes before it plans. With neither a candidate nor a command in progress the snapshot has no cluster: there is
 // nothing to decide or check.
 func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
@@ -51,7 +52,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	// held are the cluster's node names (Node names, or NodeClaim names while in flight) that commands in
 	// progress hold.
 	held := map[string]bool{}
-	var moving []*corev1.Pod
+	var moving, leaving []*corev1.Pod
 	types := map[string][]*cloudprovider.InstanceType{}
 	for i := range v.Claims {
 		nc := &v.Claims[i]
@@ -74,6 +75,13 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 			held[nc.Name] = true
 			if nc.Status.NodeName != "" {
 				held[nc.Status.NodeName] = true
+			}
+		}
+		if nc.Status.NodeName != "" && v.Nodes[nc.Status.NodeName] != nil && (!nc.DeletionTimestamp.IsZero() || candidate && drainsWithoutReplacements(nc)) {
+			for _, p := range bound[nc.Status.NodeName] {
+				if core.Reschedulable(p) {
+					leaving = append(leaving, p)
+				}
 			}
 		}
 		if candidate || replacement {
@@ -106,6 +114,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		moving = append(moving, bound[node.Name]...)
 	}
 	snap.Pending = pending
+	snap.Leaving = leaving
 	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
@@ -121,6 +130,13 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	}
 	sort.Slice(snap.Candidates, func(i, j int) bool { return snap.Candidates[i].NodeClaim < snap.Candidates[j].NodeClaim })
 	return snap, nil
+}
+
+// drainsWithoutReplacements says whether a candidate's command has no replacements: its pods go to the other
+// nodes (a command with replacements has their room held for its pods).
+func drainsWithoutReplacements(nc *karpv1.NodeClaim) bool {
+	r, ok, err := RecordOf(nc)
+	return ok && err == nil && r.Replacements == 0
 }
 
 // activeCommands are the IDs of the commands in progress: records that can be read on NodeClaims not being
