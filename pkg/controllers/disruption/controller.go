@@ -74,9 +74,12 @@ type Controller struct {
 	recent map[string]recentRecord
 	// recentMu guards recent, which a command's candidates are recorded in from several goroutines at once.
 	recentMu sync.Mutex
-	// decided is when the last decision ran, and decidedWith the commands in progress right after it.
+	// decided is when the last decision ran, and decidedWith the commands in progress right after it;
+	// decideEnded when its pass ended and decideTook how long the decision and the starts took.
 	decided     time.Time
 	decidedWith string
+	decideEnded time.Time
+	decideTook  time.Duration
 	// examined is the last decision's Result.Examined, fed to the next one (candidates not examined go first).
 	examined map[string]time.Time
 	// inFlight says the last pass ended with commands in progress (the loop then polls faster).
@@ -169,7 +172,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// deletion ended or started since the last one, or PollPeriod after it.
 	current := fingerprint(st)
 	c.inFlight = current != ""
-	if current != "" && current == before && current == c.decidedWith && st.Now.Sub(c.decided) < PollPeriod {
+	if !c.decisionDue(st.Now, c.deps.Clock.Now(), before, current) {
 		return errors.Join(errs...)
 	}
 	if len(snap.Candidates) == 0 {
@@ -211,10 +214,30 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	current = fingerprint(st)
 	c.inFlight = current != ""
 	c.decided, c.decidedWith = st.Now, current
+	c.decideEnded = c.deps.Clock.Now()
+	c.decideTook = c.decideEnded.Sub(start)
 	if len(errs) > 0 {
 		logger.V(1).Info("pass ended with errors", "errors", len(errs))
 	}
 	return errors.Join(errs...)
+}
+
+// decisionDue says whether a pass decides after moving the commands in progress on. With nothing in flight it
+// always does (the loop then runs every PollPeriod). Otherwise a decision is due when a command or a deletion
+// ended or started since the last one (before and current are the pass's fingerprints before and after its
+// resumes), or PollPeriod after it; but a slow decision (tens of seconds on a large, busy cluster) is not run
+// back to back: for as long as it took (at most PollPeriod) after it ended, passes only move commands on (the next
+// wave of a drain, a replacement that initialized). passStart is the pass's time, now the clock's.
+func (c *Controller) decisionDue(passStart, now time.Time, before, current string) bool {
+	switch {
+	case current == "":
+		return true
+	case current == before && current == c.decidedWith && passStart.Sub(c.decided) < PollPeriod:
+		return false
+	case now.Sub(c.decideEnded) < min(c.decideTook, PollPeriod):
+		return false
+	}
+	return true
 }
 
 // commandWorkers bounds the new commands a pass writes at once (each writes its candidates with up to
