@@ -12,7 +12,8 @@ import (
 
 // drainChecker answers, within one pass, whether a command's candidates may drain now (core.ValidateDrain):
 // their pods must fit on the registered, initialized nodes as the kube-scheduler filled them, beside the pods of
-// the nodes other commands are draining and of the commands cleared earlier in the same pass.
+// the nodes other commands are draining, of the commands cleared earlier in the same pass and of the later waves
+// of commands waiting for an earlier wave to drain (hold).
 type drainChecker struct {
 	opts scheduling.Options
 	// cluster is the pass's cluster with the replacements of commands in progress usable again (a command's
@@ -80,6 +81,27 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 // check says why the command's candidates may not drain now, or "" when they may; then their pods count as
 // moving for the commands checked after it in the pass.
 func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, error) {
+	drain, moving := k.with(cmd)
+	if k.cluster == nil {
+		// No cluster was gathered: nothing of Dovetail's can take pods, so only pods that need no room pass.
+		k.cluster = &scheduling.Snapshot{}
+	}
+	why, err := core.ValidateDrain(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+	if err != nil || why != "" {
+		return why, err
+	}
+	k.drain, k.moving = drain, moving
+	return "", nil
+}
+
+// hold counts the pods of the command's candidates as moving for the commands checked after it in the pass,
+// without a check: a command whose later waves wait for an earlier one to drain keeps the room they will need.
+func (k *drainChecker) hold(cmd *InProgress) {
+	k.drain, k.moving = k.with(cmd)
+}
+
+// with returns the nodes draining and the pods moving with the command's candidates added.
+func (k *drainChecker) with(cmd *InProgress) (map[string]bool, []*corev1.Pod) {
 	drain := make(map[string]bool, len(k.drain)+len(cmd.Candidates))
 	for n := range k.drain {
 		drain[n] = true
@@ -91,14 +113,5 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, erro
 			moving = append(moving, k.bound[n]...)
 		}
 	}
-	if k.cluster == nil {
-		// No cluster was gathered: nothing of Dovetail's can take pods, so only pods that need no room pass.
-		k.cluster = &scheduling.Snapshot{}
-	}
-	why, err := core.ValidateDrain(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
-	if err != nil || why != "" {
-		return why, err
-	}
-	k.drain, k.moving = drain, moving
-	return "", nil
+	return drain, moving
 }

@@ -252,6 +252,8 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 			return c.abort(ctx, st, cmd, fmt.Sprintf("the nodes of its earlier wave did not drain within %s: %s", WaveTimeout, strings.Join(busy, ", ")))
 		}
 		log.FromContext(ctx).V(1).Info("waiting for the earlier wave to drain", "command", r.ID, "draining", busy, "left", len(cmd.Candidates))
+		// The later waves keep the room they will need: a command started now must fit beside them.
+		chk.hold(cmd)
 		return nil
 	}
 	delete(c.waveWait, r.ID)

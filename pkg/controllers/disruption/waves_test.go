@@ -151,7 +151,7 @@ func startCommand(t *testing.T, e *test.ControllerEnv, id string, names []string
 		}
 		n := 0
 		for i := range cached.Items {
-			if cached.Items[i].Annotations[disruption.CommandAnnotationKey] != "" {
+			if r, ok, err := disruption.RecordOf(&cached.Items[i]); ok && err == nil && r.ID == id {
 				n++
 			}
 		}
@@ -333,4 +333,32 @@ func cached(t *testing.T, e *test.ControllerEnv) cache {
 	sort.Slice(out.pods, func(i, j int) bool { return out.pods[i].Name < out.pods[j].Name })
 	sort.Slice(out.nodes, func(i, j int) bool { return out.nodes[i].Name < out.nodes[j].Name })
 	return out
+}
+
+// TestLaterWavesKeepTheirRoom: while a command's later waves wait for its first wave to drain, another command
+// must fit beside them. The keeper has room for the twelve candidates' 39 cores and 3 more; a second command
+// (recorded on node x, one pod of 6 cores) would fit beside the first wave alone (34 cores) but not beside all
+// twelve, so it does not drain: x stays.
+func TestLaterWavesKeepTheirRoom(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	names := waveCluster(t, e)
+	serviceNode(t, e, "x", "8", "6")
+	bindPod(t, e, "hog", "22", "keeper")
+	startCommand(t, e, "xcmd", []string{"x"})
+	ctrl := disruption.NewController(e.Deps)
+	for pass := range 2 {
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := deleting(t, e); !slices.Equal(got, names[4:]) {
+			t.Fatalf("pass %d: deleting %v, want only the first wave %v", pass+1, got, names[4:])
+		}
+		test.Eventually(t, wait, func() (bool, string) {
+			nc := &karpv1.NodeClaim{}
+			err := e.Client.Get(ctx, client.ObjectKey{Name: names[4]}, nc)
+			return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
+		})
+		e.Clock.Step(disruption.BusyPollPeriod)
+	}
 }
