@@ -133,9 +133,11 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 	mem.phase("start")
 	start := time.Now()
 
-	// A NodePool of one on-demand instance type (m5.xlarge), so the full nodes have no cheaper replacement.
+	// A NodePool of one on-demand instance type (m5.xlarge), so the full nodes have no cheaper replacement. Its
+	// budget allows no disruption until the pods are bound (the nodes launched first would be empty for longer
+	// than consolidateAfter, and deleted), then 10 %: the settle phase runs full consolidation decisions.
 	objs, err := framework.NodePool("bench", framework.PoolOptions{InstanceTypes: []string{"m5.xlarge"}, CapacityTypes: []string{"on-demand"},
-		ConsolidateAfter: "30s", Budgets: []map[string]any{{"nodes": "10%"}}})
+		ConsolidateAfter: "30s", Budgets: []map[string]any{{"nodes": "0"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +262,15 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 
 	// Pending pods that fit the nodes' remaining room: provisioning passes plan them onto existing nodes.
 	mem.phase("settle")
+	budget := &karpv1.NodePool{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "bench"}, budget); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(budget.DeepCopy())
+	budget.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+	if err := c.Patch(ctx, budget, patch); err != nil {
+		t.Fatalf("opening the disruption budget: %v", err)
+	}
 	if err := parallel(ctx, 20, 4, func(i int) error {
 		p := appPod(ns, "pending", "", i)
 		p.Spec.NodeName = ""
