@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -72,7 +73,10 @@ type Controller struct {
 	waveWait   map[string]time.Time
 	// recent are the records this controller wrote on candidates, by NodeClaim, until the cache shows them.
 	recent map[string]recentRecord
-	// recentMu guards recent, which a command's candidates are recorded in from several goroutines at once.
+	// deleted are the candidates this controller deleted, by NodeClaim, until the cache shows them deleting.
+	deleted map[string]time.Time
+	// recentMu guards recent and deleted, which a command's candidates are written in from several goroutines
+	// at once.
 	recentMu sync.Mutex
 	// decided is when the last decision ran, and decidedWith the commands in progress right after it;
 	// decideEnded when its pass ended and decideTook how long the decision and the starts took.
@@ -94,7 +98,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -435,6 +439,24 @@ func (c *Controller) logWaiting(ctx context.Context, why string) {
 func (c *Controller) rememberRecent(v *View) {
 	c.recentMu.Lock()
 	defer c.recentMu.Unlock()
+	// Deletions the cache does not show yet: the NodeClaim is deleting in the view too, so that a pass soon
+	// after a wave's deletion does not take it for a candidate to delete (and count) again.
+	for name, at := range c.deleted {
+		if v.Now.Sub(at) > recentStart {
+			delete(c.deleted, name)
+		}
+	}
+	for i := range v.Claims {
+		nc := &v.Claims[i]
+		at, ok := c.deleted[nc.Name]
+		switch {
+		case !ok:
+		case !nc.DeletionTimestamp.IsZero():
+			delete(c.deleted, nc.Name)
+		default:
+			nc.DeletionTimestamp = &metav1.Time{Time: at}
+		}
+	}
 	for name, rec := range c.recent {
 		if v.Now.Sub(rec.written) > recentStart {
 			delete(c.recent, name) // including NodeClaims that are gone

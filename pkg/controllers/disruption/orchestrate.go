@@ -384,8 +384,11 @@ func (c *Controller) terminate(ctx context.Context, cmd *InProgress, wave []*kar
 		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 		}
-		// The pass's objects show it deleting, as the cache soon will.
+		// The pass's objects show it deleting, as the cache soon will; the next passes too, until it does.
 		nc.DeletionTimestamp = &metav1.Time{Time: now}
+		c.recentMu.Lock()
+		c.deleted[nc.Name] = now
+		c.recentMu.Unlock()
 		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 		log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)

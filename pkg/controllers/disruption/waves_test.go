@@ -10,8 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
@@ -359,6 +361,40 @@ func TestLaterWavesKeepTheirRoom(t *testing.T) {
 			err := e.Client.Get(ctx, client.ObjectKey{Name: names[4]}, nc)
 			return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
 		})
+		e.Clock.Step(disruption.BusyPollPeriod)
+	}
+}
+
+// TestDeletionNotRepeatedWhileTheCacheLags: right after a pass deleted a wave, the next pass's cache may not
+// show the deletions yet. The controller remembers what it deleted, so the second pass neither deletes the same
+// wave again nor counts it twice in karpenter_nodeclaims_disrupted_total.
+func TestDeletionNotRepeatedWhileTheCacheLags(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	waveCluster(t, e)
+	d := e.Deps
+	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			err := c.List(ctx, list, opts...)
+			if l, ok := list.(*karpv1.NodeClaimList); ok {
+				for i := range l.Items {
+					l.Items[i].DeletionTimestamp = nil // a cache that has not seen the deletions
+				}
+			}
+			return err
+		},
+	})
+	ctrl := disruption.NewController(d)
+	disrupted := func() float64 {
+		return testutil.ToFloat64(e.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues("underutilized", "default", karpv1.CapacityTypeOnDemand))
+	}
+	for pass := range 2 {
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := disrupted(); got != 8 {
+			t.Fatalf("pass %d: %v NodeClaims counted as disrupted, want the first wave's 8", pass+1, got)
+		}
 		e.Clock.Step(disruption.BusyPollPeriod)
 	}
 }
