@@ -533,7 +533,12 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 var unexercised = map[string]string{
 	"delete pods":  "the drain deletes pods whose terminationGracePeriod ended instead of evicting them (node/termination drain.go)",
 	"update nodes": "disruption taints its candidates with get and update through the API server (disruption/orchestrate.go)",
-	"patch events": "client-go's event recorder patches the count of a repeated event",
+}
+
+// sometimes are permissions the scenario uses in some runs and not in others, by timing: neither their use nor
+// their absence is a finding. (`make test-stress` found "patch events" used in 2 of 20 runs under load.)
+var sometimes = map[string]string{
+	"patch events": "client-go's event recorder patches the count of an event repeated within its aggregation window",
 }
 
 // checkCalls returns the problems with g for the recorded calls: a call g does not allow, and a permission g
@@ -555,7 +560,8 @@ func checkCalls(g grants, calls []apiCall) []string {
 					p := apiCall{Verb: verb, Group: grp, Resource: res, Subresource: sub}.permission()
 					// The informer caches answer gets: a get is as used as the list of the same resource.
 					listed := verb == "get" && used[apiCall{Verb: "list", Group: grp, Resource: res, Subresource: sub}.permission()]
-					if _, ok := unexercised[p]; !ok && !used[p] && !listed {
+					_, maybe := sometimes[p]
+					if _, ok := unexercised[p]; !ok && !maybe && !used[p] && !listed {
 						problems = append(problems, fmt.Sprintf("the chart grants %q, which no controller call used: remove it, or list it in unexercised with the code path that needs it", p))
 					}
 				}
