@@ -33,31 +33,15 @@ func drifted(t *testing.T, e *test.ControllerEnv) {
 // 8 cpu) named name and a pod of 1 cpu bound there, and waits until the cache shows them.
 func driftedNode(t *testing.T, e *test.ControllerEnv, name, podName string) {
 	t.Helper()
+	clusterNode(t, e, name, "8", "16Gi", map[string]string{karpv1.ConditionTypeDrifted: karpv1.ReasonNodePoolDrifted})
+	bindPod(t, e, podName, "1", name)
+}
+
+// createNode creates n with its status, and without the not-ready taint the API server's admission gives a new
+// Node (envtest runs no node lifecycle controller to remove it once the Node is Ready).
+func createNode(t *testing.T, c client.Client, n *corev1.Node) {
+	t.Helper()
 	ctx := context.Background()
-	c := e.Env.Client
-	labels := map[string]string{
-		corev1.LabelInstanceTypeStable: "fake-xlarge", corev1.LabelTopologyZone: "test-zone-a",
-		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
-	}
-	nb := test.NodeClaim(name, "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///" + name)
-	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi")
-	for k, v := range labels {
-		nb.Label(k, v)
-		node.Label(k, v)
-	}
-	nc := nb.Obj()
-	if err := c.Create(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc.Status.NodeName, nc.Status.ProviderID = name, "fake:///"+name
-	for _, ct := range karpv1.NodeClaimReadinessConditions() {
-		nc.SetTrue(ct, ct)
-	}
-	nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonNodePoolDrifted)
-	if err := c.Status().Update(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	n := node.Obj()
 	status := n.Status
 	if err := c.Create(ctx, n); err != nil {
 		t.Fatal(err)
@@ -66,26 +50,10 @@ func driftedNode(t *testing.T, e *test.ControllerEnv, name, podName string) {
 	if err := c.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	p := test.SchedPod(podName).Requests("1", "1Gi").Obj()
-	p.Spec.NodeName = name
-	if err := c.Create(ctx, p); err != nil {
+	n.Spec.Taints = nil
+	if err := c.Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	p.Status.Phase = corev1.PodRunning
-	if err := c.Status().Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	test.Eventually(t, wait, func() (bool, string) {
-		got := &karpv1.NodeClaim{}
-		pod := &corev1.Pod{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeDrifted) {
-			return false, fmt.Sprintf("nodeclaim not cached yet: %v", err)
-		}
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), pod); err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, fmt.Sprintf("pod not cached yet: %v", err)
-		}
-		return true, ""
-	})
 }
 
 // replacementOf waits until the cache shows a NodeClaim launched for a disruption command and returns it.
@@ -117,20 +85,7 @@ func ready(t *testing.T, e *test.ControllerEnv, repl *karpv1.NodeClaim) {
 	name := repl.Name + "-node"
 	n := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, "8").Capacity(corev1.ResourceMemory, "16Gi").
 		Label(karpv1.NodePoolLabelKey, repl.Labels[karpv1.NodePoolLabelKey]).Obj()
-	status := n.Status
-	if err := c.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status = status
-	if err := c.Status().Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	// The API server's admission taints a new Node not-ready; envtest runs no node lifecycle controller to
-	// remove it once the Node is Ready.
-	n.Spec.Taints = nil
-	if err := c.Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	createNode(t, c, n)
 	test.Eventually(t, wait, func() (bool, string) {
 		got := &karpv1.NodeClaim{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(repl), got); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -20,10 +21,20 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-// serviceNode creates an initialized NodeClaim of NodePool "default" (with the termination finalizer, so that a
-// deleted one stays, being deleted) and its untainted Node of cpu cores, and binds a running pod of each size
-// in pods (cores) to it, named name-0, name-1, ...
+// serviceNode creates an initialized NodeClaim of NodePool "default" and its Node of cpu cores (see clusterNode),
+// and binds a running pod of each size in pods (cores) to it, named name-0, name-1, ...
 func serviceNode(t *testing.T, e *test.ControllerEnv, name, cpu string, pods ...string) {
+	t.Helper()
+	clusterNode(t, e, name, cpu, "256Gi", nil)
+	for i, size := range pods {
+		bindPod(t, e, fmt.Sprintf("%s-%d", name, i), size, name)
+	}
+}
+
+// clusterNode creates an initialized NodeClaim of NodePool "default" (with the termination finalizer, so that a
+// deleted one stays, being deleted) and its Ready, untainted Node of cpu cores and memory; conditions are set true
+// on the NodeClaim beside the readiness ones (type to reason, e.g. Drifted). It waits until the cache shows both.
+func clusterNode(t *testing.T, e *test.ControllerEnv, name, cpu, memory string, conditions map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	c := e.Env.Client
@@ -32,7 +43,7 @@ func serviceNode(t *testing.T, e *test.ControllerEnv, name, cpu string, pods ...
 		karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand, karpv1.NodePoolLabelKey: "default",
 	}
 	nb := test.NodeClaim(name, "default").Finalizer(karpv1.TerminationFinalizer).ProviderID("fake:///" + name)
-	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, cpu).Capacity(corev1.ResourceMemory, "256Gi")
+	node := test.Node(name, "fake:///"+name).Ready(true).Capacity(corev1.ResourceCPU, cpu).Capacity(corev1.ResourceMemory, memory)
 	for k, v := range labels {
 		nb.Label(k, v)
 		node.Label(k, v)
@@ -45,29 +56,22 @@ func serviceNode(t *testing.T, e *test.ControllerEnv, name, cpu string, pods ...
 	for _, ct := range karpv1.NodeClaimReadinessConditions() {
 		nc.SetTrue(ct, ct)
 	}
+	for ct, reason := range conditions {
+		nc.SetTrue(ct, reason)
+	}
 	if err := c.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	n := node.Obj()
-	status := n.Status
-	if err := c.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status = status
-	if err := c.Status().Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Spec.Taints = nil // the API server's not-ready taint: no node lifecycle controller runs here
-	if err := c.Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	for i, size := range pods {
-		bindPod(t, e, fmt.Sprintf("%s-%d", name, i), size, name)
-	}
+	createNode(t, c, node.Obj())
 	test.Eventually(t, wait, func() (bool, string) {
 		got := &karpv1.NodeClaim{}
-		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil || !got.IsTrue(karpv1.ConditionTypeInitialized) {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return false, fmt.Sprintf("nodeclaim %s not cached yet: %v", name, err)
+		}
+		for _, ct := range append(karpv1.NodeClaimReadinessConditions(), slices.Collect(maps.Keys(conditions))...) {
+			if !got.IsTrue(ct) {
+				return false, fmt.Sprintf("nodeclaim %s cached without %s yet", name, ct)
+			}
 		}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
 			return false, fmt.Sprintf("node %s not cached yet: %v", name, err)
@@ -205,25 +209,10 @@ func TestCandidatesDrainInWaves(t *testing.T) {
 	ctx := context.Background()
 	names := waveCluster(t, e)
 	ctrl := disruption.NewController(e.Deps)
-	if err := ctrl.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
 	first := names[4:]
-	if got := deleting(t, e); !slices.Equal(got, first) {
-		t.Fatalf("first wave deleted %v, want the eight nodes with the largest pods %v", got, first)
-	}
-	// The cache shows the deletions; the first wave's pods have not moved yet.
-	test.Eventually(t, wait, func() (bool, string) {
-		nc := &karpv1.NodeClaim{}
-		err := e.Client.Get(ctx, client.ObjectKey{Name: first[0]}, nc)
-		return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
-	})
-	e.Clock.Step(disruption.BusyPollPeriod)
-	if err := ctrl.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := deleting(t, e); !slices.Equal(got, first) {
-		t.Fatalf("deleted %v while the first wave still holds its pods, want only %v", got, first)
+	// The second pass sees the deletions; the first wave's pods have not moved yet.
+	for pass := range 2 {
+		passDeletesFirstWave(t, e, ctrl, names, pass)
 	}
 	movePods(t, e, first, "keeper")
 	e.Clock.Step(disruption.BusyPollPeriod)
@@ -243,13 +232,8 @@ func TestWavesStopWhenPodsLandedElsewhere(t *testing.T) {
 	ctx := context.Background()
 	names := waveCluster(t, e)
 	ctrl := disruption.NewController(e.Deps)
-	if err := ctrl.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	passDeletesFirstWave(t, e, ctrl, names, 0)
 	first, rest := names[4:], names[:4]
-	if got := deleting(t, e); !slices.Equal(got, first) {
-		t.Fatalf("first wave deleted %v, want %v", got, first)
-	}
 	// 34 cores of the first wave and a 28-core pod leave 2 of the keeper's 64 cores: the rest needs 5.
 	movePods(t, e, first, "keeper")
 	bindPod(t, e, "hog", "28", "keeper")
@@ -343,26 +327,34 @@ func cached(t *testing.T, e *test.ControllerEnv) cache {
 // twelve, so it does not drain: x stays.
 func TestLaterWavesKeepTheirRoom(t *testing.T) {
 	e := test.StartControllerEnv(t)
-	ctx := context.Background()
 	names := waveCluster(t, e)
 	serviceNode(t, e, "x", "8", "6")
 	bindPod(t, e, "hog", "22", "keeper")
 	startCommand(t, e, "xcmd", []string{"x"})
 	ctrl := disruption.NewController(e.Deps)
 	for pass := range 2 {
-		if err := ctrl.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got := deleting(t, e); !slices.Equal(got, names[4:]) {
-			t.Fatalf("pass %d: deleting %v, want only the first wave %v", pass+1, got, names[4:])
-		}
-		test.Eventually(t, wait, func() (bool, string) {
-			nc := &karpv1.NodeClaim{}
-			err := e.Client.Get(ctx, client.ObjectKey{Name: names[4]}, nc)
-			return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
-		})
-		e.Clock.Step(disruption.BusyPollPeriod)
+		passDeletesFirstWave(t, e, ctrl, names, pass)
 	}
+}
+
+// passDeletesFirstWave runs a pass (the pass-th, counted from 0) and fails unless waveCluster's command is
+// deleting exactly its first wave, the eight candidates with the largest pods (names[4:]). It then waits until
+// the cache shows the deletions and steps the clock to the next busy pass.
+func passDeletesFirstWave(t *testing.T, e *test.ControllerEnv, ctrl *disruption.Controller, names []string, pass int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); !slices.Equal(got, names[4:]) {
+		t.Fatalf("pass %d: deleting %v, want only the first wave %v", pass+1, got, names[4:])
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: names[4]}, nc)
+		return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
+	})
+	e.Clock.Step(disruption.BusyPollPeriod)
 }
 
 // TestDeletionNotRepeatedWhileTheCacheLags: right after a pass deleted a wave, the next pass's cache may not
