@@ -62,6 +62,10 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	if opts.MaxMultiNodeCandidates <= 0 {
 		opts.MaxMultiNodeCandidates = DefaultMaxMultiNodeCandidates
 	}
+	if opts.Scheduling.Memo == nil {
+		// The pass's simulations share their NodePools, instance types and DaemonSets, and most nodes and pods.
+		opts.Scheduling.Memo = scheduling.NewMemo()
+	}
 	d := &decider{snap: snap, opts: opts, stays: map[string]Stay{}, allowed: map[string]map[karpv1.DisruptionReason]int{},
 		result: &Result{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[string]map[karpv1.DisruptionReason]int{}},
 		work:   newWorking(snap.Cluster), taken: map[string]bool{}, examined: map[string]bool{}, unexamined: map[string]bool{},

@@ -143,7 +143,7 @@ func (s *solver) preparePools() error {
 			if it == nil {
 				continue
 			}
-			info := s.prepareType(p, it)
+			info := s.preparedType(p, it)
 			for k := range info.labels {
 				p.typeKeys[k] = true
 			}

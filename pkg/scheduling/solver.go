@@ -157,6 +157,9 @@ func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
 
 func (s *solver) prepare() error {
 	s.dims = NewDims(s.extendedResources()...)
+	if s.opts.Memo != nil {
+		s.opts.Memo.begin(s.dims, s.snap.DaemonSets)
+	}
 	s.vol = newVolumeIndex(s.snap)
 	s.prepareDaemonSets()
 	if err := s.preparePools(); err != nil {
@@ -222,7 +225,7 @@ func (s *solver) prepareExisting() {
 	})
 	for _, sn := range nodes {
 		n := &candidate{idx: len(s.nodes), name: sn.Name, existing: sn, labels: sn.Labels, used: s.dims.Zero(),
-			alloc: s.dims.MustFromList(sn.Allocatable), volumes: map[string]bool{}, volCount: map[string]int{}, volLimits: sn.VolumeLimits}
+			volumes: map[string]bool{}, volCount: map[string]int{}, volLimits: sn.VolumeLimits}
 		if n.labels == nil {
 			n.labels = map[string]string{}
 		}
@@ -230,12 +233,14 @@ func (s *solver) prepareExisting() {
 			n.labels = copyLabels(n.labels)
 			n.labels[labelHostname] = sn.Name
 		}
-		n.staticSig = s.staticSigFor(n)
+		prepared := s.preparedNode(n)
+		n.alloc = prepared.alloc
+		n.staticSig = s.staticSigOf(prepared.staticKey)
 		for _, pod := range sn.Pods {
 			if pod == nil {
 				continue
 			}
-			n.used.Add(s.dims.MustFromList(PodRequests(pod)))
+			n.used.Add(s.boundRequests(pod))
 			n.ports = append(n.ports, podHostPorts(pod)...)
 			_, uses, _ := s.podVolumes(pod)
 			for _, u := range uses {
@@ -265,7 +270,19 @@ func copyLabels(in map[string]string) map[string]string {
 	return out
 }
 
-func (s *solver) staticSigFor(n *candidate) int {
+// staticSigOf interns a node's static signature key (staticKey): nodes with the same key have the same labels
+// (but for the hostname) and taints.
+func (s *solver) staticSigOf(k string) int {
+	id, ok := s.staticSigs[k]
+	if !ok {
+		id = len(s.staticSigs)
+		s.staticSigs[k] = id
+	}
+	return id
+}
+
+// staticKey is an existing node's labels (but for the hostname) and taints as one string.
+func staticKey(n *candidate) string {
 	var b strings.Builder
 	keys := make([]string, 0, len(n.labels))
 	for k := range n.labels {
@@ -280,13 +297,7 @@ func (s *solver) staticSigFor(n *candidate) int {
 	for _, t := range n.existing.Taints {
 		fmt.Fprintf(&b, "|%s=%s:%s", t.Key, t.Value, t.Effect)
 	}
-	k := b.String()
-	id, ok := s.staticSigs[k]
-	if !ok {
-		id = len(s.staticSigs)
-		s.staticSigs[k] = id
-	}
-	return id
+	return b.String()
 }
 
 // countExistingPods records pods already on nodes (bound, or pinned to an in-flight NodeClaim) in every topology

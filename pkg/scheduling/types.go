@@ -104,6 +104,8 @@ type Options struct {
 	MaxInstanceTypes int
 	// Bound is the lower bound the plan reports: Pattern (default), Covering or None.
 	Bound string
+	// Memo, when set, keeps what a series of solves over related snapshots can share (see Memo).
+	Memo *Memo
 }
 
 // Plan is the result of a solve. Its order is deterministic for a given snapshot.

@@ -28,6 +28,8 @@ type drainChecker struct {
 }
 
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
+	// The pass's checks solve on the same nodes and pods, each with other nodes draining.
+	opts.Memo = scheduling.NewMemo()
 	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}}
 	for i := range st.Pods {
 		p := &st.Pods[i]

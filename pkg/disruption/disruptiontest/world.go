@@ -53,6 +53,36 @@ func ScaledIn(ctx context.Context, count int, remove float64, seed int64) (*disr
 		np.Requirements = append(np.Requirements, scheduling.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
 			Key: "karpenter.k8s.aws/instance-cpu", Operator: corev1.NodeSelectorOpGt, Values: []string{"7"}}})
 	}
+	return place(ctx, pods, np, BenchmarkNodePool(), remove, seed)
+}
+
+// ScaledInBasic returns the cluster of the "basic" workload of Karpenter's performance suite after its scale-in:
+// each pods of 0.9 cpu / 3.1Gi and each of 3.5 cpu / 28Gi placed by the provisioning scheduler onto new nodes of one
+// NodePool (spot and on-demand, linux, up to 4 vCPU of test.BenchmarkInstanceTypes), then the given fraction of the
+// pods removed at random (seed). The NodePool allows 100% of its nodes for every reason, as the suite's does.
+func ScaledInBasic(ctx context.Context, each int, remove float64, seed int64) (*disruption.Snapshot, error) {
+	var pods []*corev1.Pod
+	for i := range each {
+		pods = append(pods,
+			test.SchedPod(fmt.Sprintf("small-%04d", i)).Labels("app", "small").Requests("900m", "3174Mi").Obj(),
+			test.SchedPod(fmt.Sprintf("large-%04d", i)).Labels("app", "large").Requests("3500m", "28Gi").Obj())
+	}
+	np := test.SchedNodePool(PoolName).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand).
+		Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux").Obj()
+	{ // up to 4 vCPU: a node per large pod, as the simulator's prices make it on the local stack
+		np.Requirements = append(np.Requirements, scheduling.NodeSelectorRequirementWithMinValues{NodeSelectorRequirement: corev1.NodeSelectorRequirement{
+			Key: "karpenter.k8s.aws/instance-cpu", Operator: corev1.NodeSelectorOpLt, Values: []string{"5"}}})
+	}
+	pool := test.NodePool(PoolName).Budget("100%").Obj()
+	pool.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("30s")
+	return place(ctx, pods, np, pool, remove, seed)
+}
+
+// place plans pods onto new nodes of the NodePool np against test.BenchmarkInstanceTypes and returns the disruption
+// snapshot of that cluster (pool is np's NodePool object; every node an initialized, consolidatable candidate) after
+// removing the given fraction of the pods at random (seed).
+func place(ctx context.Context, pods []*corev1.Pod, np *scheduling.NodePool, pool *karpv1.NodePool, remove float64, seed int64) (*disruption.Snapshot, error) {
 	cluster := &scheduling.Snapshot{
 		NodePools:     []*scheduling.NodePool{np},
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{PoolName: test.BenchmarkInstanceTypes()},
@@ -80,7 +110,7 @@ func ScaledIn(ctx context.Context, count int, remove float64, seed int64) (*disr
 	snap := &disruption.Snapshot{
 		Now:        Epoch,
 		Cluster:    cluster,
-		NodePools:  map[string]*karpv1.NodePool{PoolName: BenchmarkNodePool()},
+		NodePools:  map[string]*karpv1.NodePool{PoolName: pool},
 		NodeCounts: map[string]int{},
 		Disrupting: map[string]int{},
 	}

@@ -1,0 +1,83 @@
+package scheduling_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// TestMemoKeepsPlans solves series of related snapshots the way a disruption decision simulates them (the same
+// snapshot with one more existing node removed each time and its pods pending; then a pod asking for a new
+// resource, then no DaemonSets: the memo must start over) with one memo shared by every solve of every series, and
+// without a memo: the plans must be the same. Series of different random snapshots share the
+// memo too, so it also sees other dimensions, DaemonSets, NodePools and instance types than the last solve's.
+func TestMemoKeepsPlans(t *testing.T) {
+	ctx := context.Background()
+	memo := scheduling.NewMemo()
+	solves := 0
+	for seed := 0; seed < 300; seed++ {
+		r := rand.New(rand.NewSource(int64(seed)))
+		snap := scheduletest.RandomSnapshot(r)
+		for step := 0; ; step++ {
+			name := fmt.Sprintf("seed %d, step %d", seed, step)
+			want, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got, err := scheduling.Solve(ctx, snap, scheduling.Options{Memo: memo})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			solves++
+			if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+				t.Fatalf("%s: plans differ (-without memo +with):\n%s", name, d)
+			}
+			if step == 4 {
+				break
+			}
+			switch {
+			case step == 2:
+				// a pod asking for a resource nothing else names: the solve's dimensions change
+				next := *snap
+				next.Pods = append(append([]*corev1.Pod(nil), snap.Pods...),
+					test.SchedPod(fmt.Sprintf("widget-%d", seed)).Requests("100m", "128Mi").Request("example.com/widget", "1").Obj())
+				snap = &next
+			case step == 3 && len(snap.DaemonSets) > 0:
+				// the same NodePools and instance types without the DaemonSets: their overhead changes
+				next := *snap
+				next.DaemonSets = nil
+				snap = &next
+			case len(snap.Nodes) > 0:
+				snap = withoutNode(snap, r.Intn(len(snap.Nodes)))
+			}
+		}
+	}
+	hits, misses := memo.Lookups()
+	if hits == 0 {
+		t.Fatalf("%d solves with the memo found nothing in it (%d misses): the memo is not used", solves, misses)
+	}
+	t.Logf("%d solves, memo hits %d, misses %d", solves, hits, misses)
+}
+
+// withoutNode returns a copy of snap without its i-th existing node, whose pods are pending again (copied, with no
+// node name), beside the snapshot's other pending pods. Nothing snap holds is changed.
+func withoutNode(snap *scheduling.Snapshot, i int) *scheduling.Snapshot {
+	out := *snap
+	out.Nodes = append(append([]*scheduling.StateNode(nil), snap.Nodes[:i]...), snap.Nodes[i+1:]...)
+	out.Pods = append([]*corev1.Pod(nil), snap.Pods...)
+	for _, p := range snap.Nodes[i].Pods {
+		moved := p.DeepCopy()
+		moved.Spec.NodeName = ""
+		out.Pods = append(out.Pods, moved)
+	}
+	return &out
+}
