@@ -31,8 +31,15 @@ type DrainCheck struct {
 // nodes without leaving a pending pod that fits today unplaced, otherwise a sentence saying which pod would wait.
 // It is deterministic for a given check.
 func ValidateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, error) {
+	why, _, err := ValidateDrainStuck(ctx, chk, opts)
+	return why, err
+}
+
+// ValidateDrainStuck is ValidateDrain that also names the moving pods that would not fit (none when the check
+// passes, or when it fails only because pending pods would be left without a node).
+func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, []types.NamespacedName, error) {
 	if chk.Cluster == nil {
-		return "", fmt.Errorf("disruption: drain check without a cluster")
+		return "", nil, fmt.Errorf("disruption: drain check without a cluster")
 	}
 	var moving []*corev1.Pod
 	movingKeys := map[types.NamespacedName]bool{}
@@ -46,7 +53,7 @@ func ValidateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 		movingKeys[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 	}
 	if len(moving) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	cluster := *chk.Cluster
 	// Only the nodes there are now: no new NodeClaims.
@@ -63,35 +70,31 @@ func ValidateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 		cluster.Pods = chk.Pending
 		plan, err := scheduling.Solve(ctx, &cluster, opts)
 		if err != nil {
-			return "", fmt.Errorf("planning the pending pods before a drain: %w", err)
+			return "", nil, fmt.Errorf("planning the pending pods before a drain: %w", err)
 		}
 		before = len(plan.Unschedulable)
 	}
 	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
-		return "", fmt.Errorf("planning the pods of the nodes to drain: %w", err)
+		return "", nil, fmt.Errorf("planning the pods of the nodes to drain: %w", err)
 	}
 	if len(plan.Unschedulable) <= before {
-		return "", nil
+		return "", nil, nil
+	}
+	var stuck []types.NamespacedName
+	for _, u := range plan.Unschedulable {
+		if movingKeys[u.Pod] {
+			stuck = append(stuck, u.Pod)
+		}
 	}
 	for _, u := range plan.Unschedulable {
 		if movingKeys[u.Pod] {
 			return fmt.Sprintf("pod %s would not fit on the nodes there are now (%d of %d pods to move would wait): %s",
-				u.Pod, countMoving(plan.Unschedulable, movingKeys), len(moving), u.Reason), nil
+				u.Pod, len(stuck), len(moving), u.Reason), stuck, nil
 		}
 	}
 	u := plan.Unschedulable[0]
 	return fmt.Sprintf("moving %d pods would leave %d more pending pods without a node (pod %s: %s)",
-		len(moving), len(plan.Unschedulable)-before, u.Pod, u.Reason), nil
-}
-
-func countMoving(us []scheduling.PodError, moving map[types.NamespacedName]bool) int {
-	n := 0
-	for _, u := range us {
-		if moving[u.Pod] {
-			n++
-		}
-	}
-	return n
+		len(moving), len(plan.Unschedulable)-before, u.Pod, u.Reason), nil, nil
 }

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -94,6 +95,57 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, erro
 	}
 	k.drain, k.moving = drain, moving
 	return "", nil
+}
+
+// fitRounds bounds the checks fitting makes.
+const fitRounds = 4
+
+// fitting returns the command's candidates whose pods fit on the nodes there are now when the others stay: the
+// candidates holding a pod that would not fit are left out (dropped) and the check made again on the rest, at
+// most fitRounds times. Once some fit, their pods count as moving for the commands checked after it in the pass,
+// as with check. keep is empty when none fit, or when what does not fit is not the command's (pending pods, or
+// pods of the commands checked before it); why is the first check's answer.
+func (k *drainChecker) fitting(ctx context.Context, cmd *InProgress) (keep, dropped []*karpv1.NodeClaim, why string, err error) {
+	if k.cluster == nil {
+		k.cluster = &scheduling.Snapshot{}
+	}
+	keep = cmd.Candidates
+	for round := 0; round < fitRounds && len(keep) > 0; round++ {
+		sub := &InProgress{Record: cmd.Record, Candidates: keep}
+		drain, moving := k.with(sub)
+		w, stuck, err := core.ValidateDrainStuck(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if round == 0 {
+			why = w
+		}
+		if w == "" {
+			k.drain, k.moving = drain, moving
+			return keep, dropped, why, nil
+		}
+		holding := map[string]bool{}
+		for _, key := range stuck {
+			for _, nc := range keep {
+				if slices.ContainsFunc(k.bound[nc.Status.NodeName], func(p *corev1.Pod) bool { return p.Namespace == key.Namespace && p.Name == key.Name }) {
+					holding[nc.Name] = true
+				}
+			}
+		}
+		if len(holding) == 0 {
+			break
+		}
+		var rest []*karpv1.NodeClaim
+		for _, nc := range keep {
+			if holding[nc.Name] {
+				dropped = append(dropped, nc)
+			} else {
+				rest = append(rest, nc)
+			}
+		}
+		keep = rest
+	}
+	return nil, cmd.Candidates, why, nil
 }
 
 // hold counts the pods of the command's candidates as moving for the commands checked after it in the pass,

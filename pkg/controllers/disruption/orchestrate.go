@@ -257,16 +257,15 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		return nil
 	}
 	delete(c.waveWait, r.ID)
+	if len(cmd.Candidates) < cmd.total() {
+		// Earlier waves drained and the kube-scheduler placed their pods otherwise than planned: the candidates
+		// whose pods still fit go on, the others stay in service at once (the next decision plans them from the
+		// cluster as it is, which does better than waiting).
+		return c.nextWave(ctx, st, chk, cmd)
+	}
 	why, err := chk.check(ctx, cmd)
 	if err != nil {
 		return err
-	}
-	if why != "" && len(cmd.Candidates) < cmd.total() {
-		// Earlier waves drained and the kube-scheduler placed their pods otherwise than planned, so that the
-		// rest no longer fit: a new decision from the cluster as it is does better than waiting.
-		delete(c.validating, r.ID)
-		return c.abort(ctx, st, cmd, fmt.Sprintf("after %d of %d nodes drained, the pods of the others no longer fit: %s",
-			cmd.total()-len(cmd.Candidates), cmd.total(), why))
 	}
 	if why != "" {
 		since, ok := c.validating[r.ID]
@@ -286,6 +285,45 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 	}
 	delete(c.validating, r.ID)
 	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
+}
+
+// nextWave deletes the next wave of a command whose earlier waves drained, from the candidates whose pods fit on
+// the nodes there are now; the others leave the command (record and taint removed).
+func (c *Controller) nextWave(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress) error {
+	r := cmd.Record
+	delete(c.validating, r.ID)
+	keep, dropped, why, err := chk.fitting(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	drained := cmd.total() - len(cmd.Candidates)
+	if len(keep) == 0 {
+		return c.abort(ctx, st, cmd, fmt.Sprintf("after %d of %d nodes drained, the pods of the others no longer fit: %s",
+			drained, cmd.total(), why))
+	}
+	if len(dropped) > 0 {
+		log.FromContext(ctx).Info("disruption goes on without the nodes whose pods no longer fit", "command", r.ID,
+			"kept", len(keep), "released", claimNames(dropped), "why", why)
+		c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
+		if err := errors.Join(c.forEach(ctx, len(dropped), func(i int) error {
+			c.deps.Recorder.Eventf(dropped[i], corev1.EventTypeNormal, ReasonDisruptionAborted,
+				"Left out of disruption (%s) after %d of %d nodes drained: its pods no longer fit: %s", r.Message, drained, cmd.total(), why)
+			return c.clearCandidate(ctx, st, dropped[i])
+		})...); err != nil {
+			return err
+		}
+		cmd.Candidates = keep
+	}
+	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
+}
+
+// claimNames returns the NodeClaims' names.
+func claimNames(ncs []*karpv1.NodeClaim) []string {
+	out := make([]string, 0, len(ncs))
+	for _, nc := range ncs {
+		out = append(out, nc.Name)
+	}
+	return out
 }
 
 // notInitialized says what a replacement still lacks.

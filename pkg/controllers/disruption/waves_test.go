@@ -224,38 +224,80 @@ func TestCandidatesDrainInWaves(t *testing.T) {
 	}
 }
 
-// TestWavesStopWhenPodsLandedElsewhere: after the first wave drained, the room the plan counted on is taken (the
-// kube-scheduler put another pod there), so the other candidates' pods no longer fit: the rest of the command is
-// abandoned at once (no ValidationTimeout wait) and those nodes stay in service, untainted.
-func TestWavesStopWhenPodsLandedElsewhere(t *testing.T) {
-	e := test.StartControllerEnv(t)
-	ctx := context.Background()
-	names := waveCluster(t, e)
-	ctrl := disruption.NewController(e.Deps)
-	passDeletesFirstWave(t, e, ctrl, names, 0)
-	first, rest := names[4:], names[:4]
-	// 34 cores of the first wave and a 28-core pod leave 2 of the keeper's 64 cores: the rest needs 5.
-	movePods(t, e, first, "keeper")
-	bindPod(t, e, "hog", "28", "keeper")
-	e.Clock.Step(disruption.BusyPollPeriod)
-	if err := ctrl.Reconcile(ctx); err != nil {
-		t.Fatal(err)
+// TestWavesGoOnWithWhatStillFits: after the first wave drained, the room the plan counted on is taken (the
+// kube-scheduler put another pod there), so not all of the other candidates' pods fit any more. At once (no
+// ValidationTimeout wait) the candidates whose pods still fit are deleted and the others leave the command and stay
+// in service, untainted; when none fit, the rest of the command is abandoned.
+func TestWavesGoOnWithWhatStillFits(t *testing.T) {
+	// The rest of the command: c00..c03 with pods of 0.5, 1, 1.5 and 2 cores.
+	cores := map[string]float64{"c00": 0.5, "c01": 1, "c02": 1.5, "c03": 2}
+	for _, tc := range []struct {
+		name string
+		// hog is the pod put on the keeper after the first wave's 34 cores moved there; free is what it leaves.
+		hog  string
+		free float64
+	}{
+		{name: "some fit", hog: "28", free: 2},
+		{name: "none fit", hog: "30", free: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := test.StartControllerEnv(t)
+			ctx := context.Background()
+			names := waveCluster(t, e)
+			ctrl := disruption.NewController(e.Deps)
+			passDeletesFirstWave(t, e, ctrl, names, 0)
+			first, rest := names[4:], names[:4]
+			movePods(t, e, first, "keeper")
+			bindPod(t, e, "hog", tc.hog, "keeper")
+			e.Clock.Step(disruption.BusyPollPeriod)
+			if err := ctrl.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := deleting(t, e)
+			if !isSubset(first, got) {
+				t.Fatalf("deleting %v, which lacks the first wave %v", got, first)
+			}
+			var deleted, released []string
+			moved := 0.0
+			for _, name := range rest {
+				if slices.Contains(got, name) {
+					deleted = append(deleted, name)
+					moved += cores[name]
+					continue
+				}
+				released = append(released, name)
+				if id := recordID(t, e, name); id != "" {
+					t.Errorf("%s still carries command %s, although it is not being deleted", name, id)
+				}
+				node := &corev1.Node{}
+				if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+					t.Fatal(err)
+				}
+				if tainted(node) {
+					t.Errorf("node %s kept the disrupted taint after it left the command", name)
+				}
+			}
+			if moved > tc.free {
+				t.Errorf("deleted %v, whose pods need %.1f cores where %.1f are free", deleted, moved, tc.free)
+			}
+			if tc.free > 0 && (len(deleted) == 0 || len(released) == 0) {
+				t.Errorf("deleted %v and released %v of the rest %v: want those whose pods fit in %.1f cores deleted, the others released", deleted, released, rest, tc.free)
+			}
+			if tc.free == 0 && len(deleted) > 0 {
+				t.Errorf("deleted %v although no pod of the rest fits", deleted)
+			}
+		})
 	}
-	if got := deleting(t, e); !slices.Equal(got, first) {
-		t.Fatalf("deleting %v although the rest no longer fits, want only %v", got, first)
-	}
-	for _, name := range rest {
-		if id := recordID(t, e, name); id != "" {
-			t.Errorf("%s still carries command %s: the rest of the command was not abandoned", name, id)
-		}
-		node := &corev1.Node{}
-		if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			t.Fatal(err)
-		}
-		if tainted(node) {
-			t.Errorf("node %s kept the disrupted taint after the command was abandoned", name)
+}
+
+// isSubset reports whether every element of a is in b.
+func isSubset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
 		}
 	}
+	return true
 }
 
 // TestPassLeavesTheCacheAlone: a pass reads Nodes and Pods from the cache without copying them (View), so it
