@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -33,10 +35,17 @@ func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
 	e := test.StartControllerEnv(t)
 	ctx := context.Background()
 	drifted(t, e)
-	var bumped atomic.Int32
+	var bumped, oneRequest atomic.Int32
 	d := e.Deps
 	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Node); ok && patch.Type() == types.JSONPatchType {
+				err := c.Patch(ctx, obj, patch, opts...)
+				if err == nil {
+					oneRequest.Add(1)
+				}
+				return err
+			}
 			// Recording the command comes after the pass's snapshot and before the taint.
 			if _, ok := obj.(*karpv1.NodeClaim); ok && bumped.Add(1) == 1 {
 				node := &corev1.Node{}
@@ -70,6 +79,53 @@ func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
 	}
 	if node.Labels["heartbeat"] != "1" {
 		t.Errorf("the taint undid the concurrent update of node old: labels %v", node.Labels)
+	}
+	// The update changed the Node's metadata, not its spec: the taint still takes one request.
+	if oneRequest.Load() != 1 {
+		t.Errorf("%d taints written in one request, want 1", oneRequest.Load())
+	}
+}
+
+// TestTaintAddedBeforeOursIsKept: another writer taints the candidate's Node after the pass read the cluster and
+// before the pass taints it. The pass's one-request taint (a patch that holds only while the Node's spec is the
+// one the pass read) must not apply, and the taint is added to the Node as it is now: both taints stay.
+func TestTaintAddedBeforeOursIsKept(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	var bumped atomic.Int32
+	d := e.Deps
+	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*karpv1.NodeClaim); ok && bumped.Add(1) == 1 {
+				node := &corev1.Node{}
+				if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+					return err
+				}
+				node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "example.com/other", Effect: corev1.TaintEffectNoSchedule})
+				if err := e.Env.Client.Update(ctx, node); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	if err := disruption.NewController(d).Reconcile(ctx); err != nil {
+		t.Fatalf("pass failed: %v", err)
+	}
+	if bumped.Load() == 0 {
+		t.Fatal("the node was never tainted between the snapshot and the pass's taint: the test does not test anything")
+	}
+	replacementOf(t, e)
+	node := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !tainted(node) {
+		t.Errorf("node old has no %s taint: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
+	}
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "example.com/other" }) {
+		t.Errorf("the pass's taint undid the other writer's: taints %+v", node.Spec.Taints)
 	}
 }
 
