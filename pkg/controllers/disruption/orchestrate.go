@@ -134,14 +134,26 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 	if err := c.finishStart(ctx, st, in); err != nil {
 		return err
 	}
-	if len(cmd.Replacements) == 0 {
-		if err := c.terminate(ctx, in, drainWave(in, chk.bound)); err != nil {
-			return err
+	if len(cmd.Replacements) > 0 {
+		c.setConditions(ctx, in)
+		return nil
+	}
+	// The first wave gets its condition before it is deleted (termination then writes the NodeClaims, so a
+	// condition patched later would conflict); the other candidates get theirs after, since the command does not
+	// depend on it and the first wave starts draining sooner (on a busy API server a 64-node command's writes took
+	// half a minute).
+	wave := drainWave(in, chk.bound)
+	c.setConditions(ctx, &InProgress{Record: r, Candidates: wave})
+	if err := c.terminate(ctx, in, wave); err != nil {
+		return err
+	}
+	rest := &InProgress{Record: r}
+	for _, nc := range in.Candidates {
+		if !slices.Contains(wave, nc) {
+			rest.Candidates = append(rest.Candidates, nc)
 		}
 	}
-	// Last: users see the condition, the command does not depend on it, and the first wave starts draining sooner
-	// (on a busy API server a 64-node command's writes took half a minute).
-	c.setConditions(ctx, in)
+	c.setConditions(ctx, rest)
 	return nil
 }
 
