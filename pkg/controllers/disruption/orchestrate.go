@@ -521,15 +521,21 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, r R
 }
 
 // patchConditions applies change to the NodeClaim's status with an optimistic lock on the object as last read,
-// re-reading it (from the cache, which catches up within the backoff) on a conflict; change says whether there is
+// re-reading it on a conflict; change says whether there is
 // anything to write. nc's conditions are updated with what was written.
 func (c *Controller) patchConditions(ctx context.Context, nc *karpv1.NodeClaim, change func(*karpv1.NodeClaim) bool) error {
 	cur := nc.DeepCopy()
 	reread := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		if reread {
+			// From the API server when there is a reader for it: under load the cache lagged behind other
+			// controllers' writes for longer than the retries last.
+			var r client.Reader = c.deps.Client
+			if c.deps.APIReader != nil {
+				r = c.deps.APIReader
+			}
 			cur = &karpv1.NodeClaim{}
-			if err := c.deps.Client.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
+			if err := r.Get(ctx, client.ObjectKeyFromObject(nc), cur); err != nil {
 				return err
 			}
 		}
