@@ -116,5 +116,5 @@ bench-rss: control-plane build ## Controller memory at 1,000 nodes: envtest, bin
 	$(GO) test -tags bench -p 1 -count 1 -timeout 60m -v ./test/bench/rss/
 
 .PHONY: bench-stack
-bench-stack: control-plane build ## Local-stack benchmarks: 1,000-pod scale-out, mass node deletion (docs/benchmarks.md).
+bench-stack: control-plane build ## Local-stack benchmarks: scale-outs (1,000 pods, hostname spread, mixed), consolidation scale-in, drift, mass node deletion (docs/benchmarks.md).
 	$(GO) test -tags bench -p 1 -count 1 -timeout 90m -v ./test/bench/

@@ -116,42 +116,21 @@ var scaleInMix = []struct {
 func TestConsolidationScaleIn(t *testing.T) {
 	ctx := context.Background()
 	const pool = "scalein"
-	each, err := envInt("DOVETAIL_BENCH_CONSOLIDATION_PODS", 500)
-	if err != nil {
-		t.Fatal(err)
-	}
+	each := benchCount(t, "DOVETAIL_BENCH_CONSOLIDATION_PODS", 500, 1)
 	kept := int32(each * 7 / 10)
-	setupPool(t, pool, framework.PoolOptions{})
-	tracker, err := trackPods(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Stop()
-	tracker.expect(2 * each)
+	tracker := trackedPool(t, pool, framework.PoolOptions{}, 2*each)
+	applied := time.Now()
 	for _, m := range scaleInMix {
 		if err := env.Client.Create(ctx, deployment(pool, m.name, pool, pool, int32(each), m.cpu, m.memory)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := framework.Poll(ctx, 15*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-		at, running := tracker.allRunning()
-		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, 2*each), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitAllRunning(t, tracker, 2*each, applied, 15*time.Minute)
 	before, err := env.NodeClaims(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := controllerPID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopMemory := controllerMemory(t)
-	cpu0, err := controllerCPUSeconds(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stopMemory, cpuSince := measuredPhase(t)
 	const consolidateAfter = 30 * time.Second
 	setDisruption(t, pool, consolidateAfter.String(), "100%")
 	start := time.Now()
@@ -198,10 +177,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	stable := lastChange.Sub(start)
-	cpu1, err := controllerCPUSeconds(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpu := cpuSince()
 	memory := stopMemory()
 	elapsed := time.Since(start)
 	_, running, _ := tracker.counts()
@@ -211,8 +187,8 @@ func TestConsolidationScaleIn(t *testing.T) {
 		"nodesBefore":            len(before),
 		"nodesAfter":             last,
 		"secondsToStable":        seconds(stable),
-		"controllerCPUCores":     round3((cpu1 - cpu0) / elapsed.Seconds()),
-		"controllerCPUSeconds":   round3(cpu1 - cpu0),
+		"controllerCPUCores":     round3(cpu / elapsed.Seconds()),
+		"controllerCPUSeconds":   round3(cpu),
 		"podsRunningAtEnd":       running,
 		"phaseSecondsMeasured":   seconds(elapsed),
 		"stabilityWindowSeconds": 60,
@@ -221,7 +197,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 		figures[k] = v
 	}
 	t.Logf("scale-in %d -> %d pods: %d -> %d nodes, stable %.1fs after the scale-in; controller %.3f cores on average, peak RSS %v MiB",
-		2*each, 2*kept, len(before), last, seconds(stable), (cpu1-cpu0)/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
+		2*each, 2*kept, len(before), last, seconds(stable), cpu/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
 	report(t, result{Name: "consolidation-scale-in", Figures: figures,
 		Targets: map[string]any{"secondsToStable": "< 180", "controllerCPUCores": "< 0.25", "controllerPeakRSSMiB": "< 200"}})
 }
@@ -233,18 +209,10 @@ func TestConsolidationScaleIn(t *testing.T) {
 func TestDriftReplace(t *testing.T) {
 	ctx := context.Background()
 	const pool = "drift"
-	each, err := envInt("DOVETAIL_BENCH_DRIFT_PODS", 300)
-	if err != nil {
-		t.Fatal(err)
-	}
+	each := benchCount(t, "DOVETAIL_BENCH_DRIFT_PODS", 300, 1)
 	total := 2 * each
-	setupPool(t, pool, framework.PoolOptions{})
-	tracker, err := trackPods(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Stop()
-	tracker.expect(total)
+	tracker := trackedPool(t, pool, framework.PoolOptions{}, total)
+	applied := time.Now()
 	for _, m := range scaleInMix {
 		d := deployment(pool, m.name, pool, pool, int32(each), m.cpu, m.memory)
 		d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
@@ -255,25 +223,12 @@ func TestDriftReplace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := framework.Poll(ctx, 15*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-		at, running := tracker.allRunning()
-		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, total), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitAllRunning(t, tracker, total, applied, 15*time.Minute)
 	before, err := env.NodeClaims(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := controllerPID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopMemory := controllerMemory(t)
-	cpu0, err := controllerCPUSeconds(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stopMemory, cpuSince := measuredPhase(t)
 	np := &karpv1.NodePool{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
@@ -319,10 +274,7 @@ func TestDriftReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	cpu1, err := controllerCPUSeconds(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpu := cpuSince()
 	memory := stopMemory()
 	lowestAvailable, _ := tracker.lowest()
 	figures := map[string]any{
@@ -331,13 +283,13 @@ func TestDriftReplace(t *testing.T) {
 		"secondsToNoneDraining": seconds(took),
 		"minPodsRunningPolled":  minRunning,
 		"minPodsAvailable":      lowestAvailable,
-		"controllerCPUCores":    round3((cpu1 - cpu0) / took.Seconds()),
+		"controllerCPUCores":    round3(cpu / took.Seconds()),
 	}
 	for k, v := range memory {
 		figures[k] = v
 	}
 	t.Logf("drift of %d nodes: none draining %.1fs after the template change; fewest pods Running %d (available %d); controller %.3f cores",
-		len(before), seconds(took), minRunning, lowestAvailable, (cpu1-cpu0)/took.Seconds())
+		len(before), seconds(took), minRunning, lowestAvailable, cpu/took.Seconds())
 	report(t, result{Name: "drift-replace", Figures: figures,
 		Targets: map[string]any{"secondsToNoneDraining": "< 600", "minPodsRunningPolled": fmt.Sprintf(">= %d", total)}})
 	if lowestAvailable < total {

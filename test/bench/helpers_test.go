@@ -188,3 +188,98 @@ func controllerMemory(t *testing.T) func() map[string]any {
 		}
 	}
 }
+
+// trackedPool sets up the NodePool and namespace pool (setupPool) and follows the namespace's pods, expecting n;
+// the tracker stops when the test ends.
+func trackedPool(t *testing.T, pool string, opts framework.PoolOptions, n int) *podTracker {
+	t.Helper()
+	setupPool(t, pool, opts)
+	tracker, err := trackPods(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tracker.Stop)
+	tracker.expect(n)
+	return tracker
+}
+
+// benchCount is the positive integer in the environment variable name, or def when it is unset; a value below
+// least fails the test with one line naming the variable.
+func benchCount(t *testing.T, name string, def, least int) int {
+	t.Helper()
+	n, err := envInt(name, def)
+	if err == nil && n < least {
+		err = fmt.Errorf("%s must be at least %d, got %d", name, least, n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// measuredPhase starts measuring the controller over a phase: the memory it samples (stop returns the figures)
+// and the CPU seconds it has used (cpu returns those used since).
+func measuredPhase(t *testing.T) (stop func() map[string]any, cpu func() float64) {
+	t.Helper()
+	pid, err := controllerPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = controllerMemory(t)
+	cpu0, err := controllerCPUSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stop, func() float64 {
+		cpu1, err := controllerCPUSeconds(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cpu1 - cpu0
+	}
+}
+
+// followScaleOut waits until the tracker has seen n pods Running (failing the test after timeout), logging the
+// pool's progress every 15 s, and returns the longest time without a new pod Running before all were.
+func followScaleOut(t *testing.T, pool string, tracker *podTracker, n int, applied time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	lastLog, lastRise, lastRunning := time.Now(), time.Now(), 0
+	var plateau time.Duration
+	err := framework.Poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		at, running := tracker.allRunning()
+		now := time.Now()
+		if running > lastRunning {
+			if lastRunning > 0 {
+				plateau = max(plateau, now.Sub(lastRise))
+			}
+			lastRise, lastRunning = now, running
+		}
+		if now.Sub(lastLog) > 15*time.Second {
+			lastLog = now
+			if p, err := framework.GetProgress(ctx, env.Client, pool, nil); err == nil {
+				t.Logf("+%3.0fs %s", now.Sub(applied).Seconds(), p)
+			}
+		}
+		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, n), nil
+	})
+	if err != nil {
+		t.Fatalf("%d pods never all Running: %v", n, err)
+	}
+	return plateau
+}
+
+// claimsAndFleets returns the pool's NodeClaims and the CreateFleet calls the simulator answered since
+// fleetsBefore.
+func claimsAndFleets(t *testing.T, pool string, fleetsBefore int) ([]karpv1.NodeClaim, int) {
+	t.Helper()
+	ctx := context.Background()
+	claims, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleets, err := createFleetCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims, fleets - fleetsBefore
+}

@@ -5,8 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -29,24 +27,11 @@ import (
 func TestScaleOutMixed(t *testing.T) {
 	ctx := context.Background()
 	const pool = "mixed"
-	total := 1100
-	if v := os.Getenv("DOVETAIL_BENCH_MIXED_PODS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 11 {
-			t.Fatalf("DOVETAIL_BENCH_MIXED_PODS=%q: want a pod count of at least 11", v)
-		}
-		total = n
-	}
+	total := benchCount(t, "DOVETAIL_BENCH_MIXED_PODS", 1100, 11)
 	dnd := total / 11
 	spread := (total - dnd) / 2
 	big := total - dnd - spread
-	setupPool(t, pool, framework.PoolOptions{})
-	tracker, err := trackPods(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Stop()
-	tracker.expect(total)
+	tracker := trackedPool(t, pool, framework.PoolOptions{}, total)
 	stopMemory := controllerMemory(t)
 	fleetsBefore, err := createFleetCalls(ctx)
 	if err != nil {
@@ -69,38 +54,10 @@ func TestScaleOutMixed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lastLog, lastRise, lastRunning := time.Now(), time.Now(), 0
-	var plateau time.Duration
-	err = framework.Poll(ctx, 20*time.Minute, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		at, running := tracker.allRunning()
-		now := time.Now()
-		if running > lastRunning {
-			if running > 0 && lastRunning > 0 {
-				plateau = max(plateau, now.Sub(lastRise))
-			}
-			lastRise, lastRunning = now, running
-		}
-		if now.Sub(lastLog) > 15*time.Second {
-			lastLog = now
-			if p, err := framework.GetProgress(ctx, env.Client, pool, nil); err == nil {
-				t.Logf("+%3.0fs %s", now.Sub(applied).Seconds(), p)
-			}
-		}
-		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, total), nil
-	})
-	if err != nil {
-		t.Fatalf("%d pods never all Running: %v", total, err)
-	}
+	plateau := followScaleOut(t, pool, tracker, total, applied, 20*time.Minute)
 	_, _, allRunning := tracker.milestones()
 	memory := stopMemory()
-	claims, err := env.NodeClaims(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleets, err := createFleetCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claims, fleets := claimsAndFleets(t, pool, fleetsBefore)
 	empty, largeWithSmall, err := nodeShapes(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +67,7 @@ func TestScaleOutMixed(t *testing.T) {
 		"secondsApplyToAllRunning": seconds(allRunning.Sub(applied)),
 		"longestPlateauSeconds":    seconds(plateau),
 		"nodeClaims":               len(claims),
-		"createFleetCalls":         fleets - fleetsBefore,
+		"createFleetCalls":         fleets,
 		"emptyNodes":               empty,
 		"largeNodesOnlySmallPods":  largeWithSmall,
 	}
@@ -118,7 +75,7 @@ func TestScaleOutMixed(t *testing.T) {
 		figures[k] = v
 	}
 	t.Logf("mixed scale-out of %d pods (%d spread, %d large, %d do-not-disrupt): all Running %.1fs after apply, longest plateau %.1fs; %d NodeClaims, %d CreateFleet calls; %d empty nodes, %d large nodes with only small pods; controller peak RSS %v MiB",
-		total, spread, big, dnd, seconds(allRunning.Sub(applied)), seconds(plateau), len(claims), fleets-fleetsBefore, empty, largeWithSmall, memory["controllerPeakRSSMiB"])
+		total, spread, big, dnd, seconds(allRunning.Sub(applied)), seconds(plateau), len(claims), fleets, empty, largeWithSmall, memory["controllerPeakRSSMiB"])
 	report(t, result{
 		Name:    fmt.Sprintf("scale-out-mixed-%d-pods", total),
 		Figures: figures,

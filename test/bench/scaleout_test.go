@@ -35,17 +35,11 @@ var scaleOutMix = []struct {
 func TestScaleOut(t *testing.T) {
 	ctx := context.Background()
 	const pool = "scaleout"
-	setupPool(t, pool, framework.PoolOptions{})
 	total := 0
 	for _, m := range scaleOutMix {
 		total += int(m.replicas)
 	}
-	tracker, err := trackPods(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Stop()
-	tracker.expect(total)
+	tracker := trackedPool(t, pool, framework.PoolOptions{}, total)
 	stopMemory := controllerMemory(t)
 	fleetsBefore, err := createFleetCalls(ctx)
 	if err != nil {

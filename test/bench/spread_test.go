@@ -5,8 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -23,21 +21,8 @@ import (
 func TestScaleOutHostnameSpread(t *testing.T) {
 	ctx := context.Background()
 	const pool = "spread"
-	pods := 1000
-	if v := os.Getenv("DOVETAIL_BENCH_SPREAD_PODS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("DOVETAIL_BENCH_SPREAD_PODS=%q: want a positive pod count", v)
-		}
-		pods = n
-	}
-	setupPool(t, pool, framework.PoolOptions{})
-	tracker, err := trackPods(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tracker.Stop()
-	tracker.expect(pods)
+	pods := benchCount(t, "DOVETAIL_BENCH_SPREAD_PODS", 1000, 1)
+	tracker := trackedPool(t, pool, framework.PoolOptions{}, pods)
 	stopMemory := controllerMemory(t)
 	fleetsBefore, err := createFleetCalls(ctx)
 	if err != nil {
@@ -52,41 +37,21 @@ func TestScaleOutHostnameSpread(t *testing.T) {
 	if err := env.Client.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	lastLog := time.Now()
-	err = framework.Poll(ctx, 15*time.Minute, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		at, running := tracker.allRunning()
-		if time.Since(lastLog) > 15*time.Second {
-			lastLog = time.Now()
-			if p, err := framework.GetProgress(ctx, env.Client, pool, nil); err == nil {
-				t.Logf("+%3.0fs %s", time.Since(applied).Seconds(), p)
-			}
-		}
-		return !at.IsZero(), fmt.Sprintf("%d/%d pods Running", running, pods), nil
-	})
-	if err != nil {
-		t.Fatalf("%d pods never all Running: %v", pods, err)
-	}
+	followScaleOut(t, pool, tracker, pods, applied, 15*time.Minute)
 	_, _, allRunning := tracker.milestones()
 	memory := stopMemory()
-	claims, err := env.NodeClaims(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleets, err := createFleetCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claims, fleets := claimsAndFleets(t, pool, fleetsBefore)
 	figures := map[string]any{
 		"pods":                     pods,
 		"secondsApplyToAllRunning": seconds(allRunning.Sub(applied)),
 		"nodeClaims":               len(claims),
-		"createFleetCalls":         fleets - fleetsBefore,
+		"createFleetCalls":         fleets,
 	}
 	for k, v := range memory {
 		figures[k] = v
 	}
 	t.Logf("hostname-spread scale-out of %d pods: all Running %.1fs after apply; %d NodeClaims, %d CreateFleet calls; controller peak RSS %v MiB",
-		pods, seconds(allRunning.Sub(applied)), len(claims), fleets-fleetsBefore, memory["controllerPeakRSSMiB"])
+		pods, seconds(allRunning.Sub(applied)), len(claims), fleets, memory["controllerPeakRSSMiB"])
 	report(t, result{
 		Name:    fmt.Sprintf("scale-out-hostname-spread-%d-pods", pods),
 		Figures: figures,
