@@ -3,9 +3,12 @@ package disruption_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
@@ -127,4 +130,59 @@ func TestCommandsRunInParallel(t *testing.T) {
 	if !nc.DeletionTimestamp.IsZero() || recordID(t, e, secondCandidate) != secondID {
 		t.Errorf("%s: deleted or lost its command while its replacement is not initialized", secondCandidate)
 	}
+}
+
+// TestStartWindowLeavesCommandsForLaterPasses: a decision finds a replace command for each of six drifted nodes
+// (budget 100%). Starting a command takes longer than StartWindow (the clock moves on while its record is
+// written), so once the commands begun at once are written the pass starts no other and leaves them, unwritten,
+// for the next decision; the next passes start the rest.
+func TestStartWindowLeavesCommandsForLaterPasses(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Budget("100%").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"old-a", "old-b", "old-c", "old-d", "old-e", "old-f"}
+	for _, name := range names {
+		driftedNode(t, e, name, name+"-web")
+	}
+	d := e.Deps
+	var slow atomic.Bool
+	slow.Store(true)
+	d.Client = interceptor.NewClient(noWatch{e.Client}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*karpv1.NodeClaim); ok && slow.Load() {
+				e.Clock.Step(disruption.StartWindow + time.Second) // a slow API server
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	ctrl := disruption.NewController(d)
+	recorded := func() int {
+		n := 0
+		for _, name := range names {
+			if recordID(t, e, name) != "" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Up to commandWorkers commands may have begun before the first write moved the clock; with the clock past
+	// the window, those not begun are left.
+	first := recorded()
+	if first == 0 || first == len(names) {
+		t.Fatalf("the first pass started %d of %d commands, want some but not all", first, len(names))
+	}
+	slow.Store(false)
+	test.Eventually(t, wait, func() (bool, string) {
+		e.Clock.Step(disruption.PollPeriod)
+		if err := ctrl.Reconcile(ctx); err != nil {
+			return false, err.Error()
+		}
+		n := recorded()
+		return n == len(names), fmt.Sprintf("%d of %d commands started", n, len(names))
+	})
 }
