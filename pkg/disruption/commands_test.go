@@ -117,6 +117,18 @@ func TestDecideSeveralCommands(t *testing.T) {
 			evictions: 3,
 		},
 		{
+			name: "a cap on drift commands leaves the other drifted nodes for a later pass",
+			snap: func() *disruption.Snapshot {
+				np := test.NodePool("a").Budget("100%", karpv1.DisruptionReasonDrifted).Budget("0", karpv1.DisruptionReasonUnderutilized).Obj()
+				return pools([]*karpv1.NodePool{np}, drifted("a1", "a"), drifted("a2", "a"), drifted("a3", "a"), drifted("a4", "a"))
+			},
+			opts: disruption.Options{MaxDriftCommands: 2},
+			want: passSummary{
+				Commands: []string{"drifted/replace: 1 node(s) a1, replaced by small", "drifted/replace: 1 node(s) a2, replaced by small"},
+				Stays:    map[string]disruption.StayReason{"a3": disruption.StayNotExamined, "a4": disruption.StayNotExamined}},
+			evictions: 2,
+		},
+		{
 			name: "nodes already disrupting use up the budget",
 			snap: func() *disruption.Snapshot {
 				s := pools([]*karpv1.NodePool{test.NodePool("a").Budget("2").Obj()}, drifted("a1", "a"), drifted("a2", "a"), drifted("a3", "a"))

@@ -315,7 +315,18 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 		d.accept(&Command{Reason: karpv1.DisruptionReasonDrifted, Decision: DecisionDelete, Candidates: cs, Savings: totalPrice(cs)}, nil)
 	}
 	sortByCost(drifted)
-	for _, c := range drifted {
+	decided := 0
+	for i, c := range drifted {
+		if d.opts.MaxDriftCommands > 0 && decided == d.opts.MaxDriftCommands {
+			for _, o := range drifted[i:] {
+				if !d.taken[o.NodeClaim] {
+					d.unexamined[o.NodeClaim] = true
+					d.stayf(o, StayNotExamined, "drifted (%s); this pass decided its %d drift commands before it got to this node: left for the next pass",
+						o.Drifted, d.opts.MaxDriftCommands)
+				}
+			}
+			return nil
+		}
 		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
 			continue
 		}
@@ -346,6 +357,7 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 		}
 		cmd.Savings = c.Price - replacementPrice(sim.Replacements)
 		d.accept(cmd, sim)
+		decided++
 	}
 	return nil
 }

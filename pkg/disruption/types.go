@@ -216,4 +216,8 @@ type Options struct {
 	// number). Below it multi- and single-node consolidation, which are cheap on few nodes and say why each node
 	// stays, do the work alone.
 	WholeClusterMinCandidates int
+	// MaxDriftCommands caps the commands for drifted nodes with pods one pass decides (0: no cap): each costs a
+	// simulation, and a pass starts only so many commands (the controller's start window); the drifted nodes left
+	// out stay with StayNotExamined until a later pass.
+	MaxDriftCommands int
 }
