@@ -262,9 +262,11 @@ func inFlight(ctx context.Context) (flight, error) {
 
 // aim waits (polling every 100 ms, up to window) for the moment the action's kill should land in: a launch in
 // flight after a scale-out; a replacement in flight after a scale-in or drift (any disruption or launch in
-// flight after acceptAfter); a disruption or launch after an interruption. It then waits a random
-// 0-200 ms and returns what is in flight at that point, just before the kill. When the moment never comes it
-// returns at the window's end.
+// flight after acceptAfter); a disruption or launch after an interruption. It then waits the given jitter and
+// looks again: it returns what is in flight at that point, just before the kill, if that is still such a moment
+// (a launch seen in flight may have completed meanwhile: a kill aimed at it would land after it, as
+// TestLeaderElection's did once in a clean-clone CI run), and otherwise keeps waiting. When the moment never comes
+// it returns at the window's end.
 func aim(ctx context.Context, action string, jitter, acceptAfter time.Duration) (flight, time.Duration) {
 	window := 45 * time.Second
 	if action == "scale-out" {
@@ -285,7 +287,7 @@ func aim(ctx context.Context, action string, jitter, acceptAfter time.Duration) 
 		f, err := inFlight(ctx)
 		if err == nil && want(f) {
 			time.Sleep(jitter)
-			if f, err = inFlight(ctx); err == nil {
+			if f, err = inFlight(ctx); err == nil && want(f) {
 				return f, time.Since(start)
 			}
 		}
