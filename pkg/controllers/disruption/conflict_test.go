@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -33,7 +34,6 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 // must still taint it and launch the replacement, without an error.
 func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
 	e := test.StartControllerEnv(t)
-	ctx := context.Background()
 	drifted(t, e)
 	var bumped, oneRequest atomic.Int32
 	d := e.Deps
@@ -63,20 +63,7 @@ func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
 	if bumped.Load() != 0 {
 		t.Fatal("interceptor ran early")
 	}
-	if err := disruption.NewController(d).Reconcile(ctx); err != nil {
-		t.Fatalf("pass failed: %v", err)
-	}
-	if bumped.Load() == 0 {
-		t.Fatal("the node was never updated between the snapshot and the taint: the test does not test anything")
-	}
-	replacementOf(t, e)
-	node := &corev1.Node{}
-	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, node); err != nil {
-		t.Fatal(err)
-	}
-	if !tainted(node) {
-		t.Errorf("node old has no %s taint: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
-	}
+	node := passTaintsOld(t, e, d, &bumped, "updated")
 	if node.Labels["heartbeat"] != "1" {
 		t.Errorf("the taint undid the concurrent update of node old: labels %v", node.Labels)
 	}
@@ -91,7 +78,6 @@ func TestNodeUpdatedBeforeTaintDoesNotStopTheCommand(t *testing.T) {
 // one the pass read) must not apply, and the taint is added to the Node as it is now: both taints stay.
 func TestTaintAddedBeforeOursIsKept(t *testing.T) {
 	e := test.StartControllerEnv(t)
-	ctx := context.Background()
 	drifted(t, e)
 	var bumped atomic.Int32
 	d := e.Deps
@@ -110,11 +96,23 @@ func TestTaintAddedBeforeOursIsKept(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
+	node := passTaintsOld(t, e, d, &bumped, "tainted")
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "example.com/other" }) {
+		t.Errorf("the pass's taint undid the other writer's: taints %+v", node.Spec.Taints)
+	}
+}
+
+// passTaintsOld runs a pass with deps d on drifted's node "old", which the test's interceptor changed (how: what)
+// between the pass's snapshot and its taint (bumped counts the interceptor's calls); it fails unless the pass
+// ran without an error, launched the replacement and tainted the node, and returns the node as it is now.
+func passTaintsOld(t *testing.T, e *test.ControllerEnv, d deps.Deps, bumped *atomic.Int32, what string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
 	if err := disruption.NewController(d).Reconcile(ctx); err != nil {
 		t.Fatalf("pass failed: %v", err)
 	}
 	if bumped.Load() == 0 {
-		t.Fatal("the node was never tainted between the snapshot and the pass's taint: the test does not test anything")
+		t.Fatalf("the node was never %s between the snapshot and the taint: the test does not test anything", what)
 	}
 	replacementOf(t, e)
 	node := &corev1.Node{}
@@ -124,9 +122,7 @@ func TestTaintAddedBeforeOursIsKept(t *testing.T) {
 	if !tainted(node) {
 		t.Errorf("node old has no %s taint: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
 	}
-	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "example.com/other" }) {
-		t.Errorf("the pass's taint undid the other writer's: taints %+v", node.Spec.Taints)
-	}
+	return node
 }
 
 // TestCommandStoppedAfterRecordingIsFinished: a pass records the command but fails to create the replacement
