@@ -3,6 +3,7 @@
 # STRESS_COUNT times (default 20) while CPU-bound busy loops (STRESS_LOAD of them, default one per CPU) compete for
 # the machine. Any failure is a defect to find, not a flake to retry. See docs/testing.md.
 #   STRESS_COUNT=5 STRESS_PKGS="./pkg/providers/aws" bash hack/test-stress.sh
+#   STRESS_JOBS=2 bash hack/test-stress.sh   # two test binaries at once beside the busy loops: heavier, and shorter
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -10,6 +11,18 @@ KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
 export KUBEBUILDER_ASSETS
 count="${STRESS_COUNT:-20}"
 load="${STRESS_LOAD:-$(nproc)}"
+jobs="${STRESS_JOBS:-1}"
+timeout="${STRESS_TIMEOUT:-120m}"
+for v in count load jobs; do
+	if ! [[ "${!v}" =~ ^[0-9]+$ ]]; then
+		echo "hack/test-stress.sh: STRESS_${v^^}=${!v} is not a whole number" >&2
+		exit 2
+	fi
+done
+if ((count < 1 || jobs < 1)); then
+	echo "hack/test-stress.sh: STRESS_COUNT and STRESS_JOBS must be at least 1" >&2
+	exit 2
+fi
 
 if [[ -n "${STRESS_PKGS:-}" ]]; then
 	read -r -a pkgs <<<"$STRESS_PKGS"
@@ -20,7 +33,7 @@ else
 	mapfile -t pkgs < <(grep -rlE 'httptest\.NewServer|envtest\.|test\.Start[A-Za-z]*Env\(|StartControllerEnv\(|awssim\.New\(' \
 		--include='*_test.go' api pkg cmd test/chart | xargs -n1 dirname | sort -u | sed 's|^|./|')
 fi
-echo "== stress: ${#pkgs[@]} packages, -count=${count}, ${load} busy loops"
+echo "== stress: ${#pkgs[@]} packages, -count=${count}, -p ${jobs}, ${load} busy loops, -timeout ${timeout} a package"
 printf '   %s\n' "${pkgs[@]}"
 
 # Compile first, so the load does not slow the build and the timeouts measure the tests.
@@ -38,6 +51,6 @@ done
 
 start=$(date +%s)
 status=0
-go test -p 1 -count="$count" -timeout 60m "${pkgs[@]}" || status=$?
+go test -p "$jobs" -count="$count" -timeout "$timeout" "${pkgs[@]}" || status=$?
 echo "== stress: $(( $(date +%s) - start ))s, exit status ${status}"
 exit "$status"
