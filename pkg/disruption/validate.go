@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,14 +36,11 @@ func ValidateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 	return why, err
 }
 
-// ValidateDrainStuck is ValidateDrain that also names the moving pods that would not fit (none when the check
-// passes, or when it fails only because pending pods would be left without a node).
-func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, []types.NamespacedName, error) {
-	if chk.Cluster == nil {
-		return "", nil, fmt.Errorf("disruption: drain check without a cluster")
-	}
+// remaining returns the cluster the check's moving pods would go to (the registered nodes that are neither
+// draining nor being deleted, with the cluster's NodePools), and the reschedulable moving pods, unbound, by key.
+func (chk DrainCheck) remaining() (scheduling.Snapshot, []*corev1.Pod, map[types.NamespacedName]bool) {
 	var moving []*corev1.Pod
-	movingKeys := map[types.NamespacedName]bool{}
+	keys := map[types.NamespacedName]bool{}
 	for _, p := range chk.Moving {
 		if !Reschedulable(p) {
 			continue
@@ -50,14 +48,9 @@ func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Opt
 		m := p.DeepCopy()
 		m.Spec.NodeName = ""
 		moving = append(moving, m)
-		movingKeys[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
-	}
-	if len(moving) == 0 {
-		return "", nil, nil
+		keys[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 	}
 	cluster := *chk.Cluster
-	// Only the nodes there are now: no new NodeClaims.
-	cluster.NodePools, cluster.InstanceTypes = nil, nil
 	cluster.Nodes = make([]*scheduling.StateNode, 0, len(chk.Cluster.Nodes))
 	for _, n := range chk.Cluster.Nodes {
 		if n.InFlight || n.MarkedForDeletion || chk.Drain[n.Name] {
@@ -65,6 +58,54 @@ func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Opt
 		}
 		cluster.Nodes = append(cluster.Nodes, n)
 	}
+	return cluster, moving, keys
+}
+
+// ExtraCapacity plans the new NodeClaims that would make a failed DrainCheck pass: the pending and moving pods
+// are planned onto the nodes there are now and then onto new capacity of the cluster's NodePools, and the new
+// NodeClaims holding a moving pod are returned (those holding only pending pods are the provisioner's). A command
+// whose replacements the kube-scheduler filled with other pods launches these instead of giving up. why says
+// which moving pod no new capacity can take either; no NodeClaims are returned then, since launching some would
+// not let the drain go.
+func ExtraCapacity(ctx context.Context, chk DrainCheck, opts scheduling.Options) (extra []*scheduling.NodeClaimPlan, why string, err error) {
+	if chk.Cluster == nil {
+		return nil, "", fmt.Errorf("disruption: drain check without a cluster")
+	}
+	cluster, moving, keys := chk.remaining()
+	if len(moving) == 0 {
+		return nil, "", nil
+	}
+	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
+	opts.Bound = scheduling.BoundNone
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("planning new capacity for the pods of the nodes to drain: %w", err)
+	}
+	for _, u := range plan.Unschedulable {
+		if keys[u.Pod] {
+			return nil, fmt.Sprintf("pod %s would not fit on new capacity either: %s", u.Pod, u.Reason), nil
+		}
+	}
+	for _, nc := range plan.NodeClaims {
+		if slices.ContainsFunc(nc.Pods, func(k types.NamespacedName) bool { return keys[k] }) {
+			extra = append(extra, nc)
+		}
+	}
+	return extra, "", nil
+}
+
+// ValidateDrainStuck is ValidateDrain that also names the moving pods that would not fit (none when the check
+// passes, or when it fails only because pending pods would be left without a node).
+func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, []types.NamespacedName, error) {
+	if chk.Cluster == nil {
+		return "", nil, fmt.Errorf("disruption: drain check without a cluster")
+	}
+	cluster, moving, keys := chk.remaining()
+	if len(moving) == 0 {
+		return "", nil, nil
+	}
+	// Only the nodes there are now: no new NodeClaims.
+	cluster.NodePools, cluster.InstanceTypes = nil, nil
 	before := 0
 	if len(chk.Pending) > 0 {
 		cluster.Pods = chk.Pending
@@ -84,12 +125,12 @@ func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Opt
 	}
 	var stuck []types.NamespacedName
 	for _, u := range plan.Unschedulable {
-		if movingKeys[u.Pod] {
+		if keys[u.Pod] {
 			stuck = append(stuck, u.Pod)
 		}
 	}
 	for _, u := range plan.Unschedulable {
-		if movingKeys[u.Pod] {
+		if keys[u.Pod] {
 			return fmt.Sprintf("pod %s would not fit on the nodes there are now (%d of %d pods to move would wait): %s",
 				u.Pod, len(stuck), len(moving), u.Reason), stuck, nil
 		}

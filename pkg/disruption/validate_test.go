@@ -2,11 +2,14 @@ package disruption_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -112,6 +115,79 @@ func TestValidateDrain(t *testing.T) {
 			}
 			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 				t.Errorf("ValidateDrain = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestExtraCapacity: when a drain check fails because the replacements were filled by other pods, the extra
+// NodeClaims planned hold the moving pods that do not fit and nothing else of the provisioner's; with them
+// registered, the drain check passes.
+func TestExtraCapacity(t *testing.T) {
+	a, b := pod("a", "3"), pod("b", "3")
+	pool := test.SchedNodePool("default").Obj()
+	cases := []struct {
+		name    string
+		nodes   []*scheduling.StateNode
+		moving  []*corev1.Pod
+		pending []*corev1.Pod
+		extra   int    // NodeClaims planned
+		why     string // substring of why; "" when extra capacity helps
+	}{{
+		name:   "room on the replacement: nothing more",
+		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
+		moving: []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+	}, {
+		name: "the kube-scheduler filled the replacement: one more node for the pod left over",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "8", "32Gi").Pods(pod("other", "4")).Obj()},
+		moving: []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+		extra:  1,
+	}, {
+		name:    "a pending pod without room is left to the provisioner",
+		nodes:   []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
+		moving:  []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+		pending: []*corev1.Pod{pod("waiting", "7")},
+		extra:   1,
+	}, {
+		name:   "a pod no instance type can hold: no launch",
+		nodes:  []*scheduling.StateNode{test.SchedNode("old", "16", "64Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
+		moving: []*corev1.Pod{bound(pod("huge", "12"), "old")},
+		why:    "would not fit on new capacity either",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := &scheduling.Snapshot{Nodes: tc.nodes, NodePools: []*scheduling.NodePool{pool},
+				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": catalog()}}
+			chk := disruption.DrainCheck{Cluster: cluster, Drain: map[string]bool{"old": true}, Moving: tc.moving, Pending: tc.pending}
+			extra, why, err := disruption.ExtraCapacity(context.Background(), chk, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.why == "" && why != "" || tc.why != "" && !strings.Contains(why, tc.why) {
+				t.Fatalf("why = %q, want %q", why, tc.why)
+			}
+			if len(extra) != tc.extra {
+				t.Fatalf("%d extra nodeclaims, want %d: %+v", len(extra), tc.extra, extra)
+			}
+			moving := map[string]bool{}
+			for _, p := range tc.moving {
+				moving[p.Name] = true
+			}
+			for _, nc := range extra {
+				if !slices.ContainsFunc(nc.Pods, func(k types.NamespacedName) bool { return moving[k.Name] }) {
+					t.Errorf("extra nodeclaim %s holds no moving pod: %v", nc.Name, nc.Pods)
+				}
+			}
+			// The drain goes once the extra nodes are there, empty.
+			with := *cluster
+			with.Nodes = slices.Clone(cluster.Nodes)
+			for i, nc := range extra {
+				with.Nodes = append(with.Nodes, test.SchedNode(fmt.Sprintf("extra-%d", i), nc.Requests.Cpu().String(), "32Gi").Obj())
+			}
+			chk.Cluster = &with
+			if got, err := disruption.ValidateDrain(context.Background(), chk, scheduling.Options{}); err != nil || (got != "") != (tc.why != "") {
+				t.Errorf("ValidateDrain with the extra nodes = %q, %v", got, err)
 			}
 		})
 	}

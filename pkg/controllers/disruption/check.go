@@ -97,6 +97,16 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, erro
 	return "", nil
 }
 
+// extra plans the new capacity that would let the command's candidates drain now (core.ExtraCapacity), beside
+// the pods of the commands checked before it in the pass; why says which pod new capacity would not take either.
+func (k *drainChecker) extra(ctx context.Context, cmd *InProgress) ([]*scheduling.NodeClaimPlan, string, error) {
+	if k.cluster == nil {
+		return nil, "", nil
+	}
+	drain, moving := k.with(cmd)
+	return core.ExtraCapacity(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+}
+
 // fitRounds bounds the checks fitting makes.
 const fitRounds = 4
 

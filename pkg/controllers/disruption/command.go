@@ -44,6 +44,19 @@ type Record struct {
 	// and a command with fewer candidates left than this has drained some. Records written before this field
 	// existed have 0: their candidates are counted as they are.
 	Candidates int `json:"candidates,omitempty"`
+	// Extra counts the times the command launched more replacements than it started with (at most
+	// MaxExtraLaunches): its replacements initialized, but the kube-scheduler had filled them with other pods.
+	// Launched is when it last did; the replacement timeouts count from then.
+	Extra    int       `json:"extra,omitempty"`
+	Launched time.Time `json:"launched,omitempty"`
+}
+
+// since is when the command last launched replacements: its start, or its last extra launch.
+func (r Record) since() time.Time {
+	if r.Launched.After(r.Started) {
+		return r.Launched
+	}
+	return r.Started
 }
 
 // Launch is one replacement NodeClaim a command creates.
@@ -98,7 +111,7 @@ func carriesCommand(nc *karpv1.NodeClaim) bool {
 
 // InProgress is a command some candidates carry, with the replacements that point at it.
 type InProgress struct {
-	// Record is the first candidate's record.
+	// Record is the first candidate's record, or the newest (highest Extra) when the candidates' differ.
 	Record Record
 	// Candidates are the NodeClaims not being deleted that carry the command's record, by name.
 	Candidates []*karpv1.NodeClaim
@@ -127,9 +140,14 @@ func CommandsInProgress(v *View) []*InProgress {
 		if !ok || err != nil {
 			continue
 		}
-		if byID[r.ID] == nil {
+		switch {
+		case byID[r.ID] == nil:
 			byID[r.ID] = &InProgress{Record: r}
 			ids = append(ids, r.ID)
+		case r.Extra > byID[r.ID].Record.Extra:
+			// A pass that launched more replacements did not get to record it on every candidate: the
+			// newest record is the command's (resume writes it on the others).
+			byID[r.ID].Record = r
 		}
 		byID[r.ID].Candidates = append(byID[r.ID].Candidates, nc)
 	}

@@ -19,6 +19,9 @@ func TestCommandsInProgress(t *testing.T) {
 	rec := func(id string) string {
 		return `{"id":"` + id + `","reason":"Underutilized","decision":"replace","replacements":1,"started":"2026-11-24T10:00:00Z"}`
 	}
+	// A pass that launched more replacements for command c-3 recorded it on i only: the newest record is the
+	// command's, whichever candidate comes first.
+	extra := `{"id":"c-3","reason":"Drifted","decision":"replace","replacements":2,"started":"2026-11-24T10:00:00Z","extra":1}`
 	claim := func(name string) *test.NodeClaimBuilder { return test.NodeClaim(name, "general") }
 	deleting := claim("d").Annotation(disruption.CommandAnnotationKey, rec("c-1")).Obj()
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
@@ -30,11 +33,16 @@ func TestCommandsInProgress(t *testing.T) {
 		*claim("e").Annotation(disruption.CommandAnnotationKey, `{"reason":"Empty"}`).Obj(),
 		*claim("f").Annotation(disruption.ReplacementForAnnotationKey, "c-2").Obj(),
 		*claim("g").Obj(),
+		*claim("h").Annotation(disruption.CommandAnnotationKey, rec("c-3")).Obj(),
+		*claim("i").Annotation(disruption.CommandAnnotationKey, extra).Obj(),
 	}}
-	type group struct{ ID, Reason, Candidates, Replacements string }
+	type group struct {
+		ID, Reason, Candidates, Replacements string
+		Extra, Launch                        int
+	}
 	var got []group
 	for _, cmd := range disruption.CommandsInProgress(v) {
-		g := group{ID: cmd.Record.ID, Reason: string(cmd.Record.Reason)}
+		g := group{ID: cmd.Record.ID, Reason: string(cmd.Record.Reason), Extra: cmd.Record.Extra, Launch: cmd.Record.Replacements}
 		for _, nc := range cmd.Candidates {
 			g.Candidates += nc.Name
 		}
@@ -43,7 +51,8 @@ func TestCommandsInProgress(t *testing.T) {
 		}
 		got = append(got, g)
 	}
-	want := []group{{ID: "c-1", Reason: "Underutilized", Candidates: "b"}, {ID: "c-2", Reason: "Underutilized", Candidates: "ac", Replacements: "f"}}
+	want := []group{{ID: "c-1", Reason: "Underutilized", Candidates: "b", Launch: 1}, {ID: "c-2", Reason: "Underutilized", Candidates: "ac", Replacements: "f", Launch: 1},
+		{ID: "c-3", Reason: "Drifted", Candidates: "hi", Extra: 1, Launch: 2}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("commands in progress (-want +got):\n%s", diff)
 	}

@@ -178,9 +178,123 @@ func TestCommandStoppedAfterRecordingIsFinished(t *testing.T) {
 	}
 }
 
-// TestNoDrainWhenPodsDoNotFit: the replacement initialized, but the kube-scheduler filled it with another pod,
-// so the old node's pod would have nowhere to go: the old node is not drained; after ValidationTimeout the
-// command is abandoned and the old node stays.
+// replacementList waits until the cache shows n NodeClaims launched for disruption commands and returns them.
+func replacementList(t *testing.T, e *test.ControllerEnv, n int) []*karpv1.NodeClaim {
+	t.Helper()
+	var out []*karpv1.NodeClaim
+	test.Eventually(t, wait, func() (bool, string) {
+		l := &karpv1.NodeClaimList{}
+		if err := e.Client.List(context.Background(), l); err != nil {
+			return false, err.Error()
+		}
+		out = nil
+		for i := range l.Items {
+			if l.Items[i].Annotations[disruption.ReplacementForAnnotationKey] != "" {
+				out = append(out, &l.Items[i])
+			}
+		}
+		return len(out) == n, fmt.Sprintf("%d replacements, want %d", len(out), n)
+	})
+	return out
+}
+
+// newReplacement waits until the cache shows n replacements and returns the one not in seen, adding it there.
+func newReplacement(t *testing.T, e *test.ControllerEnv, n int, seen map[string]bool) *karpv1.NodeClaim {
+	t.Helper()
+	var fresh []*karpv1.NodeClaim
+	for _, nc := range replacementList(t, e, n) {
+		if !seen[nc.Name] {
+			fresh = append(fresh, nc)
+		}
+	}
+	if len(fresh) != 1 {
+		t.Fatalf("%d new replacements, want 1", len(fresh))
+	}
+	seen[fresh[0].Name] = true
+	return fresh[0]
+}
+
+// hog binds a pod that fills the replacement's node (8 cpu), as the kube-scheduler does with the pods of other
+// nodes being drained, and waits until the cache shows it.
+func hog(t *testing.T, e *test.ControllerEnv, repl *karpv1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	p := test.SchedPod("hog-" + repl.Name).Requests("8", "1Gi").Obj()
+	p.Spec.NodeName = repl.Name + "-node"
+	if err := e.Env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}) == nil, "pod " + p.Name + " not cached yet"
+	})
+}
+
+// oldRecord reads nodeclaim old from the API server: whether it is being deleted, and its command record.
+func oldRecord(t *testing.T, e *test.ControllerEnv) (deleting bool, r disruption.Record, recorded bool) {
+	t.Helper()
+	old := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(context.Background(), client.ObjectKey{Name: "old"}, old); err != nil {
+		t.Fatal(err)
+	}
+	r, recorded, err := disruption.RecordOf(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return !old.DeletionTimestamp.IsZero(), r, recorded
+}
+
+// TestExtraReplacementWhenPodsDoNotFit: the drifted node's replacement initialized, but the kube-scheduler filled
+// it with another pod, so the old node's pod would have nowhere to go. The old node is not drained; the command
+// launches one more replacement (recorded on the candidate) and drains the old node once that one initializes.
+func TestExtraReplacementWhenPodsDoNotFit(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	first := newReplacement(t, e, 1, seen)
+	ready(t, e, first)
+	hog(t, e, first)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	extra := newReplacement(t, e, 2, seen)
+	deleting, r, _ := oldRecord(t, e)
+	if deleting {
+		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+	}
+	if r.Extra != 1 || r.Replacements != 2 || len(r.Launch) != 2 || r.Launch[0].Name != first.Name || r.Launch[1].Name != extra.Name {
+		t.Fatalf("record after the extra launch: extra=%d replacements=%d launch=%v, want %s then %s",
+			r.Extra, r.Replacements, r.Launch, first.Name, extra.Name)
+	}
+	if got := extra.Annotations[disruption.ReplacementForAnnotationKey]; got != r.ID {
+		t.Errorf("extra replacement points at %q, want %q", got, r.ID)
+	}
+	// Another pass before the extra replacement initializes waits: nothing more is launched.
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deleting, _, _ := oldRecord(t, e); deleting {
+		t.Fatal("old nodeclaim deleted before the extra replacement initialized")
+	}
+	ready(t, e, extra)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deleting, _, _ := oldRecord(t, e); !deleting {
+		t.Fatal("old nodeclaim not deleted after the extra replacement initialized")
+	}
+	if n := len(replacementList(t, e, 2)); n != 2 {
+		t.Errorf("%d replacements, want 2", n)
+	}
+}
+
+// TestNoDrainWhenPodsDoNotFit: as above, but the kube-scheduler fills every extra replacement too. After
+// MaxExtraLaunches extra launches the command launches no more; after ValidationTimeout it is abandoned and the
+// old node stays.
 func TestNoDrainWhenPodsDoNotFit(t *testing.T) {
 	e := test.StartControllerEnv(t)
 	ctx := context.Background()
@@ -189,37 +303,28 @@ func TestNoDrainWhenPodsDoNotFit(t *testing.T) {
 	if err := ctrl.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	repl := replacementOf(t, e)
-	ready(t, e, repl)
-	hog := test.SchedPod("hog").Requests("8", "1Gi").Obj()
-	hog.Spec.NodeName = repl.Name + "-node"
-	if err := e.Env.Client.Create(ctx, hog); err != nil {
-		t.Fatal(err)
+	seen := map[string]bool{}
+	for i := 1; i <= disruption.MaxExtraLaunches+1; i++ {
+		repl := newReplacement(t, e, i, seen)
+		ready(t, e, repl)
+		hog(t, e, repl)
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if deleting, _, _ := oldRecord(t, e); deleting {
+			t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
+		}
 	}
-	test.Eventually(t, wait, func() (bool, string) {
-		return e.Client.Get(ctx, client.ObjectKeyFromObject(hog), &corev1.Pod{}) == nil, "pod hog not cached yet"
-	})
-	if err := ctrl.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	old := &karpv1.NodeClaim{}
-	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
-		t.Fatal(err)
-	}
-	if !old.DeletionTimestamp.IsZero() {
-		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
-	}
+	replacementList(t, e, disruption.MaxExtraLaunches+1)
 	e.Clock.Step(disruption.ValidationTimeout + time.Second)
 	if err := ctrl.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "old"}, old); err != nil {
-		t.Fatal(err)
-	}
-	if !old.DeletionTimestamp.IsZero() {
+	deleting, _, recorded := oldRecord(t, e)
+	if deleting {
 		t.Fatal("old nodeclaim deleted although its pod fits nowhere else")
 	}
-	if _, ok := old.Annotations[disruption.CommandAnnotationKey]; ok {
+	if recorded {
 		t.Error("command not abandoned after ValidationTimeout")
 	}
 }

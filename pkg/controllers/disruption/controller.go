@@ -455,7 +455,7 @@ func (c *Controller) logWaiting(ctx context.Context, why string) {
 }
 
 // rememberRecent puts back on the view's NodeClaims the records this controller wrote recently that the cache
-// does not show yet, so that a pass soon after a start neither decides on those candidates again nor misses the
+// does not show yet (no record, or an older one), so that a pass soon after a start neither decides on those candidates again nor misses the
 // command; and forgets the records the cache shows (or that are old).
 func (c *Controller) rememberRecent(v *View) {
 	c.recentMu.Lock()
@@ -489,7 +489,9 @@ func (c *Controller) rememberRecent(v *View) {
 		if !ok {
 			continue
 		}
-		if _, has := nc.Annotations[CommandAnnotationKey]; has || v.Now.Sub(rec.written) > recentStart || !nc.DeletionTimestamp.IsZero() {
+		// The cache shows what was written (or the write is old, or the NodeClaim is going): forgotten. A record
+		// the cache shows otherwise is an older one (the command launched more replacements since): ours wins.
+		if cur, has := nc.Annotations[CommandAnnotationKey]; has && cur == rec.raw || v.Now.Sub(rec.written) > recentStart || !nc.DeletionTimestamp.IsZero() {
 			delete(c.recent, nc.Name)
 			continue
 		}

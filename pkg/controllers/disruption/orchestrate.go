@@ -83,12 +83,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 			logger.Info("not starting disruption: the nodepool of its replacement is gone", "nodepool", plan.NodePool, "nodeclaims", candidateNames(cmd.Candidates))
 			return nil, nil
 		}
-		l := Launch{Name: plan.NodePool + "-" + utilrand.String(5), NodePool: plan.NodePool, Requests: plan.Requests}
-		for _, req := range plan.Requirements {
-			l.Requirements = append(l.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
-				NodeSelectorRequirement: req.NodeSelectorRequirement, MinValues: req.MinValues})
-		}
-		r.Launch = append(r.Launch, l)
+		r.Launch = append(r.Launch, launchOf(plan))
 	}
 	if len(cmd.Replacements) == 0 {
 		// Nothing to wait for: the pods must fit on the nodes there are now, beside those of the other commands
@@ -107,6 +102,16 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 		return nil, err
 	}
 	return &starting{cmd: cmd, record: r, raw: raw, candidates: candidates}, nil
+}
+
+// launchOf names a planned replacement and keeps what creating it needs.
+func launchOf(plan *scheduling.NodeClaimPlan) Launch {
+	l := Launch{Name: plan.NodePool + "-" + utilrand.String(5), NodePool: plan.NodePool, Requests: plan.Requests}
+	for _, req := range plan.Requirements {
+		l.Requirements = append(l.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+			NodeSelectorRequirement: req.NodeSelectorRequirement, MinValues: req.MinValues})
+	}
+	return l
 }
 
 // execute writes a prepared command: its record on every candidate, then what finishStart does, then, for a
@@ -226,7 +231,7 @@ func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress
 // replacement is lost or does not initialize in time or the pods keep not fitting, otherwise wait.
 func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress) error {
 	r := cmd.Record
-	age := st.Now.Sub(r.Started)
+	age := st.Now.Sub(r.since())
 	for _, nc := range cmd.Replacements {
 		if !nc.DeletionTimestamp.IsZero() {
 			return c.abort(ctx, st, cmd, fmt.Sprintf("replacement nodeclaim %s is being deleted", nc.Name))
@@ -243,6 +248,9 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		return c.abort(ctx, st, cmd, fmt.Sprintf("only %d of %d replacement nodeclaims exist", len(cmd.Replacements), r.Replacements))
 	case len(cmd.Replacements) < r.Replacements && len(r.Launch) == 0:
 		return nil // the cache catching up
+	}
+	if err := c.syncRecords(ctx, cmd); err != nil {
+		return err
 	}
 	if err := c.finishStart(ctx, st, cmd); err != nil {
 		return err
@@ -292,6 +300,16 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 	if err != nil {
 		return err
 	}
+	if why != "" && r.Reason == karpv1.DisruptionReasonDrifted && len(r.Launch) > 0 && r.Extra < MaxExtraLaunches {
+		// The replacements are there, but the kube-scheduler put other pods (of other nodes being drained) on
+		// them: launch what the pods left over need rather than give up the replacements already running. Only
+		// for drift, which must replace its nodes whatever the price; a consolidation that needs more than it
+		// planned would no longer save what it was decided for, and is abandoned (the next decision plans again).
+		launched, err := c.launchExtra(ctx, st, chk, cmd, why)
+		if err != nil || launched {
+			return err
+		}
+	}
 	if why != "" {
 		since, ok := c.validating[r.ID]
 		if !ok {
@@ -310,6 +328,72 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 	}
 	delete(c.validating, r.ID)
 	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
+}
+
+// MaxExtraLaunches bounds how many times a replace command launches more replacements (launchExtra): the
+// kube-scheduler may fill the new ones with other pods too, and after that the command is abandoned as before.
+const MaxExtraLaunches = 2
+
+// launchExtra launches new replacements for the pods of a replace command whose replacements initialized but
+// were filled by other pods (why is the failed check's answer): the command's record gets the new launches (on
+// every candidate), and the command waits for them as for its first replacements. It reports whether it
+// launched any; it launches none when the pods fit on new capacity nowhere either.
+func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress, why string) (bool, error) {
+	logger := log.FromContext(ctx)
+	plans, whyNot, err := chk.extra(ctx, cmd)
+	if err != nil || len(plans) == 0 {
+		if whyNot != "" {
+			logger.Info("no more replacements would let the command drain", "command", cmd.Record.ID, "why", whyNot)
+		}
+		return false, err
+	}
+	r := cmd.Record
+	r.Launch = slices.Clone(r.Launch)
+	var names []string
+	for _, plan := range plans {
+		if st.NodePools[plan.NodePool] == nil {
+			return false, nil // the decision's NodePools are the cache's: gone meanwhile
+		}
+		l := launchOf(plan)
+		r.Launch = append(r.Launch, l)
+		names = append(names, l.Name)
+	}
+	r.Replacements += len(plans)
+	r.Extra++
+	r.Launched = st.Now.UTC().Truncate(time.Second)
+	raw, err := r.encode()
+	if err != nil {
+		return false, err
+	}
+	// The record first, so that a restart finds the replacements the command is waiting for.
+	errs := c.forEach(ctx, len(cmd.Candidates), func(i int) error { return c.markCandidate(ctx, cmd.Candidates[i], raw) })
+	if len(errs) > 0 && !slices.Contains(errs, nil) {
+		return false, errors.Join(errs...) // recorded on none: the command goes on as it was
+	}
+	cmd.Record = r
+	delete(c.validating, r.ID)
+	logger.Info("launching more replacements: the pods of the command's nodes no longer fit on its replacements",
+		"command", r.ID, "replacements", names, "extra", r.Extra, "why", why)
+	return true, errors.Join(append(errs, c.finishStart(ctx, st, cmd))...)
+}
+
+// syncRecords writes the command's record on the candidates that carry an older one of the same command (a pass
+// that launched more replacements was cut short).
+func (c *Controller) syncRecords(ctx context.Context, cmd *InProgress) error {
+	var stale []*karpv1.NodeClaim
+	for _, nc := range cmd.Candidates {
+		if r, ok, err := RecordOf(nc); ok && err == nil && r.Extra < cmd.Record.Extra {
+			stale = append(stale, nc)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	raw, err := cmd.Record.encode()
+	if err != nil {
+		return err
+	}
+	return errors.Join(c.forEach(ctx, len(stale), func(i int) error { return c.markCandidate(ctx, stale[i], raw) })...)
 }
 
 // nextWave deletes the next wave of a command whose earlier waves drained, from the candidates whose pods fit on

@@ -20,19 +20,12 @@ import (
 func replacementsOf(t *testing.T, e *test.ControllerEnv, n int) map[string]*karpv1.NodeClaim {
 	t.Helper()
 	out := map[string]*karpv1.NodeClaim{}
-	test.Eventually(t, wait, func() (bool, string) {
-		l := &karpv1.NodeClaimList{}
-		if err := e.Client.List(context.Background(), l); err != nil {
-			return false, err.Error()
-		}
-		clear(out)
-		for i := range l.Items {
-			if id := l.Items[i].Annotations[disruption.ReplacementForAnnotationKey]; id != "" {
-				out[id] = &l.Items[i]
-			}
-		}
-		return len(out) == n, fmt.Sprintf("%d replacements, want %d", len(out), n)
-	})
+	for _, nc := range replacementList(t, e, n) {
+		out[nc.Annotations[disruption.ReplacementForAnnotationKey]] = nc
+	}
+	if len(out) != n {
+		t.Fatalf("%d replacements belong to %d commands, want one each", n, len(out))
+	}
 	return out
 }
 
