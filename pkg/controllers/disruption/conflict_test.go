@@ -219,7 +219,7 @@ func newReplacement(t *testing.T, e *test.ControllerEnv, n int, seen map[string]
 func hog(t *testing.T, e *test.ControllerEnv, repl *karpv1.NodeClaim) {
 	t.Helper()
 	ctx := context.Background()
-	p := test.SchedPod("hog-" + repl.Name).Requests("8", "1Gi").Obj()
+	p := test.SchedPod("hog-"+repl.Name).Requests("8", "1Gi").Obj()
 	p.Spec.NodeName = repl.Name + "-node"
 	if err := e.Env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
