@@ -133,6 +133,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 type state struct {
 	*View
 	inProgress []*InProgress
+	// waves are the deletions the pass's resumes cleared, made together after them (terminateQueued).
+	waves []queuedWave
 }
 
 // period is how long the loop waits before the next pass.
@@ -168,6 +170,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			c.commandFailed(ctx, cmd.Record.ID, err, &errs)
 		}
 	}
+	c.terminateQueued(ctx, st, &errs)
 	for _, m := range []map[string]time.Time{c.validating, c.waveWait} {
 		for id := range m {
 			if !slices.ContainsFunc(st.inProgress, func(cmd *InProgress) bool { return cmd.Record.ID == id }) {
@@ -261,7 +264,7 @@ func (c *Controller) decisionDue(passStart, now time.Time, before, current strin
 
 // commandWorkers bounds the new commands a pass writes at once (each writes its candidates with up to
 // writeWorkers requests).
-const commandWorkers = 4
+const commandWorkers = 8
 
 // commandFailed handles a command's step that failed: a conflict (another writer changed an object after all
 // retries) is expected on a busy cluster and only logged, since the next pass resumes the command; other errors

@@ -327,7 +327,8 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		return nil
 	}
 	delete(c.validating, r.ID)
-	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
+	st.queueWave(cmd, drainWave(cmd, chk.bound))
+	return nil
 }
 
 // MaxExtraLaunches bounds how many times a replace command launches more replacements (launchExtra): the
@@ -423,7 +424,8 @@ func (c *Controller) nextWave(ctx context.Context, st *state, chk *drainChecker,
 		}
 		cmd.Candidates = keep
 	}
-	return c.terminate(ctx, cmd, drainWave(cmd, chk.bound))
+	st.queueWave(cmd, drainWave(cmd, chk.bound))
+	return nil
 }
 
 // claimNames returns the NodeClaims' names.
@@ -517,30 +519,75 @@ func undrained(draining []*karpv1.NodeClaim, bound map[string][]*corev1.Pod) []s
 	return out
 }
 
+// queuedWave is a wave of a command in progress that a pass's resume cleared to drain.
+type queuedWave struct {
+	cmd  *InProgress
+	wave []*karpv1.NodeClaim
+}
+
+// queueWave leaves a wave cleared by resume for terminateQueued: the checks of a pass run one after another (each
+// counts the pods of those before it), the deletions they clear together after them. Deleted one resume at a
+// time, a 650-node drift went at about one node a second on a busy API server.
+func (st *state) queueWave(cmd *InProgress, wave []*karpv1.NodeClaim) {
+	st.waves = append(st.waves, queuedWave{cmd: cmd, wave: wave})
+}
+
+// terminateQueued deletes the waves the pass's resumes cleared, up to writeWorkers NodeClaims at once, and
+// reports each command's failure as the resume would have.
+func (c *Controller) terminateQueued(ctx context.Context, st *state, errs *[]error) {
+	type one struct {
+		q  *queuedWave
+		nc *karpv1.NodeClaim
+	}
+	var all []one
+	for i := range st.waves {
+		q := &st.waves[i]
+		if left := len(q.cmd.Candidates) - len(q.wave); left > 0 {
+			log.FromContext(ctx).Info("draining in waves", "command", q.cmd.Record.ID, "wave", len(q.wave), "left", left)
+		}
+		for _, nc := range q.wave {
+			all = append(all, one{q, nc})
+		}
+	}
+	st.waves = nil
+	failed := c.forEach(ctx, len(all), func(i int) error { return c.deleteCandidate(ctx, all[i].q.cmd.Record, all[i].nc) })
+	byCommand := map[*InProgress][]error{}
+	for i, err := range failed {
+		if err != nil {
+			byCommand[all[i].q.cmd] = append(byCommand[all[i].q.cmd], err)
+		}
+	}
+	for cmd, e := range byCommand {
+		c.commandFailed(ctx, cmd.Record.ID, errors.Join(e...), errs)
+	}
+}
+
 // terminate deletes a wave of the command's candidates; the termination controllers drain them within their
 // grace periods. The others keep the command's record and taint and are deleted by later passes.
 func (c *Controller) terminate(ctx context.Context, cmd *InProgress, wave []*karpv1.NodeClaim) error {
 	r := cmd.Record
-	now := c.deps.Clock.Now()
 	if left := len(cmd.Candidates) - len(wave); left > 0 {
 		log.FromContext(ctx).Info("draining in waves", "command", r.ID, "wave", len(wave), "left", left)
 	}
-	return errors.Join(c.forEach(ctx, len(wave), func(i int) error {
-		nc := wave[i]
-		c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
-		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
-		}
-		// The pass's objects show it deleting, as the cache soon will; the next passes too, until it does.
-		nc.DeletionTimestamp = &metav1.Time{Time: now}
-		c.recentMu.Lock()
-		c.deleted[nc.Name] = now
-		c.recentMu.Unlock()
-		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
-			nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
-		log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
-		return nil
-	})...)
+	return errors.Join(c.forEach(ctx, len(wave), func(i int) error { return c.deleteCandidate(ctx, r, wave[i]) })...)
+}
+
+// deleteCandidate deletes one candidate of the command; the termination controllers drain it.
+func (c *Controller) deleteCandidate(ctx context.Context, r Record, nc *karpv1.NodeClaim) error {
+	c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
+	if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+	}
+	// The pass's objects show it deleting, as the cache soon will; the next passes too, until it does.
+	now := c.deps.Clock.Now()
+	nc.DeletionTimestamp = &metav1.Time{Time: now}
+	c.recentMu.Lock()
+	c.deleted[nc.Name] = now
+	c.recentMu.Unlock()
+	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
+		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
+	return nil
 }
 
 // writeWorkers bounds the API writes one step of a command makes at once: a 64-node command written one object
