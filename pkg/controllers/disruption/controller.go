@@ -85,7 +85,8 @@ type Controller struct {
 	// at once.
 	recentMu sync.Mutex
 	// decided is when the last decision ran, and decidedWith the commands in progress right after it;
-	// decideEnded when its pass ended and decideTook how long the decision and the starts took.
+	// decideEnded when its pass ended and decideTook how long the decision took (deciding and preparing its
+	// commands, not writing them).
 	decided     time.Time
 	decidedWith string
 	decideEnded time.Time
@@ -216,6 +217,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			ready = append(ready, s)
 		}
 	}
+	decideTook := c.deps.Clock.Since(start)
 	var errsMu sync.Mutex
 	var deferred atomic.Int32
 	startBy := c.deps.Clock.Now().Add(StartWindow)
@@ -237,7 +239,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.inFlight = current != ""
 	c.decided, c.decidedWith = st.Now, current
 	c.decideEnded = c.deps.Clock.Now()
-	c.decideTook = c.decideEnded.Sub(start)
+	c.decideTook = decideTook
 	if len(errs) > 0 {
 		logger.V(1).Info("pass ended with errors", "errors", len(errs))
 	}
