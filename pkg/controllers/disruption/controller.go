@@ -51,7 +51,7 @@ const (
 	// left (nothing of them written) for the next decision, so that the commands in progress move on meanwhile.
 	// A drift of 658 nodes with a 100% budget decided ~400 replace commands at once, and their writes held the
 	// pass (and every initialized replacement's drain) for minutes.
-	StartWindow = 10 * time.Second
+	StartWindow = 15 * time.Second
 )
 
 // Event reasons.
