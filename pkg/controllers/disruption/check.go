@@ -26,12 +26,14 @@ type drainChecker struct {
 	drain   map[string]bool
 	moving  []*corev1.Pod
 	pending []*corev1.Pod
+	// unboundCopies are the moving pods as pods waiting for a node (see question), by the bound pod.
+	unboundCopies map[*corev1.Pod]*corev1.Pod
 }
 
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
 	// The pass's checks solve on the same nodes and pods, each with other nodes draining.
 	opts.Memo = scheduling.NewMemo()
-	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}}
+	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}}
 	for i := range st.Pods {
 		p := &st.Pods[i]
 		switch {
@@ -84,12 +86,12 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 // check says why the command's candidates may not drain now, or "" when they may; then their pods count as
 // moving for the commands checked after it in the pass.
 func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, error) {
-	drain, moving := k.with(cmd)
 	if k.cluster == nil {
 		// No cluster was gathered: nothing of Dovetail's can take pods, so only pods that need no room pass.
 		k.cluster = &scheduling.Snapshot{}
 	}
-	why, err := core.ValidateDrain(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+	q, drain, moving := k.question(cmd)
+	why, err := core.ValidateDrain(ctx, q, k.opts)
 	if err != nil || why != "" {
 		return why, err
 	}
@@ -103,8 +105,8 @@ func (k *drainChecker) extra(ctx context.Context, cmd *InProgress) ([]*schedulin
 	if k.cluster == nil {
 		return nil, "", nil
 	}
-	drain, moving := k.with(cmd)
-	return core.ExtraCapacity(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+	q, _, _ := k.question(cmd)
+	return core.ExtraCapacity(ctx, q, k.opts)
 }
 
 // fitRounds bounds the checks fitting makes.
@@ -122,8 +124,8 @@ func (k *drainChecker) fitting(ctx context.Context, cmd *InProgress) (keep, drop
 	keep = cmd.Candidates
 	for round := 0; round < fitRounds && len(keep) > 0; round++ {
 		sub := &InProgress{Record: cmd.Record, Candidates: keep}
-		drain, moving := k.with(sub)
-		w, stuck, err := core.ValidateDrainStuck(ctx, core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: moving, Pending: k.pending}, k.opts)
+		q, drain, moving := k.question(sub)
+		w, stuck, err := core.ValidateDrainStuck(ctx, q, k.opts)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -164,7 +166,43 @@ func (k *drainChecker) hold(cmd *InProgress) {
 	k.drain, k.moving = k.with(cmd)
 }
 
-// with returns the nodes draining and the pods moving with the command's candidates added.
+// question is the drain check for the command's candidates, with what the pass holds: the nodes draining (the
+// command's and those cleared before it) and the command's pods to move. The pods of the other nodes draining are
+// on their way, so they compete for the room like pending pods: the check fails when a pod of the command would
+// not fit, or when the command's pods would leave more of the others without room than are without it already;
+// not merely because some of the others have no room. (Checked as the command's own, another drift command's
+// big pods left without room when the kube-scheduler filled their replacements failed every command's check
+// until it was abandoned.) drain and moving are what the pass holds once the command is cleared.
+func (k *drainChecker) question(cmd *InProgress) (q core.DrainCheck, drain map[string]bool, moving []*corev1.Pod) {
+	drain, moving = k.with(cmd)
+	own := moving[len(k.moving):]
+	pending := make([]*corev1.Pod, 0, len(k.pending)+len(k.moving))
+	pending = append(pending, k.pending...)
+	for _, p := range k.moving {
+		if u := k.unbound(p); u != nil {
+			pending = append(pending, u)
+		}
+	}
+	return core.DrainCheck{Cluster: k.cluster, Drain: drain, Moving: own, Pending: pending}, drain, moving
+}
+
+// unbound returns a reschedulable pod of a node being drained as the pod waiting for a node it is about to be
+// (one copy a pod for the pass), or nil for a pod that does not move.
+func (k *drainChecker) unbound(p *corev1.Pod) *corev1.Pod {
+	if !core.Reschedulable(p) {
+		return nil
+	}
+	if u, ok := k.unboundCopies[p]; ok {
+		return u
+	}
+	u := p.DeepCopy()
+	u.Spec.NodeName = ""
+	k.unboundCopies[p] = u
+	return u
+}
+
+// with returns the nodes draining and the pods moving with the command's candidates added (after those of the
+// commands before it).
 func (k *drainChecker) with(cmd *InProgress) (map[string]bool, []*corev1.Pod) {
 	drain := make(map[string]bool, len(k.drain)+len(cmd.Candidates))
 	for n := range k.drain {

@@ -361,3 +361,51 @@ func TestNodeClaimUpdatedBeforeRecordingDoesNotStopTheCommand(t *testing.T) {
 		t.Errorf("recording the command undid the concurrent update: annotations %v", old.Annotations)
 	}
 }
+
+// TestOthersPodsWithoutRoomDoNotHoldACommand: another command is draining node "gone", whose 16-cpu pod fits on
+// no node there is (the kube-scheduler filled the room meant for it). The drifted node's own pod fits on its
+// initialized replacement, so the drifted node drains: another command's pods compete for room like pending
+// pods, and only a command that would take room they have is held.
+func TestOthersPodsWithoutRoomDoNotHoldACommand(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Budget("100%").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	driftedNode(t, e, "old", "web")
+	clusterNode(t, e, "gone", "32", "64Gi", nil)
+	bindPod(t, e, "stuck", "16", "gone")
+	gone := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "gone"}, gone); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(gone.DeepCopy())
+	gone.Annotations = map[string]string{disruption.CommandAnnotationKey: `{"id":"other-1","reason":"Drifted","decision":"replace","replacements":1,"started":"2026-11-24T10:00:00Z","candidates":1}`}
+	if err := e.Env.Client.Patch(ctx, gone, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Env.Client.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "gone"}, nc)
+		return err == nil && !nc.DeletionTimestamp.IsZero(), "nodeclaim gone not cached as deleting"
+	})
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	repl := newReplacement(t, e, 1, seen)
+	ready(t, e, repl)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deleting, r, _ := oldRecord(t, e); !deleting {
+		t.Fatalf("old nodeclaim not deleted: its pod fits on its replacement (record: extra=%d)", r.Extra)
+	}
+	if n := len(replacementList(t, e, 1)); n != 1 {
+		t.Errorf("%d replacements, want 1: nothing more is launched for another command's pod", n)
+	}
+}
