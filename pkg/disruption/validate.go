@@ -63,7 +63,8 @@ func (chk DrainCheck) remaining() (scheduling.Snapshot, []*corev1.Pod, map[types
 
 // ExtraCapacity plans the new NodeClaims that would make a failed DrainCheck pass: the pending and moving pods
 // are planned onto the nodes there are now and then onto new capacity of the cluster's NodePools, and the new
-// NodeClaims holding a moving pod are returned (those holding only pending pods are the provisioner's). A command
+// NodeClaims holding a moving pod, or a pending pod that has room today (the moving pods took it), are returned;
+// those holding only pending pods without room today are the provisioner's. A command
 // whose replacements the kube-scheduler filled with other pods launches these instead of giving up. why says
 // which moving pod no new capacity can take either; no NodeClaims are returned then, since launching some would
 // not let the drain go.
@@ -75,8 +76,22 @@ func ExtraCapacity(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 	if len(moving) == 0 {
 		return nil, "", nil
 	}
-	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
 	opts.Bound = scheduling.BoundNone
+	// The pending pods that have room today: moving the pods may take it, and then they need the new capacity.
+	fitToday := map[types.NamespacedName]bool{}
+	if len(chk.Pending) > 0 {
+		today := cluster
+		today.NodePools, today.InstanceTypes = nil, nil
+		today.Pods = chk.Pending
+		plan, err := scheduling.Solve(ctx, &today, opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("planning the pending pods before a drain: %w", err)
+		}
+		for _, p := range plan.Placements {
+			fitToday[p.Pod] = true
+		}
+	}
+	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("planning new capacity for the pods of the nodes to drain: %w", err)
@@ -87,7 +102,7 @@ func ExtraCapacity(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 		}
 	}
 	for _, nc := range plan.NodeClaims {
-		if slices.ContainsFunc(nc.Pods, func(k types.NamespacedName) bool { return keys[k] }) {
+		if slices.ContainsFunc(nc.Pods, func(k types.NamespacedName) bool { return keys[k] || fitToday[k] }) {
 			extra = append(extra, nc)
 		}
 	}

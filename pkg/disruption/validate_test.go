@@ -133,6 +133,7 @@ func TestExtraCapacity(t *testing.T) {
 		pending []*corev1.Pod
 		extra   int    // NodeClaims planned
 		why     string // substring of why; "" when extra capacity helps
+		held    bool   // an extra NodeClaim may hold a pending pod in place of a moving one
 	}{{
 		name:   "room on the replacement: nothing more",
 		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
@@ -149,6 +150,13 @@ func TestExtraCapacity(t *testing.T) {
 		moving:  []*corev1.Pod{bound(a, "old"), bound(b, "old")},
 		pending: []*corev1.Pod{pod("waiting", "7")},
 		extra:   1,
+	}, {
+		name:    "the moving pods would take a pending pod's room: new capacity for whichever is left over",
+		nodes:   []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "4", "16Gi").Obj()},
+		moving:  []*corev1.Pod{bound(a, "old")},
+		pending: []*corev1.Pod{pod("waiting", "3")},
+		extra:   1,
+		held:    true,
 	}, {
 		name:   "a pod no instance type can hold: no launch",
 		nodes:  []*scheduling.StateNode{test.SchedNode("old", "16", "64Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
@@ -173,6 +181,11 @@ func TestExtraCapacity(t *testing.T) {
 			moving := map[string]bool{}
 			for _, p := range tc.moving {
 				moving[p.Name] = true
+			}
+			if tc.held {
+				for _, p := range tc.pending {
+					moving[p.Name] = true
+				}
 			}
 			for _, nc := range extra {
 				if !slices.ContainsFunc(nc.Pods, func(k types.NamespacedName) bool { return moving[k.Name] }) {
