@@ -7,8 +7,6 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
-KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
-export KUBEBUILDER_ASSETS
 count="${STRESS_COUNT:-20}"
 load="${STRESS_LOAD:-$(nproc)}"
 jobs="${STRESS_JOBS:-1}"
@@ -23,6 +21,10 @@ if ((count < 1 || jobs < 1)); then
 	echo "hack/test-stress.sh: STRESS_COUNT and STRESS_JOBS must be at least 1" >&2
 	exit 2
 fi
+
+# The settings are checked first: a typo fails at once, not after the control plane is built.
+KUBEBUILDER_ASSETS="$(bash hack/build-control-plane.sh)"
+export KUBEBUILDER_ASSETS
 
 if [[ -n "${STRESS_PKGS:-}" ]]; then
 	read -r -a pkgs <<<"$STRESS_PKGS"
