@@ -24,6 +24,9 @@ type podState struct {
 	live bool
 	// current: not being deleted; bound: current and bound to a node.
 	current, bound bool
+	// unschedulable: current, not bound, and the kube-scheduler found no node for it (PodScheduled False,
+	// reason Unschedulable): a pod waiting for room rather than one just created.
+	unschedulable bool
 }
 
 // podTracker follows the pods of a namespace through a watch, so the benchmarks see every transition (rather
@@ -45,6 +48,11 @@ type podTracker struct {
 	// minAvailable is the lowest availability since armMin (-1 before).
 	minAvailable   int
 	minAvailableAt time.Time
+	// unschedulable counts the pods marked unschedulable now; since armMin, maxUnschedulable is the most at once
+	// and everUnschedulable the pods marked at some point (nil before armMin).
+	unschedulable     int
+	maxUnschedulable  int
+	everUnschedulable map[string]bool
 	// watched nodes: lastLeftAt is the last time a live pod stopped being live on one of them.
 	watched    map[string]bool
 	lastLeftAt time.Time
@@ -95,6 +103,7 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 			current: !gone,
 			bound:   !gone && pod.Spec.NodeName != "",
 		}
+		now.unschedulable = now.current && !now.bound && markedUnschedulable(pod)
 	}
 	at := time.Now()
 	tr.mu.Lock()
@@ -109,6 +118,13 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 	tr.available += b2i(now.available) - b2i(before.available)
 	tr.current += b2i(now.current) - b2i(before.current)
 	tr.bound += b2i(now.bound) - b2i(before.bound)
+	tr.unschedulable += b2i(now.unschedulable) - b2i(before.unschedulable)
+	if tr.everUnschedulable != nil {
+		tr.maxUnschedulable = max(tr.maxUnschedulable, tr.unschedulable)
+		if now.unschedulable {
+			tr.everUnschedulable[pod.Name] = true
+		}
+	}
 	tr.reached(at)
 	if tr.minAvailable >= 0 && tr.available < tr.minAvailable {
 		tr.minAvailable, tr.minAvailableAt = tr.available, at
@@ -162,11 +178,34 @@ func (tr *podTracker) allRunning() (time.Time, int) {
 	return tr.allRunningAt, tr.running
 }
 
-// armMin starts tracking the lowest availability from now on.
+// armMin starts tracking the lowest availability, and the pods waiting for room, from now on.
 func (tr *podTracker) armMin() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.minAvailable, tr.minAvailableAt = tr.available, time.Now()
+	tr.maxUnschedulable, tr.everUnschedulable = tr.unschedulable, map[string]bool{}
+	for name, s := range tr.pods {
+		if s.unschedulable {
+			tr.everUnschedulable[name] = true
+		}
+	}
+}
+
+// waitedForRoom returns, since armMin, the most pods marked unschedulable at once and how many were at some point.
+func (tr *podTracker) waitedForRoom() (most, pods int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.maxUnschedulable, len(tr.everUnschedulable)
+}
+
+// markedUnschedulable says the kube-scheduler tried the pod and found no node for it.
+func markedUnschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
 
 // lowest returns the lowest availability since armMin and when it was first reached.
