@@ -159,7 +159,9 @@ func lastNodeClaimTimes(claims []karpv1.NodeClaim) (created, initialized time.Ti
 }
 
 // controllerMemory starts following the controller's memory: it resets the peak and samples RSS every 250 ms.
-// The returned function stops sampling and reports current RSS, VmHWM (peak since the reset) and the sampled peak.
+// The returned function stops sampling and reports current RSS, VmHWM (peak since the reset) and the sampled peak,
+// and the CPU each process of the stack used meanwhile (cores on average: is the control plane or the
+// controller the limit on a 2-core machine?) beside the whole machine's.
 func controllerMemory(t *testing.T) func() map[string]any {
 	t.Helper()
 	pid, err := controllerPID()
@@ -171,7 +173,20 @@ func controllerMemory(t *testing.T) func() map[string]any {
 		t.Logf("could not reset the controller's VmHWM (clear_refs); the peak includes earlier benchmarks")
 	}
 	sampler := sampleMemory(context.Background(), pid, 250*time.Millisecond)
+	cpu0, started := stackCPU(), time.Now()
+	busy0, busyErr := machineBusySeconds()
 	return func() map[string]any {
+		shares := map[string]float64{}
+		elapsed := time.Since(started).Seconds()
+		for name, after := range stackCPU() {
+			if before, ok := cpu0[name]; ok && elapsed > 0 {
+				shares[name] = round3((after - before) / elapsed)
+			}
+		}
+		figures := map[string]any{"stackCPUCores": shares}
+		if busy1, err := machineBusySeconds(); err == nil && busyErr == nil && elapsed > 0 {
+			figures["machineBusyCores"] = round3((busy1 - busy0) / elapsed)
+		}
 		peak, err := sampler.Stop()
 		if err != nil {
 			t.Errorf("sampling the controller's memory: %v", err)
@@ -180,12 +195,12 @@ func controllerMemory(t *testing.T) func() map[string]any {
 		if err != nil {
 			t.Errorf("reading the controller's memory: %v", err)
 		}
-		return map[string]any{
-			"controllerRSSMiB":        mib(m.RSS),
-			"controllerPeakRSSMiB":    mib(m.HWM),
-			"controllerSampledRSSMiB": mib(peak),
-			"controllerPeakWasReset":  reset,
-		}
+		figures["controllerRSSMiB"] = mib(m.RSS)
+		figures["controllerPeakRSSMiB"] = mib(m.HWM)
+		figures["controllerSampledRSSMiB"] = mib(peak)
+		figures["controllerPeakWasReset"] = reset
+		t.Logf("CPU over the phase, cores: %v; the whole machine %v", shares, figures["machineBusyCores"])
+		return figures
 	}
 }
 

@@ -166,3 +166,52 @@ func describeMachine() machine {
 	}
 	return m
 }
+
+// stackCPU returns the CPU seconds used so far by each process of the stack whose pid file is in the state
+// folder (cluster/pids: kube-apiserver, etcd, kwok, ...; stack/pids: dovetail, awssim), by name. A process that
+// cannot be read is left out.
+func stackCPU() map[string]float64 {
+	out := map[string]float64{}
+	for _, dir := range []string{"cluster", "stack"} {
+		files, _ := filepath.Glob(filepath.Join(env.StateDir, dir, "pids", "*.pid"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				continue
+			}
+			if s, err := controllerCPUSeconds(pid); err == nil {
+				out[strings.TrimSuffix(filepath.Base(f), ".pid")] = s
+			}
+		}
+	}
+	return out
+}
+
+// machineBusySeconds returns the CPU seconds all processors spent not idle since boot (/proc/stat).
+func machineBusySeconds() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 8 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy float64
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q: %w", f, err)
+		}
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user time
+			continue
+		}
+		busy += v
+	}
+	return busy / 100, nil
+}
