@@ -109,3 +109,64 @@ func TestCounter(t *testing.T) {
 		t.Errorf("node series left after deletion: %d", n)
 	}
 }
+
+// TestAllocatableSeriesFollowTheNodeClaims: a count sets only the series that changed and deletes those of
+// NodeClaims gone, so the series are those of the NodeClaims there are after every count.
+func TestAllocatableSeriesFollowTheNodeClaims(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := registered(withCapacity(test.NodeClaim("web-a", "web").Obj(), "2", "4Gi"), "ip-10-0-0-1", "m5.large", "spot", "us-west-2a")
+	b := registered(withCapacity(test.NodeClaim("web-b", "web").Obj(), "2", "4Gi"), "ip-10-0-0-2", "m5.large", "on-demand", "us-west-2b")
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).
+		WithObjects(test.NodePool("web").Obj(), a, b).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}
+	series := func() map[string]float64 {
+		t.Helper()
+		if _, err := c.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, node := range []string{"ip-10-0-0-1", "ip-10-0-0-2"} {
+			for _, ct := range []string{"spot", "on-demand"} {
+				for _, zone := range []string{"us-west-2a", "us-west-2b"} {
+					for _, res := range []string{"cpu", "pods"} {
+						labels := []string{node, "web", res, "m5.large", ct, zone, "amd64"}
+						if g, err := m.NodesAllocatable.GetMetricWithLabelValues(labels...); err == nil && testutil.ToFloat64(g) != 0 {
+							got[node+"/"+res] = testutil.ToFloat64(g)
+						}
+						// GetMetricWithLabelValues created the series if it was missing: drop it again.
+						if testutil.ToFloat64(m.NodesAllocatable.WithLabelValues(labels...)) == 0 {
+							m.NodesAllocatable.DeleteLabelValues(labels...)
+						}
+					}
+				}
+			}
+		}
+		if n := testutil.CollectAndCount(m.NodesAllocatable); n != len(got) {
+			t.Errorf("karpenter_nodes_allocatable has %d series, want %d: %v", n, len(got), got)
+		}
+		return got
+	}
+	if diff := cmp.Diff(map[string]float64{"ip-10-0-0-1/cpu": 1.93, "ip-10-0-0-1/pods": 29, "ip-10-0-0-2/cpu": 1.93, "ip-10-0-0-2/pods": 29}, series()); diff != "" {
+		t.Errorf("first count (-want +got):\n%s", diff)
+	}
+	// web-a's allocatable changes, web-b goes away.
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+		t.Fatal(err)
+	}
+	a.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("1500m")
+	if err := kube.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]float64{"ip-10-0-0-1/cpu": 1.5, "ip-10-0-0-1/pods": 29}, series()); diff != "" {
+		t.Errorf("after the changes (-want +got):\n%s", diff)
+	}
+}
