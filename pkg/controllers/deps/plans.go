@@ -72,3 +72,13 @@ func (p *Plans) ForgetNominatedExcept(keep map[types.UID]bool) {
 		}
 	}
 }
+
+// PlannedPodsAnnotationKey is set by the provisioner on each NodeClaim it creates: the UIDs of the pending pods
+// it planned there, comma-separated (at most MaxPlannedPodsAnnotated). A restarted provisioner keeps those pods
+// on their in-flight NodeClaims (its pins) rather than planning them afresh, which launched again for pods that
+// had room on their way. It stays on the NodeClaim, never on its Node.
+const PlannedPodsAnnotationKey = "dovetail.sh/planned-pods"
+
+// MaxPlannedPodsAnnotated bounds the UIDs written in PlannedPodsAnnotationKey (about 37 KB); the pods of a
+// NodeClaim planned with more are planned afresh after a restart.
+const MaxPlannedPodsAnnotated = 1000

@@ -67,6 +67,9 @@ type Controller struct {
 	surplusSince map[string]time.Time
 	// placement is where the last pass planned the pending pods, which the next keeps where it can (see pins).
 	placement placement
+	// restored is set once the first pass with pending pods took its placement from the NodeClaims'
+	// annotations (restorePlacement).
+	restored bool
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -204,6 +207,13 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		return nil
 	}
 	start := c.deps.Clock.Now()
+	if !c.restored {
+		// The first pass of this process: the pins of the process before it, from its NodeClaims.
+		c.restored = true
+		if len(c.placement.planned) == 0 {
+			c.placement = restorePlacement(in)
+		}
+	}
 	in.Pinned = pins(in, c.placement)
 	plan := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}}
 	if len(in.Pods) > 0 {
@@ -264,6 +274,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	createErrs := make([]error, len(plan.NewNodeClaims))
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
 		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
+		annotatePlanned(built[i], plan.NewNodeClaims[i].Pods)
 		createErrs[i] = c.deps.Client.Create(ctx, built[i])
 		if createErrs[i] == nil {
 			// Its launch is on its way: the cloud provider's launch window waits for it (bounded), so the

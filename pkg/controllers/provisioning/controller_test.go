@@ -2,16 +2,21 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -168,5 +173,66 @@ func TestUnschedulablePodsMetric(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]float64{"Requirements": 0, "Resources": 0}, gauge()); diff != "" {
 		t.Errorf("after the pods went (-want +got):\n%s", diff)
+	}
+}
+
+// TestPinsSurviveARestart: the NodeClaims a pass creates carry the UIDs of the pods planned on them, and a new
+// controller (a restarted process) starts from that placement rather than planning the pods afresh.
+func TestPinsSurviveARestart(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{test.NodePool("default").Obj()}
+	for _, name := range []string{"a", "b", "c"} {
+		p := test.Pod(name).Requests("1", "1Gi").Unschedulable().Obj()
+		p.UID = types.UID("uid-" + name)
+		objs = append(objs, p)
+	}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	first, _ := newTestController(api)
+	if err := first.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, list); err != nil || len(list.Items) == 0 {
+		t.Fatalf("after the first pass: %d nodeclaims (%v)", len(list.Items), err)
+	}
+	annotated := map[types.UID]string{}
+	for _, nc := range list.Items {
+		for _, uid := range strings.Split(nc.Annotations[deps.PlannedPodsAnnotationKey], ",") {
+			annotated[types.UID(uid)] = nc.Name
+		}
+	}
+	if diff := cmp.Diff(first.placement.planned, annotated); diff != "" {
+		t.Fatalf("planned-pods annotations against the first controller's placement (-placement +annotations):\n%s", diff)
+	}
+	// The pods pinned by the restarted controller's first pass, from its "computed plan" log line (solved
+	// afresh, the same pods may well land on the same NodeClaims: the pins are what shows the restore).
+	pinned := -1
+	logger := funcr.New(func(_, args string) {
+		if strings.Contains(args, `"computed plan"`) {
+			if _, after, ok := strings.Cut(args, `"pinned"=`); ok {
+				fmt.Sscanf(after, "%d", &pinned)
+			}
+		}
+	}, funcr.Options{Verbosity: 1})
+	second, _ := newTestController(api)
+	if err := second.Schedule(log.IntoContext(ctx, logger)); err != nil {
+		t.Fatal(err)
+	}
+	if pinned != len(objs)-1 {
+		t.Errorf("the restarted controller's first pass pinned %d pods, want %d", pinned, len(objs)-1)
+	}
+	if diff := cmp.Diff(first.placement.planned, second.placement.planned); diff != "" {
+		t.Errorf("placement after the restart (-before +after):\n%s", diff)
+	}
+	after := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != len(list.Items) {
+		t.Errorf("%d nodeclaims after the restarted controller's pass, want %d", len(after.Items), len(list.Items))
 	}
 }

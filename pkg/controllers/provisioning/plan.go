@@ -2,12 +2,14 @@ package provisioning
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 )
@@ -152,6 +154,48 @@ func recordPlacement(in solver.Input, planned map[string][]deps.PodRef, created 
 			for _, p := range n.Pods {
 				add(claim, p.UID)
 			}
+		}
+	}
+	return out
+}
+
+// annotatePlanned records on a NodeClaim about to be created the UIDs of the real pods planned on it
+// (deps.PlannedPodsAnnotationKey), for restorePlacement.
+func annotatePlanned(nc *karpv1.NodeClaim, pods []*corev1.Pod) {
+	var uids []string
+	for _, p := range pods {
+		if capacitybuffer.IsVirtual(p) || p.UID == "" {
+			continue
+		}
+		if len(uids) == deps.MaxPlannedPodsAnnotated {
+			break
+		}
+		uids = append(uids, string(p.UID))
+	}
+	if len(uids) == 0 {
+		return
+	}
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[deps.PlannedPodsAnnotationKey] = strings.Join(uids, ",")
+}
+
+// restorePlacement is the placement a restarted provisioner starts from: each in-flight NodeClaim's pods as its
+// creator planned them (annotatePlanned). pins then keeps the pods still pending on their NodeClaims unless the
+// kube-scheduler has since bound a pod that was not planned there, as it does for a placement of its own.
+func restorePlacement(in solver.Input) placement {
+	out := placement{planned: map[types.UID]string{}, expected: map[string]map[types.UID]bool{}}
+	for _, f := range in.InFlight {
+		v := f.NodeClaim.Annotations[deps.PlannedPodsAnnotationKey]
+		if v == "" {
+			continue
+		}
+		name := f.NodeClaim.Name
+		out.expected[name] = map[types.UID]bool{}
+		for _, uid := range strings.Split(v, ",") {
+			out.planned[types.UID(uid)] = name
+			out.expected[name][types.UID(uid)] = true
 		}
 	}
 	return out

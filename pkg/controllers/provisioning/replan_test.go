@@ -251,3 +251,46 @@ func TestRecordPlacement(t *testing.T) {
 		t.Errorf("placement (-want +got):\n%s", d)
 	}
 }
+
+// TestRestoredPins: a restarted provisioner takes its first placement from the planned-pods annotations of the
+// in-flight NodeClaims, and pins hold it as they hold a placement of the process's own.
+func TestRestoredPins(t *testing.T) {
+	s1, s2, l1 := smallPod("s1"), smallPod("s2"), largePod("l1")
+	annotated := func(in solver.Input, plan map[string][]*corev1.Pod) solver.Input {
+		for i := range in.InFlight {
+			nc := in.InFlight[i].NodeClaim.DeepCopy()
+			annotatePlanned(nc, plan[nc.Name])
+			in.InFlight[i].NodeClaim = nc
+		}
+		return in
+	}
+	plan := map[string][]*corev1.Pod{"small-1": {s1}, "small-2": {s2}, "big-1": {l1}}
+	cases := []struct {
+		name string
+		in   solver.Input
+		want map[string]string
+	}{{
+		name: "nothing bound: every pod where its NodeClaim's creator planned it",
+		in:   annotated(mixCluster{claims: []string{"big-1", "small-1", "small-2"}}.input(s1, s2, l1), plan),
+		want: map[string]string{"default/s1": "small-1", "default/s2": "small-2", "default/l1": "big-1"},
+	}, {
+		name: "a pod planned elsewhere landed on a Node: that NodeClaim's pods are planned again",
+		in: annotated(mixCluster{claims: []string{"big-1", "small-1", "small-2"}, registered: map[string]string{"big-1": "node-b1"},
+			bound: map[string][]*corev1.Pod{"node-b1": {bound(s1, "node-b1")}}}.input(s2, l1), plan),
+		want: map[string]string{"default/s2": "small-2"},
+	}, {
+		name: "NodeClaims without the annotation pin nothing",
+		in:   mixCluster{claims: []string{"big-1", "small-1", "small-2"}}.input(s1, s2, l1),
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := pins(tc.in, restorePlacement(tc.in))
+			if len(got) == 0 {
+				got = nil
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pins (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

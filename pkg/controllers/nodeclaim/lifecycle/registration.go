@@ -144,6 +144,9 @@ func DesiredNode(nc *karpv1.NodeClaim, node *corev1.Node) *corev1.Node {
 	}
 	out.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	for k, v := range nc.Annotations {
+		if k == deps.PlannedPodsAnnotationKey {
+			continue // the provisioner's bookkeeping, of no use on the Node
+		}
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
