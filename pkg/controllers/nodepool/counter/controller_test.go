@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -107,5 +108,56 @@ func TestCounter(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 0 {
 		t.Errorf("node series left after deletion: %d", n)
+	}
+}
+
+// A pass sets the allocatable series of the NodeClaims registered now: a changed value is updated, a NodeClaim
+// gone or another NodePool's series are left as they should be, and only the gone NodeClaim's series go.
+func TestAllocatableSeriesFollowTheNodeClaims(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).WithObjects(
+		test.NodePool("web").Obj(), test.NodePool("other").Obj(),
+		registered(test.NodeClaim("web-a", "web").Obj(), "ip-10-0-0-1", "m5.large", "spot", "us-west-2a"),
+		registered(test.NodeClaim("web-b", "web").Obj(), "ip-10-0-0-2", "m5.large", "on-demand", "us-west-2b"),
+		registered(test.NodeClaim("other-a", "other").Obj(), "ip-10-0-0-3", "c5.large", "spot", "us-west-2c"),
+	).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	for _, pool := range []string{"web", "other"} {
+		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: pool}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 6 {
+		t.Fatalf("karpenter_nodes_allocatable series = %d, want 6 (cpu and pods of three nodes)", n)
+	}
+
+	// web-a's allocatable changes and web-b goes away.
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "web-a"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("1800m")
+	if err := kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "web-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 4 {
+		t.Errorf("karpenter_nodes_allocatable series = %d, want 4 (web-b's gone)", n)
+	}
+	if v := testutil.ToFloat64(m.NodesAllocatable.WithLabelValues("ip-10-0-0-1", "web", "cpu", "m5.large", "spot", "us-west-2a", "amd64")); v != 1.8 {
+		t.Errorf("allocatable cpu of ip-10-0-0-1 = %v, want 1.8", v)
+	}
+	if v := testutil.ToFloat64(m.NodesAllocatable.WithLabelValues("ip-10-0-0-3", "other", "pods", "c5.large", "spot", "us-west-2c", "amd64")); v != 29 {
+		t.Errorf("allocatable pods of ip-10-0-0-3 (other pool) = %v, want 29", v)
 	}
 }
