@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // internLimit bounds each table of an interner: past it the table starts again empty. Values handed out before
@@ -31,6 +33,9 @@ type interner struct {
 	tolerations table[[]corev1.Toleration]
 	spreads     table[[]corev1.TopologySpreadConstraint]
 	affinities  table[*corev1.Affinity]
+	taints      table[[]corev1.Taint]
+	reqs        table[[]karpv1.NodeSelectorRequirementWithMinValues]
+	classRefs   table[*karpv1.NodeClassReference]
 }
 
 func newInterner() *interner {
@@ -145,6 +150,16 @@ func (in *interner) node(n *corev1.Node) {
 	defer in.mu.Unlock()
 	n.Status.Capacity = in.resourceList(n.Status.Capacity)
 	n.Status.Allocatable = in.resourceList(n.Status.Allocatable)
+	n.Annotations = in.stringMap(n.Annotations)
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		c.Type, c.Status = corev1.NodeConditionType(in.string(string(c.Type))), corev1.ConditionStatus(in.string(string(c.Status)))
+		c.Reason, c.Message = in.string(c.Reason), in.string(c.Message)
+	}
+	info := &n.Status.NodeInfo
+	info.KernelVersion, info.OSImage, info.ContainerRuntimeVersion = in.string(info.KernelVersion), in.string(info.OSImage), in.string(info.ContainerRuntimeVersion)
+	info.KubeletVersion, info.KubeProxyVersion = in.string(info.KubeletVersion), in.string(info.KubeProxyVersion)
+	info.OperatingSystem, info.Architecture = in.string(info.OperatingSystem), in.string(info.Architecture)
 	if len(n.Labels) > 0 {
 		labels := make(map[string]string, len(n.Labels))
 		for k, v := range n.Labels {
@@ -152,6 +167,63 @@ func (in *interner) node(n *corev1.Node) {
 		}
 		n.Labels = labels
 	}
+}
+
+// nodeClaim shares what NodeClaims of one NodePool and offering hold alike: labels, annotations, owner,
+// requirements, taints, node class reference, requests, capacity and allocatable, condition texts.
+func (in *interner) nodeClaim(nc *karpv1.NodeClaim) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.meta(&nc.ObjectMeta)
+	s := &nc.Spec
+	s.Taints = in.taintList(s.Taints)
+	s.StartupTaints = in.taintList(s.StartupTaints)
+	if len(s.Requirements) > 0 {
+		in.key = in.key[:0]
+		ok := true
+		for i := range s.Requirements {
+			r := &s.Requirements[i]
+			ok = ok && in.appendProto(&r.NodeSelectorRequirement)
+			if r.MinValues != nil {
+				in.key = binary.AppendVarint(in.key, int64(*r.MinValues))
+			} else {
+				in.key = append(in.key, 0xff)
+			}
+		}
+		if ok {
+			s.Requirements = in.reqs.get(in.key, s.Requirements)
+		}
+	}
+	s.Resources.Requests = in.resourceList(s.Resources.Requests)
+	if r := s.NodeClassRef; r != nil {
+		in.key = in.key[:0]
+		in.appendString(r.Group)
+		in.appendString(r.Kind)
+		in.appendString(r.Name)
+		s.NodeClassRef = in.classRefs.get(in.key, r)
+	}
+	st := &nc.Status
+	st.ImageID = in.string(st.ImageID)
+	st.Capacity = in.resourceList(st.Capacity)
+	st.Allocatable = in.resourceList(st.Allocatable)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Status = in.string(c.Type), metav1.ConditionStatus(in.string(string(c.Status)))
+		c.Reason, c.Message = in.string(c.Reason), in.string(c.Message)
+	}
+}
+
+func (in *interner) taintList(ts []corev1.Taint) []corev1.Taint {
+	if len(ts) == 0 {
+		return ts
+	}
+	in.key = in.key[:0]
+	for i := range ts {
+		if ts[i].TimeAdded != nil || !in.appendProto(&ts[i]) {
+			return ts
+		}
+	}
+	return in.taints.get(in.key, ts)
 }
 
 // meta shares the namespace, labels, annotations and owner references.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/test"
 )
 
 // replicaPod is the i-th pod of fullPod's Deployment, decoded on its own as the informer does: nothing shared
@@ -173,5 +177,56 @@ func TestInternerTableIsBounded(t *testing.T) {
 	}
 	if first != "node-0" {
 		t.Errorf("a value handed out before changed: %q", first)
+	}
+}
+
+// NodeClaims of one NodePool and offering share their labels, requirements, taints, class reference and
+// resources, and each still reads as before.
+func TestCacheTransformSharesNodeClaimValues(t *testing.T) {
+	at := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	claim := func(name, node string) *karpv1.NodeClaim {
+		nc := test.NodeClaim(name, "web").Label(corev1.LabelInstanceTypeStable, "m5.xlarge").Label(karpv1.CapacityTypeLabelKey, "on-demand").
+			Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge").
+			Taint("dedicated", "web", corev1.TaintEffectNoSchedule).NodePoolHash("123", "v3").
+			Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3600m")}).NodeName(node).Initialized(at).Obj()
+		nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")}
+		nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("14Gi")}
+		return nc
+	}
+	transform := NewCacheTransform()
+	var got []*karpv1.NodeClaim
+	for i, node := range []string{"ip-10-0-0-1", "ip-10-0-0-2"} {
+		out, err := transform(claim(fmt.Sprintf("web-%d", i), strings.Clone(node)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, out.(*karpv1.NodeClaim))
+	}
+	for i, node := range []string{"ip-10-0-0-1", "ip-10-0-0-2"} {
+		if diff := cmp.Diff(claim(fmt.Sprintf("web-%d", i), node), got[i]); diff != "" {
+			t.Errorf("nodeclaim %d (-want +got):\n%s", i, diff)
+		}
+	}
+	a, b := got[0], got[1]
+	checks := []struct {
+		what string
+		same bool
+	}{
+		{"labels", sameMap(a.Labels, b.Labels)},
+		{"annotations", sameMap(a.Annotations, b.Annotations)},
+		{"requirements", &a.Spec.Requirements[0] == &b.Spec.Requirements[0]},
+		{"taints", &a.Spec.Taints[0] == &b.Spec.Taints[0]},
+		{"node class reference", a.Spec.NodeClassRef == b.Spec.NodeClassRef},
+		{"requests", sameMap(a.Spec.Resources.Requests, b.Spec.Resources.Requests)},
+		{"capacity", sameMap(a.Status.Capacity, b.Status.Capacity)},
+		{"allocatable", sameMap(a.Status.Allocatable, b.Status.Allocatable)},
+	}
+	for _, c := range checks {
+		if !c.same {
+			t.Errorf("%s: each NodeClaim holds its own copy", c.what)
+		}
+	}
+	if a.Status.NodeName == b.Status.NodeName {
+		t.Errorf("NodeClaims share their node name %q", a.Status.NodeName)
 	}
 }

@@ -3,14 +3,17 @@ package operator
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // LastAppliedAnnotation is the copy of the whole object `kubectl apply` keeps in an annotation.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// NewCacheTransform returns the informer caches' transform: TransformForCache, then the pods and nodes share
-// the values they hold alike (labels, owners, requests, tolerations, spread constraints, strings such as the
-// namespace and node name) with the pods and nodes cached before them. It is safe for concurrent use.
+// NewCacheTransform returns the informer caches' transform: TransformForCache, then the pods, nodes and
+// NodeClaims share the values they hold alike (labels, owners, requests, tolerations, spread constraints,
+// requirements, capacity, strings such as the namespace and node name) with those cached before them. It is
+// safe for concurrent use.
 func NewCacheTransform() func(any) (any, error) {
 	in := newInterner()
 	return func(obj any) (any, error) {
@@ -23,6 +26,8 @@ func NewCacheTransform() func(any) (any, error) {
 			in.pod(o)
 		case *corev1.Node:
 			in.node(o)
+		case *karpv1.NodeClaim:
+			in.nodeClaim(o)
 		}
 		return obj, nil
 	}
