@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -15,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -59,7 +62,7 @@ func NewController(d deps.Deps) *Controller {
 	return &Controller{deps: d, allocatable: map[string]map[allocatableSeries]exported{}}
 }
 
-// Register adds the controller; NodeClaim changes enqueue their NodePool.
+// Register adds the controller; NodeClaim changes that change what it counts enqueue their NodePool.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodePool{}).
@@ -68,8 +71,21 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
 			}
 			return nil
-		})).
+		}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*karpv1.NodeClaim)
+			n, ok2 := e.ObjectNew.(*karpv1.NodeClaim)
+			return !ok1 || !ok2 || countedChange(o, n)
+		}})).
 		Complete(deps.RetryTransient(c))
+}
+
+// countedChange reports whether a NodeClaim update changes what the counter reads of it: its labels (NodePool
+// and offering), deletion, node name, capacity or allocatable. Most updates do not (each pod bound to a node
+// moves its NodeClaim's lastPodEventTime), and a pass lists every NodeClaim of the pool.
+func countedChange(old, nc *karpv1.NodeClaim) bool {
+	return old.DeletionTimestamp.IsZero() != nc.DeletionTimestamp.IsZero() || old.Status.NodeName != nc.Status.NodeName ||
+		!maps.Equal(old.Labels, nc.Labels) || !equality.Semantic.DeepEqual(old.Status.Capacity, nc.Status.Capacity) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, nc.Status.Allocatable)
 }
 
 // reconcileOnce updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.
