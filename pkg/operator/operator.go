@@ -173,8 +173,8 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// The informer caches keep what the controllers read: no managedFields, no last-applied copies, trimmed
-		// pods and nodes (see TransformForCache).
-		Cache:                         cache.Options{DefaultTransform: TransformForCache},
+		// pods and nodes (see TransformForCache), whose repeated values are shared (see NewCacheTransform).
+		Cache:                         cache.Options{DefaultTransform: NewCacheTransform()},
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        fmt.Sprintf(":%d", s.HealthProbePort),
 		LeaderElection:                !s.DisableLeaderElection,

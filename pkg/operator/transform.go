@@ -3,16 +3,43 @@ package operator
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // LastAppliedAnnotation is the copy of the whole object `kubectl apply` keeps in an annotation.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
+// NewCacheTransform returns the informer caches' transform: TransformForCache, then the pods, nodes and
+// NodeClaims share the values they hold alike (labels, owners, requests, tolerations, spread constraints,
+// requirements, capacity, strings such as the namespace and node name) with those cached before them. It is
+// safe for concurrent use.
+func NewCacheTransform() func(any) (any, error) {
+	in := newInterner()
+	return func(obj any) (any, error) {
+		obj, err := TransformForCache(obj)
+		if err != nil {
+			return obj, err
+		}
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			in.pod(o)
+		case *corev1.Node:
+			in.node(o)
+		case *karpv1.NodeClaim:
+			in.nodeClaim(o)
+		}
+		return obj, nil
+	}
+}
+
 // TransformForCache trims an object before the informer cache stores it, keeping what the controllers read.
 // Every object loses its managedFields and its last-applied-configuration annotation. Pods keep, of their
 // containers, the name, resources, host ports and restart policy (sidecars), and of their volumes those that
-// claim storage (PersistentVolumeClaim, ephemeral); their container statuses keep name, state, readiness and
-// restarts. Nodes lose their image list. The controllers write through patches computed between two copies of
+// claim storage (PersistentVolumeClaim, ephemeral); they lose the parts of the spec no controller reads (security
+// context, DNS settings, host aliases, image pull secrets, readiness gates). Of their status they keep the phase,
+// the nominated node, the PodScheduled condition and the container statuses' name, state, readiness and restarts.
+// Nodes lose their image list. The controllers write through patches computed between two copies of
 // the cached object (or read the live object first), so what is stripped here is never written back.
 //
 // It changes the object it is given, which the informer has just decoded, and returns it.
@@ -55,9 +82,25 @@ func trimPod(p *corev1.Pod) {
 		}
 	}
 	p.Spec.Volumes = volumes
-	p.Status.InitContainerStatuses = trimStatuses(p.Status.InitContainerStatuses)
-	p.Status.ContainerStatuses = trimStatuses(p.Status.ContainerStatuses)
-	p.Status.EphemeralContainerStatuses = nil
+	p.Spec.SecurityContext, p.Spec.DNSConfig, p.Spec.HostAliases, p.Spec.ImagePullSecrets, p.Spec.ReadinessGates = nil, nil, nil, nil, nil
+	p.Status = corev1.PodStatus{
+		Phase:                 p.Status.Phase,
+		NominatedNodeName:     p.Status.NominatedNodeName,
+		Conditions:            scheduledCondition(p.Status.Conditions),
+		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses),
+	}
+}
+
+// scheduledCondition keeps the PodScheduled condition (the kube-scheduler's verdict, which tells a pending pod
+// that fits no node), the only pod condition a controller reads.
+func scheduledCondition(in []corev1.PodCondition) []corev1.PodCondition {
+	for _, c := range in {
+		if c.Type == corev1.PodScheduled {
+			return []corev1.PodCondition{c}
+		}
+	}
+	return nil
 }
 
 // trimContainer keeps what scheduling and disruption read of a container.

@@ -56,10 +56,18 @@ func fullPod() *corev1.Pod {
 			Overhead:                  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")},
 			PriorityClassName:         "high", Priority: ptr.To[int32](1000),
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+			DNSConfig:                     &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.10"}},
+			HostAliases:                   []corev1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}},
+			ImagePullSecrets:              []corev1.LocalObjectReference{{Name: "registry"}},
+			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}},
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, NominatedNodeName: "node-b", StartTime: &started,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			PodIP: "10.1.0.7", PodIPs: []corev1.PodIP{{IP: "10.1.0.7"}}, HostIP: "10.0.3.4", HostIPs: []corev1.HostIP{{IP: "10.0.3.4"}},
+			QOSClass: corev1.PodQOSBurstable, Message: "running", Reason: "Started",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1", ImageID: "app@sha256:0", ContainerID: "containerd://1", Ready: true, RestartCount: 2,
 				Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}},
 			InitContainerStatuses:      []corev1.ContainerStatus{{Name: "sidecar", Image: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}},
@@ -86,7 +94,12 @@ func TestTransformForCachePod(t *testing.T) {
 	want.Spec.Volumes = want.Spec.Volumes[:2]
 	want.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2, Started: ptr.To(true), State: want.Status.ContainerStatuses[0].State}}
 	want.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", State: want.Status.InitContainerStatuses[0].State}}
-	want.Status.EphemeralContainerStatuses = nil
+	want.Spec.SecurityContext, want.Spec.DNSConfig, want.Spec.HostAliases, want.Spec.ImagePullSecrets, want.Spec.ReadinessGates = nil, nil, nil, nil, nil
+	want.Status = corev1.PodStatus{Phase: corev1.PodRunning, NominatedNodeName: "node-b",
+		Conditions:            []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2, Started: ptr.To(true), State: want.Status.ContainerStatuses[0].State}},
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar", State: want.Status.InitContainerStatuses[0].State}},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("transformed pod (-want +got):\n%s", diff)
 	}
@@ -169,6 +182,14 @@ func TestPatchFromTransformedCopyKeepsStrippedFields(t *testing.T) {
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	// The kubelet's status: IPs, QoS class and conditions the cache does not hold.
+	written := pod.DeepCopy()
+	written.Status = fullPod().Status
+	written.Status.NominatedNodeName, written.Status.StartTime = "", nil
+	written.Status.ContainerStatuses, written.Status.InitContainerStatuses, written.Status.EphemeralContainerStatuses = nil, nil, nil
+	if err := c.Status().Patch(ctx, written, client.MergeFrom(pod)); err != nil {
+		t.Fatal(err)
+	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{LastAppliedAnnotation: "{}"}},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"app:1"}, SizeBytes: 1}}}}
@@ -209,6 +230,11 @@ func TestPatchFromTransformedCopyKeepsStrippedFields(t *testing.T) {
 	}
 	if live.Status.NominatedNodeName != "node-a" {
 		t.Errorf("nominatedNodeName %q, want node-a", live.Status.NominatedNodeName)
+	}
+	if live.Status.PodIP != "10.1.0.7" || len(live.Status.PodIPs) != 1 || live.Status.QOSClass != corev1.PodQOSBurstable || len(live.Status.Conditions) != 3 ||
+		live.Spec.SecurityContext == nil || live.Spec.SecurityContext.RunAsNonRoot == nil || len(live.Spec.ReadinessGates) != 1 {
+		t.Errorf("the patch changed what the cache does not hold: status %+v, security context %v, readiness gates %v",
+			live.Status, live.Spec.SecurityContext, live.Spec.ReadinessGates)
 	}
 	if diff := cmp.Diff(pod.Spec.Containers[0].Env, live.Spec.Containers[0].Env); diff != "" || len(live.Spec.Volumes) != 3 ||
 		live.Annotations[LastAppliedAnnotation] != pod.Annotations[LastAppliedAnnotation] || len(live.ManagedFields) == 0 {

@@ -263,8 +263,10 @@ func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, its []*clo
 	}
 	available = solver.Sum(available)
 	if nc.Status.NodeName != "" {
+		// The cache's own objects, read only: copying the pods of every registered NodeClaim on each pass was
+		// 11,000 pod copies a pass at 1,000 nodes.
 		pods := &corev1.PodList{}
-		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}); err != nil {
+		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
 		}
 		for i := range pods.Items {

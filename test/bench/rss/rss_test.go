@@ -309,9 +309,10 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 	for _, p := range mem.phases() {
 		t.Logf("phase %-7s %6.0f s  peak RSS %6.1f MiB", p.name, p.seconds, mib(p.peak))
 	}
-	t.Logf("at the end: RSS %.1f MiB (VmHWM %.1f MiB); heap in use %.1f MiB, after a forced GC %.1f MiB; go_memstats_sys %.1f MiB",
+	t.Logf("at the end: RSS %.1f MiB (VmHWM %.1f MiB); heap in use %.1f MiB, after a forced GC %.1f MiB (live objects %.1f MiB); go_memstats_sys %.1f MiB",
 		mib(final.RSS), mib(final.HWM), mib(int64(metrics["go_memstats_heap_inuse_bytes"])),
-		mib(int64(metricsAfterGC["go_memstats_heap_inuse_bytes"])), mib(int64(metricsAfterGC["go_memstats_sys_bytes"])))
+		mib(int64(metricsAfterGC["go_memstats_heap_inuse_bytes"])), mib(int64(metricsAfterGC["go_memstats_heap_alloc_bytes"])),
+		mib(int64(metricsAfterGC["go_memstats_sys_bytes"])))
 	t.Logf("NodeClaims at the end: %d; controller log lines 'adopting the instance already launched': %d, 'launched nodeclaim': %d",
 		len(ncs.Items), bytes.Count(logText, []byte("adopting the instance already launched")), bytes.Count(logText, []byte(`"launched nodeclaim"`)))
 	t.Logf("heap profile: %s (go tool pprof -top -sample_index=inuse_space bin/dovetail %s)", profile, profile)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +56,8 @@ func NewController(d deps.Deps) *Controller {
 // quarter of the controller's CPU while a consolidation changed hundreds of NodeClaims a minute.
 const CountDelay = time.Second
 
-// Register adds the controller; NodeClaim changes enqueue their NodePool (CountDelay later).
+// Register adds the controller; NodeClaim changes that change what it counts enqueue their NodePool (CountDelay
+// later).
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	later := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		if pool := o.GetLabels()[karpv1.NodePoolLabelKey]; pool != "" {
@@ -69,6 +71,11 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 				later(e.Object, q)
 			},
 			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, ok1 := e.ObjectOld.(*karpv1.NodeClaim)
+				n, ok2 := e.ObjectNew.(*karpv1.NodeClaim)
+				if ok1 && ok2 && !countedChange(o, n) {
+					return
+				}
 				later(e.ObjectNew, q)
 				if e.ObjectOld.GetLabels()[karpv1.NodePoolLabelKey] != e.ObjectNew.GetLabels()[karpv1.NodePoolLabelKey] {
 					later(e.ObjectOld, q)
@@ -82,6 +89,15 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 			},
 		}).
 		Complete(deps.RetryTransient(c))
+}
+
+// countedChange reports whether a NodeClaim update changes what the counter reads of it: its labels (NodePool
+// and offering), deletion, node name, capacity or allocatable. Most updates do not (each pod bound to a node
+// moves its NodeClaim's lastPodEventTime), and a count lists every NodeClaim of the pool.
+func countedChange(old, nc *karpv1.NodeClaim) bool {
+	return old.DeletionTimestamp.IsZero() != nc.DeletionTimestamp.IsZero() || old.Status.NodeName != nc.Status.NodeName ||
+		!maps.Equal(old.Labels, nc.Labels) || !equality.Semantic.DeepEqual(old.Status.Capacity, nc.Status.Capacity) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, nc.Status.Allocatable)
 }
 
 // reconcileOnce updates the NodePool's counts, or deletes the NodeClaims of a NodePool that is going away.

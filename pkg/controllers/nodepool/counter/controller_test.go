@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -168,5 +169,34 @@ func TestAllocatableSeriesFollowTheNodeClaims(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]float64{"ip-10-0-0-1/cpu": 1.5, "ip-10-0-0-1/pods": 29}, series()); diff != "" {
 		t.Errorf("after the changes (-want +got):\n%s", diff)
+	}
+}
+
+// A NodeClaim update reaches the counter only when it changes what the counter reads: not when a pod event
+// moves lastPodEventTime or a condition changes.
+func TestCountedChange(t *testing.T) {
+	base := registered(withCapacity(test.NodeClaim("web-a", "web").Obj(), "2", "4Gi"), "ip-10-0-0-1", "m5.large", "spot", "us-west-2a")
+	change := func(f func(nc *karpv1.NodeClaim)) *karpv1.NodeClaim {
+		nc := base.DeepCopy()
+		f(nc)
+		return nc
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name string
+		new  *karpv1.NodeClaim
+		want bool
+	}{
+		{"last pod event", change(func(nc *karpv1.NodeClaim) { nc.Status.LastPodEventTime = now }), false},
+		{"condition", change(func(nc *karpv1.NodeClaim) { nc.SetTrue(karpv1.ConditionTypeInitialized, "Initialized") }), false},
+		{"capacity", change(func(nc *karpv1.NodeClaim) { nc.Status.Capacity[corev1.ResourceCPU] = resource.MustParse("4") }), true},
+		{"allocatable", change(func(nc *karpv1.NodeClaim) { nc.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("58") }), true},
+		{"node name", change(func(nc *karpv1.NodeClaim) { nc.Status.NodeName = "" }), true},
+		{"label", change(func(nc *karpv1.NodeClaim) { nc.Labels[corev1.LabelTopologyZone] = "us-west-2b" }), true},
+		{"deletion", change(func(nc *karpv1.NodeClaim) { nc.DeletionTimestamp = &now }), true},
+	} {
+		if got := countedChange(base, tc.new); got != tc.want {
+			t.Errorf("%s: countedChange = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
