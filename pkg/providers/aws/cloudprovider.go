@@ -68,9 +68,11 @@ type CloudProvider struct {
 	unavailable   *unavailable.Cache
 	instanceTypes *instancetype.Provider
 	instances     *instance.Provider
-	templates     *launchtemplate.Provider
-	resolver      *resolve.Resolver
-	clusterInfo   *clusterInfoSource
+	// drifted remembers the instance descriptions IsDrifted used (DriftInstanceTTL).
+	drifted     *driftInstances
+	templates   *launchtemplate.Provider
+	resolver    *resolve.Resolver
+	clusterInfo *clusterInfoSource
 	// reservations counts the room left in capacity reservations between DescribeCapacityReservations calls.
 	reservations *capacityreservation.Tracker
 	notices      *cloudprovider.LaunchNotices
@@ -137,6 +139,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		unavailable:   cache,
 		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
 		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
+		drifted:       newDriftInstances(opts.Clock),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
 		reservations:  capacityreservation.NewTracker(),

@@ -74,7 +74,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 			return karpv1.ReasonNodeClassDrifted, nil
 		}
 	}
-	inst, err := p.instances.Get(ctx, id)
+	inst, err := p.drifted.get(ctx, id, p.instances.Get)
 	if err != nil {
 		return "", err
 	}

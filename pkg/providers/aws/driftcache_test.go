@@ -1,0 +1,66 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
+)
+
+// TestDriftInstancesRemembered: IsDrifted describes an instance once per DriftInstanceTTL, not on every call; a
+// failed description is not remembered, and expired ones are forgotten.
+func TestDriftInstancesRemembered(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	d := newDriftInstances(clk)
+	calls := map[string]int{}
+	fail := false
+	describe := func(_ context.Context, id string) (*instance.Instance, error) {
+		calls[id]++
+		if fail {
+			return nil, errors.New("throttled")
+		}
+		return &instance.Instance{ID: id, ImageID: "ami-1"}, nil
+	}
+	get := func(id string) error {
+		t.Helper()
+		inst, err := d.get(context.Background(), id, describe)
+		if err == nil && inst.ID != id {
+			t.Fatalf("got instance %s for %s", inst.ID, id)
+		}
+		return err
+	}
+	for range 3 {
+		if err := get("i-a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls["i-a"] != 1 {
+		t.Errorf("3 calls within the TTL described the instance %d times, want 1", calls["i-a"])
+	}
+	clk.Step(DriftInstanceTTL)
+	fail = true
+	if err := get("i-a"); err == nil {
+		t.Fatal("an expired description was used instead of describing again")
+	}
+	fail = false
+	if err := get("i-a"); err != nil {
+		t.Fatal(err)
+	}
+	if calls["i-a"] != 3 {
+		t.Errorf("after the TTL and a failed description: %d descriptions, want 3 (the failure not remembered)", calls["i-a"])
+	}
+	if err := get("i-b"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(DriftInstanceTTL)
+	if err := get("i-c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.byID["i-a"]; ok {
+		t.Errorf("expired descriptions kept: %v", d.byID)
+	}
+}
