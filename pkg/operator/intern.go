@@ -83,7 +83,7 @@ func (in *interner) appendString(s string) {
 func (in *interner) pod(p *corev1.Pod) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.meta(&p.ObjectMeta)
+	in.meta(&p.ObjectMeta, true)
 	s := &p.Spec
 	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
 		for i := range cs {
@@ -150,7 +150,8 @@ func (in *interner) node(n *corev1.Node) {
 	defer in.mu.Unlock()
 	n.Status.Capacity = in.resourceList(n.Status.Capacity)
 	n.Status.Allocatable = in.resourceList(n.Status.Allocatable)
-	n.Annotations = in.stringMap(n.Annotations)
+	// Not the annotations: a node's are its own (addresses, volumes attached), and a table entry for a value met
+	// once holds it twice.
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
 		c.Type, c.Status = corev1.NodeConditionType(in.string(string(c.Type))), corev1.ConditionStatus(in.string(string(c.Status)))
@@ -174,7 +175,8 @@ func (in *interner) node(n *corev1.Node) {
 func (in *interner) nodeClaim(nc *karpv1.NodeClaim) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.meta(&nc.ObjectMeta)
+	// Not the annotations: each NodeClaim's list of planned pods (dovetail.sh/planned-pods) is its own.
+	in.meta(&nc.ObjectMeta, false)
 	s := &nc.Spec
 	s.Taints = in.taintList(s.Taints)
 	s.StartupTaints = in.taintList(s.StartupTaints)
@@ -226,12 +228,14 @@ func (in *interner) taintList(ts []corev1.Taint) []corev1.Taint {
 	return in.taints.get(in.key, ts)
 }
 
-// meta shares the namespace, labels, annotations and owner references.
-func (in *interner) meta(m *metav1.ObjectMeta) {
+// meta shares the namespace, labels, owner references and, when annotations is set, the annotations.
+func (in *interner) meta(m *metav1.ObjectMeta, annotations bool) {
 	m.Namespace = in.string(m.Namespace)
 	m.GenerateName = in.string(m.GenerateName)
 	m.Labels = in.stringMap(m.Labels)
-	m.Annotations = in.stringMap(m.Annotations)
+	if annotations {
+		m.Annotations = in.stringMap(m.Annotations)
+	}
 	if len(m.OwnerReferences) > 0 {
 		in.key = in.key[:0]
 		ok := true
@@ -248,8 +252,16 @@ func (in *interner) string(s string) string {
 	if s == "" {
 		return s
 	}
-	in.key = append(in.key[:0], s...)
-	return in.strings.get(in.key, s)
+	// Keyed by the string itself: a copy of it as the key would hold a string met once twice.
+	t := &in.strings
+	if got, ok := t.m[s]; ok {
+		return got
+	}
+	if t.m == nil || len(t.m) >= internLimit {
+		t.m = make(map[string]string)
+	}
+	t.m[s] = s
+	return s
 }
 
 // stringMap returns the shared map equal to m (nil and empty maps are returned as they are, so that an empty

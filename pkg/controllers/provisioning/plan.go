@@ -182,8 +182,9 @@ func annotatePlanned(nc *karpv1.NodeClaim, pods []*corev1.Pod) {
 }
 
 // restorePlacement is the placement a restarted provisioner starts from: each in-flight NodeClaim's pods as its
-// creator planned them (annotatePlanned). pins then keeps the pods still pending on their NodeClaims unless the
-// kube-scheduler has since bound a pod that was not planned there, as it does for a placement of its own.
+// creator planned them (annotatePlanned), and the pods bound to its Node by now. Later passes of the process
+// before may have planned more pods there, which the annotation does not list; taking the bound ones as expected
+// keeps those from contradicting the plan (pins still check that the pinned pods fit the room left).
 func restorePlacement(in solver.Input) placement {
 	out := placement{planned: map[types.UID]string{}, expected: map[string]map[types.UID]bool{}}
 	for _, f := range in.InFlight {
@@ -196,6 +197,14 @@ func restorePlacement(in solver.Input) placement {
 		for _, uid := range strings.Split(v, ",") {
 			out.planned[types.UID(uid)] = name
 			out.expected[name][types.UID(uid)] = true
+		}
+	}
+	claimOf := claimNames(in)
+	for _, n := range in.Nodes {
+		if claim, ok := claimOf[n.Node.Name]; ok && out.expected[claim] != nil {
+			for _, p := range n.Pods {
+				out.expected[claim][p.UID] = true
+			}
 		}
 	}
 	return out

@@ -274,10 +274,16 @@ func TestRestoredPins(t *testing.T) {
 		in:   annotated(mixCluster{claims: []string{"big-1", "small-1", "small-2"}}.input(s1, s2, l1), plan),
 		want: map[string]string{"default/s1": "small-1", "default/s2": "small-2", "default/l1": "big-1"},
 	}, {
-		name: "a pod planned elsewhere landed on a Node: that NodeClaim's pods are planned again",
+		name: "a pod planned elsewhere took a Node's room: that NodeClaim's pods no longer fit and are planned again",
 		in: annotated(mixCluster{claims: []string{"big-1", "small-1", "small-2"}, registered: map[string]string{"big-1": "node-b1"},
 			bound: map[string][]*corev1.Pod{"node-b1": {bound(s1, "node-b1")}}}.input(s2, l1), plan),
 		want: map[string]string{"default/s2": "small-2"},
+	}, {
+		// A later pass of the process before planned s3 on small-1 (not in the annotation) and it bound there.
+		name: "a pod bound since, not in the annotation: the others stay while they fit",
+		in: annotated(mixCluster{claims: []string{"big-1", "small-1", "small-2"}, registered: map[string]string{"small-1": "node-s1"},
+			bound: map[string][]*corev1.Pod{"node-s1": {bound(smallPod("s3"), "node-s1")}}}.input(s1, s2, l1), plan),
+		want: map[string]string{"default/s1": "node-s1", "default/s2": "small-2", "default/l1": "big-1"},
 	}, {
 		name: "NodeClaims without the annotation pin nothing",
 		in:   mixCluster{claims: []string{"big-1", "small-1", "small-2"}}.input(s1, s2, l1),
