@@ -101,26 +101,8 @@ func (in *interner) pod(p *corev1.Pod) {
 	s.PriorityClassName = in.string(s.PriorityClassName)
 	s.DNSPolicy = corev1.DNSPolicy(in.string(string(s.DNSPolicy)))
 	s.RestartPolicy = corev1.RestartPolicy(in.string(string(s.RestartPolicy)))
-	if len(s.Tolerations) > 0 {
-		in.key = in.key[:0]
-		ok := true
-		for i := range s.Tolerations {
-			ok = ok && in.appendProto(&s.Tolerations[i])
-		}
-		if ok {
-			s.Tolerations = in.tolerations.get(in.key, s.Tolerations)
-		}
-	}
-	if len(s.TopologySpreadConstraints) > 0 {
-		in.key = in.key[:0]
-		ok := true
-		for i := range s.TopologySpreadConstraints {
-			ok = ok && in.appendProto(&s.TopologySpreadConstraints[i])
-		}
-		if ok {
-			s.TopologySpreadConstraints = in.spreads.get(in.key, s.TopologySpreadConstraints)
-		}
-	}
+	s.Tolerations = internList(in, &in.tolerations, s.Tolerations)
+	s.TopologySpreadConstraints = internList(in, &in.spreads, s.TopologySpreadConstraints)
 	if s.Affinity != nil {
 		in.key = in.key[:0]
 		if in.appendProto(s.Affinity) {
@@ -228,6 +210,23 @@ func (in *interner) taintList(ts []corev1.Taint) []corev1.Taint {
 	return in.taints.get(in.key, ts)
 }
 
+// internList returns the shared list equal to l (an empty list as it is): its elements' encodings are the key.
+func internList[T any, P interface {
+	*T
+	protoMessage
+}](in *interner, t *table[[]T], l []T) []T {
+	if len(l) == 0 {
+		return l
+	}
+	in.key = in.key[:0]
+	for i := range l {
+		if !in.appendProto(P(&l[i])) {
+			return l
+		}
+	}
+	return t.get(in.key, l)
+}
+
 // meta shares the namespace, labels, owner references and, when annotations is set, the annotations.
 func (in *interner) meta(m *metav1.ObjectMeta, annotations bool) {
 	m.Namespace = in.string(m.Namespace)
@@ -236,16 +235,7 @@ func (in *interner) meta(m *metav1.ObjectMeta, annotations bool) {
 	if annotations {
 		m.Annotations = in.stringMap(m.Annotations)
 	}
-	if len(m.OwnerReferences) > 0 {
-		in.key = in.key[:0]
-		ok := true
-		for i := range m.OwnerReferences {
-			ok = ok && in.appendProto(&m.OwnerReferences[i])
-		}
-		if ok {
-			m.OwnerReferences = in.owners.get(in.key, m.OwnerReferences)
-		}
-	}
+	m.OwnerReferences = internList(in, &in.owners, m.OwnerReferences)
 }
 
 func (in *interner) string(s string) string {
