@@ -112,6 +112,23 @@ func ExtraCapacity(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 // ValidateDrainStuck is ValidateDrain that also names the moving pods that would not fit (none when the check
 // passes, or when it fails only because pending pods would be left without a node).
 func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, []types.NamespacedName, error) {
+	return validateDrain(ctx, chk, opts, "")
+}
+
+// ValidateDrainContended answers the DrainCheck as the kube-scheduler may place the pods rather than as a plan
+// would: the smallest pods first, each on the node left with the most room (scheduling.Options.LeastAllocated).
+// A drain that passes ValidateDrain can fail here when pods of several drains move at once: small pods take the
+// empty replacement meant for a large one, and the large pod waits for new capacity. "" when every pod still
+// has room.
+func ValidateDrainContended(ctx context.Context, chk DrainCheck, opts scheduling.Options) (string, error) {
+	opts.LeastAllocated = true
+	opts.Bound = scheduling.BoundNone
+	why, _, err := validateDrain(ctx, chk, opts, "if the kube-scheduler put the smallest pods on the emptiest nodes first, ")
+	return why, err
+}
+
+// validateDrain is ValidateDrainStuck with the solve's options as given; prefix starts the answer.
+func validateDrain(ctx context.Context, chk DrainCheck, opts scheduling.Options, prefix string) (string, []types.NamespacedName, error) {
 	if chk.Cluster == nil {
 		return "", nil, fmt.Errorf("disruption: drain check without a cluster")
 	}
@@ -146,11 +163,11 @@ func ValidateDrainStuck(ctx context.Context, chk DrainCheck, opts scheduling.Opt
 	}
 	for _, u := range plan.Unschedulable {
 		if keys[u.Pod] {
-			return fmt.Sprintf("pod %s would not fit on the nodes there are now (%d of %d pods to move would wait): %s",
-				u.Pod, len(stuck), len(moving), u.Reason), stuck, nil
+			return fmt.Sprintf("%spod %s would not fit on the nodes there are now (%d of %d pods to move would wait): %s",
+				prefix, u.Pod, len(stuck), len(moving), u.Reason), stuck, nil
 		}
 	}
 	u := plan.Unschedulable[0]
-	return fmt.Sprintf("moving %d pods would leave %d more pending pods without a node (pod %s: %s)",
-		len(moving), len(plan.Unschedulable)-before, u.Pod, u.Reason), nil, nil
+	return fmt.Sprintf("%smoving %d pods would leave %d more pending pods without a node (pod %s: %s)",
+		prefix, len(moving), len(plan.Unschedulable)-before, u.Pod, u.Reason), nil, nil
 }

@@ -205,3 +205,74 @@ func TestExtraCapacity(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateDrainContended: two drains whose pods fit as planned, but not when the kube-scheduler gives the
+// empty node meant for the large pod to the small one first.
+func TestValidateDrainContended(t *testing.T) {
+	big := bound(test.SchedPod("big").Labels("app", "big").Requests("3500m", "28Gi").Obj(), "old-big")
+	small := bound(test.SchedPod("small").Labels("app", "small").Requests("900m", "3Gi").Obj(), "old-small")
+	nodes := []*scheduling.StateNode{test.SchedNode("old-big", "4", "30Gi").Obj(), test.SchedNode("old-small", "2", "8Gi").Obj(),
+		test.SchedNode("repl-xl", "4", "30Gi").Obj(), test.SchedNode("repl-m", "2", "8Gi").Obj()}
+	cases := []struct {
+		name    string
+		drain   []string
+		moving  []*corev1.Pod
+		pending []*corev1.Pod
+		planned string // ValidateDrain's answer (substring; "" passes)
+		want    string // ValidateDrainContended's
+	}{{
+		name:   "the large pod alone",
+		drain:  []string{"old-big"},
+		moving: []*corev1.Pod{big},
+	}, {
+		name:   "the small pod alone",
+		drain:  []string{"old-small"},
+		moving: []*corev1.Pod{small},
+	}, {
+		name:   "both at once",
+		drain:  []string{"old-big", "old-small"},
+		moving: []*corev1.Pod{big, small},
+		want:   "if the kube-scheduler put the smallest pods on the emptiest nodes first, pod default/big would not fit",
+	}, {
+		name:    "the small pod while the large one is on its way",
+		drain:   []string{"old-big", "old-small"},
+		moving:  []*corev1.Pod{small},
+		pending: []*corev1.Pod{test.SchedPod("big-new").Labels("app", "big").Requests("3500m", "28Gi").Obj()},
+		want:    "moving 1 pods would leave 1 more pending pods without a node (pod default/big-new",
+	}, {
+		name:    "the large pod first while a small one is on its way",
+		drain:   []string{"old-big", "old-small"},
+		moving:  []*corev1.Pod{big},
+		pending: []*corev1.Pod{test.SchedPod("small-new").Labels("app", "small").Requests("900m", "3Gi").Obj()},
+		want:    "pod default/big would not fit",
+	}, {
+		name:    "no room at all is ValidateDrain's answer too",
+		drain:   []string{"old-big", "old-small", "repl-xl"},
+		moving:  []*corev1.Pod{big},
+		planned: "pod default/big would not fit",
+		want:    "pod default/big would not fit",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			drain := map[string]bool{}
+			for _, n := range tc.drain {
+				drain[n] = true
+			}
+			chk := disruption.DrainCheck{Cluster: &scheduling.Snapshot{Nodes: nodes}, Drain: drain, Moving: tc.moving, Pending: tc.pending}
+			planned, err := disruption.ValidateDrain(context.Background(), chk, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.planned == "" && planned != "" || tc.planned != "" && !strings.Contains(planned, tc.planned) {
+				t.Errorf("ValidateDrain = %q, want %q", planned, tc.planned)
+			}
+			got, err := disruption.ValidateDrainContended(context.Background(), chk, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("ValidateDrainContended = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

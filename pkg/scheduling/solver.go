@@ -28,6 +28,9 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	default:
 		return nil, fmt.Errorf("unknown bound %q: want %s, %s or %s", opts.Bound, BoundPattern, BoundCovering, BoundNone)
 	}
+	if opts.LeastAllocated && len(snap.NodePools) > 0 {
+		return nil, fmt.Errorf("least-allocated placement is for existing nodes only, but the snapshot has %d NodePools", len(snap.NodePools))
+	}
 	s := newSolver(ctx, snap, opts)
 	plan, err := s.solve()
 	if err != nil {
@@ -745,6 +748,9 @@ func (s *solver) blockMayHold(b int, req Vec) bool {
 // current cheapest option), then step by step by growing one planned node or opening a new one, whichever raises
 // the hourly price least. It returns how many pods it placed; the caller relaxes preferences when none fit.
 func (s *solver) placeBatch(c *class, pods []*podInfo) int {
+	if s.opts.LeastAllocated {
+		return s.placeLeastAllocated(c, pods)
+	}
 	placed := 0
 	s.stamp++
 	for b := 0; b*roomBlock < len(s.nodes) && placed < len(pods); b++ {
@@ -793,6 +799,54 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 		}
 	}
 	return placed
+}
+
+// placeLeastAllocated places pods of c one at a time, each on the existing node that takes it and keeps the
+// largest mean share of its allocatable cpu and memory free afterwards (the lowest index among equals). It returns
+// how many pods it placed.
+func (s *solver) placeLeastAllocated(c *class, pods []*podInfo) int {
+	for placed := range pods {
+		var best *candidate
+		var bestA attempt
+		bestScore := -1.0
+		for b := 0; b*roomBlock < len(s.nodes); b++ {
+			if !s.blockMayHold(b, c.req) {
+				continue
+			}
+			for _, n := range s.nodes[b*roomBlock : min(len(s.nodes), (b+1)*roomBlock)] {
+				if n.existing == nil || !Fits(n.used, c.req, n.alloc) {
+					continue
+				}
+				score := freeShare(n.used, c.req, n.alloc)
+				if score <= bestScore {
+					continue
+				}
+				if a := s.try(c, n, false); a.ok {
+					best, bestA, bestScore = n, a, score
+				}
+			}
+		}
+		if best == nil {
+			return placed
+		}
+		s.commit(c, pods[placed], best, bestA)
+	}
+	return len(pods)
+}
+
+// freeShare is the mean share of a node's allocatable cpu and memory left free once req is added to used.
+func freeShare(used, req, alloc Vec) float64 {
+	share, dims := 0.0, 0
+	for _, d := range []int{dimCPU, dimMemory} {
+		if alloc[d] > 0 {
+			share += float64(alloc[d]-used[d]-req[d]) / float64(alloc[d])
+			dims++
+		}
+	}
+	if dims == 0 {
+		return 0
+	}
+	return share / float64(dims)
 }
 
 // growthCandidates is how many of the cheapest growable planned nodes bestGrowth evaluates.
@@ -949,6 +1003,10 @@ func (s *solver) orderClasses() {
 	}
 	sort.SliceStable(s.classes, func(i, j int) bool {
 		a, b := s.classes[i], s.classes[j]
+		if s.opts.LeastAllocated {
+			// the kube-scheduler's order is not ours: the small pods first take the emptiest nodes
+			return sizes[a] < sizes[b]
+		}
 		if a.tier != b.tier {
 			return a.tier < b.tier
 		}

@@ -106,6 +106,11 @@ type Options struct {
 	Bound string
 	// Memo, when set, keeps what a series of solves over related snapshots can share (see Memo).
 	Memo *Memo
+	// LeastAllocated places pods the way the kube-scheduler's default scoring tends to rather than cheaply: the
+	// smallest pods first, each on the existing node that keeps the largest share of its cpu and memory free
+	// (NodeResourcesFit's LeastAllocated). Only existing nodes take pods; the snapshot's NodePools must be empty.
+	// It answers "would the pods still all fit if the kube-scheduler spread the small ones first?".
+	LeastAllocated bool
 }
 
 // Plan is the result of a solve. Its order is deterministic for a given snapshot.

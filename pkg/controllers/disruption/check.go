@@ -84,19 +84,40 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 }
 
 // check says why the command's candidates may not drain now, or "" when they may; then their pods count as
-// moving for the commands checked after it in the pass.
-func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (string, error) {
+// moving for the commands checked after it in the pass. contended is set when the pods fit as planned but the
+// kube-scheduler could put them otherwise (core.ValidateDrainContended) because other pods are on their way too:
+// the pods of the other nodes draining, or pending pods. The command then waits for those to land rather than
+// launch more or count towards its ValidationTimeout; when its own pods alone could be misplaced that way, the
+// contention is its own and it goes on (its waves place the largest pods first).
+func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, contended bool, err error) {
 	if k.cluster == nil {
 		// No cluster was gathered: nothing of Dovetail's can take pods, so only pods that need no room pass.
 		k.cluster = &scheduling.Snapshot{}
 	}
 	q, drain, moving := k.question(cmd)
-	why, err := core.ValidateDrain(ctx, q, k.opts)
+	why, err = core.ValidateDrain(ctx, q, k.opts)
 	if err != nil || why != "" {
-		return why, err
+		return why, false, err
+	}
+	if len(q.Pending) > 0 {
+		why, err = core.ValidateDrainContended(ctx, q, k.opts)
+		if err != nil {
+			return "", false, err
+		}
+		if why != "" {
+			alone := q
+			alone.Pending = nil
+			own, err := core.ValidateDrainContended(ctx, alone, k.opts)
+			if err != nil {
+				return "", false, err
+			}
+			if own == "" {
+				return why, true, nil
+			}
+		}
 	}
 	k.drain, k.moving = drain, moving
-	return "", nil
+	return "", false, nil
 }
 
 // extra plans the new capacity that would let the command's candidates drain now (core.ExtraCapacity), beside

@@ -39,6 +39,10 @@ const (
 	// nodes there are (the check before draining) before it is abandoned. Room taken by a pod the kube-scheduler
 	// put on a replacement rarely comes back, so the wait is short: the next decision plans again.
 	ValidationTimeout = time.Minute
+	// ContentionWait is how long a command whose pods fit may wait for other moving pods to land before it drains
+	// anyway (drainChecker.check): long enough for the kube-scheduler to place a pass's evicted pods, short
+	// enough that a pending pod it never places (gated, or waiting for a volume) does not hold the command.
+	ContentionWait = 30 * time.Second
 	// recentStart is how long the controller remembers the commands it started, for a cache that does not show
 	// their records yet.
 	recentStart = time.Minute
@@ -77,6 +81,8 @@ type Controller struct {
 	// started waiting for an earlier wave of its candidates to drain.
 	validating map[string]time.Time
 	waveWait   map[string]time.Time
+	// contended is, per command ID, when it first waited for other moving pods to land (ContentionWait).
+	contended map[string]time.Time
 	// recent are the records this controller wrote on candidates, by NodeClaim, until the cache shows them.
 	recent map[string]recentRecord
 	// deleted are the candidates this controller deleted, by NodeClaim, until the cache shows them deleting.
@@ -105,7 +111,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -166,13 +172,13 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	chk := newDrainChecker(st, snap, DecisionOptions(c.deps.Settings).Scheduling)
 	var errs []error
 	before := fingerprint(st)
-	for _, cmd := range st.inProgress {
+	for _, cmd := range largestFirst(st.inProgress, chk.bound) {
 		if err := c.resume(ctx, st, chk, cmd); err != nil {
 			c.commandFailed(ctx, cmd.Record.ID, err, &errs)
 		}
 	}
 	c.terminateQueued(ctx, st, &errs)
-	for _, m := range []map[string]time.Time{c.validating, c.waveWait} {
+	for _, m := range []map[string]time.Time{c.validating, c.waveWait, c.contended} {
 		for id := range m {
 			if !slices.ContainsFunc(st.inProgress, func(cmd *InProgress) bool { return cmd.Record.ID == id }) {
 				delete(m, id)

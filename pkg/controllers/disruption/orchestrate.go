@@ -88,7 +88,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 	if len(cmd.Replacements) == 0 {
 		// Nothing to wait for: the pods must fit on the nodes there are now, beside those of the other commands
 		// draining.
-		why, err := chk.check(ctx, &InProgress{Record: r, Candidates: candidates})
+		why, _, err := chk.check(ctx, &InProgress{Record: r, Candidates: candidates})
 		if err != nil {
 			return nil, err
 		}
@@ -304,10 +304,28 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		// cluster as it is, which does better than waiting).
 		return c.nextWave(ctx, st, chk, cmd)
 	}
-	why, err := chk.check(ctx, cmd)
+	why, contended, err := chk.check(ctx, cmd)
 	if err != nil {
 		return err
 	}
+	if contended {
+		// Not a failure: other pods on their way could take the room of its pods; they land within seconds.
+		since, ok := c.contended[r.ID]
+		if !ok {
+			since = st.Now
+			c.contended[r.ID] = since
+		}
+		// Its replacements are its pods' room: the commands checked after it must fit beside them.
+		chk.hold(cmd)
+		if st.Now.Sub(since) <= ContentionWait {
+			log.FromContext(ctx).V(1).Info("not draining yet: waiting for other moving pods to land", "command", r.ID, "why", why)
+			return nil
+		}
+		log.FromContext(ctx).Info("draining although other moving pods could take the room of its pods", "command", r.ID,
+			"waited", ContentionWait.String(), "why", why)
+		why = ""
+	}
+	delete(c.contended, r.ID)
 	if why != "" && r.Reason == karpv1.DisruptionReasonDrifted && len(r.Launch) > 0 && r.Extra < MaxExtraLaunches {
 		// The replacements are there, but the kube-scheduler put other pods (of other nodes being drained) on
 		// them: launch what the pods left over need rather than give up the replacements already running. Only
@@ -511,6 +529,38 @@ func drainWave(cmd *InProgress, bound map[string][]*corev1.Pod) []*karpv1.NodeCl
 		wave = append(wave, r.nc)
 	}
 	return wave
+}
+
+// largestFirst returns the commands in the order a pass checks them: those with a wave draining first (their
+// later waves keep their room, see drainChecker.hold), then those whose candidates hold the largest pod first (by
+// ID among equals). Large pods need the emptiest nodes, which the kube-scheduler gives smaller pods first when
+// they move at the same time; checked first, the commands of the large pods drain first and the others wait for
+// them to land (drainChecker.check).
+func largestFirst(cmds []*InProgress, bound map[string][]*corev1.Pod) []*InProgress {
+	biggest := make(map[*InProgress]float64, len(cmds))
+	for _, cmd := range cmds {
+		for _, nc := range cmd.Candidates {
+			for _, p := range bound[nc.Status.NodeName] {
+				if core.Reschedulable(p) {
+					biggest[cmd] = max(biggest[cmd], podSize(p))
+				}
+			}
+		}
+	}
+	out := slices.Clone(cmds)
+	slices.SortStableFunc(out, func(a, b *InProgress) int {
+		if da, db := len(a.Draining) > 0, len(b.Draining) > 0; da != db {
+			if da {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(biggest[b], biggest[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Record.ID, b.Record.ID)
+	})
+	return out
 }
 
 // podSize ranks pods for drainWave: cores requested plus GiB of memory over 4 (the memory per core of general
