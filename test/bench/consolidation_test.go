@@ -288,7 +288,7 @@ func TestDriftReplace(t *testing.T) {
 	figures := map[string]any{
 		"pods":                    total,
 		"maxPodsUnschedulable":    mostWaiting,
-		"podsMarkedUnschedulable": waited,
+		"podsMarkedUnschedulable": len(waited),
 		"nodesDrifted":            len(before),
 		"secondsToNoneDraining":   seconds(took),
 		"minPodsRunningPolled":    minRunning,
@@ -300,7 +300,10 @@ func TestDriftReplace(t *testing.T) {
 	}
 	t.Logf("drift of %d nodes: none draining %.1fs after the template change; fewest pods Running %d (available %d); "+
 		"pods marked unschedulable %d (at most %d at once); controller %.3f cores",
-		len(before), seconds(took), minRunning, lowestAvailable, waited, mostWaiting, cpu/took.Seconds())
+		len(before), seconds(took), minRunning, lowestAvailable, len(waited), mostWaiting, cpu/took.Seconds())
+	for _, w := range waited {
+		t.Logf("marked unschedulable: %s", w)
+	}
 	report(t, result{Name: "drift-replace", Figures: figures,
 		Targets: map[string]any{"secondsToNoneDraining": "< 600", "minPodsRunningPolled": fmt.Sprintf(">= %d", total),
 			"podsMarkedUnschedulable": "0"}})

@@ -5,10 +5,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -49,10 +52,11 @@ type podTracker struct {
 	minAvailable   int
 	minAvailableAt time.Time
 	// unschedulable counts the pods marked unschedulable now; since armMin, maxUnschedulable is the most at once
-	// and everUnschedulable the pods marked at some point (nil before armMin).
+	// and everUnschedulable the pods marked at some point, each with when and why it was first (nil before armMin).
 	unschedulable     int
 	maxUnschedulable  int
-	everUnschedulable map[string]bool
+	everUnschedulable map[string]string
+	armedAt           time.Time
 	// watched nodes: lastLeftAt is the last time a live pod stopped being live on one of them.
 	watched    map[string]bool
 	lastLeftAt time.Time
@@ -121,8 +125,9 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 	tr.unschedulable += b2i(now.unschedulable) - b2i(before.unschedulable)
 	if tr.everUnschedulable != nil {
 		tr.maxUnschedulable = max(tr.maxUnschedulable, tr.unschedulable)
-		if now.unschedulable {
-			tr.everUnschedulable[pod.Name] = true
+		if _, seen := tr.everUnschedulable[pod.Name]; now.unschedulable && !seen {
+			tr.everUnschedulable[pod.Name] = fmt.Sprintf("+%.1fs %s (requests %s): %s", at.Sub(tr.armedAt).Seconds(),
+				pod.Name, requests(pod), unschedulableMessage(pod))
 		}
 	}
 	tr.reached(at)
@@ -183,19 +188,40 @@ func (tr *podTracker) armMin() {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.minAvailable, tr.minAvailableAt = tr.available, time.Now()
-	tr.maxUnschedulable, tr.everUnschedulable = tr.unschedulable, map[string]bool{}
+	tr.maxUnschedulable, tr.everUnschedulable, tr.armedAt = tr.unschedulable, map[string]string{}, time.Now()
 	for name, s := range tr.pods {
 		if s.unschedulable {
-			tr.everUnschedulable[name] = true
+			tr.everUnschedulable[name] = "+0s " + name + " (already when armed)"
 		}
 	}
 }
 
-// waitedForRoom returns, since armMin, the most pods marked unschedulable at once and how many were at some point.
-func (tr *podTracker) waitedForRoom() (most, pods int) {
+// waitedForRoom returns, since armMin, the most pods marked unschedulable at once and those marked at some point,
+// each described by when (since armMin), its requests and the kube-scheduler's message, sorted.
+func (tr *podTracker) waitedForRoom() (most int, pods []string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.maxUnschedulable, len(tr.everUnschedulable)
+	return tr.maxUnschedulable, slices.Sorted(maps.Values(tr.everUnschedulable))
+}
+
+// requests is a pod's summed container requests of cpu and memory.
+func requests(pod *corev1.Pod) string {
+	var cpu, mem resource.Quantity
+	for _, c := range pod.Spec.Containers {
+		cpu.Add(c.Resources.Requests[corev1.ResourceCPU])
+		mem.Add(c.Resources.Requests[corev1.ResourceMemory])
+	}
+	return "cpu=" + cpu.String() + " memory=" + mem.String()
+}
+
+// unschedulableMessage is the message of the pod's PodScheduled condition.
+func unschedulableMessage(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // markedUnschedulable says the kube-scheduler tried the pod and found no node for it.
