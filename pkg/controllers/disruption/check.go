@@ -28,12 +28,14 @@ type drainChecker struct {
 	pending []*corev1.Pod
 	// unboundCopies are the moving pods as pods waiting for a node (see question), by the bound pod.
 	unboundCopies map[*corev1.Pod]*corev1.Pod
+	// held are the moving pods that keep their room without moving yet (hold): they are not on their way.
+	held map[*corev1.Pod]bool
 }
 
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
 	// The pass's checks solve on the same nodes and pods, each with other nodes draining.
 	opts.Memo = scheduling.NewMemo()
-	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}}
+	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}, held: map[*corev1.Pod]bool{}}
 	for i := range st.Pods {
 		p := &st.Pods[i]
 		switch {
@@ -99,8 +101,10 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, 
 	if err != nil || why != "" {
 		return why, false, err
 	}
-	if len(q.Pending) > 0 {
-		why, err = core.ValidateDrainContended(ctx, q, k.opts)
+	if onTheWay := k.onTheWay(q.Pending); len(onTheWay) > 0 {
+		contest := q
+		contest.Pending = onTheWay
+		why, err = core.ValidateDrainContended(ctx, contest, k.opts)
 		if err != nil {
 			return "", false, err
 		}
@@ -184,7 +188,38 @@ func (k *drainChecker) fitting(ctx context.Context, cmd *InProgress) (keep, drop
 // hold counts the pods of the command's candidates as moving for the commands checked after it in the pass,
 // without a check: a command whose later waves wait for an earlier one to drain keeps the room they will need.
 func (k *drainChecker) hold(cmd *InProgress) {
+	drain, moving := k.with(cmd)
+	for _, p := range moving[len(k.moving):] {
+		k.held[p] = true
+	}
+	k.drain, k.moving = drain, moving
+}
+
+// admit counts the pods of the command's candidates as moving for the commands checked after it in the pass, as
+// a passed check does: for a command cleared without one (it waited ContentionWait).
+func (k *drainChecker) admit(cmd *InProgress) {
 	k.drain, k.moving = k.with(cmd)
+}
+
+// onTheWay returns the pods of a check's Pending that are on their way to a node: all but those held (their
+// room is kept by the normal check, and they do not move before their command does).
+func (k *drainChecker) onTheWay(pending []*corev1.Pod) []*corev1.Pod {
+	if len(k.held) == 0 {
+		return pending
+	}
+	heldCopies := make(map[*corev1.Pod]bool, len(k.held))
+	for p := range k.held {
+		if u := k.unboundCopies[p]; u != nil {
+			heldCopies[u] = true
+		}
+	}
+	out := make([]*corev1.Pod, 0, len(pending))
+	for _, p := range pending {
+		if !heldCopies[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // question is the drain check for the command's candidates, with what the pass holds: the nodes draining (the

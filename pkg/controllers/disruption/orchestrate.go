@@ -315,14 +315,15 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 			since = st.Now
 			c.contended[r.ID] = since
 		}
-		// Its replacements are its pods' room: the commands checked after it must fit beside them.
-		chk.hold(cmd)
 		if st.Now.Sub(since) <= ContentionWait {
 			log.FromContext(ctx).V(1).Info("not draining yet: waiting for other moving pods to land", "command", r.ID, "why", why)
+			// Its replacements are its pods' room: the commands checked after it must fit beside them.
+			chk.hold(cmd)
 			return nil
 		}
 		log.FromContext(ctx).Info("draining although other moving pods could take the room of its pods", "command", r.ID,
 			"waited", ContentionWait.String(), "why", why)
+		chk.admit(cmd)
 		why = ""
 	}
 	delete(c.contended, r.ID)
