@@ -40,9 +40,11 @@ const (
 	// put on a replacement rarely comes back, so the wait is short: the next decision plans again.
 	ValidationTimeout = time.Minute
 	// ContentionWait is how long a command whose pods fit may wait for other moving pods to land before it drains
-	// anyway (drainChecker.check): long enough for the kube-scheduler to place a pass's evicted pods, short
-	// enough that a pending pod it never places (gated, or waiting for a volume) does not hold the command.
-	ContentionWait = 30 * time.Second
+	// anyway (drainChecker.check): long enough for the termination controller to evict the pods of the nodes
+	// draining and the kube-scheduler to place them (with 30 s, a full-size drift drained 2 to 8 commands anyway,
+	// and one of them left a 28Gi pod Pending), short enough that a pending pod it never places (gated, or
+	// waiting for a volume) does not hold the command long.
+	ContentionWait = time.Minute
 	// recentStart is how long the controller remembers the commands it started, for a cache that does not show
 	// their records yet.
 	recentStart = time.Minute
