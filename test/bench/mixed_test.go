@@ -83,7 +83,8 @@ func TestScaleOutMixed(t *testing.T) {
 	if empty > 0 {
 		var shapeErr error
 		// A timeout is a figure (the empty nodes left), not a failure.
-		_ = framework.Poll(ctx, time.Minute, 5*time.Second, func(ctx context.Context) (bool, string, error) {
+		_ = framework.Poll(ctx, time.Minute, 5*time.Second, func(context.Context) (bool, string, error) {
+			// The test's context, not the poll's: a list cut short by the poll's deadline is no figure.
 			empty, largeWithSmall, shapeErr = nodeShapes(ctx, pool)
 			return shapeErr == nil && empty == 0, fmt.Sprintf("%d empty nodes", empty), shapeErr
 		})

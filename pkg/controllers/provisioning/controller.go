@@ -67,6 +67,8 @@ type Controller struct {
 	surplusSince map[string]time.Time
 	// placement is where the last pass planned the pending pods, which the next keeps where it can (see pins).
 	placement placement
+	// followUpArmed is set while a pass is due surplusGrace after one that planned pods (see followUp).
+	followUpArmed bool
 	// restored is set once the first pass with pending pods took its placement from the NodeClaims'
 	// annotations (restorePlacement).
 	restored bool
@@ -191,7 +193,9 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	// The virtual pods of CapacityBuffers (none when the gate is off): placed after the real pods, on the room
 	// those leave, so a buffer never delays a real pod.
 	virtual := c.deps.Buffers.Pods()
-	in, err := c.snapshot(ctx, len(c.surplusSince) > 0 || len(virtual) > 0)
+	// A pass follows the one that planned pods on in-flight NodeClaims even when nothing is pending any more
+	// (see followUp): the NodeClaims whose pods the kube-scheduler put elsewhere are surplus then.
+	in, err := c.snapshot(ctx, len(c.surplusSince) > 0 || len(virtual) > 0 || len(c.placement.planned) > 0)
 	if err != nil {
 		return err
 	}
@@ -326,6 +330,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	c.placement = recordPlacement(in, planned, created)
 	// plan.Existing holds the virtual pods' placements too: nominate only looks up the real pods of in.Pods.
 	c.releaseSurplus(ctx, logger, in, plan)
+	c.followUp(ctx)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying plan: %w", err)
 	}
@@ -412,6 +417,26 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 		log.FromContext(ctx).V(1).Info("updated pod nominations", "pods", len(changes), "written", len(update))
 	}
 	return errors.Join(errs...)
+}
+
+// followUp makes sure a pass runs surplusGrace from now while pods are planned on in-flight NodeClaims: a pod
+// bound to a node starts no pass, so when the last pending pods of a scale-out are bound elsewhere than planned,
+// nothing else would look at the NodeClaims left without pods (in a 2,000-pod scale-out, 17 nodes stayed empty).
+func (c *Controller) followUp(ctx context.Context) {
+	if len(c.placement.planned) == 0 || c.followUpArmed {
+		return
+	}
+	c.followUpArmed = true
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-c.deps.Clock.After(surplusGrace):
+			c.mu.Lock()
+			c.followUpArmed = false
+			c.mu.Unlock()
+			c.batcher.Trigger()
+		}
+	}()
 }
 
 // releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and

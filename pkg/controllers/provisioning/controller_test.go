@@ -236,3 +236,55 @@ func TestPinsSurviveARestart(t *testing.T) {
 		t.Errorf("%d nodeclaims after the restarted controller's pass, want %d", len(after.Items), len(list.Items))
 	}
 }
+
+// TestNodeClaimLeftEmptyAfterTheLastBinding: the kube-scheduler binds the last pending pod elsewhere than the
+// NodeClaim planned for it. No pod is pending any more, yet a pass follows (followUp) and finds the NodeClaim
+// surplus, and one surplusGrace later it is deleted rather than left to run empty.
+func TestNodeClaimLeftEmptyAfterTheLastBinding(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
+	c, clk := newTestController(api)
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("after the first pass: %d nodeclaims (%v), want 1", len(list.Items), err)
+	}
+	planned := list.Items[0].Name
+	c.mu.Lock()
+	armed := c.followUpArmed
+	c.mu.Unlock()
+	if !armed {
+		t.Fatal("no pass is due after a pass that planned a pod on a new NodeClaim")
+	}
+	// The pod lands on another node.
+	if err := api.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.NodeName = "elsewhere"
+	pod.Status.Conditions = nil
+	if err := api.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		clk.Step(surplusGrace + time.Second)
+		if err := c.Schedule(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nc := &karpv1.NodeClaim{}
+		err := api.Get(ctx, client.ObjectKey{Name: planned}, nc)
+		gone := client.IgnoreNotFound(err) == nil && (err != nil || !nc.DeletionTimestamp.IsZero())
+		if pass == 0 && gone {
+			t.Fatalf("nodeclaim %s deleted on the first pass after the binding, before surplusGrace", planned)
+		}
+		if pass == 1 && !gone {
+			t.Fatalf("nodeclaim %s, planned for a pod bound elsewhere, not deleted %s after it became surplus (err %v)", planned, surplusGrace, err)
+		}
+	}
+}
