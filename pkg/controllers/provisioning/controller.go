@@ -421,7 +421,7 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 
 // followUp makes sure a pass runs surplusGrace from now while pods are planned on in-flight NodeClaims: a pod
 // bound to a node starts no pass, so when the last pending pods of a scale-out are bound elsewhere than planned,
-// nothing else would look at the NodeClaims left without pods (in a 2,000-pod scale-out, 17 nodes stayed empty).
+// nothing else would look at the NodeClaims left without pods (TestNodeClaimLeftEmptyAfterTheLastBinding).
 func (c *Controller) followUp(ctx context.Context) {
 	if len(c.placement.planned) == 0 || c.followUpArmed {
 		return
