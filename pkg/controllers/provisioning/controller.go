@@ -195,7 +195,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	virtual := c.deps.Buffers.Pods()
 	// A pass follows the one that planned pods on in-flight NodeClaims even when nothing is pending any more
 	// (see followUp): the NodeClaims whose pods the kube-scheduler put elsewhere are surplus then.
-	in, err := c.snapshot(ctx, len(c.surplusSince) > 0 || len(virtual) > 0 || len(c.placement.planned) > 0)
+	in, undecided, err := c.snapshot(ctx, len(c.surplusSince) > 0 || len(virtual) > 0 || len(c.placement.planned) > 0)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		c.plans.SetPlanned(nil)
 		c.plans.ForgetNominatedExcept(nil)
 		c.deps.Buffers.SetRoom(nil)
-		c.releaseSurplus(ctx, logger, in, solver.Plan{})
+		c.releaseSurplus(ctx, logger, in, solver.Plan{}, undecided)
 		return nil
 	}
 	start := c.deps.Clock.Now()
@@ -244,13 +244,13 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	} else {
 		c.deps.Buffers.SetRoom(nil)
 	}
-	return c.apply(ctx, logger, in, plan, buffers)
+	return c.apply(ctx, logger, in, plan, buffers, undecided)
 }
 
 // apply creates the NodeClaims of both plans and tells the real pods where they go. buffers is the plan of the
 // CapacityBuffers' virtual pods: its NodeClaims are created too, and its placements keep in-flight NodeClaims
 // from counting as surplus, but virtual pods get no events or nominations (they are no API objects).
-func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan, buffers solver.Plan) error {
+func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan, buffers solver.Plan, undecided int) error {
 	if len(buffers.NewNodeClaims) > 0 || len(buffers.Existing) > 0 {
 		merged := plan
 		merged.NewNodeClaims = append(append([]solver.NewNodeClaim(nil), plan.NewNodeClaims...), buffers.NewNodeClaims...)
@@ -329,7 +329,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	errs = append(errs, c.nominate(ctx, in, plan, planned))
 	c.placement = recordPlacement(in, planned, created)
 	// plan.Existing holds the virtual pods' placements too: nominate only looks up the real pods of in.Pods.
-	c.releaseSurplus(ctx, logger, in, plan)
+	c.releaseSurplus(ctx, logger, in, plan, undecided)
 	c.followUp(ctx)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying plan: %w", err)
@@ -440,13 +440,16 @@ func (c *Controller) followUp(ctx context.Context) {
 }
 
 // releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and
-// makes sure a pass runs again while some wait for their grace to end.
-func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan) {
+// makes sure a pass runs again while some wait for their grace to end. undecided is the number of pods the
+// kube-scheduler has yet to decide about (see awaitingScheduler).
+func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan, undecided int) {
 	now := c.deps.Clock.Now()
 	// While pods wait for room this pass can give them, an in-flight NodeClaim the plan does not use now may be the
 	// one the kube-scheduler binds them to next (with one pod a node, deleting such NodeClaims relaunched a fifth of
-	// a 200-node scale-out): surplus NodeClaims are kept, and deleted only once nothing placeable is pending.
-	hold := len(in.Pods) > len(plan.Unschedulable)
+	// a 200-node scale-out): surplus NodeClaims are kept, and deleted only once nothing placeable is pending. So are
+	// they while the kube-scheduler has pods it has not decided about yet: in a 2,000-pod scale-out its queue
+	// empties only now and then, and between two of its verdicts no pod counts as pending here.
+	hold := len(in.Pods) > len(plan.Unschedulable) || undecided > 0
 	since := map[string]time.Time{}
 	for _, nc := range surplus(in, plan) {
 		first, seen := c.surplusSince[nc.Name]

@@ -288,3 +288,79 @@ func TestNodeClaimLeftEmptyAfterTheLastBinding(t *testing.T) {
 		}
 	}
 }
+
+// TestSurplusWaitsForTheSchedulersVerdicts: a NodeClaim launched for a pod bound elsewhere is kept while the
+// kube-scheduler has a pod it has not decided about yet (it may still bind that pod there, or find it
+// unschedulable and have it planned there), and deleted once that pod is bound too, also in a NodePool that never
+// consolidates (the provisioner's own launch, not a node any pod ran on).
+func TestSurplusWaitsForTheSchedulersVerdicts(t *testing.T) {
+	for _, consolidateAfter := range []string{"", "Never"} {
+		t.Run("consolidateAfter="+consolidateAfter, func(t *testing.T) {
+			ctx := context.Background()
+			scheme, err := test.NewScheme(karpv1.AddToScheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := test.NodePool("default")
+			if consolidateAfter != "" {
+				pool = pool.ConsolidateAfter(consolidateAfter)
+			}
+			pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+			pod.UID = "uid-web" // the fake client sets none; the planned-pods annotation names pods by UID
+			api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(pool.Obj(), pod).Build()
+			c, clk := newTestController(api)
+			if err := c.Schedule(ctx); err != nil {
+				t.Fatal(err)
+			}
+			list := &karpv1.NodeClaimList{}
+			if err := api.List(ctx, list); err != nil || len(list.Items) != 1 {
+				t.Fatalf("after the first pass: %d nodeclaims (%v), want 1", len(list.Items), err)
+			}
+			planned := list.Items[0].Name
+			if list.Items[0].Annotations[deps.PlannedPodsAnnotationKey] != "uid-web" {
+				t.Fatalf("nodeclaim %s annotations %v: want %s=uid-web", planned, list.Items[0].Annotations, deps.PlannedPodsAnnotationKey)
+			}
+			gone := func() bool {
+				nc := &karpv1.NodeClaim{}
+				err := api.Get(ctx, client.ObjectKey{Name: planned}, nc)
+				return client.IgnoreNotFound(err) == nil && (err != nil || !nc.DeletionTimestamp.IsZero())
+			}
+			// The pod lands elsewhere, and a new pod arrives that the kube-scheduler has not looked at yet.
+			if err := api.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Spec.NodeName = "elsewhere"
+			pod.Status.Conditions = nil
+			if err := api.Update(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			fresh := test.Pod("fresh").Requests("1", "1Gi").Obj()
+			if err := api.Create(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				clk.Step(surplusGrace + time.Second)
+				if err := c.Schedule(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if gone() {
+					t.Fatalf("nodeclaim %s deleted while the kube-scheduler had a pod to decide about", planned)
+				}
+			}
+			// The new pod is bound too: nothing is left to decide, and the NodeClaim goes.
+			fresh.Spec.NodeName = "elsewhere"
+			if err := api.Update(ctx, fresh); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				clk.Step(surplusGrace + time.Second)
+				if err := c.Schedule(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !gone() {
+				t.Fatalf("nodeclaim %s, launched for a pod bound elsewhere, not deleted once every pod was bound", planned)
+			}
+		})
+	}
+}

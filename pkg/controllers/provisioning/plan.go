@@ -70,7 +70,9 @@ const surplusGrace = 10 * time.Second
 // surplus returns the in-flight NodeClaims the plan has no use for while pods are being placed: no pending pod
 // planned on them or their Node, no pod but DaemonSet pods bound to their Node and none ever scheduled there
 // (status.lastPodEventTime unset: a node emptied by a workload is consolidation's business), not being deleted,
-// not marked do-not-disrupt, and of a NodePool that consolidates (consolidateAfter is not Never). They are the
+// not marked do-not-disrupt, and either of a NodePool that consolidates (consolidateAfter is not Never) or
+// launched by the provisioner for pods (annotated with the pods planned on it): a NodePool that never
+// consolidates keeps the nodes it got otherwise, but not a launch whose pods all went elsewhere. They are the
 // nodes left empty when the kube-scheduler put their pods elsewhere; the pods still pending are planned from
 // where the others actually landed, so keeping these would leave them empty.
 func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
@@ -99,7 +101,7 @@ func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 		case used[nc.Name], node != "" && used[node], node != "" && bound[node] > 0:
 		case !nc.Status.LastPodEventTime.IsZero():
 		case !nc.DeletionTimestamp.IsZero(), nc.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue:
-		case !consolidates[nc.NodePoolName()]:
+		case !consolidates[nc.NodePoolName()] && nc.Annotations[deps.PlannedPodsAnnotationKey] == "":
 		default:
 			out = append(out, nc)
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -98,6 +99,8 @@ func TestSurplusAfterPodsLandedElsewhere(t *testing.T) {
 			{NodeClaim: test.NodeClaim("claim-planned", "default").Obj()},
 			{NodeClaim: test.NodeClaim("claim-pinned", "default").Annotation(karpv1.DoNotDisruptAnnotationKey, "true").Obj()},
 			{NodeClaim: test.NodeClaim("claim-never", "keep").Obj()},
+			// Launched by the provisioner for a pod that went elsewhere: surplus even in a pool that never consolidates.
+			{NodeClaim: test.NodeClaim("claim-never-launched", "keep").Annotation(deps.PlannedPodsAnnotationKey, "uid-elsewhere").Obj()},
 			{NodeClaim: test.NodeClaim("claim-emptied", "default").LastPodEventTime(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)).Obj()},
 		},
 	}
@@ -106,7 +109,7 @@ func TestSurplusAfterPodsLandedElsewhere(t *testing.T) {
 	for _, nc := range surplus(in, plan) {
 		got = append(got, nc.Name)
 	}
-	if d := cmp.Diff([]string{"claim-launching", "claim-small"}, got); d != "" {
+	if d := cmp.Diff([]string{"claim-launching", "claim-never-launched", "claim-small"}, got); d != "" {
 		t.Errorf("surplus NodeClaims (-want +got):\n%s", d)
 	}
 }

@@ -38,3 +38,39 @@ func TestIsProvisionable(t *testing.T) {
 		})
 	}
 }
+
+func TestAwaitingScheduler(t *testing.T) {
+	gated := test.Pod("gated").Obj()
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	gatedCondition := test.Pod("gated").Obj()
+	gatedCondition.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}
+	otherScheduler := test.Pod("other").Obj()
+	otherScheduler.Spec.SchedulerName = "my-scheduler"
+	defaultScheduler := test.Pod("default").Obj()
+	defaultScheduler.Spec.SchedulerName = corev1.DefaultSchedulerName
+	deleting := test.Pod("deleting").Obj()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"not yet seen by the scheduler", test.Pod("a").Obj(), true},
+		{"default scheduler named", defaultScheduler, true},
+		{"unschedulable: provisionable instead", test.Pod("a").Unschedulable().Obj(), false},
+		{"bound", test.Pod("a").NodeName("n").Obj(), false},
+		{"scheduling gates", gated, false},
+		{"scheduling gated condition", gatedCondition, false},
+		{"another scheduler's", otherScheduler, false},
+		{"daemonset", test.Pod("a").OwnedBy("apps/v1", "DaemonSet", "ds").Obj(), false},
+		{"succeeded", test.Pod("a").Phase(corev1.PodSucceeded).Obj(), false},
+		{"being deleted", deleting, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := awaitingScheduler(tt.pod); got != tt.want {
+				t.Errorf("awaitingScheduler = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

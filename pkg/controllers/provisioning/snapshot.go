@@ -23,13 +23,15 @@ import (
 
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
 // those NodePools with the room they have left. Without pending pods it returns an empty input unless always.
-func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, err error) {
+// undecided counts the pods the kube-scheduler has yet to place or find unschedulable (see awaitingScheduler);
+// it is counted only when the full snapshot is taken.
+func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, undecided int, err error) {
 	if !always {
 		// Most passes (one per pod event) find nothing pending: look at the cache's own objects, read only,
 		// before copying every pod.
 		shared := &corev1.PodList{}
 		if err := c.deps.Client.List(ctx, shared, client.UnsafeDisableDeepCopy); err != nil {
-			return in, fmt.Errorf("listing pods: %w", err)
+			return in, 0, fmt.Errorf("listing pods: %w", err)
 		}
 		found := false
 		for i := range shared.Items {
@@ -39,7 +41,7 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 			}
 		}
 		if !found {
-			return in, nil
+			return in, 0, nil
 		}
 	}
 	// Every pod, as the cache holds it (no copy: copying 11,000 pods on every pass of a scale-out was most of the
@@ -47,22 +49,26 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 	// pass patches their nominations (a patch decodes the response into the object).
 	podList := &corev1.PodList{}
 	if err := c.deps.Client.List(ctx, podList, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("listing pods: %w", err)
+		return in, 0, fmt.Errorf("listing pods: %w", err)
 	}
 	var pending []*corev1.Pod
 	for i := range podList.Items {
-		if IsProvisionable(&podList.Items[i]) {
-			pending = append(pending, podList.Items[i].DeepCopy())
+		switch p := &podList.Items[i]; {
+		case IsProvisionable(p):
+			pending = append(pending, p.DeepCopy())
+		case awaitingScheduler(p):
+			undecided++
 		}
 	}
 	if len(pending) == 0 && !always {
-		return in, nil
+		return in, undecided, nil
 	}
 	ncList := &karpv1.NodeClaimList{}
 	if err := c.deps.Client.List(ctx, ncList); err != nil {
-		return in, fmt.Errorf("listing nodeclaims: %w", err)
+		return in, undecided, fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	return ClusterInput(ctx, c.deps, pending, podList.Items, c.withCreated(ncList.Items), pending)
+	in, err = ClusterInput(ctx, c.deps, pending, podList.Items, c.withCreated(ncList.Items), pending)
+	return in, undecided, err
 }
 
 // ClusterInput builds the scheduler's input around pods: the usable NodePools with their instance types and
