@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	// CA roots compiled in: the image has no /etc/ssl, and TLS to AWS must still verify.
 	_ "golang.org/x/crypto/x509roots/fallback"
@@ -32,9 +33,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
 		os.Exit(1)
 	}
+	soft, set, err := operator.SoftMemoryLimit(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
+		os.Exit(1)
+	}
 	logger := operator.NewLogger(s.LogLevel, os.Stderr)
 	operator.SetGlobalLoggers(logger)
 	logger.Info("dovetail build", "commit", version.Commit())
+	if set {
+		debug.SetMemoryLimit(soft)
+		logger.Info("go runtime soft memory limit set from the container's", "memory-limit", os.Getenv(operator.MemoryLimitEnv), "soft-limit-bytes", soft)
+	}
 	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv, Logger: logger}); err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: %v\n", err)
 		os.Exit(1)

@@ -23,7 +23,7 @@ import (
 
 // otherEnv are the variables the chart may set that are not settings; docs/settings.md lists each under "Other
 // environment the controller reads".
-var otherEnv = []string{"POD_NAMESPACE", "AWS_REGION", "GOMEMLIMIT"}
+var otherEnv = []string{"POD_NAMESPACE", "AWS_REGION", "MEMORY_LIMIT"}
 
 // notInChart are the settings the chart does not set, with the reason; a user sets them through controller.env.
 var notInChart = map[string]string{

@@ -41,7 +41,7 @@ import (
 // Knobs, all optional: DOVETAIL_BENCH_RSS_NODES (1000), DOVETAIL_BENCH_RSS_PODS_PER_NODE (10),
 // DOVETAIL_BENCH_RSS_SETTLE (2m: how long the controller runs with everything in place),
 // DOVETAIL_BENCH_PORT_BASE (19000: metrics, health and simulator ports are base+1..3),
-// DOVETAIL_GOMEMLIMIT (160MiB, as hack/stack-up.sh), DOVETAIL_BENCH_RSS_OUT (folder for the controller's log and
+// DOVETAIL_MEMORY_LIMIT (160MiB, as hack/stack-up.sh; or DOVETAIL_GOMEMLIMIT), DOVETAIL_BENCH_RSS_OUT (folder for the controller's log and
 // heap profile; default a temporary folder, removed at the end), DOVETAIL_BENCH_RSS_BIN (folder holding the
 // dovetail and awssim binaries; default bin/).
 func envInt(t *testing.T, name string, def int) int {
@@ -72,9 +72,13 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 		}
 		settle = d
 	}
-	memLimit := os.Getenv("DOVETAIL_GOMEMLIMIT")
-	if memLimit == "" {
-		memLimit = "160MiB"
+	// The container's limit as the chart passes it (MEMORY_LIMIT); DOVETAIL_GOMEMLIMIT sets GOMEMLIMIT instead.
+	memLimit := "MEMORY_LIMIT=160MiB"
+	if v := os.Getenv("DOVETAIL_MEMORY_LIMIT"); v != "" {
+		memLimit = "MEMORY_LIMIT=" + v
+	}
+	if v := os.Getenv("DOVETAIL_GOMEMLIMIT"); v != "" {
+		memLimit = "GOMEMLIMIT=" + v
 	}
 	out := os.Getenv("DOVETAIL_BENCH_RSS_OUT")
 	if out == "" {
@@ -124,7 +128,7 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 		"KUBECONFIG=" + kubeconfig, "AWS_ENDPOINT_URL=" + simURL, "AWS_REGION=" + framework.Region,
 		"AWS_ACCESS_KEY_ID=123456789012", "AWS_SECRET_ACCESS_KEY=local-simulator", "AWS_EC2_METADATA_DISABLED=true",
 		"CLUSTER_NAME=dovetail", "CLUSTER_ENDPOINT=" + env.Config.Host, fmt.Sprintf("METRICS_PORT=%d", metricsPort),
-		fmt.Sprintf("HEALTH_PROBE_PORT=%d", healthPort), "DISABLE_LEADER_ELECTION=true", "GOMEMLIMIT=" + memLimit,
+		fmt.Sprintf("HEALTH_PROBE_PORT=%d", healthPort), "DISABLE_LEADER_ELECTION=true", memLimit,
 		"ENABLE_PROFILING=true",
 	}, filepath.Join(bin, "dovetail"))
 	waitHTTP(t, ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
@@ -304,7 +308,7 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	logText, _ := os.ReadFile(controllerLog)
-	t.Logf("machine: %d CPUs, load %s; GOMEMLIMIT=%s; %d nodes, %d pods a node + a DaemonSet pod, %d pending pods",
+	t.Logf("machine: %d CPUs, load %s; %s; %d nodes, %d pods a node + a DaemonSet pod, %d pending pods",
 		runtime.NumCPU(), loadAvg(), memLimit, nodes, podsPerNode, 20)
 	for _, p := range mem.phases() {
 		t.Logf("phase %-7s %6.0f s  peak RSS %6.1f MiB", p.name, p.seconds, mib(p.peak))
