@@ -118,10 +118,10 @@ bench-rss: control-plane build ## Controller memory at 1,000 nodes: envtest, bin
 .PHONY: bench-stack
 # Each local-stack benchmark runs in a go test of its own (a stack of its own, a timeout of its own: together they
 # take longer than one timeout allows on a loaded 2-core machine); a failed one does not stop the others.
-BENCH_STACK_TESTS ?= TestScaleOut TestScaleOutHostnameSpread TestScaleOutMixed TestConsolidationScaleIn TestDriftReplace TestMassDeletion
+BENCH_STACK_TESTS ?= TestScaleOut TestScaleOutHostnameSpread TestScaleOutSelfAntiAffinity TestScaleOutMixed TestConsolidationScaleIn TestDriftReplace TestMassDeletion
 BENCH_STACK_TIMEOUT ?= 60m
 
-bench-stack: control-plane build ## Local-stack benchmarks: scale-outs (1,000 pods, hostname spread, mixed), consolidation scale-in, drift, mass node deletion (docs/benchmarks.md).
+bench-stack: control-plane build ## Local-stack benchmarks: scale-outs (1,000 pods, hostname spread, self anti-affinity, mixed), consolidation scale-in, drift, mass node deletion (docs/benchmarks.md).
 	@failed=""; for t in $(BENCH_STACK_TESTS); do \
 		echo "== bench-stack: $$t"; \
 		$(GO) test -tags bench -p 1 -count 1 -timeout $(BENCH_STACK_TIMEOUT) -v -run "^$$t\$$" ./test/bench/ || failed="$$failed $$t"; \

@@ -65,11 +65,11 @@ ENV
 if ! stack_pid_alive dovetail; then
   log "starting the Dovetail controller"
   # shellcheck disable=SC1091
-  # MEMORY_LIMIT as the Helm chart sets it from the container's memory limit (here 160 MiB); DOVETAIL_GOMEMLIMIT
+  # MEMORY_LIMIT as the Helm chart sets it from the container's memory limit (here 192 MiB); DOVETAIL_GOMEMLIMIT
   # sets GOMEMLIMIT instead.
   launch dovetail env $(sed -n 's/^export //p' "$STACK_DIR/env") \
     CLUSTER_ENDPOINT="https://127.0.0.1:$APISERVER_PORT" METRICS_PORT="$DOVETAIL_METRICS_PORT" \
-    HEALTH_PROBE_PORT="$DOVETAIL_HEALTH_PORT" DISABLE_LEADER_ELECTION=true MEMORY_LIMIT="${DOVETAIL_MEMORY_LIMIT:-160MiB}" \
+    HEALTH_PROBE_PORT="$DOVETAIL_HEALTH_PORT" DISABLE_LEADER_ELECTION=true MEMORY_LIMIT="${DOVETAIL_MEMORY_LIMIT:-192MiB}" \
     ${DOVETAIL_GOMEMLIMIT:+GOMEMLIMIT="$DOVETAIL_GOMEMLIMIT"} \
     ${DOVETAIL_ENV:-} "$BIN_DIR/dovetail"
   wait_for dovetail 60 curl -sf --max-time 2 "http://127.0.0.1:$DOVETAIL_HEALTH_PORT/readyz"

@@ -25,8 +25,8 @@ import (
 // size is 2,000). It reports the time until every pod is Running, the longest plateau (time without a new pod
 // Running before all are), NodeClaims and CreateFleet calls, and at the end the nodes holding no pod (planned
 // nodes left empty) and the large nodes (≥ 28Gi allocatable) holding only small pods, when all pods run and once
-// no node is empty (at most a minute later: surplus planned nodes are deleted then, on a NodePool that
-// consolidates: see DOVETAIL_BENCH_MIXED_CONSOLIDATE_AFTER); controller peak RSS.
+// no node is empty (at most a minute later: the provisioner deletes the surplus planned nodes then); controller
+// peak RSS.
 // Targets: 1,100 pods < 180 s, 2,000 pods < 600 s, no plateau > 20 s, no empty node, CreateFleet ≤ NodeClaims/5.
 // It waits 20 minutes per 1,100 pods; a run that times out still logs each stack process's CPU over the phase.
 func TestScaleOutMixed(t *testing.T) {
@@ -38,9 +38,8 @@ func TestScaleOutMixed(t *testing.T) {
 	big := total - dnd - spread
 	tracker := trackedPool(t, pool, framework.PoolOptions{}, total)
 	// DOVETAIL_BENCH_MIXED_CONSOLIDATE_AFTER (e.g. the example's 1m) sets the NodePool's consolidateAfter with a
-	// budget of 0: nothing is disrupted, but the provisioner deletes the planned nodes the kube-scheduler left
-	// empty, which it does not on a NodePool that never consolidates (consolidateAfter: Never, the default here
-	// as in the other benches).
+	// budget of 0 (nothing is disrupted) instead of Never, the default here as in the other benches. Either way
+	// the provisioner deletes the planned nodes the kube-scheduler left empty.
 	if after := os.Getenv("DOVETAIL_BENCH_MIXED_CONSOLIDATE_AFTER"); after != "" {
 		setDisruption(t, pool, after, "0")
 	}

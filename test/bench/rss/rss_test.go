@@ -41,7 +41,7 @@ import (
 // Knobs, all optional: DOVETAIL_BENCH_RSS_NODES (1000), DOVETAIL_BENCH_RSS_PODS_PER_NODE (10),
 // DOVETAIL_BENCH_RSS_SETTLE (2m: how long the controller runs with everything in place),
 // DOVETAIL_BENCH_PORT_BASE (19000: metrics, health and simulator ports are base+1..3),
-// DOVETAIL_MEMORY_LIMIT (160MiB, as hack/stack-up.sh; or DOVETAIL_GOMEMLIMIT), DOVETAIL_BENCH_RSS_OUT (folder for the controller's log and
+// DOVETAIL_MEMORY_LIMIT (192MiB, as hack/stack-up.sh; or DOVETAIL_GOMEMLIMIT), DOVETAIL_BENCH_RSS_OUT (folder for the controller's log and
 // heap profile; default a temporary folder, removed at the end), DOVETAIL_BENCH_RSS_BIN (folder holding the
 // dovetail and awssim binaries; default bin/).
 func envInt(t *testing.T, name string, def int) int {
@@ -73,7 +73,7 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 		settle = d
 	}
 	// The container's limit as the chart passes it (MEMORY_LIMIT); DOVETAIL_GOMEMLIMIT sets GOMEMLIMIT instead.
-	memLimit := "MEMORY_LIMIT=160MiB"
+	memLimit := "MEMORY_LIMIT=192MiB"
 	if v := os.Getenv("DOVETAIL_MEMORY_LIMIT"); v != "" {
 		memLimit = "MEMORY_LIMIT=" + v
 	}

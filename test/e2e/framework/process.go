@@ -74,7 +74,7 @@ func (s *Stack) StartReplica(ctx context.Context, name string, metricsPort, heal
 	env = append(env,
 		fmt.Sprintf("CLUSTER_ENDPOINT=https://127.0.0.1:%d", s.PortBase+43),
 		fmt.Sprintf("METRICS_PORT=%d", metricsPort), fmt.Sprintf("HEALTH_PROBE_PORT=%d", healthPort),
-		"MEMORY_LIMIT=160MiB")
+		"MEMORY_LIMIT=192MiB")
 	env = append(env, s.ControllerEnv...)
 	env = append(env, extraEnv...)
 	r := &Replica{Name: name, HealthPort: healthPort, LogPath: filepath.Join(s.StateDir, "stack", "logs", name+".log"),
