@@ -447,9 +447,10 @@ func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in 
 	// While pods wait for room this pass can give them, an in-flight NodeClaim the plan does not use now may be the
 	// one the kube-scheduler binds them to next (with one pod a node, deleting such NodeClaims relaunched a fifth of
 	// a 200-node scale-out): surplus NodeClaims are kept, and deleted only once nothing placeable is pending. So are
-	// they while the kube-scheduler has pods it has not decided about yet: in a 2,000-pod scale-out its queue
-	// empties only now and then, and between two of its verdicts no pod counts as pending here.
-	hold := len(in.Pods) > len(plan.Unschedulable) || undecided > 0
+	// they, for up to undecidedHold, while the kube-scheduler has pods it has not decided about yet: in a 2,000-pod
+	// scale-out its queue empties only now and then, and between two of its verdicts no pod counts as pending here.
+	// Bounded, because on a busy cluster new pods arrive all the time and the empty node would never go.
+	hold := len(in.Pods) > len(plan.Unschedulable)
 	since := map[string]time.Time{}
 	var due []*karpv1.NodeClaim
 	for _, nc := range surplus(in, plan) {
@@ -458,7 +459,7 @@ func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in 
 			since[nc.Name] = now
 			continue
 		}
-		if hold || now.Sub(first) < surplusGrace {
+		if hold || now.Sub(first) < surplusGrace || (undecided > 0 && now.Sub(first) < surplusGrace+undecidedHold) {
 			since[nc.Name] = first
 			continue
 		}

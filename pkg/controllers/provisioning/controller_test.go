@@ -291,8 +291,9 @@ func TestNodeClaimLeftEmptyAfterTheLastBinding(t *testing.T) {
 
 // TestSurplusWaitsForTheSchedulersVerdicts: a NodeClaim launched for a pod bound elsewhere is kept while the
 // kube-scheduler has a pod it has not decided about yet (it may still bind that pod there, or find it
-// unschedulable and have it planned there), and deleted once that pod is bound too, also in a NodePool that never
-// consolidates (the provisioner's own launch, not a node any pod ran on).
+// unschedulable and have it planned there), and deleted once that pod is bound too, or after undecidedHold when
+// it stays undecided; also in a NodePool that never consolidates (the provisioner's own launch, not a node any pod
+// ran on).
 func TestSurplusWaitsForTheSchedulersVerdicts(t *testing.T) {
 	for _, consolidateAfter := range []string{"", "Never"} {
 		t.Run("consolidateAfter="+consolidateAfter, func(t *testing.T) {
@@ -347,10 +348,13 @@ func TestSurplusWaitsForTheSchedulersVerdicts(t *testing.T) {
 					t.Fatalf("nodeclaim %s deleted while the kube-scheduler had a pod to decide about", planned)
 				}
 			}
-			// The new pod is bound too: nothing is left to decide, and the NodeClaim goes.
-			fresh.Spec.NodeName = "elsewhere"
-			if err := api.Update(ctx, fresh); err != nil {
-				t.Fatal(err)
+			// The new pod is bound too: nothing is left to decide, and the NodeClaim goes. In the pool that never
+			// consolidates the pod stays undecided instead: the hold is bounded (undecidedHold), and it goes too.
+			if consolidateAfter == "" {
+				fresh.Spec.NodeName = "elsewhere"
+				if err := api.Update(ctx, fresh); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for range 2 {
 				clk.Step(surplusGrace + time.Second)

@@ -67,6 +67,10 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) [
 // deleted: a pod the kube-scheduler is binding to it at the moment of one snapshot shows in the next.
 const surplusGrace = 10 * time.Second
 
+// undecidedHold is how much longer than surplusGrace a surplus NodeClaim is kept while the kube-scheduler has
+// pods it has not decided about (see releaseSurplus).
+const undecidedHold = 30 * time.Second
+
 // surplus returns the in-flight NodeClaims the plan has no use for while pods are being placed: no pending pod
 // planned on them or their Node, no pod but DaemonSet pods bound to their Node and none ever scheduled there
 // (status.lastPodEventTime unset: a node emptied by a workload is consolidation's business), not being deleted,
