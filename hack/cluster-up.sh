@@ -102,12 +102,18 @@ launch kube-apiserver "$bin/kube-apiserver" \
 wait_for "kube-apiserver" 60 curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz"
 
 log "starting kube-controller-manager, kube-scheduler and kwok"
+# The control plane shares 2 cores with everything else here, so the stack spares it work a real cluster's larger
+# control plane absorbs (measured in a 1,100-pod scale-out, docs/local-cluster.md): the ttl-controller (it
+# annotates every Node again each time the cluster passes 100, 500, 1,000 nodes; kwok's kubelets cache nothing)
+# is off, and kwok renews each Node's lease every 40 s instead of 10 s (a 160 s lease; the controller-manager
+# marks a Node whose lease lapsed NotReady after 200 s instead of 50 s).
 launch kube-controller-manager "$bin/kube-controller-manager" \
   --kubeconfig "$KUBECONFIG_PATH" --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \
   --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --leader-elect=false \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
-  --use-service-account-credentials=false --kube-api-qps 200 --kube-api-burst 400 --controllers '*'
+  --use-service-account-credentials=false --kube-api-qps 200 --kube-api-burst 400 --controllers '*,-ttl-controller' \
+  --node-monitor-grace-period 200s
 cat > "$CLUSTER_DIR/scheduler.yaml" <<SC
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -132,7 +138,7 @@ KC
 } > "$CLUSTER_DIR/kwok.yaml"
 launch kwok env HOME="$CLUSTER_DIR/kwok-home" "$bin/kwok" --kubeconfig "$KUBECONFIG_PATH" --config "$CLUSTER_DIR/kwok.yaml" \
   --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-  --node-ip 127.0.0.1 --cidr 10.244.0.0/16 --node-lease-duration-seconds 40 --server-address "127.0.0.1:$KWOK_PORT"
+  --node-ip 127.0.0.1 --cidr 10.244.0.0/16 --node-lease-duration-seconds 160 --server-address "127.0.0.1:$KWOK_PORT"
 
 wait_for "kube-controller-manager" 60 curl -skf --max-time 2 "https://127.0.0.1:$KCM_PORT/healthz"
 wait_for "kube-scheduler" 60 curl -skf --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz"

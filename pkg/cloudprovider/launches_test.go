@@ -23,7 +23,24 @@ func TestLaunchNotices(t *testing.T) {
 	if got := l.Waiting(); got != 1 {
 		t.Errorf("Waiting() = %d once a and c are past their ttl, want 1 (d)", got)
 	}
+	// Every launcher busy (waiting in the window too): nothing noted can arrive until one is free.
+	l.SetLaunchers(2)
+	l.Started()
+	if got := l.Waiting(); got != 1 {
+		t.Errorf("Waiting() = %d with 1 of 2 launchers busy, want 1", got)
+	}
+	l.Started()
+	if got := l.Waiting(); got != 0 {
+		t.Errorf("Waiting() = %d with every launcher busy, want 0", got)
+	}
+	l.Finished()
+	if got := l.Waiting(); got != 1 {
+		t.Errorf("Waiting() = %d once a launcher is free again, want 1", got)
+	}
 	var none *LaunchNotices
+	none.SetLaunchers(1)
+	none.Started()
+	none.Finished()
 	none.Expect("x")
 	none.Arrived("x")
 	if got := none.Waiting(); got != 0 {

@@ -43,8 +43,6 @@ const (
 	// driftRecheck is how often a launched NodeClaim is re-evaluated without any watched change, so that
 	// drift the cloud provider detects (a new image, subnets, security groups) is noticed.
 	driftRecheck = 5 * time.Minute
-	// conflictRequeue is how soon a pass that hit a stale copy runs again.
-	conflictRequeue = 100 * time.Millisecond
 	// maxConcurrentReconciles is how many NodeClaims the controller evaluates at once.
 	maxConcurrentReconciles = 10
 )
@@ -52,10 +50,14 @@ const (
 // Controller keeps the Drifted and Consolidatable conditions of NodeClaims and deletes expired NodeClaims.
 type Controller struct {
 	deps deps.Deps
+	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy.
+	conflicts *deps.ConflictBackoff
 }
 
 // NewController returns the controller.
-func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+func NewController(d deps.Deps) *Controller {
+	return &Controller{deps: d, conflicts: deps.NewConflictBackoff()}
+}
 
 // Register adds the controller to the manager. Besides NodeClaims it watches NodePools (a template or
 // consolidateAfter change re-evaluates every NodeClaim of the NodePool), EC2NodeClass spec changes (drift of
@@ -301,14 +303,16 @@ func shortest(ds []time.Duration) time.Duration {
 	return out
 }
 
-// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
-// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried after a
+// backoff that grows while the conflicts go on (deps.ConflictBackoff) instead of being reported as an error; a
+// result with an error drops the result, as controller-runtime does.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := c.reconcileOnce(ctx, req)
-	switch {
-	case apierrors.IsConflict(err):
-		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
-	case err != nil:
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: c.conflicts.Conflict(req.Name)}, nil
+	}
+	c.conflicts.Done(req.Name)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return res, nil

@@ -39,16 +39,23 @@ type Controller struct {
 	launches *launchMemo
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
+	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy.
+	conflicts *deps.ConflictBackoff
 }
 
 // maxConcurrentReconciles is how many NodeClaims the controller works on at once.
 const maxConcurrentReconciles = 50
 
 // NewController returns the controller.
-func NewController(d deps.Deps) *Controller { return &Controller{deps: d, launches: newLaunchMemo()} }
+func NewController(d deps.Deps) *Controller {
+	return &Controller{deps: d, launches: newLaunchMemo(), conflicts: deps.NewConflictBackoff()}
+}
 
 // Register adds the controller to the manager: it watches NodeClaims and the Nodes that match them.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	// Only a free worker can bring a launch to the provider's launch window: while every worker is busy (in
+	// the window, or registering), the window need not wait for the launches noted.
+	c.deps.LaunchNotices.SetLaunchers(maxConcurrentReconciles)
 	// Runs with the controller, once this replica leads.
 	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		c.Started(c.deps.Clock.Now())
@@ -140,18 +147,19 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 	return nil
 }
 
-// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
-// instead of being reported as an error; a result with an error drops the result, as controller-runtime does.
+// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried after a
+// backoff that grows while the conflicts go on (deps.ConflictBackoff) instead of being reported as an error; a
+// result with an error drops the result, as controller-runtime does.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c.deps.LaunchNotices.Started()
 	res, err := c.reconcileOnce(ctx, req)
-	switch {
-	case apierrors.IsConflict(err):
-		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
-	case err != nil:
+	c.deps.LaunchNotices.Finished()
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: c.conflicts.Conflict(req.Name)}, nil
+	}
+	c.conflicts.Done(req.Name)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return res, nil
 }
-
-// conflictRequeue is how soon a pass that hit a stale copy runs again.
-const conflictRequeue = 100 * time.Millisecond

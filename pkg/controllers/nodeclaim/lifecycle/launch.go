@@ -102,7 +102,9 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		}
 	}
 	if changed {
-		if err := c.deps.Client.Patch(ctx, nc, client.MergeFromWithOptions(meta, client.MergeFromWithOptimisticLock{})); err != nil {
+		// A merge patch of the two maps sets just these keys: it needs no lock, and a lock made it fail whenever
+		// another controller had written the NodeClaim's status since the cache read it.
+		if err := c.deps.Client.Patch(ctx, nc, client.MergeFrom(meta)); err != nil {
 			return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("recording launched labels: %w", err))
 		}
 	}
