@@ -49,6 +49,11 @@ func onePerNodeScaleOut(t *testing.T, pool, kind, countEnv string, def int, apar
 	_, _, allRunning := tracker.milestones()
 	memory := stopMemory()
 	claims, fleets := claimsAndFleets(t, pool, fleetsBefore)
+	// followScaleOut failed the test unless every pod ran; pods kept apart need a node each, so fewer NodeClaims
+	// than pods means two of them shared a node (timings are figures, not asserts).
+	if len(claims) < pods {
+		t.Errorf("%d pods kept apart ran on %d NodeClaims: some shared a node", pods, len(claims))
+	}
 	figures := map[string]any{
 		"pods":                     pods,
 		"secondsApplyToAllRunning": seconds(allRunning.Sub(applied)),
