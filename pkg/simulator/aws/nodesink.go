@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodeSink receives the Node side of the instance lifecycle. The kube subpackage implements it with client-go;
@@ -49,6 +50,14 @@ func (n NodeSpec) Node() *corev1.Node {
 	node.Status.Allocatable = n.Allocatable.DeepCopy()
 	node.Status.Addresses = append([]corev1.NodeAddress(nil), n.Addresses...)
 	node.Status.Phase = corev1.NodeRunning
+	// A starting kubelet reports its Node not Ready in its first status: the controller-manager then keeps the
+	// node.kubernetes.io/not-ready taint on it until the kubelet (kwok here) reports Ready. A Node without any
+	// Ready condition loses that taint at once, and the kube-scheduler could bind pods to it before kwok
+	// manages the Node; kwok never runs such pods.
+	node.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+		Message: "kubelet is starting", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}}
 	node.Status.NodeInfo = corev1.NodeSystemInfo{
 		Architecture:    n.Labels[corev1.LabelArchStable],
 		OperatingSystem: n.Labels[corev1.LabelOSStable],

@@ -52,6 +52,10 @@ func (n *NodeSink) CreateNode(ctx context.Context, spec awssim.NodeSpec) error {
 		cur.Status.Allocatable = want.Status.Allocatable
 		cur.Status.Addresses = want.Status.Addresses
 		cur.Status.NodeInfo = want.Status.NodeInfo
+		if !hasReady(cur.Status) {
+			// Not Ready until kwok says so; a Ready condition kwok already set stays.
+			cur.Status.Conditions = append(cur.Status.Conditions, want.Status.Conditions...)
+		}
 		if _, err := n.client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("setting status of node %s: %w", want.Name, err)
 		}
@@ -59,7 +63,19 @@ func (n *NodeSink) CreateNode(ctx context.Context, spec awssim.NodeSpec) error {
 	})
 }
 
+func hasReady(st corev1.NodeStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.NodeReady {
+			return true
+		}
+	}
+	return false
+}
+
 func statusMatches(have, want corev1.NodeStatus) bool {
+	if hasReady(want) && !hasReady(have) {
+		return false
+	}
 	if len(have.Addresses) != len(want.Addresses) || len(have.Capacity) != len(want.Capacity) || len(have.Allocatable) != len(want.Allocatable) {
 		return false
 	}

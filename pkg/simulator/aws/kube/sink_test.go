@@ -50,6 +50,14 @@ func TestNodeSink(t *testing.T) {
 	if n.Spec.ProviderID != s.ProviderID || n.Annotations[awssim.KwokNodeAnnotation] != "fake" || len(n.Spec.Taints) != 2 {
 		t.Errorf("node = %+v", n)
 	}
+	// Not Ready until kwok's kubelet says so, as a starting kubelet reports.
+	var ready []string
+	for _, c := range n.Status.Conditions {
+		ready = append(ready, string(c.Type)+"="+string(c.Status)+"/"+c.Reason)
+	}
+	if d := cmp.Diff([]string{"Ready=False/KubeletNotReady"}, ready); d != "" {
+		t.Errorf("conditions of a new Node (-want +got):\n%s", d)
+	}
 	if q := n.Status.Allocatable[corev1.ResourceCPU]; q.Cmp(resource.MustParse("1930m")) != 0 {
 		t.Errorf("allocatable cpu = %s", q.String())
 	}
