@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
@@ -153,11 +154,23 @@ func TestUninitializedTaintRace(t *testing.T) {
 	const taint = "node.cloudprovider.kubernetes.io/uninitialized"
 	// The nodes seen initialized and untainted; a node launched later starts with the taint, as it should.
 	seen := map[string]bool{}
+	// The NodeClaims of this pool created since the test began: a rerun's pool of the same name may still be
+	// going away.
+	began := time.Now().Add(-time.Second)
+	launched := map[string]bool{}
+	note := func(claims []karpv1.NodeClaim) {
+		for i := range claims {
+			if claims[i].CreationTimestamp.Time.After(began) {
+				launched[claims[i].Name] = true
+			}
+		}
+	}
 	err := framework.Poll(ctx, 5*time.Minute, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		claims, err := env.NodeClaims(ctx, pool)
 		if err != nil {
 			return false, "", err
 		}
+		note(claims)
 		initialized := 0
 		for i := range claims {
 			if conditionTrue(claims[i].Status.Conditions, "Initialized") {
@@ -210,6 +223,12 @@ func TestUninitializedTaintRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRunning(t, pool, labels, nodes, 2*time.Minute)
+	claims, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note(claims)
+	t.Logf("%d NodeClaims seen for %d one-per-node pods", len(launched), nodes)
 }
 
 func conditionTrue(conds []metav1.Condition, t string) bool {

@@ -15,9 +15,10 @@ import (
 // own NodePool, EC2NodeClass and namespace names.
 var env *framework.Stack
 
-// DOVETAIL_E2E_PORT_BASE lets several e2e runs share a machine (each needs its own block of ports).
+// DOVETAIL_E2E_PORT_BASE lets several e2e runs share a machine (each needs its own block of ports);
+// DOVETAIL_E2E_KEEP=1 leaves the stack running and its logs in place after the tests.
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, framework.MainOptions{Name: "e2e", PortEnv: "DOVETAIL_E2E_PORT_BASE", Stack: framework.Options{
+	os.Exit(framework.Main(m, framework.MainOptions{Name: "e2e", PortEnv: "DOVETAIL_E2E_PORT_BASE", KeepEnv: "DOVETAIL_E2E_KEEP", Stack: framework.Options{
 		PortBase: 17400,
 		ControllerEnv: []string{
 			"BATCH_IDLE_DURATION=500ms",
