@@ -12,13 +12,11 @@ import (
 // pass created, and the provider, when a launch arrives, notes it arrived. A provider that merges identical
 // launches (AWS CreateFleet) holds its window open, within its bound, while noted launches have not arrived, so
 // the NodeClaims of one pass share a call even when their lifecycle reconciles reach it seconds apart.
-// Only a launcher (a worker of the launching side, the NodeClaim lifecycle controller, which runs a bounded
-// number) can bring a noted launch: that side says how many it has (SetLaunchers) and brackets each of their
-// passes with Started and Finished. While every launcher waits in a launch window, no noted launch can arrive
-// and Waiting reports none, so the windows close instead of waiting out their bound (with 50 workers a
-// 1,000-NodeClaim scale-out otherwise launched about 50 nodes per 4 s window). While every launcher is busy
-// but some with other work (registering nodes), a noted launch comes only once one of them finishes: Waiting
-// says no launcher is free, and the window waits less for it.
+// Only a free launcher can bring a noted launch: the launching side (the NodeClaim lifecycle controller, which
+// runs a bounded number of workers) says how many workers it has (SetLaunchers) and brackets each of their
+// passes with Started and Finished. While every worker is busy, which includes waiting in the window, no
+// noted launch can arrive and Waiting reports none, so the window closes instead of waiting out its bound:
+// with 50 workers a 1,000-NodeClaim scale-out otherwise launched about 50 nodes per 4 s window.
 // A nil *LaunchNotices notes nothing. Safe for concurrent use.
 type LaunchNotices struct {
 	clock clock.Clock
@@ -94,17 +92,16 @@ func (l *LaunchNotices) Finished() {
 	}
 }
 
-// Waiting returns how many expected launches have not arrived yet and can still arrive, given how many launch
-// requests wait in open windows now (inWindow), and whether a launcher is free to bring one at once. None can
-// arrive while every launcher waits in a window.
-func (l *LaunchNotices) Waiting(inWindow int) (pending int, free bool) {
+// Waiting returns how many expected launches have not arrived yet and can still arrive: none while every
+// launcher is busy.
+func (l *LaunchNotices) Waiting() int {
 	if l == nil {
-		return 0, false
+		return 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.launchers > 0 && inWindow >= l.launchers {
-		return 0, false
+	if l.launchers > 0 && l.busy >= l.launchers {
+		return 0
 	}
 	now := l.clock.Now()
 	for n, at := range l.pending {
@@ -112,7 +109,7 @@ func (l *LaunchNotices) Waiting(inWindow int) (pending int, free bool) {
 			delete(l.pending, n)
 		}
 	}
-	return len(l.pending), l.launchers == 0 || l.busy < l.launchers
+	return len(l.pending)
 }
 
 // firstLaunchKey is the context key of WithFirstLaunch.

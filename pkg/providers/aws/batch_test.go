@@ -147,7 +147,7 @@ func createNoticed(t *testing.T, w *world, claims []*karpv1.NodeClaim, first boo
 		}()
 	}
 	wg.Wait()
-	if n, _ := notices.Waiting(0); n != 0 {
+	if n := notices.Waiting(); n != 0 {
 		t.Errorf("%d launches still noted as on their way after every Create returned", n)
 	}
 	return created, errs, p

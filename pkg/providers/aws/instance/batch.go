@@ -26,20 +26,14 @@ type BatchWindow struct {
 	// Clock times the window (default: the real clock).
 	Clock clock.Clock
 	// Waiting, when set, returns how many launches are known to be on their way (NodeClaims created and not
-	// yet launched) and can still come, given how many requests wait in open windows (inWindow), and whether
-	// one can come at once (free): while some can, the window stays open past Idle, until Max, or BusyMax when
-	// none is free.
-	Waiting func(inWindow int) (pending int, free bool)
-	// BusyMax closes the window this long after its first request when it is idle and the launches on their
-	// way can come only once their launchers finish other work (0: Max).
-	BusyMax time.Duration
+	// yet launched): while it is above zero the window stays open past Idle, until Max.
+	Waiting func() int
 }
 
 // DefaultBatchWindow is the window the provider uses unless told otherwise: identical launches arriving less
 // than 100 ms apart share a call, and while launches are known to be on their way (Waiting) the window waits
-// for them, four seconds at most (one second while the launchers are all busy with other work), which keeps
-// the first NodeClaim of a batch from waiting long.
-var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: 4 * time.Second, BusyMax: time.Second, Size: 500}
+// for them, four seconds at most, which keeps the first NodeClaim of a batch from waiting long.
+var DefaultBatchWindow = BatchWindow{Idle: 100 * time.Millisecond, Max: 4 * time.Second, Size: 500}
 
 // launchRequest is one NodeClaim's wait for an instance of a merged fleet.
 type launchRequest struct {
@@ -153,12 +147,8 @@ func (b *batcher) collect(ctx context.Context, key string, fb *fleetBatch) {
 		end := last.Add(b.window.Idle)
 		if !now.Before(end) {
 			// Idle, but launches known to be on their way may still join: look again after another idle
-			// period (until Max, or BusyMax while they wait for a launcher).
-			if b.window.Waiting == nil {
-				break
-			}
-			pending, free := b.window.Waiting(b.pending())
-			if pending == 0 || (!free && b.window.BusyMax > 0 && now.Sub(start) >= b.window.BusyMax) {
+			// period (until Max).
+			if b.window.Waiting == nil || b.window.Waiting() == 0 {
 				break
 			}
 			end = now.Add(b.window.Idle)
@@ -215,7 +205,7 @@ func cloneInput(in *ec2.CreateFleetInput) *ec2.CreateFleetInput {
 	return &c
 }
 
-// pending reports how many requests wait in open windows.
+// pending reports how many requests wait in open windows (for tests).
 func (b *batcher) pending() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

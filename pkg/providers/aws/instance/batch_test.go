@@ -154,7 +154,7 @@ func TestBatcherWaitsForLaunchesOnTheirWay(t *testing.T) {
 			var mu sync.Mutex
 			waiting := 1
 			b := newBatcher(BatchWindow{Idle: 100 * time.Millisecond, Max: time.Second, Size: 100, Clock: clk,
-				Waiting: func(int) (int, bool) { mu.Lock(); defer mu.Unlock(); return waiting, true }}, f.call)
+				Waiting: func() int { mu.Lock(); defer mu.Unlock(); return waiting }}, f.call)
 			var wg sync.WaitGroup
 			launch := func() {
 				wg.Add(1)
@@ -206,42 +206,6 @@ func TestBatcherWaitsForLaunchesOnTheirWay(t *testing.T) {
 				t.Errorf("CreateFleet capacities (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-// While the launches on their way wait for a launcher to finish other work (none free), the window waits for
-// them up to BusyMax from its first request, not Max; Waiting learns how many requests are in open windows.
-func TestBatcherWaitsLessWhileNoLauncherIsFree(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
-	f := &fakeFleet{limit: 100}
-	var mu sync.Mutex
-	var asked []int
-	b := newBatcher(BatchWindow{Idle: 100 * time.Millisecond, Max: time.Second, BusyMax: 300 * time.Millisecond, Size: 100, Clock: clk,
-		Waiting: func(inWindow int) (int, bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, inWindow)
-			return 1, false
-		}}, f.call)
-	done := make(chan launchResult, 1)
-	go func() { done <- b.launch(context.Background(), fleetInput("a", 1), fleetInput("a", 1), FleetRequest{}) }()
-	waitFor(t, func() bool { return b.pending() == 1 && clk.HasWaiters() })
-	elapsed := time.Duration(0)
-	for len(f.calledSnapshot()) == 0 && elapsed < 2*time.Second {
-		clk.Step(100 * time.Millisecond)
-		elapsed += 100 * time.Millisecond
-		waitFor(t, func() bool { return clk.HasWaiters() || len(f.calledSnapshot()) > 0 })
-	}
-	if r := <-done; r.instance == nil {
-		t.Fatalf("no instance: %+v", r)
-	}
-	if elapsed < 300*time.Millisecond || elapsed >= time.Second {
-		t.Errorf("the window closed %v after it opened, want BusyMax (300ms), before Max (1s)", elapsed)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) == 0 || asked[0] != 1 {
-		t.Errorf("Waiting was asked with requests in open windows %v, want 1 first", asked)
 	}
 }
 
