@@ -13,8 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -39,23 +41,35 @@ type Controller struct {
 	launches *launchMemo
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
-	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy.
-	conflicts *deps.ConflictBackoff
+	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy; launchConflicts does so
+	// for the launch workers (each keeps its own count, which the other's success would reset).
+	conflicts, launchConflicts *deps.ConflictBackoff
 }
 
-// maxConcurrentReconciles is how many NodeClaims the controller works on at once.
+// maxConcurrentReconciles is how many NodeClaims the controller registers and initializes at once.
 const maxConcurrentReconciles = 50
+
+// launchWorkers is how many NodeClaims are launched at once. Launches have workers of their own: a launch waits
+// in the cloud provider's launch window for identical launches to share a CreateFleet call, and while the
+// launches and the registrations of a scale-out shared 50 workers, every wait in a window delayed registrations
+// and every registration closed windows early (docs/benchmarks.md, session 17).
+const launchWorkers = 50
+
+// LaunchName is the name of the launch workers' controller in logs and metrics.
+const LaunchName = Name + ".launch"
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, launches: newLaunchMemo(), conflicts: deps.NewConflictBackoff()}
+	return &Controller{deps: d, launches: newLaunchMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 
-// Register adds the controller to the manager: it watches NodeClaims and the Nodes that match them.
+// Register adds the controller to the manager as two controllers on NodeClaims: the launch workers
+// (LaunchName), which launch the NodeClaims not launched yet, and the lifecycle workers (Name), which register
+// and initialize the launched ones and also watch the Nodes that match them.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	// Only a free worker can bring a launch to the provider's launch window: while every worker is busy (in
-	// the window, or registering), the window need not wait for the launches noted.
-	c.deps.LaunchNotices.SetLaunchers(maxConcurrentReconciles)
+	// Only a free launch worker can bring a launch to the provider's launch window: while every one is busy (in
+	// the window, or calling the cloud), the window need not wait for the launches noted.
+	c.deps.LaunchNotices.SetLaunchers(launchWorkers)
 	// Runs with the controller, once this replica leads.
 	if err := m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		c.Started(c.deps.Clock.Now())
@@ -64,13 +78,30 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	})); err != nil {
 		return fmt.Errorf("adding %s start marker: %w", Name, err)
 	}
+	// The launch workers see a NodeClaim until the update that marks it launched (which makes them forget
+	// what they kept of its launch) and its deletion.
+	unlaunched := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return !isLaunched(e.ObjectOld) || !isLaunched(e.ObjectNew) },
+	}
+	if err := builder.ControllerManagedBy(m).Named(LaunchName).
+		For(&karpv1.NodeClaim{}, builder.WithPredicates(unlaunched)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: launchWorkers}).
+		Complete(deps.RetryTransient(reconcile.Func(c.ReconcileLaunch))); err != nil {
+		return fmt.Errorf("building %s: %w", LaunchName, err)
+	}
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
-		// Launches and registrations are independent per NodeClaim and mostly wait on the cloud and the API
-		// server: one worker made a 500-node scale-out register at about 0.3 nodes a second.
+		// Registrations are independent per NodeClaim and mostly wait on the API server: one worker made a
+		// 500-node scale-out register at about 0.3 nodes a second.
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(deps.RetryTransient(c))
+		Complete(deps.RetryTransient(reconcile.Func(c.ReconcileLaunched)))
+}
+
+// isLaunched reports whether o is a NodeClaim marked Launched.
+func isLaunched(o client.Object) bool {
+	nc, ok := o.(*karpv1.NodeClaim)
+	return ok && nc.IsTrue(karpv1.ConditionTypeLaunched)
 }
 
 func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
@@ -93,9 +124,9 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 // done (the NodeClaim was deleted or must wait).
 type step func(ctx context.Context, nc *karpv1.NodeClaim) (result reconcile.Result, done bool, err error)
 
-// reconcileOnce advances the NodeClaim as far as it can in one pass.
-func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = metrics.WithController(ctx, Name)
+// reconcileOnce advances the NodeClaim through steps as far as it can in one pass.
+func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, name string, steps ...step) (reconcile.Result, error) {
+	ctx = metrics.WithController(ctx, name)
 	nc := &karpv1.NodeClaim{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -114,13 +145,19 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
 	}
-	for _, s := range []step{c.launch, c.register, c.initialize, c.tag} {
+	for _, s := range steps {
 		res, done, err := s(ctx, nc)
 		if err != nil || done {
 			return res, err
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// waitLaunched stops the lifecycle workers' pass at a NodeClaim not launched yet: the launch workers launch it,
+// and the update marking it launched brings it back.
+func (c *Controller) waitLaunched(_ context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+	return reconcile.Result{}, !nc.IsTrue(karpv1.ConditionTypeLaunched), nil
 }
 
 // patchStatus writes nc's status if it differs from stored, with optimistic locking.
@@ -147,19 +184,40 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 	return nil
 }
 
-// Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried after a
-// backoff that grows while the conflicts go on (deps.ConflictBackoff) instead of being reported as an error; a
-// result with an error drops the result, as controller-runtime does.
+// Reconcile takes the NodeClaim through its whole lifecycle in one pass (launch, registration,
+// initialization, tags), as the launch and lifecycle workers do between them. A write rejected for a stale
+// copy (optimistic-lock conflict) is retried after a backoff that grows while the conflicts go on
+// (deps.ConflictBackoff) instead of being reported as an error; a result with an error drops the result, as
+// controller-runtime does.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c.deps.LaunchNotices.Started()
-	res, err := c.reconcileOnce(ctx, req)
-	c.deps.LaunchNotices.Finished()
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: c.conflicts.Conflict(req.Name)}, nil
+	defer c.deps.LaunchNotices.Finished()
+	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.launch, c.register, c.initialize, c.tag))
+}
+
+// ReconcileLaunch is a launch worker's pass: it launches the NodeClaim if it is not launched yet.
+func (c *Controller) ReconcileLaunch(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c.deps.LaunchNotices.Started()
+	defer c.deps.LaunchNotices.Finished()
+	return c.backoff(c.launchConflicts, req)(c.reconcileOnce(ctx, req, LaunchName, c.launch))
+}
+
+// ReconcileLaunched is a lifecycle worker's pass: it registers, initializes and tags a launched NodeClaim.
+func (c *Controller) ReconcileLaunched(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.waitLaunched, c.register, c.initialize, c.tag))
+}
+
+// backoff turns a pass's conflict into a requeue after b's backoff for the NodeClaim, and forgets its conflicts
+// once a pass ends otherwise.
+func (c *Controller) backoff(b *deps.ConflictBackoff, req reconcile.Request) func(reconcile.Result, error) (reconcile.Result, error) {
+	return func(res reconcile.Result, err error) (reconcile.Result, error) {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: b.Conflict(req.Name)}, nil
+		}
+		b.Done(req.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return res, nil
 	}
-	c.conflicts.Done(req.Name)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return res, nil
 }

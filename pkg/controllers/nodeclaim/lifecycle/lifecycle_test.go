@@ -45,13 +45,16 @@ func (h *harness) create(obj client.Object) {
 	}
 }
 
-// reconcileUntil runs Reconcile (ignoring transient errors such as stale-cache conflicts) until check holds
-// on the NodeClaim read from the API server.
+// reconcileUntil runs a launch worker's pass and a lifecycle worker's pass, as the registered controllers do
+// (ignoring transient errors such as stale-cache conflicts), until check holds on the NodeClaim read from the
+// API server.
 func (h *harness) reconcileUntil(name string, check func(nc *karpv1.NodeClaim) (bool, string)) *karpv1.NodeClaim {
 	h.t.Helper()
 	var last *karpv1.NodeClaim
 	test.Eventually(h.t, timeout, func() (bool, string) {
-		_, _ = h.c.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+		_, _ = h.c.ReconcileLaunch(h.ctx, req)
+		_, _ = h.c.ReconcileLaunched(h.ctx, req)
 		nc := &karpv1.NodeClaim{}
 		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: name}, nc); err != nil {
 			return false, err.Error()
@@ -498,5 +501,55 @@ func TestRegistrationNominatesAgainAfterTheTaintIsLifted(t *testing.T) {
 			return false, err.Error()
 		}
 		return p.Status.NominatedNodeName == "renominated-node", fmt.Sprintf("nominated for %q", p.Status.NominatedNodeName)
+	})
+}
+
+// The registered controllers split the lifecycle: the launch workers only launch, and the lifecycle workers
+// leave a NodeClaim not launched yet alone and take it on from its launch.
+func TestLaunchAndLifecycleWorkersSplitTheWork(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("split", "default").Obj())
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "split"}}
+	get := func() *karpv1.NodeClaim {
+		t.Helper()
+		nc := &karpv1.NodeClaim{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "split"}, nc); err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+	test.Eventually(t, timeout, func() (bool, string) {
+		if _, err := h.c.ReconcileLaunched(h.ctx, req); err != nil {
+			return false, err.Error()
+		}
+		// The finalizer goes on first, whichever worker sees the NodeClaim first.
+		return len(get().Finalizers) == 1, "no finalizer"
+	})
+	if n := len(h.env.Cloud.Created()); n != 0 {
+		t.Fatalf("a lifecycle worker launched %d instances", n)
+	}
+	if nc := get(); nc.GetCondition(karpv1.ConditionTypeLaunched) != nil || nc.GetCondition(karpv1.ConditionTypeRegistered) != nil {
+		t.Fatalf("a lifecycle worker touched a NodeClaim not launched yet: %v", nc.Status.Conditions)
+	}
+	test.Eventually(t, timeout, func() (bool, string) {
+		_, _ = h.c.ReconcileLaunch(h.ctx, req)
+		return condition(get(), karpv1.ConditionTypeLaunched)
+	})
+	nc := get()
+	h.create(test.Node("split-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	for range 3 {
+		if _, err := h.c.ReconcileLaunch(h.ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := get().GetCondition(karpv1.ConditionTypeRegistered); c != nil {
+		t.Fatalf("a launch worker registered the NodeClaim: %+v", c)
+	}
+	if n := len(h.env.Cloud.Created()); n != 1 {
+		t.Errorf("%d instances launched, want 1", n)
+	}
+	test.Eventually(t, timeout, func() (bool, string) {
+		_, _ = h.c.ReconcileLaunched(h.ctx, req)
+		return condition(get(), karpv1.ConditionTypeRegistered)
 	})
 }
