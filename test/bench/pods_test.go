@@ -60,6 +60,10 @@ type podTracker struct {
 	// watched nodes: lastLeftAt is the last time a live pod stopped being live on one of them.
 	watched    map[string]bool
 	lastLeftAt time.Time
+	// startedAt holds, for each pod seen Running since expect, when its first container started as the pod's
+	// status says (kwok sets it as it plays the pod): the times the plateaus are measured between, which neither
+	// the watch's delays nor a slow poll of the benchmark shift.
+	startedAt map[string]time.Time
 }
 
 // trackPods starts watching the pods of namespace; Stop ends it.
@@ -130,6 +134,16 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 				pod.Name, requests(pod), unschedulableMessage(pod))
 		}
 	}
+	if now.running && !before.running && tr.startedAt != nil && tr.allRunningAt.IsZero() {
+		started := at
+		for _, cs := range pod.Status.ContainerStatuses {
+			if r := cs.State.Running; r != nil && !r.StartedAt.IsZero() {
+				started = r.StartedAt.Time
+				break
+			}
+		}
+		tr.startedAt[pod.Name] = started
+	}
 	tr.reached(at)
 	if tr.minAvailable >= 0 && tr.available < tr.minAvailable {
 		tr.minAvailable, tr.minAvailableAt = tr.available, at
@@ -166,6 +180,7 @@ func (tr *podTracker) expect(n int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.target, tr.allCreatedAt, tr.allBoundAt, tr.allRunningAt = n, time.Time{}, time.Time{}, time.Time{}
+	tr.startedAt = map[string]time.Time{}
 	tr.reached(time.Now())
 }
 
@@ -181,6 +196,19 @@ func (tr *podTracker) allRunning() (time.Time, int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.allRunningAt, tr.running
+}
+
+// longestPlateau returns the longest time between two pods starting to run, among the pods seen Running since
+// expect until all were (by their containers' start times, whole seconds).
+func (tr *podTracker) longestPlateau() time.Duration {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	times := slices.SortedFunc(maps.Values(tr.startedAt), func(a, b time.Time) int { return a.Compare(b) })
+	var out time.Duration
+	for i := 1; i < len(times); i++ {
+		out = max(out, times[i].Sub(times[i-1]))
+	}
+	return out
 }
 
 // armMin starts tracking the lowest availability, and the pods waiting for room, from now on.
