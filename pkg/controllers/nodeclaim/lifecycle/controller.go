@@ -130,12 +130,12 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, n
 	nc := &karpv1.NodeClaim{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.launches.forget(req.Name)
+			c.gone(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
-		c.launches.forget(req.Name)
+		c.gone(req.Name)
 		return reconcile.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
@@ -152,6 +152,14 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, n
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// gone forgets what is kept of a NodeClaim deleted or being deleted, including the provisioner's note that its
+// launch is on its way: a NodeClaim deleted before its launch (surplus, or its NodePool gone) would otherwise
+// hold every launch window open to its bound until the note expired.
+func (c *Controller) gone(name string) {
+	c.launches.forget(name)
+	c.deps.LaunchNotices.Arrived(name)
 }
 
 // waitLaunched stops the lifecycle workers' pass at a NodeClaim not launched yet: the launch workers launch it,

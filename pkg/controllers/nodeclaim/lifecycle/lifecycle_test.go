@@ -553,3 +553,22 @@ func TestLaunchAndLifecycleWorkersSplitTheWork(t *testing.T) {
 		return condition(get(), karpv1.ConditionTypeRegistered)
 	})
 }
+
+// A NodeClaim deleted before its launch is no longer a launch on its way: the launch windows stop waiting for
+// it at once rather than when its note expires.
+func TestDeletedNodeClaimIsNoLongerALaunchOnItsWay(t *testing.T) {
+	env := test.StartControllerEnv(t)
+	d := env.Deps
+	d.LaunchNotices = cloudprovider.NewLaunchNotices(d.Clock, time.Hour)
+	c := NewController(d)
+	d.LaunchNotices.Expect("deleted-before-launch")
+	if got := d.LaunchNotices.Waiting(); got != 1 {
+		t.Fatalf("Waiting() = %d after one noted launch, want 1", got)
+	}
+	if _, err := c.ReconcileLaunch(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "deleted-before-launch"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.LaunchNotices.Waiting(); got != 0 {
+		t.Errorf("Waiting() = %d once the NodeClaim is gone, want 0", got)
+	}
+}
