@@ -138,13 +138,6 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, n
 		c.gone(req.Name)
 		return reconcile.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
-		patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
-		if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
-		}
-	}
 	for _, s := range steps {
 		res, done, err := s(ctx, nc)
 		if err != nil || done {
@@ -152,6 +145,20 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, n
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// addFinalizer puts the termination finalizer on the NodeClaim, before its launch: its instance is then never
+// left behind by a deletion.
+func (c *Controller) addFinalizer(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
+	if controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, false, nil
+	}
+	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+	if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
+		return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
+	}
+	return reconcile.Result{}, false, nil
 }
 
 // gone forgets what is kept of a NodeClaim deleted or being deleted, including the provisioner's note that its
@@ -200,19 +207,21 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c.deps.LaunchNotices.Started()
 	defer c.deps.LaunchNotices.Finished()
-	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.launch, c.register, c.initialize, c.tag))
+	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.addFinalizer, c.launch, c.register, c.initialize, c.tag))
 }
 
 // ReconcileLaunch is a launch worker's pass: it launches the NodeClaim if it is not launched yet.
 func (c *Controller) ReconcileLaunch(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c.deps.LaunchNotices.Started()
 	defer c.deps.LaunchNotices.Finished()
-	return c.backoff(c.launchConflicts, req)(c.reconcileOnce(ctx, req, LaunchName, c.launch))
+	return c.backoff(c.launchConflicts, req)(c.reconcileOnce(ctx, req, LaunchName, c.addFinalizer, c.launch))
 }
 
-// ReconcileLaunched is a lifecycle worker's pass: it registers, initializes and tags a launched NodeClaim.
+// ReconcileLaunched is a lifecycle worker's pass: it registers, initializes and tags a launched NodeClaim. It
+// leaves a NodeClaim not launched yet to the launch workers entirely, the finalizer included: written by both,
+// one of the two writes met a stale copy, and the conflict backoff delayed launches by seconds under load.
 func (c *Controller) ReconcileLaunched(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.waitLaunched, c.register, c.initialize, c.tag))
+	return c.backoff(c.conflicts, req)(c.reconcileOnce(ctx, req, Name, c.waitLaunched, c.addFinalizer, c.register, c.initialize, c.tag))
 }
 
 // backoff turns a pass's conflict into a requeue after b's backoff for the NodeClaim, and forgets its conflicts
