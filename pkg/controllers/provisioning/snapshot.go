@@ -131,17 +131,6 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	// Each instance type's allocatable, computed once a pass: a 2,000-pod scale-out's NodeClaims waiting for
 	// their launch each allow dozens of types, and computing them anew for each was a tenth of all allocation.
 	allocatable := map[*cloudprovider.InstanceType]corev1.ResourceList{}
-	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
-		return in, err
-	}
-	// The Node of each launched NodeClaim, by provider ID: pods can be bound to a Node before the cache shows its
-	// NodeClaim's status.nodeName (registration writes the Node first), and their room is gone all the same.
-	nodeOf := map[string]string{}
-	for _, n := range in.Nodes {
-		if id := n.Node.Spec.ProviderID; id != "" {
-			nodeOf[id] = n.Node.Name
-		}
-	}
 	for i := range claims {
 		nc := &claims[i]
 		// Initialized NodeClaims stay in: until the kube-scheduler binds the pods meant for them, they must not
@@ -153,7 +142,7 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		if !ok {
 			continue
 		}
-		f, err := inFlight(ctx, d, nc, nodeOf[nc.Status.ProviderID], its, allocatable)
+		f, err := inFlight(ctx, d, nc, its, allocatable)
 		if err != nil {
 			return in, err
 		}
@@ -162,6 +151,9 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
+		return in, err
+	}
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
@@ -261,10 +253,9 @@ func volumesAndDaemonSets(ctx context.Context, d deps.Deps, in *solver.Input, vo
 	return nil
 }
 
-// inFlight describes a NodeClaim: its expected labels and the room left on it, less the pods bound to its Node
-// (status.nodeName, or node: the Node with its provider ID, when the cache does not show status.nodeName yet).
-// allocatable memoizes the instance types' allocatable (see minAllocatable).
-func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, node string, its []*cloudprovider.InstanceType, allocatable map[*cloudprovider.InstanceType]corev1.ResourceList) (*solver.InFlightClaim, error) {
+// inFlight describes a NodeClaim: its expected labels and the room left on it. allocatable memoizes the
+// instance types' allocatable (see minAllocatable).
+func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType, allocatable map[*cloudprovider.InstanceType]corev1.ResourceList) (*solver.InFlightClaim, error) {
 	labels := map[string]string{}
 	for _, r := range nc.Spec.Requirements {
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
@@ -283,14 +274,11 @@ func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, node strin
 	}
 	available = solver.Sum(available)
 	if nc.Status.NodeName != "" {
-		node = nc.Status.NodeName
-	}
-	if node != "" {
 		// The cache's own objects, read only: copying the pods of every registered NodeClaim on each pass was
 		// 11,000 pod copies a pass at 1,000 nodes.
 		pods := &corev1.PodList{}
-		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing pods on node %s: %w", node, err)
+		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
