@@ -125,17 +125,21 @@ func TestCommandsRunInParallel(t *testing.T) {
 	}
 }
 
-// TestStartWindowLeavesCommandsForLaterPasses: a decision finds a replace command for each of six drifted nodes
-// (budget 100%). Starting a command takes longer than StartWindow (the clock moves on while its record is
-// written), so once the commands begun at once are written the pass starts no other and leaves them, unwritten,
-// for the next decision; the next passes start the rest.
+// TestStartWindowLeavesCommandsForLaterPasses: a decision finds a replace command for each of ten drifted nodes
+// (budget 100%), more than the pass's commandWorkers. Starting a command takes longer than StartWindow (the
+// clock moves on while its record is written), so once the commands begun at once are written the pass starts no
+// other and leaves them, unwritten, for the next decision; the next passes start the rest. With fewer commands
+// than workers every one of them may begin before the first write moves the clock (on a loaded machine they did).
 func TestStartWindowLeavesCommandsForLaterPasses(t *testing.T) {
 	e := test.StartControllerEnv(t)
 	ctx := context.Background()
 	if err := e.Env.Client.Create(ctx, test.NodePool("default").Budget("100%").Obj()); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"old-a", "old-b", "old-c", "old-d", "old-e", "old-f"}
+	names := []string{"old-a", "old-b", "old-c", "old-d", "old-e", "old-f", "old-g", "old-h", "old-i", "old-j"}
+	if len(names) <= disruption.CommandWorkers {
+		t.Fatalf("%d drifted nodes, want more than the %d command workers", len(names), disruption.CommandWorkers)
+	}
 	for _, name := range names {
 		driftedNode(t, e, name, name+"-web")
 	}
