@@ -86,7 +86,8 @@ func (o Options) env() []string {
 	env := append(os.Environ(),
 		"DOVETAIL_STATE="+o.StateDir,
 		"DOVETAIL_PORT_BASE="+strconv.Itoa(o.PortBase),
-		"DOVETAIL_ENV="+strings.Join(o.ControllerEnv, " "),
+		// The caller's DOVETAIL_ENV (e.g. LOG_LEVEL=debug or GOGC=50 for one bench run) comes before the test's own.
+		"DOVETAIL_ENV="+strings.Join(append(strings.Fields(os.Getenv("DOVETAIL_ENV")), o.ControllerEnv...), " "),
 		"AWSSIM_FLAGS="+strings.Join(o.SimulatorFlags, " "),
 	)
 	if o.ClusterName != "" {
