@@ -20,7 +20,7 @@ import (
 // Node in between. A pass that sees such a Node while the NodeClaim shows no status.nodeName yet must count the
 // pods bound there, for room and for topology: in a 1,000-pod hostname-spread scale-out the last pods were
 // planned, pass after pass, on room such pods had taken, and got their nodes 40-100 s late. Before registration
-// wrote the Node, the NodeClaim stands for it.
+// wrote the Node (no label, no pod but a DaemonSet's bound), the NodeClaim stands for it.
 func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 	antiAffine := func(b *test.PodBuilder) *corev1.Pod {
 		p := b.Obj()
@@ -49,8 +49,13 @@ func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 		{name: "the bound pod repels the pending one", written: true,
 			bound: antiAffine(test.Pod("bound").Requests("100m", "128Mi")), pending: antiAffine(test.Pod("pending").Requests("100m", "128Mi").Unschedulable()),
 			wantNewClaim: true},
+		{name: "the cache shows the binding before the node's registration",
+			bound: test.Pod("bound").Requests("1500m", "1Gi").Obj(), pending: test.Pod("pending").Requests("1500m", "1Gi").Unschedulable().Obj(),
+			wantNewClaim: true},
 		{name: "registration has not written the node: its NodeClaim stands for it",
-			bound: test.Pod("daemon").Requests("100m", "128Mi").Obj(), pending: test.Pod("pending").Requests("500m", "1Gi").Unschedulable().Obj()},
+			bound:   test.Pod("daemon").Requests("100m", "128Mi").OwnedBy("apps/v1", "DaemonSet", "agent").Obj(),
+			// Not on the Node as the cache shows it: registration copies the NodePool label there.
+			pending: test.Pod("pending").Requests("500m", "1Gi").NodeSelector(karpv1.NodePoolLabelKey, "default").Unschedulable().Obj()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -64,9 +69,9 @@ func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 				corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
 			nc.Status.Capacity = nc.Status.Allocatable.DeepCopy()
 			nb := test.Node("registering-node", providerID).Ready(true).Capacity(corev1.ResourceCPU, "2").
-				Capacity(corev1.ResourceMemory, "8Gi").Label(karpv1.NodePoolLabelKey, "default")
+				Capacity(corev1.ResourceMemory, "8Gi")
 			if tc.written {
-				nb = nb.Label(karpv1.NodeRegisteredLabelKey, "true")
+				nb = nb.Label(karpv1.NodeRegisteredLabelKey, "true").Label(karpv1.NodePoolLabelKey, "default")
 			}
 			node := nb.Obj()
 			bound := tc.bound

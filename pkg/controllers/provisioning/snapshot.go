@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -135,6 +136,15 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		return in, err
 	}
 	written := writtenByRegistration(in.Nodes)
+	if len(written) > 0 {
+		unlabeled := 0
+		for _, n := range written {
+			if n.Node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+				unlabeled++
+			}
+		}
+		logger.V(1).Info("nodes standing for nodeclaims whose registration the cache does not show yet", "nodes", len(written), "without-registered-label", unlabeled)
+	}
 	for i := range claims {
 		nc := &claims[i]
 		if node, ok := written[nc.Name]; ok {
@@ -201,13 +211,18 @@ func nodes(ctx context.Context, d deps.Deps, pods []corev1.Pod, claims []karpv1.
 }
 
 // writtenByRegistration returns the Nodes (by their NodeClaim's name) whose registration has written the Node
-// (karpenter.sh/registered=true, the NodeClaim's labels and taints) while their NodeClaim does not show
-// status.nodeName yet: registration writes the Node first, and the kube-scheduler binds pods to it in between.
+// while their NodeClaim does not show status.nodeName yet: registration writes the Node first, and the
+// kube-scheduler binds pods to it in between. A Node shows it with karpenter.sh/registered=true, or with a pod
+// other than a DaemonSet's bound to it (only registration lifts the unregistered taint that keeps such pods off;
+// the cache may show the binding before the Node's update).
 func writtenByRegistration(nodes []solver.ExistingNode) map[string]*solver.ExistingNode {
 	out := map[string]*solver.ExistingNode{}
 	for i := range nodes {
 		n := &nodes[i]
-		if n.NodeClaim != nil && n.NodeClaim.Status.NodeName == "" && n.Node.Labels[karpv1.NodeRegisteredLabelKey] == "true" {
+		if n.NodeClaim == nil || n.NodeClaim.Status.NodeName != "" {
+			continue
+		}
+		if n.Node.Labels[karpv1.NodeRegisteredLabelKey] == "true" || slices.ContainsFunc(n.Pods, func(p *corev1.Pod) bool { return !ownedByDaemonSet(p) }) {
 			out[n.NodeClaim.Name] = n
 		}
 	}
