@@ -53,7 +53,7 @@ func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 			bound: test.Pod("bound").Requests("1500m", "1Gi").Obj(), pending: test.Pod("pending").Requests("1500m", "1Gi").Unschedulable().Obj(),
 			wantNewClaim: true},
 		{name: "registration has not written the node: its NodeClaim stands for it",
-			bound:   test.Pod("daemon").Requests("100m", "128Mi").OwnedBy("apps/v1", "DaemonSet", "agent").Obj(),
+			bound: test.Pod("daemon").Requests("100m", "128Mi").OwnedBy("apps/v1", "DaemonSet", "agent").Obj(),
 			// Not on the Node as the cache shows it: registration copies the NodePool label there.
 			pending: test.Pod("pending").Requests("500m", "1Gi").NodeSelector(karpv1.NodePoolLabelKey, "default").Unschedulable().Obj()},
 	} {
