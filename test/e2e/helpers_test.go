@@ -69,7 +69,7 @@ func waitRunning(t *testing.T, namespace string, labels map[string]string, n int
 		return p.PodsRunning >= n, p.String(), err
 	})
 	if err != nil {
-		t.Fatalf("waiting for %d Running pods %v in %s: %v", n, labels, namespace, err)
+		t.Fatalf("waiting for %d Running pods %v in %s: %v\n%s", n, labels, namespace, err, env.Describe(namespace, namespace))
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -134,4 +136,64 @@ func PodAvailable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Describe returns what a failed wait needs to be understood: the pods of namespace that are not Running (node,
+// nominated node, the kube-scheduler's last word), and the Nodes (zone, instance type, taints, pod count) and
+// NodeClaims (node, conditions that hold) of NodePool pool. It uses a context of its own, so a wait that ran out
+// of time can still describe the state it ended in.
+func (s *Stack) Describe(namespace, pool string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var b strings.Builder
+	pods, err := s.Pods(ctx, namespace, nil)
+	if err != nil {
+		fmt.Fprintf(&b, "  %v\n", err)
+	}
+	perNode := map[string]int{}
+	for i := range pods {
+		p := &pods[i]
+		perNode[p.Spec.NodeName]++
+		if p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				why = c.Reason + ": " + c.Message
+			}
+		}
+		fmt.Fprintf(&b, "  pod %s: phase=%s node=%q nominated=%q deleting=%t %s\n", p.Name, p.Status.Phase,
+			p.Spec.NodeName, p.Status.NominatedNodeName, p.DeletionTimestamp != nil, why)
+	}
+	nodes, err := s.Nodes(ctx, pool)
+	if err != nil {
+		fmt.Fprintf(&b, "  %v\n", err)
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		var taints []string
+		for _, t := range n.Spec.Taints {
+			taints = append(taints, t.Key+":"+string(t.Effect))
+		}
+		fmt.Fprintf(&b, "  node %s: zone=%s type=%s pods=%d deleting=%t taints=%v\n", n.Name,
+			n.Labels[corev1.LabelTopologyZone], n.Labels[corev1.LabelInstanceTypeStable], perNode[n.Name],
+			n.DeletionTimestamp != nil, taints)
+	}
+	claims, err := s.NodeClaims(ctx, pool)
+	if err != nil {
+		fmt.Fprintf(&b, "  %v\n", err)
+	}
+	for i := range claims {
+		c := &claims[i]
+		var held []string
+		for _, cond := range c.Status.Conditions {
+			if cond.Status == metav1.ConditionTrue {
+				held = append(held, cond.Type)
+			}
+		}
+		fmt.Fprintf(&b, "  nodeclaim %s: node=%q provider-id=%q deleting=%t conditions=%v\n", c.Name,
+			c.Status.NodeName, c.Status.ProviderID, c.DeletionTimestamp != nil, held)
+	}
+	return b.String()
 }

@@ -185,15 +185,15 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func(ctx co
 	defer cancel()
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	last := ""
+	last, lastErr := "", error(nil)
 	for {
 		done, status, err := cond(ctx)
 		// Errors are treated as "not yet": API calls can fail transiently (and the client's rate limiter refuses
-		// to wait past the deadline); the last one is reported on timeout.
+		// to wait past the deadline, so the last poll often fails); the last status read without an error is
+		// reported on timeout, with the last error after it.
 		if err != nil {
-			status, done = "error: "+err.Error(), false
-		}
-		if status != "" {
+			lastErr, done = err, false
+		} else if status != "" {
 			last = status
 		}
 		if done {
@@ -201,6 +201,9 @@ func Poll(ctx context.Context, timeout, interval time.Duration, cond func(ctx co
 		}
 		select {
 		case <-ctx.Done():
+			if lastErr != nil {
+				return fmt.Errorf("timed out after %s; last status: %s (last error: %w)", timeout, last, lastErr)
+			}
 			return fmt.Errorf("timed out after %s; last status: %s", timeout, last)
 		case <-ticker.C:
 		}
