@@ -28,6 +28,10 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reco
 		nc.SetFalse(karpv1.ConditionTypeInitialized, reason, msg)
 		return reconcile.Result{}, true, c.patchStatus(ctx, stored, nc)
 	}
+	// The Node takes pods now. A 1.34 kube-scheduler clears a pod's nomination whenever an attempt to place it
+	// fails, which happens while the Node is still NotReady or tainted after registration; a planned pod whose
+	// nomination the cache shows cleared is nominated again, before other pods take the room kept for it.
+	c.nominatePlanned(ctx, nc, node, c.deps.Client)
 	if node.Labels[karpv1.NodeInitializedLabelKey] != "true" {
 		before := node.DeepCopy()
 		if node.Labels == nil {

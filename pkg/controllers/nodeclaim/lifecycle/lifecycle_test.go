@@ -580,3 +580,51 @@ func TestDeletedNodeClaimIsNoLongerALaunchOnItsWay(t *testing.T) {
 		t.Errorf("Waiting() = %d once the NodeClaim is gone, want 0", got)
 	}
 }
+
+// A planned pod whose nomination the kube-scheduler cleared between registration and the Node becoming Ready is
+// nominated again when the NodeClaim is initialized, before other pods can take the room kept for it.
+func TestInitializationNominatesAgain(t *testing.T) {
+	h := newHarness(t)
+	planned := test.Pod("cleared-before-ready").Obj()
+	h.create(planned)
+	h.create(test.NodeClaim("ready-later", "default").Obj())
+	nc := h.reconcileUntil("ready-later", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"ready-later": {{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID}}})
+	h.create(test.Node("ready-later-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	h.reconcileUntil("ready-later", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonNodeNotReady,
+		"Node ready-later-node is not Ready"))
+	nominated := func() string {
+		p := &corev1.Pod{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Status.NominatedNodeName
+	}
+	if got := nominated(); got != "ready-later-node" {
+		t.Fatalf("after registration the pod is nominated for %q, want ready-later-node", got)
+	}
+	// The scheduler's failed attempt on the NotReady Node clears the nomination.
+	p := &corev1.Pod{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.NominatedNodeName = ""
+	if err := h.env.Env.Client.Status().Update(h.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h.updateNode("ready-later-node", func(n *corev1.Node) {
+		n.Status.Conditions = test.Node("x", "").Ready(true).Obj().Status.Conditions
+		var kept []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		n.Spec.Taints = kept
+	})
+	h.reconcileUntil("ready-later", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeInitialized) })
+	test.Eventually(t, timeout, func() (bool, string) {
+		got := nominated()
+		return got == "ready-later-node", fmt.Sprintf("nominated for %q", got)
+	})
+}
