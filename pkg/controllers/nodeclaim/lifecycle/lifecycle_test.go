@@ -122,6 +122,22 @@ func taintKeys(n *corev1.Node) []string {
 	return out
 }
 
+// markReady makes the node Ready, as its kubelet reports, and drops the not-ready taint, as the node lifecycle
+// controller then does.
+func (h *harness) markReady(name string) {
+	h.t.Helper()
+	h.updateNode(name, func(n *corev1.Node) {
+		n.Status.Conditions = test.Node("x", "").Ready(true).Obj().Status.Conditions
+		var kept []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		n.Spec.Taints = kept
+	})
+}
+
 func hasEvent(h *harness, reason string) bool {
 	for {
 		select {
@@ -186,17 +202,7 @@ func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
 	}
 
 	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonNodeNotReady, "Node gpu-node is not Ready"))
-	// The kubelet reports Ready and the node lifecycle controller drops its not-ready taint.
-	h.updateNode("gpu-node", func(n *corev1.Node) {
-		n.Status.Conditions = test.Node("x", "").Ready(true).Obj().Status.Conditions
-		var kept []corev1.Taint
-		for _, t := range n.Spec.Taints {
-			if t.Key != corev1.TaintNodeNotReady {
-				kept = append(kept, t)
-			}
-		}
-		n.Spec.Taints = kept
-	})
+	h.markReady("gpu-node")
 	h.reconcileUntil("gpu-claim", conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonStartupTaintsExist,
 		"Node gpu-node still has taint(s) example.com/startup=true:NoSchedule, node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule"))
 	h.updateNode("gpu-node", func(n *corev1.Node) {
@@ -612,16 +618,7 @@ func TestInitializationNominatesAgain(t *testing.T) {
 	if err := h.env.Env.Client.Status().Update(h.ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	h.updateNode("ready-later-node", func(n *corev1.Node) {
-		n.Status.Conditions = test.Node("x", "").Ready(true).Obj().Status.Conditions
-		var kept []corev1.Taint
-		for _, t := range n.Spec.Taints {
-			if t.Key != corev1.TaintNodeNotReady {
-				kept = append(kept, t)
-			}
-		}
-		n.Spec.Taints = kept
-	})
+	h.markReady("ready-later-node")
 	h.reconcileUntil("ready-later", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeInitialized) })
 	test.Eventually(t, timeout, func() (bool, string) {
 		got := nominated()
