@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -131,8 +132,31 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	// Each instance type's allocatable, computed once a pass: a 2,000-pod scale-out's NodeClaims waiting for
 	// their launch each allow dozens of types, and computing them anew for each was a tenth of all allocation.
 	allocatable := map[*cloudprovider.InstanceType]corev1.ResourceList{}
+	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
+		return in, err
+	}
+	written := writtenByRegistration(in.Nodes)
+	if len(written) > 0 {
+		unlabeled := 0
+		for _, n := range written {
+			if n.Node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+				unlabeled++
+			}
+		}
+		logger.V(1).Info("nodes standing for nodeclaims whose registration the cache does not show yet", "nodes", len(written), "without-registered-label", unlabeled)
+	}
 	for i := range claims {
 		nc := &claims[i]
+		if node, ok := written[nc.Name]; ok {
+			// Registration wrote the Node (labels, unregistered taint lifted) and the kube-scheduler may have bound
+			// pods there already, but the cache does not show the NodeClaim's status.nodeName yet: the Node stands
+			// for it from now on, with its pods (their room and their topology), as it will once the cache
+			// catches up. A copy: the caller's NodeClaims and the cache's are left as they are.
+			registered := *nc
+			registered.Status.NodeName = node.Node.Name
+			nc = &registered
+			node.NodeClaim = nc
+		}
 		// Initialized NodeClaims stay in: until the kube-scheduler binds the pods meant for them, they must not
 		// be provisioned for again.
 		if !nc.DeletionTimestamp.IsZero() {
@@ -151,9 +175,6 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
-	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
-		return in, err
-	}
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
@@ -187,6 +208,25 @@ func nodes(ctx context.Context, d deps.Deps, pods []corev1.Pod, claims []karpv1.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node.Name < out[j].Node.Name })
 	return out, nil
+}
+
+// writtenByRegistration returns the Nodes (by their NodeClaim's name) whose registration has written the Node
+// while their NodeClaim does not show status.nodeName yet: registration writes the Node first, and the
+// kube-scheduler binds pods to it in between. A Node shows it with karpenter.sh/registered=true, or with a pod
+// other than a DaemonSet's bound to it (only registration lifts the unregistered taint that keeps such pods off;
+// the cache may show the binding before the Node's update).
+func writtenByRegistration(nodes []solver.ExistingNode) map[string]*solver.ExistingNode {
+	out := map[string]*solver.ExistingNode{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.NodeClaim == nil || n.NodeClaim.Status.NodeName != "" {
+			continue
+		}
+		if n.Node.Labels[karpv1.NodeRegisteredLabelKey] == "true" || slices.ContainsFunc(n.Pods, func(p *corev1.Pod) bool { return !ownedByDaemonSet(p) }) {
+			out[n.NodeClaim.Name] = n
+		}
+	}
+	return out
 }
 
 // volumesAndDaemonSets adds the DaemonSets (overhead on new nodes) and the volume objects the pending pods use.
