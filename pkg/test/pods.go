@@ -116,3 +116,15 @@ func (b *PodBuilder) Unschedulable() *PodBuilder {
 
 // Obj returns the pod.
 func (b *PodBuilder) Obj() *corev1.Pod { return b.pod.DeepCopy() }
+
+// Spread adds a topology spread constraint over key selecting the pods with the labels matchLabels.
+func (b *PodBuilder) Spread(key string, maxSkew int32, when corev1.UnsatisfiableConstraintAction, matchLabels map[string]string) *PodBuilder {
+	b.pod.Spec.TopologySpreadConstraints = append(b.pod.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+		MaxSkew: maxSkew, TopologyKey: key, WhenUnsatisfiable: when,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: matchLabels},
+	})
+	return b
+}
+
+// Priority sets spec.priority.
+func (b *PodBuilder) Priority(p int32) *PodBuilder { b.pod.Spec.Priority = ptr.To(p); return b }

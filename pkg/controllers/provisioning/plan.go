@@ -12,6 +12,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // nomination is a pending pod whose status.nominatedNodeName is to become node ("" clears it).
@@ -46,18 +47,44 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) [
 	for _, f := range in.InFlight {
 		claimNodes[f.NodeClaim.Name] = f.NodeClaim.Status.NodeName
 	}
-	var out []nomination
-	for _, p := range in.Pods {
-		want := ""
-		if name, ok := plan.Existing[solver.PodKey(p)]; ok {
-			want = plannedNode(name, nodes, claimNodes)
-		}
+	want := make([]string, len(in.Pods))
+	onNode := map[string][]int{}
+	for i, p := range in.Pods {
 		cur := p.Status.NominatedNodeName
 		if cur != "" && cur != ours[p.UID] {
 			continue
 		}
-		if want != cur {
-			out = append(out, nomination{pod: p, node: want})
+		if name, ok := plan.Existing[solver.PodKey(p)]; ok {
+			want[i] = plannedNode(name, nodes, claimNodes)
+		}
+		if want[i] != "" {
+			onNode[want[i]] = append(onNode[want[i]], i)
+		}
+	}
+	// Not every pod planned on a node may be nominated there (scheduling.NominationsOnOneNode); the ones
+	// nominated there already go first, so a pass does not move nominations between pods.
+	for _, idx := range onNode {
+		sort.SliceStable(idx, func(a, b int) bool {
+			return in.Pods[idx[a]].Status.NominatedNodeName == want[idx[a]] && in.Pods[idx[b]].Status.NominatedNodeName != want[idx[b]]
+		})
+		pods := make([]*corev1.Pod, len(idx))
+		for k, i := range idx {
+			pods[k] = in.Pods[i]
+		}
+		for k, ok := range scheduling.NominationsOnOneNode(pods) {
+			if !ok {
+				want[idx[k]] = ""
+			}
+		}
+	}
+	var out []nomination
+	for i, p := range in.Pods {
+		cur := p.Status.NominatedNodeName
+		if cur != "" && cur != ours[p.UID] {
+			continue
+		}
+		if want[i] != cur {
+			out = append(out, nomination{pod: p, node: want[i]})
 		}
 	}
 	return out

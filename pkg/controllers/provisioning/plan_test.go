@@ -76,6 +76,39 @@ func TestNominationsFollowThePlan(t *testing.T) {
 	}
 }
 
+// Pods of a zone spread planned together on one node: only as many are nominated there as keep the kube-scheduler
+// from counting them against each other (it counts a node's other nominated pods as bound there); one nominated
+// there already keeps its nomination, and the one that loses its place has our nomination cleared.
+func TestNominationsKeepZoneSpreadPodsApart(t *testing.T) {
+	spread := func(name, nominated string) *corev1.Pod {
+		p := test.Pod(name).Label("app", "web").
+			Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, map[string]string{"app": "web"}).Obj()
+		p.UID = types.UID("uid-" + name)
+		p.Status.NominatedNodeName = nominated
+		return p
+	}
+	a, b, c, d := spread("a", ""), spread("b", "node-1"), spread("c", ""), spread("d", "node-1")
+	plain := pendingPod("plain", "")
+	in := solver.Input{
+		Pods:  []*corev1.Pod{a, b, c, plain, d},
+		Nodes: []solver.ExistingNode{{Node: test.Node("node-1", "aws:///z/i-1").Obj()}, {Node: test.Node("node-2", "aws:///z/i-2").Obj()}},
+	}
+	plan := solver.Plan{Existing: map[string]string{
+		solver.PodKey(a): "node-1", solver.PodKey(b): "node-1", solver.PodKey(plain): "node-1", solver.PodKey(d): "node-1",
+		solver.PodKey(c): "node-2",
+	}}
+	ours := map[types.UID]string{b.UID: "node-1", d.UID: "node-1"}
+	got := map[string]string{}
+	for _, ch := range nominations(in, plan, ours) {
+		got[ch.pod.Name] = ch.node
+	}
+	// b keeps node-1 (no write); a is not nominated; d loses ours; c gets node-2; plain gets node-1.
+	want := map[string]string{"d": "", "c": "node-2", "plain": "node-1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nomination changes (-want +got):\n%s", diff)
+	}
+}
+
 // The kube-scheduler put the small pod planned for claim-small on node-big (planned for the large pod): the
 // large pod is planned anew, and claim-small, empty with nothing planned on it, is surplus. claim-big keeps
 // the small pod it got.

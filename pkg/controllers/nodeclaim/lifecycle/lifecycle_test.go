@@ -431,13 +431,21 @@ func TestStaleCacheDoesNotRelaunch(t *testing.T) {
 }
 
 // When a NodeClaim's Node registers, the pods the provisioner planned on the NodeClaim are nominated for the
-// Node; a pod nominated elsewhere by someone else keeps its nomination.
+// Node; a pod nominated elsewhere by someone else keeps its nomination, and of two pods of a zone spread with
+// maxSkew 1 only the first is (the kube-scheduler would count each against the other on that Node).
 func TestRegistrationNominatesPlannedPods(t *testing.T) {
 	h := newHarness(t)
 	planned := test.Pod("planned").Obj()
 	foreign := test.Pod("foreign").Obj()
+	spread := func(name string) *corev1.Pod {
+		return test.Pod(name).Label("app", "web").
+			Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, map[string]string{"app": "web"}).Obj()
+	}
+	spread1, spread2 := spread("spread-1"), spread("spread-2")
 	h.create(planned)
 	h.create(foreign)
+	h.create(spread1)
+	h.create(spread2)
 	foreign.Status.NominatedNodeName = "elsewhere"
 	if err := h.env.Env.Client.Status().Update(h.ctx, foreign); err != nil {
 		t.Fatal(err)
@@ -447,19 +455,22 @@ func TestRegistrationNominatesPlannedPods(t *testing.T) {
 	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"nominating": {
 		{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID},
 		{Namespace: foreign.Namespace, Name: foreign.Name, UID: foreign.UID},
+		{Namespace: spread1.Namespace, Name: spread1.Name, UID: spread1.UID},
+		{Namespace: spread2.Namespace, Name: spread2.Name, UID: spread2.UID},
 	}})
 	h.create(test.Node("nominated-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
 	h.reconcileUntil("nominating", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
 
 	got := map[string]string{}
-	for _, name := range []string{"planned", "foreign"} {
+	for _, name := range []string{"planned", "foreign", "spread-1", "spread-2"} {
 		p := &corev1.Pod{}
 		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
 			t.Fatal(err)
 		}
 		got[name] = p.Status.NominatedNodeName
 	}
-	if d := cmp.Diff(map[string]string{"planned": "nominated-node", "foreign": "elsewhere"}, got); d != "" {
+	want := map[string]string{"planned": "nominated-node", "foreign": "elsewhere", "spread-1": "nominated-node", "spread-2": ""}
+	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("nominations (-want +got):\n%s", d)
 	}
 	if n := h.env.Deps.Plans.Nominated()[planned.UID]; n != "nominated-node" {
