@@ -42,8 +42,9 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reco
 			return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("labelling node %s initialized: %w", node.Name, err))
 		}
 	}
-	nc.SetTrue(karpv1.ConditionTypeInitialized, karpv1.ReasonInitialized)
-	if err := c.patchStatus(ctx, stored, nc); err != nil {
+	initialized := func(nc *karpv1.NodeClaim) { nc.SetTrue(karpv1.ConditionTypeInitialized, karpv1.ReasonInitialized) }
+	initialized(nc)
+	if err := c.patchStatusFresh(ctx, stored, nc, initialized); err != nil {
 		return reconcile.Result{}, true, err
 	}
 	c.deps.Metrics.NodeClaimInitializationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -635,4 +636,53 @@ func TestInitializationNominatesAgain(t *testing.T) {
 		got := nominated()
 		return got == "ready-later-node", fmt.Sprintf("nominated for %q", got)
 	})
+}
+
+// A registration whose NodeClaim status write meets a newer NodeClaim than the cache's (the cache is behind, as
+// under load it often is behind this controller's own last write) reads the NodeClaim from the API server and
+// writes again in the same pass, instead of waiting for the cache through conflict backoffs.
+func TestRegistrationWritesPastAStaleCache(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("stale-cache", "default").Obj())
+	stale := h.reconcileUntil("stale-cache", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	// Someone writes the NodeClaim after the copy the cache keeps.
+	bumped := stale.DeepCopy()
+	bumped.Annotations = map[string]string{"example.com/touched": "true"}
+	if err := h.env.Env.Client.Patch(h.ctx, bumped, client.MergeFrom(stale)); err != nil {
+		t.Fatal(err)
+	}
+	h.create(test.Node("stale-cache-node", stale.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+
+	d := h.env.Deps
+	d.APIReader = h.env.Env.Client
+	d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if nc, ok := obj.(*karpv1.NodeClaim); ok && key.Name == "stale-cache" {
+				stale.DeepCopyInto(nc)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	c := NewController(d)
+	if _, err := c.ReconcileLaunched(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "stale-cache"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-cache"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsTrue(karpv1.ConditionTypeRegistered) || got.Status.NodeName != "stale-cache-node" {
+		t.Errorf("after one pass: registered=%t nodeName=%q, want registered on stale-cache-node", got.IsTrue(karpv1.ConditionTypeRegistered), got.Status.NodeName)
+	}
+	if got.Annotations["example.com/touched"] != "true" {
+		t.Errorf("the newer write was lost: annotations %v", got.Annotations)
+	}
+}
+
+// noWatch lets the manager's client be wrapped by an interceptor, which wants a client.WithWatch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch not supported")
 }

@@ -66,9 +66,12 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		reader = c.deps.APIReader
 	}
 	nominated += c.nominatePlanned(ctx, nc, node, reader)
-	nc.Status.NodeName = node.Name
-	nc.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
-	if err := c.patchStatus(ctx, stored, nc); err != nil {
+	registered := func(nc *karpv1.NodeClaim) {
+		nc.Status.NodeName = node.Name
+		nc.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
+	}
+	registered(nc)
+	if err := c.patchStatusFresh(ctx, stored, nc, registered); err != nil {
 		return reconcile.Result{}, true, err
 	}
 	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
