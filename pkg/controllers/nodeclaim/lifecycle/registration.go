@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,9 +101,22 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 
 // syncNode adopts the Node and applies the NodeClaim's labels, annotations and taints to it. The patch is
 // computed from the Node just read and sent with optimistic locking, so a taint another controller removed
-// meanwhile (the cloud controller manager's uninitialized taint) is never written back: on conflict the pass
-// fails and is retried on a fresh copy.
+// meanwhile (the cloud controller manager's uninitialized taint) is never written back. On a conflict (the
+// kubelet's status updates move the Node's resourceVersion often, and under load the cache is behind) the patch
+// is computed and sent once more from the Node read from the API server; a second conflict fails the pass.
 func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	err := c.patchNode(ctx, nc, node)
+	if !apierrors.IsConflict(err) || c.deps.APIReader == nil {
+		return err
+	}
+	fresh := &corev1.Node{}
+	if gerr := c.deps.APIReader.Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil || fresh.UID != node.UID {
+		return err
+	}
+	return c.patchNode(ctx, nc, fresh)
+}
+
+func (c *Controller) patchNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
 	before := node.DeepCopy()
 	desired := DesiredNode(nc, node)
 	if equalNodeMeta(before, desired) {
