@@ -233,8 +233,8 @@ func logPlanVersusBinding(t *testing.T, namespace string) {
 	for _, p := range pods {
 		pl := planned[p.Name]
 		node := nodeOf[pl.target]
-		if strings.HasPrefix(pl.target, "node/") {
-			node = strings.TrimPrefix(pl.target, "node/")
+		if i := strings.Index(pl.target, "node/"); i >= 0 {
+			node = pl.target[i+len("node/"):] // "node/<name>" or "nodeclaim/<claim>, node/<name>"
 		}
 		if node != p.Spec.NodeName {
 			moved = append(moved, fmt.Sprintf("%s (%s): planned %s (node %q, %d plans), bound to %s", p.Name, p.Labels["app"],

@@ -301,27 +301,36 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(real),
 			"buffer-pods", len(virtual), "instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))
 		for _, p := range real {
-			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+nc.Name)
+			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "nodeclaim/"+nc.Name, "Pod should schedule on: nodeclaim/"+nc.Name)
 			planned[nc.Name] = append(planned[nc.Name], deps.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 		}
 	}
-	nodes := map[string]bool{}
+	// A pod planned on a NodeClaim whose Node has registered since is still planned on the same NodeClaim: it is
+	// announced once, not again with the Node's name (an event is a write, and a 1,000-node scale-out made
+	// one more a pod).
+	nodes := map[string]string{}
 	for _, n := range in.Nodes {
-		nodes[n.Node.Name] = true
+		nodes[n.Node.Name] = ""
+		if n.NodeClaim != nil {
+			nodes[n.Node.Name] = n.NodeClaim.Name
+		}
 	}
 	for key, name := range plan.Existing {
 		if p := pods[key]; p != nil {
-			target := "nodeclaim/" + name
-			if nodes[name] {
-				target = "node/" + name
+			target, message := "nodeclaim/"+name, "Pod should schedule on: nodeclaim/"+name
+			if claim, ok := nodes[name]; ok {
+				target, message = "node/"+name, "Pod should schedule on: node/"+name
+				if claim != "" {
+					target, message = "nodeclaim/"+claim, "Pod should schedule on: nodeclaim/"+claim+", node/"+name
+				}
 			}
-			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: "+target)
+			c.announce(announced, p, corev1.EventTypeNormal, "Nominated", target, message)
 		}
 	}
 	c.recordUnschedulable(plan)
 	for key, reason := range plan.Unschedulable {
 		if p := pods[key]; p != nil {
-			c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", "Failed to find capacity: "+reason)
+			c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", reason, "Failed to find capacity: "+reason)
 			logger.V(1).Info("pod cannot be provisioned for", "pod", key, "reason", reason)
 		}
 	}
@@ -552,9 +561,10 @@ func (c *Controller) CacheShows(name string) {
 	delete(c.created, name)
 }
 
-// announce emits an event on the pod unless the previous pass emitted the same one; next collects this pass's.
-func (c *Controller) announce(next map[types.UID]string, p *corev1.Pod, eventType, reason, message string) {
-	key := reason + ": " + message
+// announce emits an event on the pod unless the previous pass emitted one of the same reason and subject (what
+// the event is about: the NodeClaim planned, the capacity missing); next collects this pass's.
+func (c *Controller) announce(next map[types.UID]string, p *corev1.Pod, eventType, reason, subject, message string) {
+	key := reason + ": " + subject
 	next[p.UID] = key
 	if c.announced[p.UID] == key {
 		return

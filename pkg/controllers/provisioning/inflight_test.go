@@ -2,11 +2,14 @@ package provisioning
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -99,5 +102,73 @@ func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 				t.Errorf("%d NodeClaims after the pass, want %d", len(list.Items), want)
 			}
 		})
+	}
+}
+
+// TestOneNominatedEventAcrossRegistration: a pod planned on an in-flight NodeClaim is announced once; when the
+// NodeClaim's Node registers and the pod is planned there, it is the same plan, and no second Nominated event
+// is written (events are API writes: a 1,000-node scale-out wrote one more a pod).
+func TestOneNominatedEventAcrossRegistration(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const providerID = "fake:///test-zone-a/i-registering"
+	nc := test.NodeClaim("registering", "default").ProviderID(providerID).Launched(metav1.Now().Time).Obj()
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	nc.Status.Capacity = nc.Status.Allocatable.DeepCopy()
+	pending := test.Pod("pending").Requests("500m", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(test.NodePool("default").Obj(), nc, pending).
+		WithStatusSubresource(&karpv1.NodeClaim{}, &corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, index.PodNodeName, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		Build()
+	c, _ := newTestController(api)
+	rec := c.deps.Recorder.(*record.FakeRecorder)
+	nominated := func() []string {
+		var out []string
+		for len(rec.Events) > 0 {
+			if e := <-rec.Events; strings.Contains(e, "Nominated") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Normal Nominated Pod should schedule on: nodeclaim/registering"}, nominated()); diff != "" {
+		t.Fatalf("first pass (-want +got):\n%s", diff)
+	}
+	// Registration: the Node joins and the NodeClaim records it.
+	node := test.Node("registering-node", providerID).Ready(true).Capacity(corev1.ResourceCPU, "2").
+		Capacity(corev1.ResourceMemory, "8Gi").Label(karpv1.NodeRegisteredLabelKey, "true").
+		Label(karpv1.NodePoolLabelKey, "default").Obj()
+	if err := api.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	registered := &karpv1.NodeClaim{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(nc), registered); err != nil {
+		t.Fatal(err)
+	}
+	registered.Status.NodeName = node.Name
+	registered.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
+	if err := api.Status().Update(ctx, registered); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := nominated(); len(got) != 0 {
+		t.Errorf("the same plan announced again after registration: %v", got)
+	}
+	list := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Errorf("%d NodeClaims after the passes, want 1 (the pod is planned on the registered node)", len(list.Items))
 	}
 }

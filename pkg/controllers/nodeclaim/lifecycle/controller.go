@@ -198,12 +198,8 @@ func (c *Controller) patchStatusFresh(ctx context.Context, stored, nc *karpv1.No
 	if !apierrors.IsConflict(err) {
 		return err
 	}
-	reader := client.Reader(c.deps.Client)
-	if c.deps.APIReader != nil {
-		reader = c.deps.APIReader
-	}
 	fresh := &karpv1.NodeClaim{}
-	if gerr := reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); gerr != nil {
+	if gerr := c.apiReader().Get(ctx, client.ObjectKeyFromObject(nc), fresh); gerr != nil {
 		return err
 	}
 	if fresh.UID != nc.UID || !fresh.DeletionTimestamp.IsZero() {
@@ -216,6 +212,15 @@ func (c *Controller) patchStatusFresh(ctx context.Context, stored, nc *karpv1.No
 	}
 	fresh.DeepCopyInto(nc)
 	return nil
+}
+
+// apiReader reads from the API server, past the cache, where a write just made or a clearing just done must be
+// seen. The manager always provides one; a controller built without one (some tests) reads the cache instead.
+func (c *Controller) apiReader() client.Reader {
+	if c.deps.APIReader != nil {
+		return c.deps.APIReader
+	}
+	return c.deps.Client
 }
 
 func (c *Controller) since(nc *karpv1.NodeClaim) time.Duration {

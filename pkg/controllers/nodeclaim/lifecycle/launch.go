@@ -115,6 +115,9 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	nc.Status.Capacity = created.Status.Capacity
 	nc.Status.Allocatable = created.Status.Allocatable
 	nc.SetTrue(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunched)
+	if !nc.IsTrue(karpv1.ConditionTypeRegistered) {
+		waitingForNode(nc)
+	}
 	if err := c.patchStatus(ctx, stored, nc); err != nil {
 		return reconcile.Result{}, true, err
 	}

@@ -278,12 +278,26 @@ func TestTaintSyncNeverKeepsUninitialized(t *testing.T) {
 		h.create(test.Node("node-c", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
 		stale := h.node("node-c")
 		removeUninitialized("node-c")
-		err := h.c.syncNode(h.ctx, nc, stale)
-		if !apierrors.IsConflict(errors.Unwrap(err)) {
-			t.Fatalf("syncNode on a stale copy: got %v, want a conflict", err)
+		// The patch computed from the stale copy is rejected; the one computed again from the Node read from
+		// the API server goes through, without the taint the stale copy still had.
+		var patches []string
+		d := h.env.Deps
+		d.APIReader = h.env.Env.Client
+		d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				err := c.Patch(ctx, obj, patch, opts...)
+				patches = append(patches, fmt.Sprintf("%s conflict=%t", obj.GetName(), apierrors.IsConflict(err)))
+				return err
+			},
+		})
+		if err := NewController(d).syncNode(h.ctx, nc, stale); err != nil {
+			t.Fatalf("syncNode on a stale copy: %v", err)
 		}
-		if diff := cmp.Diff([]string{karpv1.UnregisteredTaintKey + ":NoExecute"}, taintKeys(h.node("node-c"))); diff != "" {
-			t.Errorf("taints after rejected stale sync (-want +got):\n%s", diff)
+		if diff := cmp.Diff([]string{"node-c conflict=true", "node-c conflict=false"}, patches); diff != "" {
+			t.Errorf("patches (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-c"))); diff != "" {
+			t.Errorf("taints after the stale sync (-want +got):\n%s", diff)
 		}
 		h.reconcileUntil("order-c", registered)
 		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-c"))); diff != "" {
@@ -568,8 +582,8 @@ func TestLaunchAndLifecycleWorkersSplitTheWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c := get().GetCondition(karpv1.ConditionTypeRegistered); c != nil {
-		t.Fatalf("a launch worker registered the NodeClaim: %+v", c)
+	if got := get(); got.IsTrue(karpv1.ConditionTypeRegistered) || got.Status.NodeName != "" {
+		t.Fatalf("a launch worker registered the NodeClaim: %+v, node %q", got.GetCondition(karpv1.ConditionTypeRegistered), got.Status.NodeName)
 	}
 	if n := len(h.env.Cloud.Created()); n != 1 {
 		t.Errorf("%d instances launched, want 1", n)
@@ -652,6 +666,11 @@ func TestRegistrationWritesPastAStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.create(test.Node("stale-cache-node", stale.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	// The pass finds the Node through the cache.
+	test.Eventually(t, timeout, func() (bool, string) {
+		err := h.env.Deps.Client.Get(h.ctx, client.ObjectKey{Name: "stale-cache-node"}, &corev1.Node{})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	d := h.env.Deps
 	d.APIReader = h.env.Env.Client
@@ -685,4 +704,101 @@ type noWatch struct{ client.Client }
 
 func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch not supported")
+}
+
+// The launch records that the NodeClaim waits for its Node along with the launch, so that the lifecycle's passes
+// before the Node appears write nothing: in a scale-out that write was one more request a node, and it left the
+// cache one write behind for the registration's own.
+func TestLaunchRecordsTheWaitForTheNode(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("no-node-yet", "default").Obj())
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "no-node-yet"}}
+	var launched *karpv1.NodeClaim
+	test.Eventually(t, timeout, func() (bool, string) {
+		_, _ = h.c.ReconcileLaunch(h.ctx, req)
+		launched = &karpv1.NodeClaim{}
+		if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "no-node-yet"}, launched); err != nil {
+			return false, err.Error()
+		}
+		return condition(launched, karpv1.ConditionTypeLaunched)
+	})
+	waiting := conditionIs(karpv1.ConditionTypeRegistered, metav1.ConditionFalse, karpv1.ReasonNodeNotFound,
+		"waiting for a Node with providerID "+launched.Status.ProviderID+" to join the cluster")
+	if ok, msg := waiting(launched); !ok {
+		t.Fatalf("after the launch: %s", msg)
+	}
+	// Once the cache shows the launch, passes before the Node appears write nothing.
+	test.Eventually(t, timeout, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		if err := h.env.Deps.Client.Get(h.ctx, client.ObjectKey{Name: "no-node-yet"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return nc.ResourceVersion == launched.ResourceVersion, "cache at " + nc.ResourceVersion + ", want " + launched.ResourceVersion
+	})
+	var writes []string
+	d := h.env.Deps
+	d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			writes = append(writes, fmt.Sprintf("patch %T %s", obj, obj.GetName()))
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes = append(writes, fmt.Sprintf("patch %s of %T %s", sub, obj, obj.GetName()))
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := NewController(d)
+	for range 3 {
+		if _, err := c.ReconcileLaunched(h.ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(writes) != 0 {
+		t.Errorf("passes before the Node appeared wrote: %v", writes)
+	}
+}
+
+// Registration records in its one NodeClaim write what keeps the Node from being initialized, so that the
+// initialization that follows in the same pass has nothing to write while the Node is not Ready.
+func TestRegistrationRecordsWhyTheNodeIsNotInitialized(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("not-ready-yet", "default").Obj())
+	launched := h.reconcileUntil("not-ready-yet", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.create(test.Node("not-ready-yet-node", launched.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	// The pass below reads the launched NodeClaim and the Node from the cache.
+	test.Eventually(t, timeout, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		if err := h.env.Deps.Client.Get(h.ctx, client.ObjectKey{Name: "not-ready-yet"}, nc); err != nil {
+			return false, err.Error()
+		}
+		err := h.env.Deps.Client.Get(h.ctx, client.ObjectKey{Name: "not-ready-yet-node"}, &corev1.Node{})
+		return nc.ResourceVersion == launched.ResourceVersion && err == nil, fmt.Sprintf("nodeclaim at %s (want %s), node: %v", nc.ResourceVersion, launched.ResourceVersion, err)
+	})
+	var writes []string
+	d := h.env.Deps
+	d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*karpv1.NodeClaim); ok {
+				writes = append(writes, sub)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	if _, err := NewController(d).ReconcileLaunched(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "not-ready-yet"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "not-ready-yet"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if ok, msg := condition(got, karpv1.ConditionTypeRegistered); !ok {
+		t.Fatalf("not registered after one pass: %s", msg)
+	}
+	if ok, msg := conditionIs(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, karpv1.ReasonNodeNotReady,
+		"Node not-ready-yet-node is not Ready")(got); !ok {
+		t.Errorf("initialized: %s", msg)
+	}
+	if len(writes) != 1 {
+		t.Errorf("the registering pass wrote the NodeClaim's status %d times (%v), want once", len(writes), writes)
+	}
 }

@@ -46,8 +46,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			}
 			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
 		}
-		nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonNodeNotFound,
-			fmt.Sprintf("waiting for a Node with providerID %s to join the cluster", nc.Status.ProviderID))
+		waitingForNode(nc)
 		wait := timeout - c.since(nc)
 		if wait > registrationRequeue {
 			wait = registrationRequeue
@@ -62,14 +61,16 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	// to place the pod fails (its preemption step finds no candidate), and the nomination just written makes it
 	// try the pod again while the Node still had the unregistered taint. A pod still nominated is left alone; the
 	// pods are read from the API server, where the cache may not show the clearing yet.
-	reader := client.Reader(c.deps.Client)
-	if c.deps.APIReader != nil {
-		reader = c.deps.APIReader
-	}
-	nominated += c.nominatePlanned(ctx, nc, node, reader)
+	nominated += c.nominatePlanned(ctx, nc, node, c.apiReader())
+	// The same write records what keeps the Node from being initialized (usually that it is not Ready yet), as
+	// the initialization would write next: one NodeClaim write less a node in a scale-out.
+	synced := DesiredNode(nc, node)
 	registered := func(nc *karpv1.NodeClaim) {
 		nc.Status.NodeName = node.Name
 		nc.SetTrue(karpv1.ConditionTypeRegistered, karpv1.ReasonRegistered)
+		if reason, msg := NotInitialized(nc, synced); reason != "" && !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+			nc.SetFalse(karpv1.ConditionTypeInitialized, reason, msg)
+		}
 	}
 	registered(nc)
 	if err := c.patchStatusFresh(ctx, stored, nc, registered); err != nil {
@@ -79,6 +80,14 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
 	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID, "nominated-pods", nominated)
 	return reconcile.Result{}, false, nil
+}
+
+// waitingForNode marks the NodeClaim as launched but without a Node yet. The launch records it with the launch
+// itself, so that the registration passes before the Node appears find nothing to write: a write of their own
+// was one more request a node in a scale-out, and left the cache one write behind for the registration's.
+func waitingForNode(nc *karpv1.NodeClaim) {
+	nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonNodeNotFound,
+		fmt.Sprintf("waiting for a Node with providerID %s to join the cluster", nc.Status.ProviderID))
 }
 
 // nodeFor returns the Node whose spec.providerID is the NodeClaim's, nil if none yet.
@@ -106,11 +115,11 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 // is computed and sent once more from the Node read from the API server; a second conflict fails the pass.
 func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
 	err := c.patchNode(ctx, nc, node)
-	if !apierrors.IsConflict(err) || c.deps.APIReader == nil {
+	if !apierrors.IsConflict(err) {
 		return err
 	}
 	fresh := &corev1.Node{}
-	if gerr := c.deps.APIReader.Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil || fresh.UID != node.UID {
+	if gerr := c.apiReader().Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil || fresh.UID != node.UID {
 		return err
 	}
 	return c.patchNode(ctx, nc, fresh)
