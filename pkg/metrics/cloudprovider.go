@@ -100,10 +100,8 @@ func (p *InstrumentedCloudProvider) GetInstanceTypes(ctx context.Context, np *ka
 	start := p.now()
 	out, err := p.CloudProvider.GetInstanceTypes(ctx, np)
 	p.observe(ctx, "GetInstanceTypes", start, err)
-	for _, it := range out {
-		for _, o := range it.Offerings {
-			p.m.InstanceTypeOfferingPrice.WithLabelValues(it.Name, o.CapacityType, o.Zone).Set(o.Price)
-		}
+	if err == nil && np != nil {
+		p.m.InstanceTypeOfferingPrice.Record(np.Name, out)
 	}
 	return out, err
 }

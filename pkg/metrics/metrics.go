@@ -96,7 +96,7 @@ type Metrics struct {
 	NodesAllocatable *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
 	// returned for a NodePool, by instance type, capacity type and zone.
-	InstanceTypeOfferingPrice *prometheus.GaugeVec
+	InstanceTypeOfferingPrice *OfferingPrices
 	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
 	NodeClaimsTerminationDuration *prometheus.HistogramVec
 	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
@@ -235,10 +235,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodes_allocatable",
 			Help: "Allocatable resources of each node Dovetail launched, by node, NodePool, resource type, instance type, capacity type, zone and architecture.",
 		}, []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelInstanceType, LabelCapacityType, LabelZone, LabelArch}),
-		InstanceTypeOfferingPrice: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "karpenter_cloudprovider_instance_type_offering_price_estimate",
-			Help: "Estimated hourly price in US dollars of an offering, by instance type, capacity type and zone.",
-		}, []string{LabelInstanceType, LabelCapacityType, LabelZone}),
+		InstanceTypeOfferingPrice: NewOfferingPrices(),
 		NodeClaimsTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_nodeclaims_termination_duration_seconds",
 			Help:    "Time from a NodeClaim's deletion request to the removal of its finalizer, by owning NodePool.",

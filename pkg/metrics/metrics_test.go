@@ -137,10 +137,26 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	if _, err := cp.GetInstanceTypes(ctx, &karpv1.NodePool{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.InstanceTypeOfferingPrice.WithLabelValues("m5.large", "on-demand", "us-west-2a")); got != 0.096 {
-		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096", got)
-	}
 	if got := testutil.CollectAndCount(m.InstanceTypeOfferingPrice); got != 2 {
 		t.Errorf("price series = %d, want 2", got)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.InstanceTypeOfferingPrice)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := map[string]float64{}
+	for _, f := range families {
+		for _, series := range f.GetMetric() {
+			var labels []string
+			for _, l := range series.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			prices[strings.Join(labels, ",")] = series.GetGauge().GetValue()
+		}
+	}
+	if got := prices["capacity_type=on-demand,instance_type=m5.large,zone=us-west-2a"]; got != 0.096 {
+		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
 	}
 }
