@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -109,13 +110,14 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 }
 
 // syncNode adopts the Node and applies the NodeClaim's labels, annotations and taints to it. The patch is
-// computed from the Node just read and sent with optimistic locking, so a taint another controller removed
-// meanwhile (the cloud controller manager's uninitialized taint) is never written back. On a conflict (the
-// kubelet's status updates move the Node's resourceVersion often, and under load the cache is behind) the patch
-// is computed and sent once more from the Node read from the API server; a second conflict fails the pass.
+// computed from the Node just read and tests that the Node's taints, finalizers and owner references are still
+// what it was computed from (registrationPatch), so a taint another controller removed meanwhile (the cloud
+// controller manager's uninitialized taint) is never written back. When that test fails (under load the cache
+// is behind) the patch is computed and sent once more from the Node read from the API server; a second failure
+// fails the pass.
 func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
 	err := c.patchNode(ctx, nc, node)
-	if !apierrors.IsConflict(err) {
+	if !isStale(err) {
 		return err
 	}
 	fresh := &corev1.Node{}
@@ -125,13 +127,22 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 	return c.patchNode(ctx, nc, fresh)
 }
 
+// isStale reports whether a write was refused for having been computed from an outdated copy: an
+// optimistic-lock conflict, or a JSON patch whose test failed (the API server answers those with 422).
+func isStale(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
+}
+
 func (c *Controller) patchNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
-	before := node.DeepCopy()
 	desired := DesiredNode(nc, node)
-	if equalNodeMeta(before, desired) {
+	if equalNodeMeta(node, desired) {
 		return nil
 	}
-	if err := c.deps.Client.Patch(ctx, desired, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	body, err := registrationPatch(node, desired)
+	if err != nil || body == nil {
+		return err
+	}
+	if err := c.deps.Client.Patch(ctx, desired, client.RawPatch(types.JSONPatchType, body)); err != nil {
 		return fmt.Errorf("syncing node %s: %w", node.Name, err)
 	}
 	return nil
