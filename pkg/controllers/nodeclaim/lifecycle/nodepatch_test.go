@@ -2,11 +2,17 @@ package lifecycle
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestRegistrationPatch(t *testing.T) {
@@ -58,5 +64,25 @@ func TestRegistrationPatch(t *testing.T) {
 				t.Errorf("patch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestIsStale(t *testing.T) {
+	nodes := schema.GroupResource{Resource: "nodes"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "conflict", err: apierrors.NewConflict(nodes, "n", errors.New("changed")), want: true},
+		{name: "a JSON patch test that failed: 422 without causes", err: apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", nodes, "n", "", 0, false), want: true},
+		{name: "wrapped", err: fmt.Errorf("syncing node n: %w", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", nodes, "n", "", 0, false)), want: true},
+		{name: "validation names its fields", err: apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "n", field.ErrorList{field.Invalid(field.NewPath("metadata", "labels"), "bad key", "invalid")})},
+		{name: "not found", err: apierrors.NewNotFound(nodes, "n")},
+		{name: "nil"},
+	} {
+		if got := isStale(tc.err); got != tc.want {
+			t.Errorf("%s: isStale = %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,16 +122,29 @@ func (c *Controller) syncNode(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		return err
 	}
 	fresh := &corev1.Node{}
-	if gerr := c.apiReader().Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil || fresh.UID != node.UID {
-		return err
+	if gerr := c.apiReader().Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr == nil && fresh.UID == node.UID {
+		err = c.patchNode(ctx, nc, fresh)
 	}
-	return c.patchNode(ctx, nc, fresh)
+	if isStale(err) && !apierrors.IsConflict(err) {
+		// A failed test is a conflict to the caller: the pass is retried after the conflict backoff.
+		return apierrors.NewConflict(corev1.Resource("nodes"), node.Name, err)
+	}
+	return err
 }
 
 // isStale reports whether a write was refused for having been computed from an outdated copy: an
-// optimistic-lock conflict, or a JSON patch whose test failed (the API server answers those with 422).
+// optimistic-lock conflict, or a JSON patch that could not be applied — a failed test, which the API server
+// answers with 422 and no detail. A 422 of validation names its fields (causes) and is a real error.
 func isStale(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	details := status.Status().Details
+	return details == nil || len(details.Causes) == 0
 }
 
 func (c *Controller) patchNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
