@@ -18,6 +18,18 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
+// registeringProviderID is the instance of registeringClaim.
+const registeringProviderID = "fake:///test-zone-a/i-registering"
+
+// registeringClaim is a NodeClaim launched with room for 2 cpu and 8Gi, whose Node has not registered yet.
+func registeringClaim() *karpv1.NodeClaim {
+	nc := test.NodeClaim("registering", "default").ProviderID(registeringProviderID).Launched(metav1.Now().Time).Obj()
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	nc.Status.Capacity = nc.Status.Allocatable.DeepCopy()
+	return nc
+}
+
 // TestPodsBoundBeforeTheCacheShowsRegistration: registration writes the Node (karpenter.sh/registered=true, the
 // unregistered taint lifted) before the NodeClaim's status.nodeName, and the kube-scheduler may bind pods to the
 // Node in between. A pass that sees such a Node while the NodeClaim shows no status.nodeName yet must count the
@@ -66,12 +78,8 @@ func TestPodsBoundBeforeTheCacheShowsRegistration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const providerID = "fake:///test-zone-a/i-registering"
-			nc := test.NodeClaim("registering", "default").ProviderID(providerID).Launched(metav1.Now().Time).Obj()
-			nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
-				corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-			nc.Status.Capacity = nc.Status.Allocatable.DeepCopy()
-			nb := test.Node("registering-node", providerID).Ready(true).Capacity(corev1.ResourceCPU, "2").
+			nc := registeringClaim()
+			nb := test.Node("registering-node", registeringProviderID).Ready(true).Capacity(corev1.ResourceCPU, "2").
 				Capacity(corev1.ResourceMemory, "8Gi")
 			if tc.written {
 				nb = nb.Label(karpv1.NodeRegisteredLabelKey, "true").Label(karpv1.NodePoolLabelKey, "default")
@@ -114,11 +122,7 @@ func TestOneNominatedEventAcrossRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const providerID = "fake:///test-zone-a/i-registering"
-	nc := test.NodeClaim("registering", "default").ProviderID(providerID).Launched(metav1.Now().Time).Obj()
-	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
-		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	nc.Status.Capacity = nc.Status.Allocatable.DeepCopy()
+	nc := registeringClaim()
 	pending := test.Pod("pending").Requests("500m", "1Gi").Unschedulable().Obj()
 	api := clientfake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(test.NodePool("default").Obj(), nc, pending).
@@ -143,7 +147,7 @@ func TestOneNominatedEventAcrossRegistration(t *testing.T) {
 		t.Fatalf("first pass (-want +got):\n%s", diff)
 	}
 	// Registration: the Node joins and the NodeClaim records it.
-	node := test.Node("registering-node", providerID).Ready(true).Capacity(corev1.ResourceCPU, "2").
+	node := test.Node("registering-node", registeringProviderID).Ready(true).Capacity(corev1.ResourceCPU, "2").
 		Capacity(corev1.ResourceMemory, "8Gi").Label(karpv1.NodeRegisteredLabelKey, "true").
 		Label(karpv1.NodePoolLabelKey, "default").Obj()
 	if err := api.Create(ctx, node); err != nil {

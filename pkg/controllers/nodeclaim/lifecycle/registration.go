@@ -149,9 +149,6 @@ func isStale(err error) bool {
 
 func (c *Controller) patchNode(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
 	desired := DesiredNode(nc, node)
-	if equalNodeMeta(node, desired) {
-		return nil
-	}
 	body, err := registrationPatch(node, desired)
 	if err != nil || body == nil {
 		return err
@@ -231,9 +228,4 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 		}
 	}
 	return false
-}
-
-func equalNodeMeta(a, b *corev1.Node) bool {
-	return fmt.Sprint(a.Labels, a.Annotations, a.Finalizers, a.OwnerReferences, a.Spec.Taints) ==
-		fmt.Sprint(b.Labels, b.Annotations, b.Finalizers, b.OwnerReferences, b.Spec.Taints)
 }
