@@ -93,7 +93,7 @@ type Metrics struct {
 	NodePoolLimit               *prometheus.GaugeVec
 	// NodesAllocatable is each registered NodeClaim's allocatable resources, by node name, NodePool, resource
 	// type, instance type, capacity type, zone and architecture (set by nodepool/counter).
-	NodesAllocatable *prometheus.GaugeVec
+	NodesAllocatable *NodeAllocatable
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
 	// returned for a NodePool, by instance type, capacity type and zone.
 	InstanceTypeOfferingPrice *OfferingPrices
@@ -231,10 +231,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
-		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "karpenter_nodes_allocatable",
-			Help: "Allocatable resources of each node Dovetail launched, by node, NodePool, resource type, instance type, capacity type, zone and architecture.",
-		}, []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelInstanceType, LabelCapacityType, LabelZone, LabelArch}),
+		NodesAllocatable:          NewNodeAllocatable(),
 		InstanceTypeOfferingPrice: NewOfferingPrices(),
 		NodeClaimsTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_nodeclaims_termination_duration_seconds",

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -158,5 +160,52 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	}
 	if got := prices["capacity_type=on-demand,instance_type=m5.large,zone=us-west-2a"]; got != 0.096 {
 		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
+	}
+}
+
+// TestNodeAllocatable: the collector makes a series a node and resource of the NodePools recorded, and an empty
+// record forgets a NodePool.
+func TestNodeAllocatable(t *testing.T) {
+	a := NewNodeAllocatable()
+	a.Record("web", []AllocatableNode{
+		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"pods", 29}, {"cpu", 1.93}}),
+	})
+	a.Record("batch", []AllocatableNode{
+		NewAllocatableNode("ip-2", "r5.xlarge", "on-demand", "us-west-2b", "amd64", []ResourceValue{{"memory", 3e10}}),
+	})
+	scrape := func() []string {
+		t.Helper()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(a)
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				var labels []string
+				for _, l := range s.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				out = append(out, fmt.Sprintf("%s %v", strings.Join(labels, ","), s.GetGauge().GetValue()))
+			}
+		}
+		return out
+	}
+	want := []string{
+		"arch=amd64,capacity_type=on-demand,instance_type=r5.xlarge,node_name=ip-2,nodepool=batch,resource_type=memory,zone=us-west-2b 3e+10",
+		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=cpu,zone=us-west-2a 1.93",
+		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=pods,zone=us-west-2a 29",
+	}
+	if diff := cmp.Diff(want, scrape()); diff != "" {
+		t.Errorf("series (-want +got):\n%s", diff)
+	}
+	a.Record("batch", nil)
+	if diff := cmp.Diff(want[1:], scrape()); diff != "" {
+		t.Errorf("after forgetting batch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{"ip-1/cpu": 1.93, "ip-1/pods": 29}, a.Values("web")); diff != "" {
+		t.Errorf("Values (-want +got):\n%s", diff)
 	}
 }

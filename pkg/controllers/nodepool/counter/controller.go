@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,16 +37,11 @@ const ResourceNodes corev1.ResourceName = "nodes"
 // Controller counts a NodePool's resources.
 type Controller struct {
 	deps deps.Deps
-	// mu guards series.
-	mu sync.Mutex
-	// series are the karpenter_nodes_allocatable series set per NodePool, by their label values joined, with the
-	// value set: a count sets only what changed and deletes only what went away.
-	series map[string]map[string]float64
 }
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, series: map[string]map[string]float64{}}
+	return &Controller{deps: d}
 }
 
 // CountDelay batches a NodePool's NodeClaim events into one count: the first event schedules a count this much
@@ -162,39 +155,27 @@ func (c *Controller) deleteClaims(ctx context.Context, pool string, claims []kar
 	return errors.Join(errs...)
 }
 
-// export sets the NodePool's usage and limit gauges and the allocatable gauge of each of its registered
-// NodeClaims (draining ones included: their instances still run and cost).
+// export sets the NodePool's usage and limit gauges and records the allocatable resources of each of its
+// registered NodeClaims (draining ones included: their instances still run and cost) for karpenter_nodes_allocatable.
 func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, claims []karpv1.NodeClaim) {
 	m := c.deps.Metrics
 	m.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
 	m.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
-	now := map[string]float64{}
+	var nodes []metrics.AllocatableNode
 	for i := range claims {
 		nc := &claims[i]
 		if nc.Status.NodeName == "" {
 			continue
 		}
-		l := nc.Labels
+		resources := make([]metrics.ResourceValue, 0, len(nc.Status.Allocatable))
 		for name, q := range nc.Status.Allocatable {
-			key := strings.Join([]string{nc.Status.NodeName, np.Name, string(name), l[corev1.LabelInstanceTypeStable],
-				l[karpv1.CapacityTypeLabelKey], l[corev1.LabelTopologyZone], l[corev1.LabelArchStable]}, seriesSep)
-			now[key] = q.AsApproximateFloat64()
+			resources = append(resources, metrics.ResourceValue{Name: string(name), Value: q.AsApproximateFloat64()})
 		}
+		l := nc.Labels
+		nodes = append(nodes, metrics.NewAllocatableNode(nc.Status.NodeName, l[corev1.LabelInstanceTypeStable],
+			l[karpv1.CapacityTypeLabelKey], l[corev1.LabelTopologyZone], l[corev1.LabelArchStable], resources))
 	}
-	c.mu.Lock()
-	before := c.series[np.Name]
-	c.series[np.Name] = now
-	c.mu.Unlock()
-	for key := range before {
-		if _, ok := now[key]; !ok {
-			m.NodesAllocatable.DeleteLabelValues(strings.Split(key, seriesSep)...)
-		}
-	}
-	for key, v := range now {
-		if old, ok := before[key]; !ok || old != v {
-			m.NodesAllocatable.WithLabelValues(strings.Split(key, seriesSep)...).Set(v)
-		}
-	}
+	m.NodesAllocatable.Record(np.Name, nodes)
 	for name, q := range usage {
 		m.NodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 	}
@@ -203,16 +184,10 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, clai
 	}
 }
 
-// seriesSep joins a series' label values into a key; no label value holds it.
-const seriesSep = "\x00"
-
 func (c *Controller) forget(pool string) {
-	c.mu.Lock()
-	delete(c.series, pool)
-	c.mu.Unlock()
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
-	c.deps.Metrics.NodesAllocatable.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
+	c.deps.Metrics.NodesAllocatable.Record(pool, nil)
 }
 
 // Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly

@@ -2,9 +2,11 @@ package counter
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,8 +83,11 @@ func TestCounter(t *testing.T) {
 	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 2 {
 		t.Errorf("karpenter_nodes_allocatable series = %d, want 2 (cpu and pods of web-a)", n)
 	}
-	if v := testutil.ToFloat64(m.NodesAllocatable.WithLabelValues("ip-10-0-0-1", "web", "cpu", "m5.large", "spot", "us-west-2a", "amd64")); v != 1.93 {
-		t.Errorf("allocatable cpu of ip-10-0-0-1 = %v, want 1.93", v)
+	if diff := cmp.Diff(map[string]float64{
+		"ip-10-0-0-1 web cpu m5.large spot us-west-2a amd64":  1.93,
+		"ip-10-0-0-1 web pods m5.large spot us-west-2a amd64": 29,
+	}, scrapeAllocatable(t, m)); diff != "" {
+		t.Errorf("karpenter_nodes_allocatable (-want +got):\n%s", diff)
 	}
 
 	// Deleting the NodePool deletes its NodeClaims (only its own) and drops its metrics.
@@ -132,24 +137,12 @@ func TestAllocatableSeriesFollowTheNodeClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]float64{}
-		for _, node := range []string{"ip-10-0-0-1", "ip-10-0-0-2"} {
-			for _, ct := range []string{"spot", "on-demand"} {
-				for _, zone := range []string{"us-west-2a", "us-west-2b"} {
-					for _, res := range []string{"cpu", "pods"} {
-						labels := []string{node, "web", res, "m5.large", ct, zone, "amd64"}
-						if g, err := m.NodesAllocatable.GetMetricWithLabelValues(labels...); err == nil && testutil.ToFloat64(g) != 0 {
-							got[node+"/"+res] = testutil.ToFloat64(g)
-						}
-						// GetMetricWithLabelValues created the series if it was missing: drop it again.
-						if testutil.ToFloat64(m.NodesAllocatable.WithLabelValues(labels...)) == 0 {
-							m.NodesAllocatable.DeleteLabelValues(labels...)
-						}
-					}
-				}
-			}
+		for labels, v := range scrapeAllocatable(t, m) {
+			f := strings.Fields(labels)
+			got[f[0]+"/"+f[2]] = v
 		}
-		if n := testutil.CollectAndCount(m.NodesAllocatable); n != len(got) {
-			t.Errorf("karpenter_nodes_allocatable has %d series, want %d: %v", n, len(got), got)
+		if diff := cmp.Diff(got, m.NodesAllocatable.Values("web")); diff != "" {
+			t.Errorf("scraped series differ from the recorded ones (-scraped +recorded):\n%s", diff)
 		}
 		return got
 	}
@@ -199,4 +192,31 @@ func TestCountedChange(t *testing.T) {
 			t.Errorf("%s: countedChange = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// scrapeAllocatable scrapes karpenter_nodes_allocatable: each series' label values (node, NodePool, resource,
+// instance type, capacity type, zone, arch) joined by spaces, to its value.
+func scrapeAllocatable(t *testing.T, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m.NodesAllocatable); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			byName := map[string]string{}
+			for _, l := range s.GetLabel() {
+				byName[l.GetName()] = l.GetValue()
+			}
+			key := strings.Join([]string{byName[metrics.LabelNodeName], byName[metrics.LabelNodePool], byName[metrics.LabelResourceType],
+				byName[metrics.LabelInstanceType], byName[metrics.LabelCapacityType], byName[metrics.LabelZone], byName[metrics.LabelArch]}, " ")
+			got[key] = s.GetGauge().GetValue()
+		}
+	}
+	return got
 }
