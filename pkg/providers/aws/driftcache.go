@@ -36,7 +36,8 @@ func newDriftInstances(clk clock.Clock) *driftInstances {
 }
 
 // get returns the instance's description, from memory when it is younger than DriftInstanceTTL, otherwise from
-// describe (whose result is remembered; an error is not).
+// describe (whose result is remembered; an error is not). A remembered description holds only the ID, image,
+// subnet and security groups (what Drift compares).
 func (d *driftInstances) get(ctx context.Context, id string, describe func(context.Context, string) (*instance.Instance, error)) (*instance.Instance, error) {
 	now := d.clock.Now()
 	d.mu.Lock()
@@ -49,9 +50,11 @@ func (d *driftInstances) get(ctx context.Context, id string, describe func(conte
 	if err != nil {
 		return nil, err
 	}
+	// Only what Drift compares is kept: a whole description (tags, names, times) a node was ~1 MB at 1,000 nodes.
+	kept := &instance.Instance{ID: inst.ID, ImageID: inst.ImageID, SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.byID[id] = driftInstance{inst: inst, at: now}
+	d.byID[id] = driftInstance{inst: kept, at: now}
 	if now.Sub(d.swept) >= DriftInstanceTTL {
 		// Forget expired descriptions (terminated instances are never asked about again).
 		d.swept = now
@@ -61,5 +64,5 @@ func (d *driftInstances) get(ctx context.Context, id string, describe func(conte
 			}
 		}
 	}
-	return inst, nil
+	return kept, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
@@ -62,5 +63,25 @@ func TestDriftInstancesRemembered(t *testing.T) {
 	}
 	if _, ok := d.byID["i-a"]; ok {
 		t.Errorf("expired descriptions kept: %v", d.byID)
+	}
+}
+
+// TestDriftInstancesKeepWhatDriftCompares: a remembered description holds the image, subnet and security groups
+// (what Drift compares) and nothing else of the instance.
+func TestDriftInstancesKeepWhatDriftCompares(t *testing.T) {
+	d := newDriftInstances(clocktesting.NewFakeClock(time.Now()))
+	full := &instance.Instance{ID: "i-a", Type: "m5.large", Zone: "us-west-2a", SubnetID: "subnet-1", ImageID: "ami-1",
+		CapacityType: "spot", State: "running", LaunchTime: time.Now(), PrivateDNSName: "ip-10-0-0-1.ec2.internal",
+		SecurityGroupIDs: []string{"sg-1", "sg-2"}, Tags: map[string]string{"Name": "x", "karpenter.sh/nodepool": "default"}}
+	describe := func(context.Context, string) (*instance.Instance, error) { return full, nil }
+	want := instance.Instance{ID: "i-a", SubnetID: "subnet-1", ImageID: "ami-1", SecurityGroupIDs: []string{"sg-1", "sg-2"}}
+	for i := range 2 {
+		got, err := d.get(context.Background(), "i-a", describe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, *got); diff != "" {
+			t.Errorf("call %d (-want +got):\n%s", i+1, diff)
+		}
 	}
 }
