@@ -15,10 +15,10 @@ func TestSoftMemoryLimit(t *testing.T) {
 	}{
 		{name: "unset", env: nil},
 		{name: "GOMEMLIMIT wins", env: map[string]string{"MEMORY_LIMIT": "167772160", "GOMEMLIMIT": "100MiB"}},
-		{name: "160 MiB container: 40 MiB outside the heap", env: map[string]string{"MEMORY_LIMIT": "167772160"}, want: 120 * mib, wantSet: true},
+		{name: "160 MiB container: 44 MiB outside the heap", env: map[string]string{"MEMORY_LIMIT": "167772160"}, want: 116 * mib, wantSet: true},
 		{name: "1 GiB container: a tenth outside", env: map[string]string{"MEMORY_LIMIT": "1GiB"}, want: 1024*mib - 1024*mib/10, wantSet: true},
 		{name: "tiny container: never below half", env: map[string]string{"MEMORY_LIMIT": "64MiB"}, want: 32 * mib, wantSet: true},
-		{name: "spaces", env: map[string]string{"MEMORY_LIMIT": " 160MiB "}, want: 120 * mib, wantSet: true},
+		{name: "spaces", env: map[string]string{"MEMORY_LIMIT": " 160MiB "}, want: 116 * mib, wantSet: true},
 		{name: "a Kubernetes quantity is not bytes", env: map[string]string{"MEMORY_LIMIT": "160Mi"}, wantFail: true},
 		{name: "zero", env: map[string]string{"MEMORY_LIMIT": "0"}, wantFail: true},
 		{name: "negative", env: map[string]string{"MEMORY_LIMIT": "-5"}, wantFail: true},
