@@ -69,7 +69,9 @@ type CloudProvider struct {
 	instanceTypes *instancetype.Provider
 	instances     *instance.Provider
 	// drifted remembers the instance descriptions IsDrifted used (DriftInstanceTTL).
-	drifted     *driftInstances
+	drifted *driftInstances
+	// userData remembers rendered user data by bootstrap content.
+	userData    *userDataMemo
 	templates   *launchtemplate.Provider
 	resolver    *resolve.Resolver
 	clusterInfo *clusterInfoSource
@@ -140,6 +142,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
 		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
 		drifted:       newDriftInstances(opts.Clock),
+		userData:      newUserDataMemo(),
 		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
 		resolver:      resolve.New(clients, cluster, opts.Clock),
 		reservations:  capacityreservation.NewTracker(),

@@ -363,7 +363,7 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 	for _, g := range keys {
 		it := byName[groups[g][0]]
 		b := p.bootstrap(nc, nodeClaim, capacityType, it, info)
-		userData, err := b.Render()
+		userData, err := p.userData.render(b)
 		if err != nil {
 			return nil, nil, nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q user data: %w", nc.Name, err))
 		}
