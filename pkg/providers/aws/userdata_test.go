@@ -22,9 +22,11 @@ func TestUserDataMemo(t *testing.T) {
 	}
 	u := newUserDataMemo()
 	variants := map[string]func(*launchtemplate.Bootstrap){
-		"same":     func(*launchtemplate.Bootstrap) {},
-		"label":    func(b *launchtemplate.Bootstrap) { b.Labels["team"] = "a" },
-		"taint":    func(b *launchtemplate.Bootstrap) { b.Taints = append(b.Taints, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}) },
+		"same":  func(*launchtemplate.Bootstrap) {},
+		"label": func(b *launchtemplate.Bootstrap) { b.Labels["team"] = "a" },
+		"taint": func(b *launchtemplate.Bootstrap) {
+			b.Taints = append(b.Taints, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule})
+		},
 		"max pods": func(b *launchtemplate.Bootstrap) { b.Kubelet.MaxPods = 58 },
 	}
 	for round := range 2 {
