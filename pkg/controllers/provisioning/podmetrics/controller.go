@@ -23,12 +23,14 @@ const Name = "pod.metrics"
 type Controller struct {
 	deps deps.Deps
 	mu   sync.Mutex
-	seen map[types.UID]bool
+	// seen holds the UID of each pod whose startup was observed, by the pod's name; a pod's deletion (its
+	// reconcile finding it gone) forgets it.
+	seen map[types.NamespacedName]types.UID
 }
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, seen: map[types.UID]bool{}}
+	return &Controller{deps: d, seen: map[types.NamespacedName]types.UID{}}
 }
 
 // Register adds the controller.
@@ -41,7 +43,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pod := &corev1.Pod{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			c.forgetMissing(ctx)
+			c.mu.Lock()
+			delete(c.seen, req.NamespacedName)
+			c.mu.Unlock()
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -50,7 +54,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	c.mu.Lock()
-	done := c.seen[pod.UID]
+	done := c.seen[req.NamespacedName] == pod.UID
 	c.mu.Unlock()
 	if done {
 		return reconcile.Result{}, nil
@@ -60,33 +64,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	c.mu.Lock()
-	c.seen[pod.UID] = true
+	c.seen[req.NamespacedName] = pod.UID
 	c.mu.Unlock()
 	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
 		return reconcile.Result{}, nil
 	}
 	c.deps.Metrics.PodsStartupDuration.Observe(started.Sub(pod.CreationTimestamp.Time).Seconds())
 	return reconcile.Result{}, nil
-}
-
-// forgetMissing drops remembered pods that no longer exist, bounding the memory the controller keeps.
-func (c *Controller) forgetMissing(ctx context.Context) {
-	pods := &corev1.PodList{}
-	// Only the UIDs are read: the cache's own objects, not a copy of every pod.
-	if err := c.deps.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return
-	}
-	live := make(map[types.UID]bool, len(pods.Items))
-	for _, p := range pods.Items {
-		live[p.UID] = true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for uid := range c.seen {
-		if !live[uid] {
-			delete(c.seen, uid)
-		}
-	}
 }
 
 // StartedAt returns when the pod's first container started running, if one has.

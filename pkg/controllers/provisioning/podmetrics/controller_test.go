@@ -58,3 +58,51 @@ func TestStartupDuration(t *testing.T) {
 		t.Errorf("startup summary (count, sum) = %v, want %v", got, want)
 	}
 }
+
+// TestDeletedPodIsForgotten: a pod's deletion forgets it (nothing is kept of pods gone), and a pod created again
+// under the same name (a new UID) has its startup observed again.
+func TestDeletedPodIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	created := time.Unix(1000, 0)
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := running("web", "ours", created, created.Add(10*time.Second))
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		test.Node("ours", "fake:///a/i-1").Label(karpv1.NodeRegisteredLabelKey, "true").Obj(), first).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "web"}}
+	reconcileTwice := func() {
+		t.Helper()
+		for range 2 {
+			if _, err := c.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reconcileTwice()
+	if err := kube.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTwice()
+	if len(c.seen) != 0 {
+		t.Errorf("after the deletion the controller keeps %v", c.seen)
+	}
+	again := running("web", "ours", created, created.Add(20*time.Second))
+	again.UID = "uid-web-2"
+	if err := kube.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	reconcileTwice()
+	ch := make(chan prometheus.Metric, 1)
+	m.PodsStartupDuration.Collect(ch)
+	var out dto.Metric
+	if err := (<-ch).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := [2]float64{float64(out.GetSummary().GetSampleCount()), out.GetSummary().GetSampleSum()}, [2]float64{2, 30}; got != want {
+		t.Errorf("startup summary (count, sum) = %v, want %v (each pod once)", got, want)
+	}
+}
