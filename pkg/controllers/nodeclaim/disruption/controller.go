@@ -77,7 +77,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 
 func (c *Controller) nodePoolToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: o.GetName()}); err != nil {
+	// Read only (names, references): the cache's objects, not copies.
+	if err := c.deps.Client.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing nodeclaims of nodepool", "nodepool", o.GetName())
 		return nil
 	}
@@ -87,7 +88,8 @@ func (c *Controller) nodePoolToNodeClaims(ctx context.Context, o client.Object) 
 // nodeClassToNodeClaims maps an EC2NodeClass to the NodeClaims launched from it.
 func (c *Controller) nodeClassToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, list); err != nil {
+	// Read only (names, references): the cache's objects, not copies.
+	if err := c.deps.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing nodeclaims of node class", "ec2nodeclass", o.GetName())
 		return nil
 	}
@@ -106,7 +108,8 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 		return nil
 	}
 	list := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	// Read only (names, references): the cache's objects, not copies.
+	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing nodeclaims of node", "node", node.Name)
 		return nil
 	}

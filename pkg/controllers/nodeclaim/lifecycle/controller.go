@@ -110,7 +110,8 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 		return nil
 	}
 	list := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	// Read only (names, references): the cache's objects, not copies.
+	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

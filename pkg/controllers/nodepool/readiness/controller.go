@@ -44,7 +44,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 
 func (c *Controller) nodeClassToNodePools(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &karpv1.NodePoolList{}
-	if err := c.deps.Client.List(ctx, list); err != nil {
+	// Read only (names, references): the cache's objects, not copies.
+	if err := c.deps.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
