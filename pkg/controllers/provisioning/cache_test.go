@@ -75,11 +75,22 @@ func TestPassLeavesBoundPodsAlone(t *testing.T) {
 		return n == 6 && e.Client.Get(ctx, client.ObjectKey{Name: "worker"}, &corev1.Node{}) == nil, fmt.Sprintf("%d of 6 pods cached", n)
 	})
 	before := boundPods(t, e)
+	nodesBefore := cachedNodes(t, e)
 	ctrl := provisioning.NewController(e.Deps)
-	for range 2 {
-		if err := ctrl.Schedule(ctx); err != nil {
-			t.Fatal(err)
+	if err := ctrl.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The second pass sees the first one's NodeClaim in flight (from the cache once it shows it).
+	test.Eventually(t, 20e9, func() (bool, string) {
+		l := &karpv1.NodeClaimList{}
+		if err := e.Client.List(ctx, l); err != nil {
+			return false, err.Error()
 		}
+		return len(l.Items) > 0, "the cache shows no NodeClaim yet"
+	})
+	claimsBefore := cachedNodeClaims(t, e)
+	if err := ctrl.Schedule(ctx); err != nil {
+		t.Fatal(err)
 	}
 	claims := &karpv1.NodeClaimList{}
 	if err := c.List(ctx, claims); err != nil {
@@ -91,6 +102,42 @@ func TestPassLeavesBoundPodsAlone(t *testing.T) {
 	if diff := cmp.Diff(before, boundPods(t, e)); diff != "" {
 		t.Errorf("bound pods in the cache changed by the passes (-before +after):\n%s", diff)
 	}
+	if diff := cmp.Diff(nodesBefore, cachedNodes(t, e)); diff != "" {
+		t.Errorf("nodes in the cache changed by the passes (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(claimsBefore, cachedNodeClaims(t, e)); diff != "" {
+		t.Errorf("nodeclaims in the cache changed by the second pass (-before +after):\n%s", diff)
+	}
+}
+
+// cachedNodes returns deep copies of the Nodes as the cache holds them.
+func cachedNodes(t *testing.T, e *test.ControllerEnv) []corev1.Node {
+	t.Helper()
+	l := &corev1.NodeList{}
+	if err := e.Client.List(context.Background(), l, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]corev1.Node, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, *l.Items[i].DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// cachedNodeClaims returns deep copies of the NodeClaims as the cache holds them.
+func cachedNodeClaims(t *testing.T, e *test.ControllerEnv) []karpv1.NodeClaim {
+	t.Helper()
+	l := &karpv1.NodeClaimList{}
+	if err := e.Client.List(context.Background(), l, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]karpv1.NodeClaim, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, *l.Items[i].DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // boundPods returns deep copies of the bound pods as the cache holds them.
