@@ -43,9 +43,24 @@ func NewNodeAllocatable() *NodeAllocatable {
 	}
 }
 
-// Record replaces the NodePool's nodes with these; an empty list forgets the NodePool. The collector keeps the
-// slice: the caller must not change it afterwards.
+// Record replaces the NodePool's nodes with these; an empty list forgets the NodePool. Entries with the same
+// labels (two NodeClaims naming one node) are kept once, the last one, as a gauge set twice would be: a
+// registry refuses a scrape that has a series twice. The collector keeps the slice: the caller must not change
+// it afterwards.
 func (n *NodeAllocatable) Record(nodePool string, nodes []AllocatableNode) {
+	type labels struct{ node, instanceType, capacityType, zone, arch string }
+	at := make(map[labels]int, len(nodes))
+	kept := nodes[:0]
+	for _, node := range nodes {
+		l := labels{node.Node, node.InstanceType, node.CapacityType, node.Zone, node.Arch}
+		if i, ok := at[l]; ok {
+			kept[i] = node
+			continue
+		}
+		at[l] = len(kept)
+		kept = append(kept, node)
+	}
+	nodes = kept
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(nodes) == 0 {

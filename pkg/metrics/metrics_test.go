@@ -208,4 +208,14 @@ func TestNodeAllocatable(t *testing.T) {
 	if diff := cmp.Diff(map[string]float64{"ip-1/cpu": 1.93, "ip-1/pods": 29}, a.Values("web")); diff != "" {
 		t.Errorf("Values (-want +got):\n%s", diff)
 	}
+	// Two entries with the same labels (two NodeClaims naming one node): one series, the last entry's value.
+	a.Record("web", []AllocatableNode{
+		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"cpu", 1}}),
+		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"cpu", 2}}),
+	})
+	if diff := cmp.Diff([]string{
+		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=cpu,zone=us-west-2a 2",
+	}, scrape()); diff != "" {
+		t.Errorf("duplicate entries (-want +got):\n%s", diff)
+	}
 }
