@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,23 +92,4 @@ func (n *NodeAllocatable) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-}
-
-// Values returns the recorded series of a NodePool, keyed "<node>/<resource>", without scraping.
-func (n *NodeAllocatable) Values(nodePool string) map[string]float64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := map[string]float64{}
-	for _, node := range n.pools[nodePool] {
-		for _, r := range node.Resources {
-			out[node.Node+"/"+r.Name] = r.Value
-		}
-	}
-	return out
-}
-
-// NewAllocatableNode returns a node's entry, its resources sorted by name.
-func NewAllocatableNode(node, instanceType, capacityType, zone, arch string, resources []ResourceValue) AllocatableNode {
-	slices.SortFunc(resources, func(a, b ResourceValue) int { return strings.Compare(a.Name, b.Name) })
-	return AllocatableNode{Node: node, InstanceType: instanceType, CapacityType: capacityType, Zone: zone, Arch: arch, Resources: resources}
 }

@@ -168,10 +168,10 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 func TestNodeAllocatable(t *testing.T) {
 	a := NewNodeAllocatable()
 	a.Record("web", []AllocatableNode{
-		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"pods", 29}, {"cpu", 1.93}}),
+		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"pods", 29}, {"cpu", 1.93}}},
 	})
 	a.Record("batch", []AllocatableNode{
-		NewAllocatableNode("ip-2", "r5.xlarge", "on-demand", "us-west-2b", "amd64", []ResourceValue{{"memory", 3e10}}),
+		{Node: "ip-2", InstanceType: "r5.xlarge", CapacityType: "on-demand", Zone: "us-west-2b", Arch: "amd64", Resources: []ResourceValue{{"memory", 3e10}}},
 	})
 	scrape := func() []string {
 		t.Helper()
@@ -205,13 +205,10 @@ func TestNodeAllocatable(t *testing.T) {
 	if diff := cmp.Diff(want[1:], scrape()); diff != "" {
 		t.Errorf("after forgetting batch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]float64{"ip-1/cpu": 1.93, "ip-1/pods": 29}, a.Values("web")); diff != "" {
-		t.Errorf("Values (-want +got):\n%s", diff)
-	}
 	// Two entries with the same labels (two NodeClaims naming one node): one series, the last entry's value.
 	a.Record("web", []AllocatableNode{
-		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"cpu", 1}}),
-		NewAllocatableNode("ip-1", "m5.large", "spot", "us-west-2a", "amd64", []ResourceValue{{"cpu", 2}}),
+		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"cpu", 1}}},
+		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"cpu", 2}}},
 	})
 	if diff := cmp.Diff([]string{
 		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=cpu,zone=us-west-2a 2",

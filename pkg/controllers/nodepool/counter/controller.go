@@ -172,8 +172,9 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, clai
 			resources = append(resources, metrics.ResourceValue{Name: string(name), Value: q.AsApproximateFloat64()})
 		}
 		l := nc.Labels
-		nodes = append(nodes, metrics.NewAllocatableNode(nc.Status.NodeName, l[corev1.LabelInstanceTypeStable],
-			l[karpv1.CapacityTypeLabelKey], l[corev1.LabelTopologyZone], l[corev1.LabelArchStable], resources))
+		nodes = append(nodes, metrics.AllocatableNode{Node: nc.Status.NodeName, InstanceType: l[corev1.LabelInstanceTypeStable],
+			CapacityType: l[karpv1.CapacityTypeLabelKey], Zone: l[corev1.LabelTopologyZone], Arch: l[corev1.LabelArchStable],
+			Resources: resources})
 	}
 	m.NodesAllocatable.Record(np.Name, nodes)
 	for name, q := range usage {
