@@ -20,6 +20,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
+	nodeclasshash "github.com/dovetail/dovetail/pkg/controllers/nodeclass/hash"
 	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeoverlay"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
@@ -57,6 +58,7 @@ func New(d deps.Deps) []Named {
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
+		{nodeclasshash.Name, nodeclasshash.NewController(d)},
 		// The disruption signals (Drifted, Consolidatable, expiration, the last pod event) that the disruption
 		// controller acts on.
 		{podevents.Name, podevents.NewController(d)},

@@ -37,3 +37,8 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
+
+// NodeClassStamp returns the class's hash and NodeClassHashVersion (the node class hash controller's Hasher).
+func (p *CloudProvider) NodeClassStamp(nc *awsv1.EC2NodeClass) (string, string) {
+	return NodeClassHash(nc), NodeClassHashVersion
+}

@@ -3,6 +3,9 @@ package aws
 import (
 	"context"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"slices"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -48,7 +51,57 @@ func (p *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return cloudprovider.NewNotFoundError(err)
 	}
+	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
+		return err
+	}
 	return p.instances.Terminate(ctx, id)
+}
+
+var _ cloudprovider.Adopter = (*CloudProvider)(nil)
+
+// AdoptInstances gives this cluster's identity to the instances the NodeClaims name (status.providerID) that were
+// launched without it: by Karpenter, whose instances carry the cluster's name but no cluster UID, or by an older
+// release. See instance.Provider.Adopt for the rule; NodeClaims without a provider ID are skipped.
+func (p *CloudProvider) AdoptInstances(ctx context.Context, nodeClaims []*karpv1.NodeClaim) (cloudprovider.Adoption, error) {
+	claims := map[string]instance.Claim{}
+	byID := map[string]string{}
+	for _, nc := range nodeClaims {
+		id, err := instance.ParseProviderID(nc.Status.ProviderID)
+		if err != nil {
+			continue
+		}
+		claims[id] = p.claimOf(ctx, nc)
+		byID[id] = nc.Status.ProviderID
+	}
+	out := cloudprovider.Adoption{Owned: map[string]bool{}, Refused: map[string]string{}}
+	if len(claims) == 0 {
+		return out, nil
+	}
+	res, err := p.instances.Adopt(ctx, claims)
+	for id := range res.Owned {
+		out.Owned[byID[id]] = true
+	}
+	for _, id := range res.Adopted {
+		out.Adopted = append(out.Adopted, byID[id])
+	}
+	for id, why := range res.Refused {
+		out.Refused[byID[id]] = why
+	}
+	return out, err
+}
+
+// adoptFor adopts the NodeClaim's instance unless it is already known to be this cluster's, so that acting on a
+// NodeClaim Karpenter launched (terminating it, checking its drift) does not wait for the garbage collector's
+// adoption pass. An instance that cannot be adopted is left to the caller's own look-up, which reports it as not
+// this cluster's.
+func (p *CloudProvider) adoptFor(ctx context.Context, nodeClaim *karpv1.NodeClaim, id string) error {
+	if p.instances.KnownOwned(id) {
+		return nil
+	}
+	if _, err := p.instances.Adopt(ctx, map[string]instance.Claim{id: p.claimOf(ctx, nodeClaim)}); err != nil {
+		return fmt.Errorf("adopting instance %s of nodeclaim %s: %w", id, nodeClaim.Name, err)
+	}
+	return nil
 }
 
 // TagInstance adds or replaces tags on an instance of this cluster (for example Name=<node name> after the
@@ -73,6 +126,9 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 		if h := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; h != "" && h != NodeClassHash(nc) {
 			return karpv1.ReasonNodeClassDrifted, nil
 		}
+	}
+	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
+		return "", err
 	}
 	inst, err := p.drifted.get(ctx, id, p.instances.Get)
 	if err != nil {
@@ -101,4 +157,17 @@ func Drift(nc *awsv1.EC2NodeClass, inst *instance.Instance) cloudprovider.DriftR
 		}
 	}
 	return ""
+}
+
+// claimOf is what the NodeClaim says of its instance, for adoption: its name, creation time and whether a Node of
+// this cluster carries its provider ID (read from the cache; a failed read counts as no Node).
+func (p *CloudProvider) claimOf(ctx context.Context, nc *karpv1.NodeClaim) instance.Claim {
+	c := instance.Claim{NodeClaim: nc.Name, Created: nc.CreationTimestamp.Time}
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		if err := p.kube.Get(ctx, types.NamespacedName{Name: nc.Status.NodeName}, node); err == nil {
+			c.Registered = node.Spec.ProviderID == nc.Status.ProviderID
+		}
+	}
+	return c
 }

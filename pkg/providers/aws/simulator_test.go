@@ -640,6 +640,9 @@ type deleteRecorder struct {
 	deleted []string
 }
 
+// Unwrap lets controllers find the optional interfaces of the provider it records for (adoption).
+func (r *deleteRecorder) Unwrap() cloudprovider.CloudProvider { return r.CloudProvider }
+
 func (r *deleteRecorder) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
 	r.deleted = append(r.deleted, nc.Status.ProviderID)
 	return r.CloudProvider.Delete(ctx, nc)

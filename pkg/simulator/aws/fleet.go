@@ -344,6 +344,10 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 	}
 	now := s.clock.Now()
 	b := ip.As4()
+	if c.lt.ID != "" {
+		// EC2 names the launch template (one version here) on every instance launched from one.
+		extraTags = append([]Tag{{Key: "aws:ec2launchtemplate:id", Value: c.lt.ID}, {Key: "aws:ec2launchtemplate:version", Value: "1"}}, extraTags...)
+	}
 	inst := &instance{
 		ID:                 s.nextIDLocked("i"),
 		Type:               c.typeName,

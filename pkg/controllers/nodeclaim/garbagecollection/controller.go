@@ -101,6 +101,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("terminating leaked instance %s: %w", id, err))
 		}
 	}
+	if err := c.adopt(ctx, claims.Items, live); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		id := nc.Status.ProviderID
@@ -108,8 +111,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			continue
 		}
 		// Confirm with a direct lookup: List may lag behind a launch.
-		if _, err := c.deps.CloudProvider.Get(ctx, id); err == nil || !cloudprovider.IsNotFound(err) {
-			if err != nil {
+		if _, err := c.deps.CloudProvider.Get(ctx, id); err == nil || !cloudprovider.IsNotFound(err) || cloudprovider.IsNotOwned(err) {
+			switch {
+			case cloudprovider.IsNotOwned(err):
+				// The instance exists but is not this cluster's and could not be adopted (adopt logged why): the
+				// NodeClaim is not deleted on the strength of an instance that is still running.
+			case err != nil:
 				errs = append(errs, fmt.Errorf("looking up instance %s: %w", id, err))
 			}
 			continue
@@ -141,4 +148,47 @@ func (c *Controller) claimedNow(ctx context.Context, name, providerID string) (b
 		return false, fmt.Errorf("confirming that instance %s has no nodeclaim: %w", providerID, err)
 	}
 	return nc.Status.ProviderID == providerID || (nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero()), nil
+}
+
+// adopt gives this cluster's identity to the instances of launched NodeClaims that List did not report: instances
+// launched by Karpenter before Dovetail took the cluster over carry its name but no cluster UID. Those adopted are
+// added to live, so they are neither looked up again nor taken for gone. A NodeClaim's instance that cannot be
+// adopted (another cluster's identity) is reported with an event; the NodeClaim is left alone.
+func (c *Controller) adopt(ctx context.Context, claims []karpv1.NodeClaim, live map[string]bool) error {
+	adopter, ok := cloudprovider.Find[cloudprovider.Adopter](c.deps.CloudProvider)
+	if !ok {
+		return nil
+	}
+	var candidates []*karpv1.NodeClaim
+	for i := range claims {
+		nc := &claims[i]
+		if nc.Status.ProviderID == "" || live[nc.Status.ProviderID] || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		candidates = append(candidates, nc)
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	res, err := adopter.AdoptInstances(ctx, candidates)
+	for id := range res.Owned {
+		live[id] = true
+	}
+	if len(res.Adopted) > 0 {
+		log.FromContext(ctx).Info("adopted instances launched without this cluster's identity", "count", len(res.Adopted))
+	}
+	for _, nc := range candidates {
+		why, refused := res.Refused[nc.Status.ProviderID]
+		if !refused {
+			continue
+		}
+		log.FromContext(ctx).Info("not adopting the instance of a nodeclaim; leaving both alone", "nodeclaim", nc.Name,
+			"provider-id", nc.Status.ProviderID, "reason", why)
+		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotAdopted",
+			"Instance %s is not adopted because %s; Dovetail neither deletes this NodeClaim nor acts on the instance", nc.Status.ProviderID, why)
+	}
+	if err != nil {
+		return fmt.Errorf("adopting instances: %w", err)
+	}
+	return nil
 }

@@ -364,7 +364,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 			if o := p.cluster.Owner(inst.Tags); o != tags.Owned {
 				log.FromContext(ctx).Info("instance does not carry this cluster's identity; not acting on it",
 					"instance-id", id, "ownership", ownershipName(o))
-				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s is not owned by this cluster (%s)", id, ownershipName(o)))
+				return nil, cloudprovider.NewNotFoundError(fmt.Errorf("instance %s (%s): %w", id, ownershipName(o), cloudprovider.ErrNotOwned))
 			}
 			p.remember(id)
 			return inst, nil
