@@ -180,3 +180,67 @@ func sortedCopy(v ...string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestAdoptionUnderThePolicy: the documented IAM policy lets the controller adopt an instance carrying the
+// cluster's name and no UID (and its launch template), and nothing else: it cannot rewrite another cluster's UID.
+func TestAdoptionUnderThePolicy(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	a := w.provider(t, "uid-a")
+	b := w.provider(t, "uid-b")
+	a.resolvedNodeClass(t)
+	b.resolvedNodeClass(t)
+	ca, err := a.Create(ctx, claim("a-1", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := b.Create(ctx, claim("b-1", "m5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idA := karpenterize(t, a, ca.Status.ProviderID)
+	lts, err := a.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range lts.LaunchTemplates {
+		if tagOf(lt.Tags, tags.ClusterUID) == "uid-a" {
+			if _, err := a.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{awssdk.ToString(lt.LaunchTemplateId)}, Tags: []ec2types.Tag{{Key: awssdk.String(tags.ClusterUID)}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.sim.SetIAMPolicy(readControllerPolicy(t), map[string]string{
+		"CLUSTER_UID": "uid-a", "NODE_ROLE_NAME": "KarpenterNodeRole-dovetail",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := w.provider(t, "uid-a")
+	res, err := fresh.AdoptInstances(ctx, []*karpv1.NodeClaim{test.NodeClaim("a-1", "default").ProviderID(ca.Status.ProviderID).CreatedAt(w.clock.Now()).Obj()})
+	if err != nil {
+		t.Fatalf("AdoptInstances under the policy: %v", err)
+	}
+	if d := cmp.Diff([]string{ca.Status.ProviderID}, res.Adopted); d != "" {
+		t.Errorf("adopted (-want +got):\n%s", d)
+	}
+	if got := tagOf(describe(t, fresh, idA).Tags, tags.ClusterUID); got != "uid-a" {
+		t.Errorf("adopted instance's UID tag %q", got)
+	}
+	lts, err = a.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateIds: []string{tagOf(describe(t, fresh, idA).Tags, "aws:ec2launchtemplate:id")}})
+	if err != nil || len(lts.LaunchTemplates) != 1 || tagOf(lts.LaunchTemplates[0].Tags, tags.ClusterUID) != "uid-a" {
+		t.Errorf("the adopted instance's launch template: %v %+v", err, lts)
+	}
+	idB, _ := instance.ParseProviderID(cb.Status.ProviderID)
+	if _, err := fresh.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{idB}, Tags: []ec2types.Tag{{Key: awssdk.String(tags.ClusterUID), Value: awssdk.String("uid-a")}}}); err == nil {
+		t.Errorf("the policy let cluster a rewrite the UID tag of cluster b's instance")
+	}
+}
+
+func tagOf(ts []ec2types.Tag, key string) string {
+	for _, tag := range ts {
+		if awssdk.ToString(tag.Key) == key {
+			return awssdk.ToString(tag.Value)
+		}
+	}
+	return ""
+}
