@@ -49,6 +49,11 @@ type Leftovers struct {
 	// OtherCluster counts resources tagged with this cluster's name but another cluster's UID: a different
 	// cluster of the same name owns them and they are left alone.
 	OtherCluster int
+	// Unattributed are resources tagged with this cluster's name and no cluster UID that the controller has not
+	// adopted: launched by Karpenter (for this cluster but never named by one of its NodeClaims, or for another
+	// cluster of the same name), by hand, or by an older release. Nothing proves they are this cluster's, so they
+	// are reported and not counted as left.
+	Unattributed []Resource
 	// Unchecked lists the checks that failed (permissions, API errors); their resources are unknown.
 	Unchecked []string
 }
@@ -90,9 +95,6 @@ func (a *awsInventory) instances(ctx context.Context, l *Leftovers) error {
 		for _, r := range out.Reservations {
 			for _, i := range r.Instances {
 				t := ec2Tags(i.Tags)
-				if !a.ours(t, l) {
-					continue
-				}
 				state := ""
 				if i.State != nil {
 					state = string(i.State.Name)
@@ -101,7 +103,12 @@ func (a *awsInventory) instances(ctx context.Context, l *Leftovers) error {
 				if nc := t[awsv1.TagNodeClaim]; nc != "" {
 					detail += ", nodeclaim " + nc
 				}
-				l.Instances = append(l.Instances, Resource{Kind: "instance", ID: aws.ToString(i.InstanceId), Detail: detail})
+				r := Resource{Kind: "instance", ID: aws.ToString(i.InstanceId), Detail: detail}
+				if !a.ours(t, l) {
+					a.unattributed(t, l, r)
+					continue
+				}
+				l.Instances = append(l.Instances, r)
 			}
 		}
 		if aws.ToString(out.NextToken) == "" {
@@ -125,11 +132,12 @@ func (a *awsInventory) launchTemplates(ctx context.Context, l *Leftovers) error 
 		}
 		for _, lt := range out.LaunchTemplates {
 			t := ec2Tags(lt.Tags)
+			r := Resource{Kind: "launch template", ID: aws.ToString(lt.LaunchTemplateName), Detail: "ec2nodeclass " + t[awsv1.TagNodeClass]}
 			if !a.ours(t, l) {
+				a.unattributed(t, l, r)
 				continue
 			}
-			l.LaunchTemplates = append(l.LaunchTemplates, Resource{Kind: "launch template",
-				ID: aws.ToString(lt.LaunchTemplateName), Detail: "ec2nodeclass " + t[awsv1.TagNodeClass]})
+			l.LaunchTemplates = append(l.LaunchTemplates, r)
 		}
 		if aws.ToString(out.NextToken) == "" {
 			break
@@ -172,11 +180,12 @@ func (a *awsInventory) instanceProfiles(ctx context.Context, l *Leftovers) error
 		for _, tag := range out.InstanceProfile.Tags {
 			t[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
 		}
+		r := Resource{Kind: "instance profile", ID: name, Detail: "ec2nodeclass " + t[awsv1.TagNodeClass]}
 		if !a.ours(t, l) {
+			a.unattributed(t, l, r)
 			continue
 		}
-		l.InstanceProfiles = append(l.InstanceProfiles, Resource{Kind: "instance profile", ID: name,
-			Detail: "ec2nodeclass " + t[awsv1.TagNodeClass]})
+		l.InstanceProfiles = append(l.InstanceProfiles, r)
 	}
 	sortResources(l.InstanceProfiles)
 	return nil
@@ -187,12 +196,19 @@ func (a *awsInventory) instanceProfiles(ctx context.Context, l *Leftovers) error
 // older controller) since nothing else will clean them up.
 func (a *awsInventory) ours(t map[string]string, l *Leftovers) bool {
 	switch a.cluster.Owner(t) {
-	case tags.Owned, tags.NameOnly:
+	case tags.Owned:
 		return true
 	case tags.OtherCluster:
 		l.OtherCluster++
 	}
 	return false
+}
+
+// unattributed records a resource with this cluster's name and no cluster UID.
+func (a *awsInventory) unattributed(t map[string]string, l *Leftovers, r Resource) {
+	if a.cluster.Owner(t) == tags.NameOnly {
+		l.Unattributed = append(l.Unattributed, r)
+	}
 }
 
 // leftovers runs every check; a failing check is recorded in Unchecked rather than stopping the others.

@@ -152,6 +152,9 @@ func (t *Teardown) finish(ctx context.Context, start time.Time, problem string) 
 	if left.OtherCluster > 0 {
 		t.printf("  note: %d AWS resources carry this cluster's name but another cluster's UID; left alone", left.OtherCluster)
 	}
+	for _, r := range left.Unattributed {
+		t.printf("  not this cluster's for certain, left alone: %s: it carries this cluster's name but no cluster UID and no NodeClaim of this cluster named it (launched by Karpenter, by hand or for another cluster of the same name); delete it by hand once you know whose it is", r)
+	}
 	elapsed := t.Clock.Since(start).Round(time.Second)
 	if problem == "" && len(remaining) == 0 {
 		scope := "cluster objects and tagged AWS resources"

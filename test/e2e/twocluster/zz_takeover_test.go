@@ -162,6 +162,10 @@ func TestTakeOverKarpenterCluster(t *testing.T) {
 	t.Logf("adopted steady nodes replaced after the EC2NodeClass change at %.0fs", time.Since(start).Seconds())
 	checkUntouched(t, instancesB)
 
+	// Teardown drains every node, and a do-not-disrupt pod holds its node (as in Karpenter): its owner removes it.
+	if err := ca.stack.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tkNamespace, Name: tkKeep}}); err != nil {
+		t.Fatal(err)
+	}
 	// Teardown leaves nothing of a: no instance (adopted or launched since), no launch template its instances were
 	// launched from.
 	teardownAs(t, ca, "teardown-a")
