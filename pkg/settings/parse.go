@@ -158,8 +158,8 @@ func Options() []Option {
 		{Env: "LEADER_ELECTION_NAME", Flag: "leader-election-name", Default: DefaultLeaderElectionName, Since: "v1.14",
 			Usage: "Name of the leader-election Lease.",
 			apply: func(s *Settings, v string) error {
-				if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
-					return fmt.Errorf("must be a Lease name (a DNS subdomain), got %q: %s", v, strings.Join(errs, "; "))
+				if len(validation.IsDNS1123Subdomain(v)) > 0 {
+					return fmt.Errorf("must be a Lease name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters), got %q", v)
 				}
 				s.LeaderElectionName = v
 				return nil
@@ -168,8 +168,8 @@ func Options() []Option {
 			Usage: "Namespace of the leader-election Lease. Empty: the controller's own namespace.",
 			apply: func(s *Settings, v string) error {
 				if v != "" {
-					if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
-						return fmt.Errorf("must be a namespace name, got %q: %s", v, strings.Join(errs, "; "))
+					if len(validation.IsDNS1123Label(v)) > 0 {
+						return fmt.Errorf("must be a namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters), got %q", v)
 					}
 				}
 				s.LeaderElectionNamespace = v
