@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -147,6 +148,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	orig := nc.DeepCopy()
 	now := c.now()
 	due := c.refreshed.due(nc, now, c.intervals)
+	// A part whose condition this copy does not show as True for this generation is resolved again whatever its
+	// schedule: the copy may be older than the last status written (the cache lags behind a status patch), and the
+	// status patch writes every condition of this copy back.
+	for part, conditions := range partConditions() {
+		for _, t := range conditions {
+			if cond := meta.FindStatusCondition(nc.Status.Conditions, t); cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != nc.Generation {
+				due[part] = true
+			}
+		}
+	}
 	resolved, failed := c.resolve(ctx, nc, due)
 	if !equality.Semantic.DeepEqual(orig.Status, nc.Status) {
 		if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {

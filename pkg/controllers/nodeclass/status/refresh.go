@@ -19,6 +19,16 @@ const (
 	partOther = "other"
 )
 
+// partConditions returns the conditions each part sets.
+func partConditions() map[string][]string {
+	return map[string][]string{
+		partSubnets:        {awsv1.ConditionTypeSubnetsReady},
+		partSecurityGroups: {awsv1.ConditionTypeSecurityGroupsReady},
+		partAMIs:           {awsv1.ConditionTypeAMIsReady},
+		partOther:          {awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeCapacityReservationsReady},
+	}
+}
+
 // defaultRefreshInterval is Karpenter's default AMI, subnet and security group refresh interval, used when the
 // settings leave one unset (tests that build Settings by hand).
 const defaultRefreshInterval = time.Minute

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,5 +123,28 @@ func TestRefreshIntervals(t *testing.T) {
 	want := map[string]int{"subnets": 6, "securityGroups": 4, "amis": 3, "instanceProfile": 3}
 	if diff := cmp.Diff(want, r.snapshot()); diff != "" {
 		t.Errorf("after a spec change: resolutions (-want +got):\n%s", diff)
+	}
+
+	// A copy that does not show a part's condition True (the cache behind a status patch) resolves that part
+	// again, though its interval has not passed: the status patch writes the copy's conditions back.
+	if err := kube.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	var kept []metav1.Condition
+	for _, cond := range nc.Status.Conditions {
+		if cond.Type != awsv1.ConditionTypeSubnetsReady {
+			kept = append(kept, cond)
+		}
+	}
+	nc.Status.Conditions = kept
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	want["subnets"]++
+	if diff := cmp.Diff(want, r.snapshot()); diff != "" {
+		t.Errorf("after a copy without SubnetsReady: resolutions (-want +got):\n%s", diff)
 	}
 }
