@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 
+	"github.com/go-logr/logr"
 	// CA roots compiled in: the image has no /etc/ssl, and TLS to AWS must still verify.
 	_ "golang.org/x/crypto/x509roots/fallback"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,21 +35,35 @@ func main() {
 		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
 		os.Exit(1)
 	}
-	soft, set, err := operator.SoftMemoryLimit(os.Getenv)
+	outputs, err := operator.OpenLogOutputs(s.LogOutputPaths, s.LogErrorOutputPaths)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: invalid settings: %v\n", err)
 		os.Exit(1)
 	}
-	logger := operator.NewLogger(s.LogLevel, os.Stderr)
+	defer outputs.Close()
+	logger := operator.NewLoggerTo(s.LogLevel, outputs)
 	operator.SetGlobalLoggers(logger)
 	logger.Info("dovetail build", "commit", version.Commit())
-	if set {
+	logSettingsWarnings(logger, s)
+	if soft, set := operator.SoftMemoryLimit(s.MemoryLimit, os.Getenv); set {
 		debug.SetMemoryLimit(soft)
-		logger.Info("go runtime soft memory limit set from the container's", "memory-limit", os.Getenv(operator.MemoryLimitEnv), "soft-limit-bytes", soft)
+		logger.Info("go runtime soft memory limit set from the container's", "memory-limit-bytes", s.MemoryLimit, "soft-limit-bytes", soft)
+	}
+	if procs, set := operator.ProcsFromCPURequests(s.CPURequests, runtime.GOMAXPROCS(0), os.Getenv); set {
+		logger.Info("GOMAXPROCS sized from the container's CPU request", "cpu-requests-millicores", s.CPURequests, "gomaxprocs", procs, "was", runtime.GOMAXPROCS(procs))
 	}
 	if err := operator.Run(ctrl.SetupSignalHandler(), s, operator.Options{Getenv: os.Getenv, Logger: logger}); err != nil {
 		fmt.Fprintf(os.Stderr, "dovetail: %v\n", err)
+		outputs.Close()
 		os.Exit(1)
+	}
+}
+
+// logSettingsWarnings logs, once at start, what the settings parser found worth saying that is not an error
+// (e.g. a feature gate Karpenter removed, which does nothing).
+func logSettingsWarnings(logger logr.Logger, s *settings.Settings) {
+	for _, w := range s.Warnings {
+		logger.Info("settings warning", "warning", w)
 	}
 }
 

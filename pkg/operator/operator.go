@@ -75,20 +75,24 @@ func SetGlobalLoggers(logger logr.Logger) {
 
 // NewLogger returns a JSON zap logger at the settings' level.
 func NewLogger(level string, w io.Writer) logr.Logger {
-	lvl := zapcore.InfoLevel
-	switch level {
-	case "debug":
-		lvl = zapcore.DebugLevel
-	case "warn":
-		lvl = zapcore.WarnLevel
-	case "error":
-		lvl = zapcore.ErrorLevel
-	}
-	opts := []zap.Opts{zap.Level(lvl)}
+	opts := []zap.Opts{zap.Level(zapLevel(level))}
 	if w != nil {
 		opts = append(opts, zap.WriteTo(w))
 	}
 	return zap.New(opts...)
+}
+
+// zapLevel is the zap level of a LOG_LEVEL value (info for anything else).
+func zapLevel(level string) zapcore.Level {
+	switch level {
+	case "debug":
+		return zapcore.DebugLevel
+	case "warn":
+		return zapcore.WarnLevel
+	case "error":
+		return zapcore.ErrorLevel
+	}
+	return zapcore.InfoLevel
 }
 
 // NewScheme returns the scheme with core Kubernetes, karpenter.sh/v1, karpenter.sh/v1alpha1 and karpenter.k8s.aws/v1 types.
@@ -182,7 +186,7 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 		LeaderElectionNamespace:       namespace,
 		LeaderElectionResourceLock:    "leases",
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
+		Controller:                    controllerConfig(s, skipNameValidation),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -197,6 +201,14 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// controllerConfig is the controllers' shared configuration. Warm-up (DISABLE_CONTROLLER_WARMUP=false) starts
+// the controllers' watches before the leader lease is won, so a standby replica has full caches when it takes
+// over; it means nothing without leader election.
+func controllerConfig(s *settings.Settings, skipNameValidation bool) config.Controller {
+	warmup := !s.DisableLeaderElection && !s.DisableControllerWarmup
+	return config.Controller{SkipNameValidation: &skipNameValidation, EnableWarmup: &warmup}
 }
 
 // NewDeps builds the shared controller dependencies: clients, clock, recorder, metrics and the instrumented

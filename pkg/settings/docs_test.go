@@ -35,13 +35,27 @@ func TestDocsListEveryFeatureGate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading docs/settings.md: %v", err)
 	}
-	for _, g := range FeatureGates() {
+	for _, g := range append(FeatureGates(), AWSFeatureGates()...) {
 		row := "| `" + g.Name + "` | `" + strconv.FormatBool(g.Default) + "` | `" + strconv.FormatBool(g.KarpenterDefault) + "` | "
 		if !strings.Contains(string(b), row) {
 			t.Errorf("docs/settings.md has no feature-gate row starting %q", row)
 		}
 		if !g.Implemented && !strings.Contains(string(b), row+"not implemented yet") {
 			t.Errorf("docs/settings.md does not say gate %s is not implemented yet", g.Name)
+		}
+	}
+}
+
+// TestDocsListEveryRemovedFeatureGate: each gate Karpenter removed has a row in docs/settings.md.
+func TestDocsListEveryRemovedFeatureGate(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "settings.md"))
+	if err != nil {
+		t.Fatalf("reading docs/settings.md: %v", err)
+	}
+	for _, g := range RemovedFeatureGates() {
+		if !strings.Contains(string(b), "| `"+g.Name+"` | v") {
+			t.Errorf("docs/settings.md has no removed-gate row for %s", g.Name)
 		}
 	}
 }

@@ -7,62 +7,133 @@ import (
 	"strings"
 )
 
-// ErrFeatureNotImplemented is returned (wrapped) when FEATURE_GATES turns on a gate Dovetail accepts, for
-// compatibility with Karpenter's settings, but whose feature it does not have yet.
+// ErrFeatureNotImplemented is returned (wrapped) when FEATURE_GATES or AWS_FEATURE_GATES turns on a gate Dovetail
+// accepts, for compatibility with Karpenter's settings, but whose feature it does not have yet.
 var ErrFeatureNotImplemented = errors.New("the feature is not implemented yet in this version")
 
-// FeatureGate describes one gate accepted in FEATURE_GATES.
+// FeatureGate describes one gate accepted in FEATURE_GATES or AWS_FEATURE_GATES.
 type FeatureGate struct {
 	// Name is the gate's name, as Karpenter spells it.
 	Name string
 	// Default is Dovetail's default.
 	Default bool
-	// KarpenterDefault is Karpenter v1.14's default; it differs from Default only for a gate Karpenter turns on
-	// whose feature Dovetail does not have (turning it on would be a promise Dovetail cannot keep).
+	// KarpenterDefault is Karpenter's default; it differs from Default only for a gate Karpenter turns on whose
+	// feature Dovetail does not have (turning it on would be a promise Dovetail cannot keep).
 	KarpenterDefault bool
+	// Since is the first Karpenter minor version that accepts the gate ("v1.14" for the gates v1.14 has).
+	Since string
 	// Implemented is false for a gate accepted only so that a Karpenter configuration setting it to false keeps
 	// working; setting it to true is refused at startup.
 	Implemented bool
 }
 
-// FeatureGates returns every gate FEATURE_GATES accepts, in documentation order.
+// RemovedFeatureGate is a gate Karpenter once accepted and removed: Dovetail accepts it, with a warning that it
+// does nothing, so that an old configuration still starts.
+type RemovedFeatureGate struct {
+	Name string
+	// Why says what became of the feature.
+	Why string
+}
+
+// FeatureGates returns every gate FEATURE_GATES accepts, in Karpenter v1.15's order (its default string's).
 func FeatureGates() []FeatureGate {
 	return []FeatureGate{
-		{Name: FeatureSpotToSpotConsolidation, Implemented: true},
-		{Name: FeatureNodeRepair, Implemented: true},
-		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Implemented: true},
-		{Name: FeatureNodeOverlay, Implemented: true},
-		{Name: FeatureStaticCapacity, Implemented: true},
-		{Name: FeatureCapacityBuffer, Implemented: true},
+		{Name: FeatureNodeRepair, Since: "v1.14", Implemented: true},
+		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Since: "v1.14", Implemented: true},
+		{Name: FeatureSpotToSpotConsolidation, Since: "v1.14", Implemented: true},
+		{Name: FeatureNodeOverlay, Since: "v1.14", Implemented: true},
+		{Name: FeatureStaticCapacity, Since: "v1.14", Implemented: true},
+		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true},
+		{Name: FeatureTerminateFirstDrift, Since: "v1.15"},
+		{Name: FeatureTerminateFirstRepair, Since: "v1.15"},
+		{Name: FeaturePodDeletionCostManagement, Since: "v1.15"},
+	}
+}
+
+// RemovedFeatureGates returns the gates Karpenter (v0.32 to v1.15) accepted in FEATURE_GATES and removed.
+func RemovedFeatureGates() []RemovedFeatureGate {
+	return []RemovedFeatureGate{
+		{Name: "Drift", Why: "drift is always detected and acted on since Karpenter v1.0, which removed the gate; " +
+			"to keep drifted nodes, use NodePool disruption budgets with reasons: [Drifted]"},
+	}
+}
+
+// AWSFeatureGates returns every gate AWS_FEATURE_GATES accepts, in Karpenter v1.15's order.
+func AWSFeatureGates() []FeatureGate {
+	return []FeatureGate{
+		{Name: AWSFeatureNodeClassCEL, Since: "v1.15"},
+		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15"},
+		{Name: AWSFeatureDRAEFA, Since: "v1.15"},
+		{Name: AWSFeatureRebootForRepair, Since: "v1.15"},
 	}
 }
 
 // defaultFeatureGates are the gates known to Dovetail with their default values.
-func defaultFeatureGates() map[string]bool {
+func defaultFeatureGates() map[string]bool { return gateDefaults(FeatureGates()) }
+
+// defaultAWSFeatureGates are the AWS gates with their default values.
+func defaultAWSFeatureGates() map[string]bool { return gateDefaults(AWSFeatureGates()) }
+
+func gateDefaults(gates []FeatureGate) map[string]bool {
 	m := map[string]bool{}
-	for _, g := range FeatureGates() {
+	for _, g := range gates {
 		m[g.Name] = g.Default
 	}
 	return m
 }
 
-// defaultFeatureGatesString is the default of FEATURE_GATES, every gate named, in documentation order.
-func defaultFeatureGatesString() string {
-	var pairs []string
-	for _, g := range FeatureGates() {
+// defaultFeatureGatesString is the default of FEATURE_GATES, every gate named, in Karpenter's order.
+func defaultFeatureGatesString() string { return gatesString(FeatureGates()) }
+
+// defaultAWSFeatureGatesString is the default of AWS_FEATURE_GATES.
+func defaultAWSFeatureGatesString() string { return gatesString(AWSFeatureGates()) }
+
+func gatesString(gates []FeatureGate) string {
+	pairs := make([]string, 0, len(gates))
+	for _, g := range gates {
 		pairs = append(pairs, g.Name+"="+strconv.FormatBool(g.Default))
 	}
 	return strings.Join(pairs, ",")
 }
 
 // applyFeatureGates starts from the defaults and applies the Name=bool pairs in v. An unknown name, a value that
-// is not a boolean, and true for a gate whose feature is not implemented are errors naming the gate.
+// is not a boolean, and true for a gate whose feature is not implemented are errors naming the gate; a gate
+// Karpenter removed adds a warning.
 func applyFeatureGates(s *Settings, v string) error {
-	known := map[string]FeatureGate{}
-	for _, g := range FeatureGates() {
-		known[g.Name] = g
+	removed := map[string]string{}
+	for _, r := range RemovedFeatureGates() {
+		removed[r.Name] = r.Why
 	}
-	gates := defaultFeatureGates()
+	gates, warnings, err := parseGates(v, FeatureGates(), removed)
+	if err != nil {
+		return err
+	}
+	s.FeatureGates = gates
+	s.Warnings = append(s.Warnings, warnings...)
+	return nil
+}
+
+// applyAWSFeatureGates is applyFeatureGates for AWS_FEATURE_GATES.
+func applyAWSFeatureGates(s *Settings, v string) error {
+	gates, _, err := parseGates(v, AWSFeatureGates(), nil)
+	if err != nil {
+		return err
+	}
+	s.AWSFeatureGates = gates
+	return nil
+}
+
+// parseGates reads comma-separated Name=bool pairs over the defaults of known. A name in removed is accepted with
+// a warning; any other unknown name is an error.
+func parseGates(v string, known []FeatureGate, removed map[string]string) (map[string]bool, []string, error) {
+	byName := map[string]FeatureGate{}
+	names := make([]string, 0, len(known))
+	for _, g := range known {
+		byName[g.Name] = g
+		names = append(names, g.Name)
+	}
+	gates := gateDefaults(known)
+	var warnings []string
 	for _, pair := range strings.Split(v, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
@@ -70,31 +141,28 @@ func applyFeatureGates(s *Settings, v string) error {
 		}
 		name, val, ok := strings.Cut(pair, "=")
 		if !ok {
-			return fmt.Errorf("%q is not Name=true|false", pair)
+			return nil, nil, fmt.Errorf("%q is not Name=true|false", pair)
 		}
 		name = strings.TrimSpace(name)
-		g, ok := known[name]
-		if !ok {
-			return fmt.Errorf("unknown feature gate %q (known: %s)", name, strings.Join(knownGates(), ", "))
-		}
 		b, err := strconv.ParseBool(strings.TrimSpace(val))
+		if why, gone := removed[name]; gone {
+			if err != nil {
+				return nil, nil, fmt.Errorf("feature gate %s: value must be true or false, got %q", name, val)
+			}
+			warnings = append(warnings, fmt.Sprintf("feature gate %s does nothing: %s", name, why))
+			continue
+		}
+		g, ok := byName[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("unknown feature gate %q (known: %s)", name, strings.Join(names, ", "))
+		}
 		if err != nil {
-			return fmt.Errorf("feature gate %s: value must be true or false, got %q", name, val)
+			return nil, nil, fmt.Errorf("feature gate %s: value must be true or false, got %q", name, val)
 		}
 		if b && !g.Implemented {
-			return fmt.Errorf("%s=true: %w", name, ErrFeatureNotImplemented)
+			return nil, nil, fmt.Errorf("%s=true: %w", name, ErrFeatureNotImplemented)
 		}
 		gates[name] = b
 	}
-	s.FeatureGates = gates
-	return nil
-}
-
-// knownGates are the accepted gate names, in documentation order.
-func knownGates() []string {
-	var names []string
-	for _, g := range FeatureGates() {
-		names = append(names, g.Name)
-	}
-	return names
+	return gates, warnings, nil
 }

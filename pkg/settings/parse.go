@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Option describes one setting: its environment variable, flag, default and meaning. Options lists them all; the
@@ -17,19 +20,24 @@ type Option struct {
 	Flag    string
 	Default string
 	Usage   string
+	// Since is the first Karpenter minor version with this setting ("v1.14" for every setting v1.14 has); empty
+	// for a setting of Dovetail's own.
+	Since string
 	// Bool marks a flag that may be given without a value (--isolated-vpc).
 	Bool     bool
 	Required bool
 	apply    func(s *Settings, v string) error
 }
 
-// Options returns the table of every setting, in documentation order.
+// Options returns the table of every setting, in documentation order: Karpenter's AWS provider settings, then
+// Karpenter's core settings, then Dovetail's own.
 func Options() []Option {
 	return []Option{
-		{Env: "CLUSTER_NAME", Flag: "cluster-name", Required: true,
+		// Karpenter's AWS provider (github.com/aws/karpenter-provider-aws pkg/operator/options).
+		{Env: "CLUSTER_NAME", Flag: "cluster-name", Required: true, Since: "v1.14",
 			Usage: "Name of the Kubernetes cluster; tags and discovers every AWS resource Dovetail manages.",
 			apply: func(s *Settings, v string) error { s.ClusterName = v; return nil }},
-		{Env: "CLUSTER_ENDPOINT", Flag: "cluster-endpoint",
+		{Env: "CLUSTER_ENDPOINT", Flag: "cluster-endpoint", Since: "v1.14",
 			Usage: "API server URL new nodes join. Empty: discovered with EKS DescribeCluster.",
 			apply: func(s *Settings, v string) error {
 				if v != "" {
@@ -41,16 +49,20 @@ func Options() []Option {
 				s.ClusterEndpoint = v
 				return nil
 			}},
-		{Env: "CLUSTER_CA_BUNDLE", Flag: "cluster-ca-bundle",
+		{Env: "CLUSTER_CA_BUNDLE", Flag: "cluster-ca-bundle", Since: "v1.14",
 			Usage: "Base64 PEM certificate authority nodes trust for the API server. Empty: taken from the controller's own client configuration.",
 			apply: func(s *Settings, v string) error { s.ClusterCABundle = v; return nil }},
-		{Env: "INTERRUPTION_QUEUE", Flag: "interruption-queue",
+		{Env: "INTERRUPTION_QUEUE", Flag: "interruption-queue", Since: "v1.14",
 			Usage: "Name of the SQS queue fed by EventBridge interruption rules. Empty: interruption handling is off.",
 			apply: func(s *Settings, v string) error { s.InterruptionQueue = v; return nil }},
-		{Env: "ISOLATED_VPC", Flag: "isolated-vpc", Default: "false", Bool: true,
+		{Env: "ISOLATED_VPC", Flag: "isolated-vpc", Default: "false", Bool: true, Since: "v1.14",
 			Usage: "The VPC has no internet access: do not call public-only AWS endpoints (Pricing); use built-in prices.",
 			apply: boolInto(func(s *Settings) *bool { return &s.IsolatedVPC })},
-		{Env: "VM_MEMORY_OVERHEAD_PERCENT", Flag: "vm-memory-overhead-percent", Default: "0.075",
+		{Env: "EKS_CONTROL_PLANE", Flag: "eks-control-plane", Default: "false", Bool: true, Since: "v1.14",
+			Usage: "The cluster runs an EKS control plane whose details are read with DescribeCluster. Only false is accepted: Dovetail does not take cluster details from EKS this way yet.",
+			apply: onlyBool(false, func(s *Settings) *bool { return &s.EKSControlPlane },
+				"true is not supported yet: Dovetail does not read the cluster's details from EKS DescribeCluster this way (set CLUSTER_ENDPOINT, or leave it empty to discover the endpoint)")},
+		{Env: "VM_MEMORY_OVERHEAD_PERCENT", Flag: "vm-memory-overhead-percent", Default: "0.075", Since: "v1.14",
 			Usage: "Share of an instance type's memory held back for the hypervisor and OS, in [0, 1).",
 			apply: func(s *Settings, v string) error {
 				f, err := strconv.ParseFloat(v, 64)
@@ -63,59 +75,146 @@ func Options() []Option {
 				s.VMMemoryOverheadPercent = f
 				return nil
 			}},
-		{Env: "RESERVED_ENIS", Flag: "reserved-enis", Default: "0",
+		{Env: "RESERVED_ENIS", Flag: "reserved-enis", Default: "0", Since: "v1.14",
 			Usage: "Number of network interfaces left out when computing max pods per node.",
 			apply: intInto(0, func(s *Settings) *int { return &s.ReservedENIs })},
-		{Env: "BATCH_IDLE_DURATION", Flag: "batch-idle-duration", Default: "1s",
+		{Env: "DISABLE_DRY_RUN", Flag: "disable-dry-run", Default: "false", Bool: true, Since: "v1.14",
+			Usage: "Skip dry-run validation of EC2NodeClasses. Dovetail does no dry-run validation yet, so either value runs none.",
+			apply: boolInto(func(s *Settings) *bool { return &s.DisableDryRun })},
+		{Env: "ENABLE_ZONAL_SHIFT", Flag: "enable-zonal-shift", Default: "false", Bool: true, Since: "v1.14",
+			Usage: "Follow EKS zonal shifts (no launches into a shifted-away zone). Only false is accepted: Dovetail does not follow zonal shifts yet.",
+			apply: onlyBool(false, func(s *Settings) *bool { return &s.EnableZonalShift },
+				"true is not supported yet: Dovetail does not follow EKS zonal shifts")},
+		{Env: "AMI_REFRESH_INTERVAL", Flag: "ami-refresh-interval", Default: "1m", Since: "v1.14",
+			Usage: "How often an EC2NodeClass's AMIs are resolved again (DescribeImages, SSM); at least 1m.",
+			apply: refreshInto(func(s *Settings) *time.Duration { return &s.AMIRefreshInterval })},
+		{Env: "SUBNET_REFRESH_INTERVAL", Flag: "subnet-refresh-interval", Default: "1m", Since: "v1.14",
+			Usage: "How often an EC2NodeClass's subnets are resolved again (DescribeSubnets); at least 1m.",
+			apply: refreshInto(func(s *Settings) *time.Duration { return &s.SubnetRefreshInterval })},
+		{Env: "SECURITY_GROUP_REFRESH_INTERVAL", Flag: "security-group-refresh-interval", Default: "1m", Since: "v1.15",
+			Usage: "How often an EC2NodeClass's security groups are resolved again (DescribeSecurityGroups); at least 1m.",
+			apply: refreshInto(func(s *Settings) *time.Duration { return &s.SecurityGroupRefreshInterval })},
+		{Env: "AWS_FEATURE_GATES", Flag: "aws-feature-gates", Default: defaultAWSFeatureGatesString(), Since: "v1.15",
+			Usage: "Comma-separated Name=true|false pairs for the AWS provider's optional features; unknown names, and true for a feature not implemented yet, are rejected.",
+			apply: applyAWSFeatureGates},
+
+		// Karpenter's core (sigs.k8s.io/karpenter pkg/operator/options).
+		{Env: "KARPENTER_SERVICE", Flag: "karpenter-service", Since: "v1.14",
+			Usage: "Name of the controller's Service. Read and unused, as in Karpenter (it served webhooks once).",
+			apply: func(s *Settings, v string) error { s.KarpenterService = v; return nil }},
+		{Env: "BATCH_IDLE_DURATION", Flag: "batch-idle-duration", Default: "1s", Since: "v1.14",
 			Usage: "A provisioning batch closes when no new pending pod arrived for this long.",
 			apply: durationInto(func(s *Settings) *time.Duration { return &s.BatchIdleDuration })},
-		{Env: "BATCH_MAX_DURATION", Flag: "batch-max-duration", Default: "10s",
+		{Env: "BATCH_MAX_DURATION", Flag: "batch-max-duration", Default: "10s", Since: "v1.14",
 			Usage: "A provisioning batch closes at this age at the latest, even while pods keep arriving.",
 			apply: durationInto(func(s *Settings) *time.Duration { return &s.BatchMaxDuration })},
-		{Env: "REGISTRATION_TIMEOUT", Flag: "registration-timeout", Default: "15m",
-			Usage: "A launched NodeClaim whose Node has not joined the cluster after this long is deleted and its instance terminated.",
-			apply: durationInto(func(s *Settings) *time.Duration { return &s.RegistrationTimeout })},
-		{Env: "FEATURE_GATES", Flag: "feature-gates",
-			Default: defaultFeatureGatesString(),
-			Usage:   "Comma-separated Name=true|false pairs turning optional features on or off; unknown names, and true for a feature not implemented yet, are rejected.",
-			apply:   applyFeatureGates},
-		{Env: "NODE_REPAIR_TOLERATIONS", Flag: "node-repair-tolerations",
-			Usage: "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
-			apply: applyNodeRepairTolerations},
-		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info",
-			Usage: "Log verbosity: debug, info, warn or error.",
+		{Env: "FEATURE_GATES", Flag: "feature-gates", Default: defaultFeatureGatesString(), Since: "v1.14",
+			Usage: "Comma-separated Name=true|false pairs turning optional features on or off; unknown names, and true for a feature not implemented yet, are rejected; gates Karpenter removed are accepted with a warning.",
+			apply: applyFeatureGates},
+		{Env: "LOG_LEVEL", Flag: "log-level", Default: "info", Since: "v1.14",
+			Usage: "Log verbosity: debug, info, warn or error (empty: info).",
 			apply: func(s *Settings, v string) error {
 				switch v {
+				case "":
+					s.LogLevel = "info"
+					return nil
 				case "debug", "info", "warn", "error":
 					s.LogLevel = v
 					return nil
 				}
 				return fmt.Errorf("must be one of debug, info, warn, error, got %q", v)
 			}},
-		{Env: "METRICS_PORT", Flag: "metrics-port", Default: "8080",
+		{Env: "LOG_OUTPUT_PATHS", Flag: "log-output-paths", Default: "stdout", Since: "v1.14",
+			Usage: "Comma-separated places the logs go: stdout, stderr or file paths.",
+			apply: pathsInto(func(s *Settings) *[]string { return &s.LogOutputPaths })},
+		{Env: "LOG_ERROR_OUTPUT_PATHS", Flag: "log-error-output-paths", Default: "stderr", Since: "v1.14",
+			Usage: "Comma-separated places the logger's own errors (a log line it could not write) go: stdout, stderr or file paths.",
+			apply: pathsInto(func(s *Settings) *[]string { return &s.LogErrorOutputPaths })},
+		{Env: "METRICS_PORT", Flag: "metrics-port", Default: "8080", Since: "v1.14",
 			Usage: "Port of the Prometheus /metrics endpoint.",
 			apply: portInto(func(s *Settings) *int { return &s.MetricsPort })},
-		{Env: "HEALTH_PROBE_PORT", Flag: "health-probe-port", Default: "8081",
+		{Env: "HEALTH_PROBE_PORT", Flag: "health-probe-port", Default: "8081", Since: "v1.14",
 			Usage: "Port of the /healthz and /readyz endpoints.",
 			apply: portInto(func(s *Settings) *int { return &s.HealthProbePort })},
-		{Env: "KUBE_CLIENT_QPS", Flag: "kube-client-qps", Default: "200",
+		{Env: "KUBE_CLIENT_QPS", Flag: "kube-client-qps", Default: "200", Since: "v1.14",
 			Usage: "Sustained queries per second to the API server.",
 			apply: intInto(1, func(s *Settings) *int { return &s.KubeClientQPS })},
-		{Env: "KUBE_CLIENT_BURST", Flag: "kube-client-burst", Default: "300",
+		{Env: "KUBE_CLIENT_BURST", Flag: "kube-client-burst", Default: "300", Since: "v1.14",
 			Usage: "Burst of queries allowed above KUBE_CLIENT_QPS.",
 			apply: intInto(1, func(s *Settings) *int { return &s.KubeClientBurst })},
-		{Env: "ENABLE_PROFILING", Flag: "enable-profiling", Default: "false", Bool: true,
+		{Env: "ENABLE_PROFILING", Flag: "enable-profiling", Default: "false", Bool: true, Since: "v1.14",
 			Usage: "Serve Go pprof handlers under /debug/pprof on the metrics port.",
 			apply: boolInto(func(s *Settings) *bool { return &s.EnableProfiling })},
-		{Env: "DISABLE_LEADER_ELECTION", Flag: "disable-leader-election", Default: "false", Bool: true,
+		{Env: "DISABLE_CONTROLLER_WARMUP", Flag: "disable-controller-warmup", Default: "true", Bool: true, Since: "v1.14",
+			Usage: "false: with leader election on, a replica waiting for the lease starts its watches and fills its caches already, so it takes over faster.",
+			apply: boolInto(func(s *Settings) *bool { return &s.DisableControllerWarmup })},
+		{Env: "DISABLE_LEADER_ELECTION", Flag: "disable-leader-election", Default: "false", Bool: true, Since: "v1.14",
 			Usage: "Run the controllers without taking the leader lease (only for a single replica).",
 			apply: boolInto(func(s *Settings) *bool { return &s.DisableLeaderElection })},
-		{Env: "PREFERENCE_POLICY", Flag: "preference-policy", Default: PreferencePolicyRespect,
+		{Env: "DISABLE_CLUSTER_STATE_OBSERVABILITY", Flag: "disable-cluster-state-observability", Default: "false", Bool: true, Since: "v1.14",
+			Usage: "Turn off the cluster-state metrics and status-condition events. Only false is accepted: Dovetail cannot turn them off yet.",
+			apply: onlyBool(false, func(s *Settings) *bool { return &s.DisableClusterStateObservability },
+				"true is not supported yet: Dovetail's cluster-state metrics and condition events cannot be turned off")},
+		{Env: "LEADER_ELECTION_NAME", Flag: "leader-election-name", Default: DefaultLeaderElectionName, Since: "v1.14",
+			Usage: "Name of the leader-election Lease.",
+			apply: func(s *Settings, v string) error {
+				if len(validation.IsDNS1123Subdomain(v)) > 0 {
+					return fmt.Errorf("must be a Lease name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters), got %q", v)
+				}
+				s.LeaderElectionName = v
+				return nil
+			}},
+		{Env: "LEADER_ELECTION_NAMESPACE", Flag: "leader-election-namespace", Since: "v1.14",
+			Usage: "Namespace of the leader-election Lease. Empty: the controller's own namespace.",
+			apply: func(s *Settings, v string) error {
+				if v != "" {
+					if len(validation.IsDNS1123Label(v)) > 0 {
+						return fmt.Errorf("must be a namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters), got %q", v)
+					}
+				}
+				s.LeaderElectionNamespace = v
+				return nil
+			}},
+		{Env: "MEMORY_LIMIT", Flag: "memory-limit", Default: "-1", Since: "v1.14",
+			Usage: "The container's memory limit in bytes (or with a B/KiB/MiB/GiB/TiB suffix); the Go runtime's soft memory limit is set below it. Zero or less: none.",
+			apply: applyMemoryLimit},
+		{Env: "CPU_REQUESTS", Flag: "cpu-requests", Default: "1000", Since: "v1.14",
+			Usage: "The container's CPU request in millicores (zero or less: 1000); GOMAXPROCS is sized from it.",
+			apply: func(s *Settings, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("must be an integer number of millicores, got %q", v)
+				}
+				if n <= 0 {
+					n = 1000
+				}
+				s.CPURequests = n
+				return nil
+			}},
+		{Env: "PREFERENCE_POLICY", Flag: "preference-policy", Default: PreferencePolicyRespect, Since: "v1.14",
 			Usage: "Respect: honour preferred affinities, relaxing them one at a time when they cannot be met. Ignore: schedule as if they were absent.",
 			apply: enumInto(func(s *Settings) *string { return &s.PreferencePolicy }, PreferencePolicyRespect, PreferencePolicyIgnore)},
-		{Env: "MIN_VALUES_POLICY", Flag: "min-values-policy", Default: MinValuesPolicyStrict,
+		{Env: "MIN_VALUES_POLICY", Flag: "min-values-policy", Default: MinValuesPolicyStrict, Since: "v1.14",
 			Usage: "Strict: a NodeClaim must satisfy every minValues or is not created. BestEffort: minValues are relaxed when they cannot be met.",
 			apply: enumInto(func(s *Settings) *string { return &s.MinValuesPolicy }, MinValuesPolicyStrict, MinValuesPolicyBestEffort)},
+		{Env: "IGNORE_DRA_REQUESTS", Flag: "ignore-dra-requests", Default: "true", Bool: true, Since: "v1.14",
+			Usage: "Pods with dynamic resource allocation claims are not provisioned for (each gets a FailedScheduling event saying so). Only true is accepted: Dovetail has no DRA support.",
+			apply: onlyBool(true, func(s *Settings) *bool { return &s.IgnoreDRARequests },
+				"false is not supported: Dovetail cannot provision for dynamic resource allocation claims")},
+		{Env: "LEGACY_NODE_REPAIR", Flag: "legacy-node-repair", Default: "false", Bool: true, Since: "v1.15",
+			Usage: "Karpenter v1.15: run the legacy node repair controller instead of repair as a disruption method. Dovetail's node repair is the legacy controller's (Karpenter v1.14's) either way.",
+			apply: boolInto(func(s *Settings) *bool { return &s.LegacyNodeRepair })},
+		{Env: "SCHEDULER_CONFIG", Flag: "scheduler-config", Since: "v1.15",
+			Usage: "YAML or JSON with the kube-scheduler behaviour to mirror (podTopologySpread.defaultConstraints). Only a document without default constraints is accepted: Dovetail does not apply them yet.",
+			apply: applySchedulerConfig},
+
+		// Dovetail's own.
+		{Env: "REGISTRATION_TIMEOUT", Flag: "registration-timeout", Default: "15m",
+			Usage: "A launched NodeClaim whose Node has not joined the cluster after this long is deleted and its instance terminated.",
+			apply: durationInto(func(s *Settings) *time.Duration { return &s.RegistrationTimeout })},
+		{Env: "NODE_REPAIR_TOLERATIONS", Flag: "node-repair-tolerations",
+			Usage: "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
+			apply: applyNodeRepairTolerations},
 	}
 }
 
@@ -194,6 +293,53 @@ func boolInto(field func(*Settings) *bool) func(*Settings, string) error {
 			return fmt.Errorf("must be true or false, got %q", v)
 		}
 		*field(s) = b
+		return nil
+	}
+}
+
+// onlyBool accepts a boolean, and refuses (with refusal) the value other than accepted: a Karpenter setting
+// whose other value asks for a behaviour Dovetail does not have.
+func onlyBool(accepted bool, field func(*Settings) *bool, refusal string) func(*Settings, string) error {
+	return func(s *Settings, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", v)
+		}
+		if b != accepted {
+			return errors.New(refusal)
+		}
+		*field(s) = b
+		return nil
+	}
+}
+
+// refreshInto reads a refresh interval: a duration of at least a minute, as Karpenter requires.
+func refreshInto(field func(*Settings) *time.Duration) func(*Settings, string) error {
+	return func(s *Settings, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("must be a duration such as 1m or 5m, got %q", v)
+		}
+		if d < time.Minute {
+			return fmt.Errorf("must be at least 1m, got %s", d)
+		}
+		*field(s) = d
+		return nil
+	}
+}
+
+// pathsInto reads comma-separated log destinations; none may be empty.
+func pathsInto(field func(*Settings) *[]string) func(*Settings, string) error {
+	return func(s *Settings, v string) error {
+		var out []string
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				return fmt.Errorf("an empty path in %q: give stdout, stderr or file paths, separated by commas", v)
+			}
+			out = append(out, p)
+		}
+		*field(s) = out
 		return nil
 	}
 }

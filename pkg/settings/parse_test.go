@@ -31,6 +31,18 @@ func TestParseDefaults(t *testing.T) {
 		PreferencePolicy:        PreferencePolicyRespect,
 		MinValuesPolicy:         MinValuesPolicyStrict,
 		FeatureGates:            defaultFeatureGates(),
+		AWSFeatureGates:         defaultAWSFeatureGates(),
+
+		DisableControllerWarmup:      true,
+		LeaderElectionName:           "karpenter-leader-election",
+		MemoryLimit:                  -1,
+		CPURequests:                  1000,
+		LogOutputPaths:               []string{"stdout"},
+		LogErrorOutputPaths:          []string{"stderr"},
+		IgnoreDRARequests:            true,
+		AMIRefreshInterval:           time.Minute,
+		SubnetRefreshInterval:        time.Minute,
+		SecurityGroupRefreshInterval: time.Minute,
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -71,6 +83,46 @@ func TestParseSources(t *testing.T) {
 			func(s *Settings) any { return s.ClusterEndpoint }, "https://1.2.3.4:6443"},
 		{"registration timeout", []string{"--registration-timeout=90s"}, map[string]string{"CLUSTER_NAME": "a"},
 			func(s *Settings) any { return s.RegistrationTimeout }, 90 * time.Second},
+		{"removed gate warns", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=true,NodeRepair=true"},
+			func(s *Settings) any { return s.Warnings }, []string{"feature gate Drift does nothing: drift is always detected and acted on since Karpenter v1.0, which removed the gate; to keep drifted nodes, use NodePool disruption budgets with reasons: [Drifted]"}},
+		{"removed gate leaves the others", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=false,NodeRepair=true"},
+			func(s *Settings) any { return s.FeatureEnabled(FeatureNodeRepair) }, true},
+		{"no warnings by default", nil, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.Warnings }, []string(nil)},
+		{"Karpenter v1.15's chart gates", nil, map[string]string{"CLUSTER_NAME": "a",
+			"FEATURE_GATES":     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
+			"AWS_FEATURE_GATES": "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false"},
+			func(s *Settings) any { return s.FeatureGates }, defaultFeatureGates()},
+		{"log paths", []string{"--log-output-paths=stderr, /var/log/dovetail.log"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.LogOutputPaths }, []string{"stderr", "/var/log/dovetail.log"}},
+		{"empty log level is info", []string{"--log-level="}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.LogLevel }, "info"},
+		{"memory limit in bytes", nil, map[string]string{"CLUSTER_NAME": "a", "MEMORY_LIMIT": "167772160"},
+			func(s *Settings) any { return s.MemoryLimit }, int64(167772160)},
+		{"memory limit with a unit", []string{"--memory-limit=160MiB"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.MemoryLimit }, int64(160 << 20)},
+		{"memory limit zero is none", nil, map[string]string{"CLUSTER_NAME": "a", "MEMORY_LIMIT": "0"},
+			func(s *Settings) any { return s.MemoryLimit }, int64(0)},
+		{"cpu requests", nil, map[string]string{"CLUSTER_NAME": "a", "CPU_REQUESTS": "2500"},
+			func(s *Settings) any { return s.CPURequests }, int64(2500)},
+		{"cpu requests zero reads as 1000, as in Karpenter", nil, map[string]string{"CLUSTER_NAME": "a", "CPU_REQUESTS": "0"},
+			func(s *Settings) any { return s.CPURequests }, int64(1000)},
+		{"lease", []string{"--leader-election-name=dovetail", "--leader-election-namespace=karpenter"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.LeaderElectionName + "/" + s.LeaderElectionNamespace }, "dovetail/karpenter"},
+		{"refresh intervals", []string{"--ami-refresh-interval=5m"}, map[string]string{"CLUSTER_NAME": "a", "SUBNET_REFRESH_INTERVAL": "2m", "SECURITY_GROUP_REFRESH_INTERVAL": "3m"},
+			func(s *Settings) any {
+				return []time.Duration{s.AMIRefreshInterval, s.SubnetRefreshInterval, s.SecurityGroupRefreshInterval}
+			}, []time.Duration{5 * time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{"warm-up", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_CONTROLLER_WARMUP": "false"},
+			func(s *Settings) any { return s.DisableControllerWarmup }, false},
+		{"dry run off", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_DRY_RUN": "true"},
+			func(s *Settings) any { return s.DisableDryRun }, true},
+		{"legacy node repair", []string{"--legacy-node-repair"}, map[string]string{"CLUSTER_NAME": "a"},
+			func(s *Settings) any { return s.LegacyNodeRepair }, true},
+		{"service", nil, map[string]string{"CLUSTER_NAME": "a", "KARPENTER_SERVICE": "karpenter"},
+			func(s *Settings) any { return s.KarpenterService }, "karpenter"},
+		{"scheduler config without constraints", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread: {}"},
+			func(s *Settings) any { return s.SchedulerConfig }, "podTopologySpread: {}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,10 +162,44 @@ func TestParseErrors(t *testing.T) {
 			`LOG_LEVEL (--log-level) from env: must be one of debug, info, warn, error, got "verbose"`},
 		{"bad policy", nil, map[string]string{"CLUSTER_NAME": "a", "PREFERENCE_POLICY": "respect"},
 			`PREFERENCE_POLICY (--preference-policy) from env: must be one of Respect, Ignore, got "respect"`},
-		{"unknown gate", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=true"},
-			`FEATURE_GATES (--feature-gates) from env: unknown feature gate "Drift" (known: SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer)`},
+		{"unknown gate", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Consolidation=true"},
+			`FEATURE_GATES (--feature-gates) from env: unknown feature gate "Consolidation" (known: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer, TerminateFirstDrift, TerminateFirstRepair, PodDeletionCostManagement)`},
 		{"unknown gate among known ones", []string{"--feature-gates=SpotToSpotConsolidation=true,nodeRepair=true"}, map[string]string{"CLUSTER_NAME": "a"},
-			`FEATURE_GATES (--feature-gates) from flag: unknown feature gate "nodeRepair" (known: SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity, CapacityBuffer)`},
+			`FEATURE_GATES (--feature-gates) from flag: unknown feature gate "nodeRepair" (known: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer, TerminateFirstDrift, TerminateFirstRepair, PodDeletionCostManagement)`},
+		{"removed gate with a bad value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "Drift=yes"},
+			`FEATURE_GATES (--feature-gates) from env: feature gate Drift: value must be true or false, got "yes"`},
+		{"unknown AWS gate", nil, map[string]string{"CLUSTER_NAME": "a", "AWS_FEATURE_GATES": "NodeRepair=false"},
+			`AWS_FEATURE_GATES (--aws-feature-gates) from env: unknown feature gate "NodeRepair" (known: NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair)`},
+		{"zonal shift", nil, map[string]string{"CLUSTER_NAME": "a", "ENABLE_ZONAL_SHIFT": "true"},
+			"ENABLE_ZONAL_SHIFT (--enable-zonal-shift) from env: true is not supported yet: Dovetail does not follow EKS zonal shifts"},
+		{"eks control plane", []string{"--eks-control-plane"}, map[string]string{"CLUSTER_NAME": "a"},
+			"EKS_CONTROL_PLANE (--eks-control-plane) from flag: true is not supported yet: Dovetail does not read the cluster's details from EKS DescribeCluster this way (set CLUSTER_ENDPOINT, or leave it empty to discover the endpoint)"},
+		{"DRA requests", nil, map[string]string{"CLUSTER_NAME": "a", "IGNORE_DRA_REQUESTS": "false"},
+			"IGNORE_DRA_REQUESTS (--ignore-dra-requests) from env: false is not supported: Dovetail cannot provision for dynamic resource allocation claims"},
+		{"cluster state observability", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"},
+			"DISABLE_CLUSTER_STATE_OBSERVABILITY (--disable-cluster-state-observability) from env: true is not supported yet: Dovetail's cluster-state metrics and condition events cannot be turned off"},
+		{"refresh below a minute", nil, map[string]string{"CLUSTER_NAME": "a", "AMI_REFRESH_INTERVAL": "30s"},
+			"AMI_REFRESH_INTERVAL (--ami-refresh-interval) from env: must be at least 1m, got 30s"},
+		{"refresh not a duration", []string{"--security-group-refresh-interval=often"}, map[string]string{"CLUSTER_NAME": "a"},
+			`SECURITY_GROUP_REFRESH_INTERVAL (--security-group-refresh-interval) from flag: must be a duration such as 1m or 5m, got "often"`},
+		{"empty log path", nil, map[string]string{"CLUSTER_NAME": "a", "LOG_OUTPUT_PATHS": "stdout,,/var/log/x"},
+			`LOG_OUTPUT_PATHS (--log-output-paths) from env: an empty path in "stdout,,/var/log/x": give stdout, stderr or file paths, separated by commas`},
+		{"lease name", nil, map[string]string{"CLUSTER_NAME": "a", "LEADER_ELECTION_NAME": "Karpenter_Lease"},
+			`LEADER_ELECTION_NAME (--leader-election-name) from env: must be a Lease name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters), got "Karpenter_Lease"`},
+		{"empty lease name", []string{"--leader-election-name="}, map[string]string{"CLUSTER_NAME": "a"},
+			`LEADER_ELECTION_NAME (--leader-election-name) from flag: must be a Lease name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters), got ""`},
+		{"lease namespace", nil, map[string]string{"CLUSTER_NAME": "a", "LEADER_ELECTION_NAMESPACE": "kube.system"},
+			`LEADER_ELECTION_NAMESPACE (--leader-election-namespace) from env: must be a namespace name (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters), got "kube.system"`},
+		{"memory limit", nil, map[string]string{"CLUSTER_NAME": "a", "MEMORY_LIMIT": "160Mi"},
+			`MEMORY_LIMIT (--memory-limit) from env: must be a number of bytes (e.g. 167772160 or 160MiB; -1 for none), got "160Mi"`},
+		{"memory limit overflow", nil, map[string]string{"CLUSTER_NAME": "a", "MEMORY_LIMIT": "99999999999TiB"},
+			`MEMORY_LIMIT (--memory-limit) from env: must be a number of bytes (e.g. 167772160 or 160MiB; -1 for none), got "99999999999TiB"`},
+		{"cpu requests", nil, map[string]string{"CLUSTER_NAME": "a", "CPU_REQUESTS": "1.5"},
+			`CPU_REQUESTS (--cpu-requests) from env: must be an integer number of millicores, got "1.5"`},
+		{"scheduler config unknown field", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpreads: {}"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: not a scheduler configuration: error unmarshaling JSON: while decoding JSON: json: unknown field \"podTopologySpreads\""},
+		{"scheduler config default constraints", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints are not supported yet: Dovetail's scheduling does not apply default topology spread constraints"},
 		{"bad gate value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "SpotToSpotConsolidation=on"},
 			`FEATURE_GATES (--feature-gates) from env: feature gate SpotToSpotConsolidation: value must be true or false, got "on"`},
 		{"gate without value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair"},
@@ -174,43 +260,57 @@ func TestOptionsHaveDocs(t *testing.T) {
 // exist, refuses true with one line naming the gate; false is always accepted (a Karpenter configuration that
 // names the gate keeps working).
 func TestFeatureGatesDoSomething(t *testing.T) {
-	for _, g := range FeatureGates() {
-		t.Run(g.Name, func(t *testing.T) {
-			s, err := Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": g.Name + "=false"}))
-			if err != nil {
-				t.Fatalf("%s=false refused: %v", g.Name, err)
-			}
-			if s.FeatureEnabled(g.Name) {
-				t.Errorf("%s=false leaves the gate on", g.Name)
-			}
-			s, err = Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": g.Name + "=true"}))
-			if g.Implemented {
-				if err != nil {
-					t.Fatalf("%s=true refused: %v", g.Name, err)
-				}
-				if !s.FeatureEnabled(g.Name) {
-					t.Errorf("%s=true leaves the gate off", g.Name)
-				}
-				return
-			}
-			want := "FEATURE_GATES (--feature-gates) from env: " + g.Name + "=true: the feature is not implemented yet in this version"
-			if err == nil {
-				t.Fatalf("%s=true accepted, want error %q", g.Name, want)
-			}
-			if !errors.Is(err, ErrFeatureNotImplemented) {
-				t.Errorf("error %v does not wrap ErrFeatureNotImplemented", err)
-			}
-			if diff := cmp.Diff(want, err.Error()); diff != "" {
-				t.Errorf("error (-want +got):\n%s", diff)
-			}
-		})
+	type gateSet struct {
+		env, flag string
+		gates     []FeatureGate
+		enabled   func(*Settings, string) bool
+	}
+	sets := []gateSet{
+		{"FEATURE_GATES", "feature-gates", FeatureGates(), (*Settings).FeatureEnabled},
+		{"AWS_FEATURE_GATES", "aws-feature-gates", AWSFeatureGates(), (*Settings).AWSFeatureEnabled},
+	}
+	for _, set := range sets {
+		for _, g := range set.gates {
+			t.Run(set.env+"/"+g.Name, func(t *testing.T) { checkGate(t, set.env, set.flag, g, set.enabled) })
+		}
 	}
 }
 
-// TestFeatureGateDefaults: Dovetail's defaults are Karpenter v1.14's, except that a gate Karpenter turns on by
+func checkGate(t *testing.T, envName, flagName string, g FeatureGate, enabled func(*Settings, string) bool) {
+	t.Helper()
+	s, err := Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", envName: g.Name + "=false"}))
+	if err != nil {
+		t.Fatalf("%s=false refused: %v", g.Name, err)
+	}
+	if enabled(s, g.Name) {
+		t.Errorf("%s=false leaves the gate on", g.Name)
+	}
+	s, err = Parse(nil, env(map[string]string{"CLUSTER_NAME": "a", envName: g.Name + "=true"}))
+	if g.Implemented {
+		if err != nil {
+			t.Fatalf("%s=true refused: %v", g.Name, err)
+		}
+		if !enabled(s, g.Name) {
+			t.Errorf("%s=true leaves the gate off", g.Name)
+		}
+		return
+	}
+	want := envName + " (--" + flagName + ") from env: " + g.Name + "=true: the feature is not implemented yet in this version"
+	if err == nil {
+		t.Fatalf("%s=true accepted, want error %q", g.Name, want)
+	}
+	if !errors.Is(err, ErrFeatureNotImplemented) {
+		t.Errorf("error %v does not wrap ErrFeatureNotImplemented", err)
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+}
+
+// TestFeatureGateDefaults: Dovetail's defaults are Karpenter's, except that a gate Karpenter turns on by
 // default is off here while its feature is not implemented (and the default itself must parse).
 func TestFeatureGateDefaults(t *testing.T) {
-	for _, g := range FeatureGates() {
+	for _, g := range append(FeatureGates(), AWSFeatureGates()...) {
 		want := g.KarpenterDefault && g.Implemented
 		if g.Default != want {
 			t.Errorf("%s: default %v, want %v (Karpenter's default %v, implemented %v)", g.Name, g.Default, want, g.KarpenterDefault, g.Implemented)
@@ -219,5 +319,8 @@ func TestFeatureGateDefaults(t *testing.T) {
 	var s Settings
 	if err := applyFeatureGates(&s, defaultFeatureGatesString()); err != nil {
 		t.Fatalf("the default FEATURE_GATES %q does not parse: %v", defaultFeatureGatesString(), err)
+	}
+	if err := applyAWSFeatureGates(&s, defaultAWSFeatureGatesString()); err != nil {
+		t.Fatalf("the default AWS_FEATURE_GATES %q does not parse: %v", defaultAWSFeatureGatesString(), err)
 	}
 }

@@ -24,7 +24,22 @@ const (
 	FeatureNodeOverlay             = "NodeOverlay"
 	FeatureStaticCapacity          = "StaticCapacity"
 	FeatureCapacityBuffer          = "CapacityBuffer"
+	// Karpenter v1.15's gates; Dovetail accepts them off.
+	FeatureTerminateFirstDrift       = "TerminateFirstDrift"
+	FeatureTerminateFirstRepair      = "TerminateFirstRepair"
+	FeaturePodDeletionCostManagement = "PodDeletionCostManagement"
 )
+
+// Gate names accepted in AWS_FEATURE_GATES (Karpenter v1.15's AWS provider); Dovetail accepts them off.
+const (
+	AWSFeatureNodeClassCEL    = "NodeClassCEL"
+	AWSFeatureDRANVIDIAGPU    = "DRANVIDIAGPU"
+	AWSFeatureDRAEFA          = "DRAEFA"
+	AWSFeatureRebootForRepair = "RebootForRepair"
+)
+
+// DefaultLeaderElectionName is Karpenter's name of the leader-election Lease (LEADER_ELECTION_NAME).
+const DefaultLeaderElectionName = "karpenter-leader-election"
 
 // Settings are the controller's settings. The zero value is not valid: use Parse.
 type Settings struct {
@@ -71,7 +86,54 @@ type Settings struct {
 	NodeRepairTolerations map[string]time.Duration
 	// FeatureGates holds every known gate with its value (defaults filled in).
 	FeatureGates map[string]bool
+	// AWSFeatureGates holds every gate of AWS_FEATURE_GATES with its value (defaults filled in).
+	AWSFeatureGates map[string]bool
+
+	// KarpenterService is the name of the controller's Service (KARPENTER_SERVICE). Karpenter v1.14 and v1.15 read
+	// it and use it for nothing (it named the Service of webhooks they no longer serve); so does Dovetail.
+	KarpenterService string
+	// DisableControllerWarmup keeps the controllers' watches from starting before the leader lease is won.
+	DisableControllerWarmup bool
+	// DisableClusterStateObservability turns off the cluster-state metrics (pods, nodes, NodePools) and the
+	// status-condition metrics and events.
+	DisableClusterStateObservability bool
+	// LeaderElectionName names the leader-election Lease.
+	LeaderElectionName string
+	// LeaderElectionNamespace is the namespace of the Lease; empty means the controller's own namespace.
+	LeaderElectionNamespace string
+	// MemoryLimit is the container's memory limit in bytes; zero or less means none (Karpenter's default is -1).
+	MemoryLimit int64
+	// CPURequests is the container's CPU request in millicores (never zero or less: those read as 1000).
+	CPURequests int64
+	// LogOutputPaths are where logs go: stdout, stderr or file paths.
+	LogOutputPaths []string
+	// LogErrorOutputPaths are where the logger's own errors (a log line it could not write) go.
+	LogErrorOutputPaths []string
+	// IgnoreDRARequests is always true: pods with dynamic resource allocation claims are not provisioned for.
+	IgnoreDRARequests bool
+	// EKSControlPlane is always false: the cluster is not assumed to run an EKS control plane.
+	EKSControlPlane bool
+	// DisableDryRun turns off dry-run validation of EC2NodeClasses (Dovetail does none yet either way).
+	DisableDryRun bool
+	// EnableZonalShift is always false: zonal shifts are not followed.
+	EnableZonalShift bool
+	// AMIRefreshInterval, SubnetRefreshInterval and SecurityGroupRefreshInterval are how often an EC2NodeClass's
+	// AMIs, subnets and security groups are resolved again.
+	AMIRefreshInterval           time.Duration
+	SubnetRefreshInterval        time.Duration
+	SecurityGroupRefreshInterval time.Duration
+	// LegacyNodeRepair selects Karpenter v1.15's legacy node repair controller, which is the repair Dovetail has.
+	LegacyNodeRepair bool
+	// SchedulerConfig is SCHEDULER_CONFIG as given; it is accepted only when it asks for no default constraints.
+	SchedulerConfig string
+
+	// Warnings are things about the settings the operator should hear once at start (e.g. a feature gate that
+	// Karpenter removed and that does nothing); they are not errors.
+	Warnings []string
 }
 
 // FeatureEnabled reports whether the named gate is on.
 func (s *Settings) FeatureEnabled(name string) bool { return s.FeatureGates[name] }
+
+// AWSFeatureEnabled reports whether the named gate of AWS_FEATURE_GATES is on.
+func (s *Settings) AWSFeatureEnabled(name string) bool { return s.AWSFeatureGates[name] }

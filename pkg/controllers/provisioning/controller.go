@@ -201,7 +201,10 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	}
 	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
 	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
-	if len(in.Pods) == 0 && len(virtual) == 0 {
+	// Pods asking for dynamic resource allocation are left out (IGNORE_DRA_REQUESTS=true); apply tells them why.
+	var held []*corev1.Pod
+	in.Pods, held = withoutDRARequests(in.Pods)
+	if len(in.Pods) == 0 && len(virtual) == 0 && len(held) == 0 {
 		c.placement = placement{}
 		c.recordUnschedulable(solver.Plan{})
 		c.plans.SetPlanned(nil)
@@ -244,13 +247,14 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	} else {
 		c.deps.Buffers.SetRoom(nil)
 	}
-	return c.apply(ctx, logger, in, plan, buffers, undecided)
+	return c.apply(ctx, logger, in, plan, buffers, held, undecided)
 }
 
 // apply creates the NodeClaims of both plans and tells the real pods where they go. buffers is the plan of the
 // CapacityBuffers' virtual pods: its NodeClaims are created too, and its placements keep in-flight NodeClaims
-// from counting as surplus, but virtual pods get no events or nominations (they are no API objects).
-func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan, buffers solver.Plan, undecided int) error {
+// from counting as surplus, but virtual pods get no events or nominations (they are no API objects). held are
+// the pending pods left out of the pass for their dynamic resource allocation claims.
+func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.Input, plan, buffers solver.Plan, held []*corev1.Pod, undecided int) error {
 	if len(buffers.NewNodeClaims) > 0 || len(buffers.Existing) > 0 {
 		merged := plan
 		merged.NewNodeClaims = append(append([]solver.NewNodeClaim(nil), plan.NewNodeClaims...), buffers.NewNodeClaims...)
@@ -333,6 +337,10 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 			c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", reason, "Failed to find capacity: "+reason)
 			logger.V(1).Info("pod cannot be provisioned for", "pod", key, "reason", reason)
 		}
+	}
+	for _, p := range held {
+		c.announce(announced, p, corev1.EventTypeWarning, "FailedScheduling", ReasonDRARequests, "Failed to find capacity: "+ReasonDRARequests)
+		logger.V(1).Info("pod cannot be provisioned for", "pod", p.Namespace+"/"+p.Name, "reason", ReasonDRARequests)
 	}
 	c.announced = announced
 	errs = append(errs, c.nominate(ctx, in, plan, planned))

@@ -52,3 +52,38 @@ func unboundWorkload(p *corev1.Pod) bool {
 	}
 	return true
 }
+
+// ReasonDRARequests is the reason (FailedScheduling event message) given to a pending pod that asks for dynamic
+// resource allocation: IGNORE_DRA_REQUESTS=true (Karpenter's default, and the only value Dovetail accepts) leaves
+// such pods out of provisioning, as Karpenter does.
+const ReasonDRARequests = "the pod has dynamic resource allocation claims (spec.resourceClaims or a container's resources.claims), " +
+	"which Dovetail does not provision for (IGNORE_DRA_REQUESTS=true)"
+
+// hasDRARequests reports whether p asks for dynamic resource allocation: pod resource claims, or a container
+// (init containers included) naming claims.
+func hasDRARequests(p *corev1.Pod) bool {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if len(cs[i].Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutDRARequests returns pods without those asking for dynamic resource allocation, and those.
+func withoutDRARequests(pods []*corev1.Pod) (rest, held []*corev1.Pod) {
+	rest = pods[:0:0]
+	for _, p := range pods {
+		if hasDRARequests(p) {
+			held = append(held, p)
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return rest, held
+}

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -44,7 +46,9 @@ const (
 	ReasonReservedCapacityDisabled = "ReservedCapacityDisabled"
 )
 
-// Requeue intervals: resolved classes are refreshed (new AMIs, subnets) every resyncPeriod; failures sooner.
+// Requeue intervals: a resolved class's instance profile and capacity reservations are refreshed every
+// resyncPeriod (its AMIs, subnets and security groups on the intervals of the settings, see refresh.go); failures
+// sooner.
 const (
 	resyncPeriod  = 5 * time.Minute
 	retryPeriod   = 30 * time.Second
@@ -68,18 +72,22 @@ type Resolver interface {
 // Controller keeps EC2NodeClass status (subnets, security groups, AMIs, instance profile, conditions) current
 // and runs the karpenter.k8s.aws/termination finalizer.
 type Controller struct {
-	deps     deps.Deps
-	resolver Resolver
+	deps      deps.Deps
+	resolver  Resolver
+	intervals map[string]time.Duration
+	refreshed *refreshes
 }
 
 // NewController returns the controller, taking the resolver from the cloud provider in d (unwrapping the
 // metrics instrumentation). Register fails when the cloud provider cannot resolve EC2NodeClasses.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, resolver: resolverOf(d.CloudProvider)}
+	return New(d, resolverOf(d.CloudProvider))
 }
 
 // New returns the controller with an explicit resolver (tests, other wiring).
-func New(d deps.Deps, r Resolver) *Controller { return &Controller{deps: d, resolver: r} }
+func New(d deps.Deps, r Resolver) *Controller {
+	return &Controller{deps: d, resolver: r, intervals: refreshIntervals(d.Settings), refreshed: &refreshes{}}
+}
 
 func resolverOf(cp cloudprovider.CloudProvider) Resolver {
 	r, _ := cloudprovider.Find[Resolver](cp)
@@ -122,6 +130,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("ec2nodeclass", req.Name))
 	nc := &awsv1.EC2NodeClass{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.refreshed.forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
@@ -135,31 +146,56 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	orig := nc.DeepCopy()
-	failed := c.resolve(ctx, nc)
+	now := c.now()
+	due := c.refreshed.due(nc, now, c.intervals)
+	// A part whose condition this copy does not show as True for this generation is resolved again whatever its
+	// schedule: the copy may be older than the last status written (the cache lags behind a status patch), and the
+	// status patch writes every condition of this copy back.
+	for part, conditions := range partConditions() {
+		for _, t := range conditions {
+			if cond := meta.FindStatusCondition(nc.Status.Conditions, t); cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != nc.Generation {
+				due[part] = true
+			}
+		}
+	}
+	resolved, failed := c.resolve(ctx, nc, due)
 	if !equality.Semantic.DeepEqual(orig.Status, nc.Status) {
 		if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
+	c.refreshed.record(nc, now, resolved)
 	if failed {
 		return reconcile.Result{RequeueAfter: retryPeriod}, nil
 	}
-	return reconcile.Result{RequeueAfter: resyncPeriod}, nil
+	return reconcile.Result{RequeueAfter: c.refreshed.next(nc, now, c.intervals)}, nil
 }
 
-// resolve fills the status and its conditions; it reports whether anything failed.
-func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
+func (c *Controller) now() time.Time {
+	if c.deps.Clock == nil {
+		return time.Now()
+	}
+	return c.deps.Clock.Now()
+}
+
+// resolve fills the status and its conditions, resolving only the parts that are due (the others keep what the
+// status holds); it returns the due parts resolved without error, and whether anything failed.
+func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due map[string]bool) ([]string, bool) {
 	failed := false
-	step := func(condition, notFoundReason string, run func() error) {
+	partFailed := map[string]bool{}
+	step := func(part, condition, notFoundReason string, run func() error) {
+		if !due[part] {
+			return
+		}
 		err := run()
 		switch {
 		case err == nil:
 			nc.SetTrue(condition, karpv1.ReasonReady)
 		case cloudprovider.IsThrottled(err):
-			failed = true
+			failed, partFailed[part] = true, true
 			nc.SetCondition(condition, metav1.ConditionUnknown, ReasonResolutionFailed, err.Error())
 		default:
-			failed = true
+			failed, partFailed[part] = true, true
 			reason := notFoundReason
 			if !isNoMatch(err) {
 				reason = ReasonResolutionFailed
@@ -168,28 +204,28 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 			nc.SetFalse(condition, reason, err.Error())
 		}
 	}
-	step(awsv1.ConditionTypeSubnetsReady, awsv1.ReasonSubnetsNotFound, func() error {
+	step(partSubnets, awsv1.ConditionTypeSubnetsReady, awsv1.ReasonSubnetsNotFound, func() error {
 		s, err := c.resolver.ResolveSubnets(ctx, nc)
 		if err == nil || isNoMatch(err) {
 			nc.Status.Subnets = s
 		}
 		return err
 	})
-	step(awsv1.ConditionTypeSecurityGroupsReady, awsv1.ReasonSecurityGroupsNotFound, func() error {
+	step(partSecurityGroups, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ReasonSecurityGroupsNotFound, func() error {
 		g, err := c.resolver.ResolveSecurityGroups(ctx, nc)
 		if err == nil || isNoMatch(err) {
 			nc.Status.SecurityGroups = g
 		}
 		return err
 	})
-	step(awsv1.ConditionTypeAMIsReady, awsv1.ReasonAMINotFound, func() error {
+	step(partAMIs, awsv1.ConditionTypeAMIsReady, awsv1.ReasonAMINotFound, func() error {
 		a, err := c.resolver.ResolveAMIs(ctx, nc)
 		if err == nil || isNoMatch(err) {
 			nc.Status.AMIs = a
 		}
 		return err
 	})
-	step(awsv1.ConditionTypeInstanceProfileReady, awsv1.ReasonInstanceProfileError, func() error {
+	step(partOther, awsv1.ConditionTypeInstanceProfileReady, awsv1.ReasonInstanceProfileError, func() error {
 		name, err := c.resolver.ResolveInstanceProfile(ctx, nc)
 		if err == nil {
 			nc.Status.InstanceProfile = name
@@ -205,7 +241,7 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		nc.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, ReasonReservedCapacityDisabled,
 			"the ReservedCapacity feature gate is off: capacityReservationSelectorTerms are ignored and nodes launch as on-demand or spot")
 	default:
-		step(awsv1.ConditionTypeCapacityReservationsReady, awsv1.ReasonCapacityReservationErr, func() error {
+		step(partOther, awsv1.ConditionTypeCapacityReservationsReady, awsv1.ReasonCapacityReservationErr, func() error {
 			rs, err := c.resolver.ResolveCapacityReservations(ctx, nc)
 			if err == nil {
 				nc.Status.CapacityReservations = rs
@@ -226,7 +262,13 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	} else {
 		nc.SetTrue(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
 	}
-	return failed
+	var resolved []string
+	for _, part := range []string{partSubnets, partSecurityGroups, partAMIs, partOther} {
+		if due[part] && !partFailed[part] {
+			resolved = append(resolved, part)
+		}
+	}
+	return resolved, failed
 }
 
 // finalize keeps the finalizer while NodeClaims use the class; then deletes the class's AWS resources and
