@@ -218,7 +218,7 @@ func TestKarpenterEveryValue(t *testing.T) {
 
 	// additionalLabels and additionalAnnotations reach every object; an object's own annotations are added.
 	own := map[string]map[string]string{
-		"Service/" + name:               {"example.com/service": "metrics"},
+		"Service/" + name:              {"example.com/service": "metrics"},
 		"ServiceAccount/autoscaler-sa": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/autoscaler"},
 	}
 	for _, k := range keys(objs) {
@@ -338,8 +338,8 @@ func TestKarpenterEveryValue(t *testing.T) {
 		t.Errorf("pod spec (-want +got):\n%s", diff)
 	}
 	wantTemplate := map[string]any{"replicas": ptr.To[int32](3), "history": ptr.To[int32](5),
-		"strategy":    appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
-		"podLabels":   map[string]string{"app.kubernetes.io/name": "autoscaler", "app.kubernetes.io/instance": "dovetail", "tier": "control"},
+		"strategy":       appsv1.DeploymentStrategy{RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+		"podLabels":      map[string]string{"app.kubernetes.io/name": "autoscaler", "app.kubernetes.io/instance": "dovetail", "tier": "control"},
 		"podAnnotations": map[string]string{"example.com/scrape": "true"}}
 	gotTemplate := map[string]any{"replicas": d.Spec.Replicas, "history": d.Spec.RevisionHistoryLimit, "strategy": d.Spec.Strategy,
 		"podLabels": d.Spec.Template.Labels, "podAnnotations": d.Spec.Template.Annotations}
