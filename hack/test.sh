@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), then the
-# end-to-end tests on a local stack of their own.
+# Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the chart
+# against Karpenter's chart (test/karpenterchart), then the end-to-end tests on a local stack of their own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -11,6 +11,7 @@ bash hack/verify.sh
 echo "== unit and envtest tests"
 go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
+bash hack/test-karpenter-chart.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
 go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 echo "== chaos, short (3 rounds of controller kills, and the leader-election takeover; make test-chaos runs 30)"
