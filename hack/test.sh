@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the Karpenter
-# settings oracle (test/karpenter/settings), then the end-to-end tests on a local stack of their own.
+# settings oracle (test/karpenter/settings), the chart against Karpenter's chart (test/karpenterchart), then the
+# end-to-end tests on a local stack of their own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -12,6 +13,7 @@ echo "== unit and envtest tests"
 go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
 bash hack/test-karpenter-oracle.sh
+bash hack/test-karpenter-chart.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
 go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 echo "== chaos, short (3 rounds of controller kills, and the leader-election takeover; make test-chaos runs 30)"

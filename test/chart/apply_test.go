@@ -12,9 +12,10 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-// TestApplyDryRun renders the chart with every optional object turned on and applies each object with a
-// server-side dry run to a real kube-apiserver (envtest, with Dovetail's CRDs): the API server's own validation
-// and defaulting must accept all of them. ServiceMonitor is skipped: its CRD belongs to the Prometheus Operator.
+// TestApplyDryRun renders the chart with every optional object turned on, and with the values files written for
+// Karpenter's chart, and applies each object with a server-side dry run to a real kube-apiserver (envtest, with
+// Dovetail's CRDs): the API server's own validation and defaulting must accept all of them. ServiceMonitor is
+// skipped: its CRD belongs to the Prometheus Operator.
 func TestApplyDryRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts kube-apiserver")
@@ -36,6 +37,9 @@ func TestApplyDryRun(t *testing.T) {
 			},
 			"terminationGracePeriodSeconds": 60,
 		},
+	}
+	for _, name := range karpenterValuesFiles {
+		cases[name] = readValuesFile(t, name)
 	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {

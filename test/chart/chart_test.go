@@ -25,6 +25,19 @@ import (
 // environment the controller reads".
 var otherEnv = []string{"POD_NAMESPACE", "AWS_REGION", "MEMORY_LIMIT"}
 
+// karpenterEnv are the variables Karpenter's chart (v1.14, v1.15) sets, which the chart sets the same way
+// (docs/helm.md) whether or not pkg/settings reads them yet: the controller ignores a variable it does not know.
+// TestEnvVarsAreSettings logs the ones pkg/settings does not read.
+var karpenterEnv = []string{
+	"KUBERNETES_MIN_VERSION", "KARPENTER_SERVICE", "SYSTEM_NAMESPACE", "CPU_REQUESTS", "MEMORY_LIMIT",
+	"LOG_LEVEL", "LOG_OUTPUT_PATHS", "LOG_ERROR_OUTPUT_PATHS", "METRICS_PORT", "HEALTH_PROBE_PORT",
+	"FEATURE_GATES", "AWS_FEATURE_GATES", "BATCH_MAX_DURATION", "BATCH_IDLE_DURATION", "PREFERENCE_POLICY",
+	"MIN_VALUES_POLICY", "CLUSTER_CA_BUNDLE", "CLUSTER_NAME", "CLUSTER_ENDPOINT", "ISOLATED_VPC",
+	"EKS_CONTROL_PLANE", "VM_MEMORY_OVERHEAD_PERCENT", "INTERRUPTION_QUEUE", "ENABLE_ZONAL_SHIFT", "RESERVED_ENIS",
+	"IGNORE_DRA_REQUESTS", "LEGACY_NODE_REPAIR", "DISABLE_CLUSTER_STATE_OBSERVABILITY", "DISABLE_DRY_RUN",
+	"AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL", "SECURITY_GROUP_REFRESH_INTERVAL",
+}
+
 // notInChart are the settings the chart does not set, with the reason; a user sets them through controller.env.
 var notInChart = map[string]string{
 	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
@@ -83,8 +96,9 @@ func settingNames() map[string]bool {
 	return names
 }
 
-// TestEnvVarsAreSettings: every environment variable the chart sets is a setting of pkg/settings or one of the
-// documented other variables, so a renamed or removed setting breaks this test rather than a deployment.
+// TestEnvVarsAreSettings: every environment variable the chart sets is a setting of pkg/settings, one of the
+// documented other variables or one Karpenter's chart sets, so a renamed or removed setting breaks this test
+// rather than a deployment.
 func TestEnvVarsAreSettings(t *testing.T) {
 	known := settingNames()
 	doc, err := os.ReadFile(filepath.Join(chartDir(), "..", "..", "docs", "settings.md"))
@@ -97,7 +111,19 @@ func TestEnvVarsAreSettings(t *testing.T) {
 		}
 		known[name] = true
 	}
-	for name, files := range chartEnv(t) {
+	for _, name := range karpenterEnv {
+		if !known[name] {
+			t.Logf("%s: set as Karpenter's chart sets it; pkg/settings does not read it", name)
+			known[name] = true
+		}
+	}
+	env := chartEnv(t)
+	for _, name := range karpenterEnv {
+		if len(env[name]) == 0 {
+			t.Errorf("karpenterEnv lists %s, which the chart does not set", name)
+		}
+	}
+	for name, files := range env {
 		if !known[name] {
 			t.Errorf("%s (in %s) is neither a setting in pkg/settings nor a documented variable", name, strings.Join(files, ", "))
 		}
@@ -198,7 +224,13 @@ func TestCRDsAreGenerated(t *testing.T) {
 // objects renders the chart and decodes every manifest, keyed "Kind/name".
 func objects(t *testing.T, overrides map[string]any) map[string]*unstructured.Unstructured {
 	t.Helper()
-	out, err := render(overrides)
+	return objectsWithAPIs(t, overrides)
+}
+
+// objectsWithAPIs is objects on a cluster that also serves apiVersions (see renderWithAPIs).
+func objectsWithAPIs(t *testing.T, overrides map[string]any, apiVersions ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out, err := renderWithAPIs(overrides, apiVersions...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +284,7 @@ func keys[V any](m map[string]V) []string {
 func TestRenderDefaults(t *testing.T) {
 	objs := objects(t, map[string]any{"settings": map[string]any{"clusterName": "prod-1"}})
 	want := []string{
-		"ClusterRole/dovetail", "ClusterRoleBinding/dovetail", "Deployment/dovetail", "PodDisruptionBudget/dovetail",
+		"ClusterRole/dovetail", "ClusterRole/dovetail-admin", "ClusterRoleBinding/dovetail", "Deployment/dovetail", "PodDisruptionBudget/dovetail",
 		"Role/dovetail", "RoleBinding/dovetail", "Service/dovetail", "ServiceAccount/dovetail",
 	}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {
@@ -322,7 +354,7 @@ func TestRenderImageDigest(t *testing.T) {
 
 // TestRenderValues: values map to the settings they name, feature gates included.
 func TestRenderValues(t *testing.T) {
-	objs := objects(t, map[string]any{
+	objs := objectsWithAPIs(t, map[string]any{
 		"logLevel": "debug",
 		"settings": map[string]any{
 			"clusterName": "prod-1", "clusterEndpoint": "https://example.eks.amazonaws.com",
@@ -331,7 +363,7 @@ func TestRenderValues(t *testing.T) {
 			"featureGates": map[string]any{"spotToSpotConsolidation": true},
 		},
 		"serviceMonitor": map[string]any{"enabled": true},
-	})
+	}, monitoringAPI)
 	if objs["ServiceMonitor/dovetail"] == nil {
 		t.Errorf("serviceMonitor.enabled renders no ServiceMonitor; got %v", keys(objs))
 	}
@@ -419,17 +451,33 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	return false
 }
 
-// TestFeatureGateValues: settings.featureGates has one key per gate the controller accepts, with the controller's
-// default, so the chart neither hides a gate nor turns one on that the controller would refuse.
+// karpenterGates are the gates of Karpenter's chart v1.15 (settings.featureGates) with its defaults.
+var karpenterGates = map[string]bool{
+	"ReservedCapacity": true, "SpotToSpotConsolidation": false, "NodeRepair": false, "NodeOverlay": false,
+	"StaticCapacity": false, "CapacityBuffer": false, "TerminateFirstDrift": false, "TerminateFirstRepair": false,
+	"PodDeletionCostManagement": false,
+}
+
+// TestFeatureGateValues: settings.featureGates has one key per gate of Karpenter's chart, with the controller's
+// default for a gate it accepts and false (Karpenter's default, left out of FEATURE_GATES) for the others, and
+// every gate the controller accepts is one of them: the chart neither hides a gate nor turns one on that the
+// controller would refuse.
 func TestFeatureGateValues(t *testing.T) {
 	v, err := readValues()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := v["settings"].(map[string]any)["featureGates"].(map[string]any)
+	lower := func(name string) string { return strings.ToLower(name[:1]) + name[1:] }
 	want := map[string]any{}
+	for name, on := range karpenterGates {
+		want[lower(name)] = on
+	}
 	for _, g := range settings.FeatureGates() {
-		want[strings.ToLower(g.Name[:1])+g.Name[1:]] = g.Default
+		if _, ok := karpenterGates[g.Name]; !ok {
+			t.Errorf("the controller accepts gate %s, which Karpenter's chart does not have", g.Name)
+		}
+		want[lower(g.Name)] = g.Default
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings.featureGates (-want +got):\n%s", diff)

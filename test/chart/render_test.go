@@ -59,6 +59,15 @@ func templateFiles() (map[string]string, error) {
 // over values.yaml, the values checked against values.schema.json, release "dovetail" in kube-system. It returns
 // each manifest's output by file name.
 func render(overrides map[string]any) (map[string]string, error) {
+	return renderWithAPIs(overrides)
+}
+
+// monitoringAPI is the API version of the Prometheus Operator's ServiceMonitor.
+const monitoringAPI = "monitoring.coreos.com/v1"
+
+// renderWithAPIs is render on a cluster that also serves the given API versions (Helm's .Capabilities.APIVersions,
+// as `helm template --api-versions` sets them).
+func renderWithAPIs(overrides map[string]any, apiVersions ...string) (map[string]string, error) {
 	ch, err := loader.Load(chartDir())
 	if err != nil {
 		return nil, fmt.Errorf("loading the chart: %w", err)
@@ -66,9 +75,11 @@ func render(overrides map[string]any) (map[string]string, error) {
 	if overrides == nil {
 		overrides = map[string]any{}
 	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...), apiVersions...)
 	vals, err := chartutil.ToRenderValues(ch, overrides,
 		chartutil.ReleaseOptions{Name: "dovetail", Namespace: "kube-system", Revision: 1, IsInstall: true},
-		chartutil.DefaultCapabilities)
+		caps)
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,12 @@ func TestValuesSchema(t *testing.T) {
 		{"controller": map[string]any{"image": map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)}}},
 		{"dashboards": map[string]any{"enabled": true, "namespace": "monitoring", "annotations": map[string]any{"grafana_folder": "Dovetail"}}},
 		{"global": map[string]any{"imageRegistry": "x"}},
+		{"settings": map[string]any{"clusterName": "{{ .Release.Name }}", "isolatedVPC": "{{ .Values.x }}", "batchMaxDuration": "{{ .Values.y }}", "reservedENIs": "2"}},
+		{"settings": map[string]any{"isolatedVPC": "true", "batchIdleDuration": "", "vmMemoryOverheadPercent": "0.1", "ignoreDRARequests": false}},
+		{"initContainers": []any{map[string]any{"name": "wait", "image": "busybox"}}, "serviceMonitor": map[string]any{"sampleLimit": 100}},
+	}
+	for _, name := range karpenterValuesFiles {
+		good = append(good, readValuesFile(t, name))
 	}
 	for i, o := range good {
 		if err := validateValues(merge(values, o)); err != nil {
@@ -87,7 +93,15 @@ func TestValuesSchema(t *testing.T) {
 		{"port out of range", map[string]any{"controller": map[string]any{"metrics": map[string]any{"port": 70000}}}, "/controller/metrics/port"},
 		{"dashboards flag as a string", map[string]any{"dashboards": map[string]any{"enabled": "yes"}}, "/dashboards/enabled"},
 		{"label value not a string", map[string]any{"podLabels": map[string]any{"team": 1}}, "/podLabels/team"},
-		{"isolatedVPC as a string", map[string]any{"settings": map[string]any{"isolatedVPC": "true"}}, "/settings/isolatedVPC"},
+		{"isolatedVPC neither a boolean nor a template", map[string]any{"settings": map[string]any{"isolatedVPC": "yes"}}, "/settings/isolatedVPC"},
+		{"refresh interval", map[string]any{"settings": map[string]any{"amiRefreshInterval": "hourly"}}, "/settings/amiRefreshInterval"},
+		{"unknown AWS feature gate", map[string]any{"settings": map[string]any{"awsFeatureGates": map[string]any{"nodeClassCel": true}}}, "nodeClassCel"},
+		{"DRA gate as a string", map[string]any{"settings": map[string]any{"awsFeatureGates": map[string]any{"draEFA": "on"}}}, "/settings/awsFeatureGates/draEFA"},
+		{"container security context beyond the three profiles", map[string]any{"controller": map[string]any{"securityContext": map[string]any{"runAsUser": 0}}}, "runAsUser"},
+		{"init containers as a map", map[string]any{"initContainers": map[string]any{"name": "x"}}, "/initContainers"},
+		{"sample limit as a string", map[string]any{"serviceMonitor": map[string]any{"sampleLimit": "many"}}, "/serviceMonitor/sampleLimit"},
+		{"log output paths as a string", map[string]any{"logOutputPaths": "stdout"}, "/logOutputPaths"},
+		{"container name", map[string]any{"controller": map[string]any{"containerName": "Controller"}}, "/controller/containerName"},
 		{"memory overhead above 1", map[string]any{"settings": map[string]any{"vmMemoryOverheadPercent": 7.5}}, "/settings/vmMemoryOverheadPercent"},
 		{"tolerations not a list", map[string]any{"tolerations": map[string]any{"key": "x"}}, "/tolerations"},
 	}
