@@ -44,25 +44,11 @@ var notInChart = map[string]string{
 	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
 	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
 	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
-	// Karpenter's settings the chart does not render yet: the controller's default, Karpenter's, applies.
-	"EKS_CONTROL_PLANE":                   "not rendered yet; only the default false is accepted",
-	"DISABLE_DRY_RUN":                     "not rendered yet; Karpenter's default false applies",
-	"ENABLE_ZONAL_SHIFT":                  "not rendered yet; only the default false is accepted",
-	"AMI_REFRESH_INTERVAL":                "not rendered yet; Karpenter's default 1m applies",
-	"SUBNET_REFRESH_INTERVAL":             "not rendered yet; Karpenter's default 1m applies",
-	"SECURITY_GROUP_REFRESH_INTERVAL":     "not rendered yet; Karpenter's default 1m applies",
-	"AWS_FEATURE_GATES":                   "not rendered yet; every AWS gate is off by default, as in Karpenter",
-	"KARPENTER_SERVICE":                   "not rendered yet; unused, as in Karpenter",
-	"LOG_OUTPUT_PATHS":                    "not rendered yet; Karpenter's default stdout applies",
-	"LOG_ERROR_OUTPUT_PATHS":              "not rendered yet; Karpenter's default stderr applies",
-	"DISABLE_CONTROLLER_WARMUP":           "not rendered yet; Karpenter's default true applies",
-	"DISABLE_CLUSTER_STATE_OBSERVABILITY": "not rendered yet; only the default false is accepted",
-	"LEADER_ELECTION_NAME":                "not rendered yet; Karpenter's default karpenter-leader-election applies",
-	"LEADER_ELECTION_NAMESPACE":           "not rendered yet; the controller's own namespace applies",
-	"CPU_REQUESTS":                        "not rendered yet; Karpenter's default 1000 applies",
-	"IGNORE_DRA_REQUESTS":                 "not rendered yet; only the default true is accepted",
-	"LEGACY_NODE_REPAIR":                  "not rendered yet; Karpenter's default false applies",
-	"SCHEDULER_CONFIG":                    "not rendered yet; empty (no scheduler configuration) applies",
+	// Karpenter's settings its chart does not render either: the controller's default, Karpenter's, applies.
+	"DISABLE_CONTROLLER_WARMUP": "Karpenter's chart does not render it; its default true applies",
+	"LEADER_ELECTION_NAME":      "Karpenter's chart does not render it; the default karpenter-leader-election is the Lease Karpenter takes",
+	"LEADER_ELECTION_NAMESPACE": "Karpenter's chart does not render it; the controller's own namespace applies",
+	"SCHEDULER_CONFIG":          "Karpenter's chart has no value for it; empty (no scheduler configuration) applies",
 }
 
 // envName matches an environment variable entry of a container (`- name: CLUSTER_NAME`); container and port
@@ -304,8 +290,11 @@ func TestRenderDefaults(t *testing.T) {
 		t.Fatalf("the chart's default environment is not valid settings: %v\nenv: %v", err, env)
 	}
 	defaults, err := settings.Parse(nil, func(k string) string {
-		if k == "CLUSTER_NAME" {
+		switch k {
+		case "CLUSTER_NAME":
 			return "prod-1"
+		case "KARPENTER_SERVICE":
+			return "dovetail" // the release's Service, as Karpenter's chart names its own
 		}
 		return ""
 	})
