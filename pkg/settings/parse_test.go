@@ -28,6 +28,7 @@ func TestParseDefaults(t *testing.T) {
 		LogLevel:                "info",
 		KubeClientQPS:           200,
 		KubeClientBurst:         300,
+		LeaderElectionName:      "karpenter-leader-election",
 		PreferencePolicy:        PreferencePolicyRespect,
 		MinValuesPolicy:         MinValuesPolicyStrict,
 		FeatureGates:            defaultFeatureGates(),

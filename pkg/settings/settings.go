@@ -62,6 +62,10 @@ type Settings struct {
 	EnableProfiling bool
 	// DisableLeaderElection runs the controllers without taking the leader lease.
 	DisableLeaderElection bool
+	// LeaderElectionName names the leader-election Lease (Karpenter's by default, so the two never lead at once).
+	LeaderElectionName string
+	// LeaderElectionNamespace is the Lease's namespace; empty means the controller's own namespace.
+	LeaderElectionNamespace string
 	// PreferencePolicy is Respect or Ignore.
 	PreferencePolicy string
 	// MinValuesPolicy is Strict or BestEffort.

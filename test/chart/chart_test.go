@@ -27,10 +27,12 @@ var otherEnv = []string{"POD_NAMESPACE", "AWS_REGION", "MEMORY_LIMIT"}
 
 // notInChart are the settings the chart does not set, with the reason; a user sets them through controller.env.
 var notInChart = map[string]string{
-	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
-	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
-	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
-	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
+	"DISABLE_LEADER_ELECTION":   "leader election stays on in a cluster: replicas compete for the Lease",
+	"LEADER_ELECTION_NAME":      "Karpenter's chart has no such value; the default shares Karpenter's Lease, which the Role names",
+	"LEADER_ELECTION_NAMESPACE": "Karpenter's chart has no such value; the Lease lives in the release namespace, where the Role is",
+	"ENABLE_PROFILING":          "a debugging aid, not a deployment choice",
+	"REGISTRATION_TIMEOUT":      "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
+	"NODE_REPAIR_TOLERATIONS":   "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
 }
 
 // envName matches an environment variable entry of a container (`- name: CLUSTER_NAME`); container and port

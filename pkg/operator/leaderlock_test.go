@@ -1,0 +1,71 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// fakeLock returns a fixed record (or error) from Get.
+type fakeLock struct {
+	resourcelock.Interface
+	rec  *resourcelock.LeaderElectionRecord
+	err  error
+	gets int
+}
+
+func (f *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	f.gets++
+	return f.rec, nil, f.err
+}
+
+func (f *fakeLock) Identity() string { return selfIdentity }
+
+type countingGate struct {
+	waits int
+	err   error
+}
+
+func (g *countingGate) Wait(context.Context) error {
+	g.waits++
+	return g.err
+}
+
+// TestGatedLock: Get waits on the gate whenever this replica could acquire (the Lease is missing or held by
+// someone else), never while it holds the Lease (renewals), and an unanswered gate stops the acquisition.
+func TestGatedLock(t *testing.T) {
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "karpenter-leader-election")
+	for _, tc := range []struct {
+		what      string
+		rec       *resourcelock.LeaderElectionRecord
+		err       error
+		gateErr   error
+		wantWaits int
+		wantGets  int
+		wantErr   bool
+	}{
+		{"held by this replica: a renewal", &resourcelock.LeaderElectionRecord{HolderIdentity: selfIdentity}, nil, nil, 0, 1, false},
+		{"held by Karpenter", &resourcelock.LeaderElectionRecord{HolderIdentity: karpenterHolder}, nil, nil, 1, 2, false},
+		{"released", &resourcelock.LeaderElectionRecord{}, nil, nil, 1, 2, false},
+		{"missing", nil, notFound, nil, 1, 2, true},
+		{"read error: no wait", nil, errors.New("boom"), nil, 0, 1, true},
+		{"the gate gives up (shutdown)", &resourcelock.LeaderElectionRecord{}, nil, context.Canceled, 1, 1, true},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			inner := &fakeLock{rec: tc.rec, err: tc.err}
+			g := &countingGate{err: tc.gateErr}
+			l := &gatedLock{Interface: inner, gate: g}
+			_, _, err := l.Get(context.Background())
+			if g.waits != tc.wantWaits || inner.gets != tc.wantGets || (err != nil) != tc.wantErr {
+				t.Errorf("waits %d gets %d err %v, want waits %d gets %d error %v", g.waits, inner.gets, err, tc.wantWaits, tc.wantGets, tc.wantErr)
+			}
+			if tc.gateErr != nil && !errors.Is(err, tc.gateErr) {
+				t.Errorf("error %v does not wrap the gate's %v", err, tc.gateErr)
+			}
+		})
+	}
+}
