@@ -22,9 +22,10 @@ import (
 // as controller-runtime's own lock does, so one hung request cannot cost the lease.
 const leaderRenewDeadline = 10 * time.Second
 
-// gate is what the leader-election lock waits on before it may acquire (LeaseWatch).
+// gate is what the leader-election lock waits on before it may acquire (LeaseWatch). Wait reports whether it
+// had to block.
 type gate interface {
-	Wait(ctx context.Context) error
+	Wait(ctx context.Context) (bool, error)
 }
 
 // gatedLock is the Lease lock of leader election, except that before this replica may take the Lease (it is
@@ -44,9 +45,14 @@ func (l *gatedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord
 	if err != nil && !apierrors.IsNotFound(err) {
 		return rec, raw, err
 	}
-	if err := l.gate.Wait(ctx); err != nil {
-		return nil, nil, fmt.Errorf("waiting for other autoscalers' leader leases to lapse: %w", err)
+	blocked, werr := l.gate.Wait(ctx)
+	if werr != nil {
+		return nil, nil, fmt.Errorf("waiting for other autoscalers' leader leases to lapse: %w", werr)
 	}
+	if !blocked {
+		return rec, raw, err
+	}
+	// The record read before the wait is stale: read it again.
 	return l.Interface.Get(ctx)
 }
 

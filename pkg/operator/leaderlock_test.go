@@ -26,13 +26,14 @@ func (f *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []b
 func (f *fakeLock) Identity() string { return selfIdentity }
 
 type countingGate struct {
-	waits int
-	err   error
+	waits   int
+	blocked bool
+	err     error
 }
 
-func (g *countingGate) Wait(context.Context) error {
+func (g *countingGate) Wait(context.Context) (bool, error) {
 	g.waits++
-	return g.err
+	return g.blocked, g.err
 }
 
 // TestGatedLock: Get waits on the gate whenever this replica could acquire (the Lease is missing or held by
@@ -43,21 +44,23 @@ func TestGatedLock(t *testing.T) {
 		what      string
 		rec       *resourcelock.LeaderElectionRecord
 		err       error
+		blocked   bool
 		gateErr   error
 		wantWaits int
 		wantGets  int
 		wantErr   bool
 	}{
-		{"held by this replica: a renewal", &resourcelock.LeaderElectionRecord{HolderIdentity: selfIdentity}, nil, nil, 0, 1, false},
-		{"held by Karpenter", &resourcelock.LeaderElectionRecord{HolderIdentity: karpenterHolder}, nil, nil, 1, 2, false},
-		{"released", &resourcelock.LeaderElectionRecord{}, nil, nil, 1, 2, false},
-		{"missing", nil, notFound, nil, 1, 2, true},
-		{"read error: no wait", nil, errors.New("boom"), nil, 0, 1, true},
-		{"the gate gives up (shutdown)", &resourcelock.LeaderElectionRecord{}, nil, context.Canceled, 1, 1, true},
+		{"held by this replica: a renewal", &resourcelock.LeaderElectionRecord{HolderIdentity: selfIdentity}, nil, false, nil, 0, 1, false},
+		{"held by Karpenter, gate open", &resourcelock.LeaderElectionRecord{HolderIdentity: karpenterHolder}, nil, false, nil, 1, 1, false},
+		{"released, the gate blocked: read again", &resourcelock.LeaderElectionRecord{}, nil, true, nil, 1, 2, false},
+		{"missing, the gate blocked", nil, notFound, true, nil, 1, 2, true},
+		{"missing, gate open", nil, notFound, false, nil, 1, 1, true},
+		{"read error: no wait", nil, errors.New("boom"), false, nil, 0, 1, true},
+		{"the gate gives up (shutdown)", &resourcelock.LeaderElectionRecord{}, nil, true, context.Canceled, 1, 1, true},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			inner := &fakeLock{rec: tc.rec, err: tc.err}
-			g := &countingGate{err: tc.gateErr}
+			g := &countingGate{blocked: tc.blocked, err: tc.gateErr}
 			l := &gatedLock{Interface: inner, gate: g}
 			_, _, err := l.Get(context.Background())
 			if g.waits != tc.wantWaits || inner.gets != tc.wantGets || (err != nil) != tc.wantErr {

@@ -244,20 +244,20 @@ func (w *LeaseWatch) Holds() []leaderlease.Hold {
 }
 
 // Wait blocks until the watch has read the Leases once and no foreign holder of a Lease other than the shared one
-// is left, or ctx ends.
-func (w *LeaseWatch) Wait(ctx context.Context) error {
-	for {
+// is left, or ctx ends. It reports whether it blocked.
+func (w *LeaseWatch) Wait(ctx context.Context) (bool, error) {
+	for blocked := false; ; blocked = true {
 		w.mu.Lock()
 		w.init()
 		if w.checked && len(w.gating) == 0 {
 			w.mu.Unlock()
-			return nil
+			return blocked, nil
 		}
 		wake := w.wake
 		w.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return blocked, ctx.Err()
 		case <-wake:
 		}
 	}

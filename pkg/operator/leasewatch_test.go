@@ -143,7 +143,7 @@ func TestLeaseWatchKarpenterHoldsSharedLease(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := h.watch.Wait(ctx); err != nil {
+	if blocked, err := h.watch.Wait(ctx); err != nil || blocked {
 		t.Errorf("Wait blocked on the shared Lease, which leader election handles: %v", err)
 	}
 	if got := h.watch.Holds(); len(got) != 1 || got[0].Kind != leaderlease.KindKarpenter || got[0].Holder != karpenterHolder {
@@ -214,7 +214,7 @@ func TestLeaseWatchGates(t *testing.T) {
 			h := newLeaseHarness(t, true, interceptor.Funcs{})
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
-			if err := h.watch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := h.watch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Wait before the first look = %v, want to block", err)
 			}
 			h.hold(tc.ns, tc.name, tc.owner)
@@ -223,7 +223,7 @@ func TestLeaseWatchGates(t *testing.T) {
 			}
 			ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel2()
-			err := h.watch.Wait(ctx2)
+			_, err := h.watch.Wait(ctx2)
 			if blocked := err != nil; blocked != tc.blocks {
 				t.Fatalf("Wait blocked = %v (%v), want %v", blocked, err, tc.blocks)
 			}
@@ -237,7 +237,10 @@ func TestLeaseWatchGates(t *testing.T) {
 			}
 			// Wait returns once the holder stops renewing.
 			done := make(chan error, 1)
-			go func() { done <- h.watch.Wait(context.Background()) }()
+			go func() {
+				_, err := h.watch.Wait(context.Background())
+				done <- err
+			}()
 			h.clock.Step(16 * time.Second)
 			if err := h.step(); err != nil {
 				t.Fatal(err)
