@@ -45,6 +45,8 @@ const (
 	// LabelService and LabelOperation name a cloud API call (AWS service ID such as "EC2", and operation).
 	LabelService   = "service"
 	LabelOperation = "operation"
+	// LabelHolderKind is who holds a leader Lease Dovetail waits on: karpenter or older-dovetail.
+	LabelHolderKind = "holder_kind"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -154,6 +156,9 @@ type Metrics struct {
 	// ClusterNameConflicts is how many other clusters (distinct cluster-UID tags) the last identity check found
 	// using this cluster's name in the account, through their instances or launch templates.
 	ClusterNameConflicts prometheus.Gauge
+	// LeaderElectionWaiting is, by the kind of holder (karpenter, older-dovetail), how many leader Leases held
+	// by another autoscaler keep this replica from leading, at the last check.
+	LeaderElectionWaiting *prometheus.GaugeVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -349,6 +354,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_cluster_name_conflicts",
 			Help: "Other clusters (distinct cluster-UID tags) whose instances or launch templates carry this cluster's name in the account, at the last check; 0 when the name is this cluster's alone.",
 		}),
+		LeaderElectionWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dovetail_leader_election_waiting",
+			Help: "Leader Leases held and renewed by another autoscaler (holder_kind karpenter or older-dovetail) that keep this replica from leading, at the last check; 0 when none.",
+		}, []string{LabelHolderKind}),
 	}
 	if err := m.register(reg); err != nil {
 		return nil, err
@@ -394,7 +403,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
 		m.DisruptionSavings, m.DisruptionEvictionsPerDollar, m.ConsolidationScore, m.ConsolidationMoves,
 		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
-		m.InterruptionForeignMessages, m.ClusterNameConflicts,
+		m.InterruptionForeignMessages, m.ClusterNameConflicts, m.LeaderElectionWaiting,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,14 +42,12 @@ import (
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
-// LeaderElectionID names the Lease the replicas compete for.
-const LeaderElectionID = "dovetail-leader-election"
-
 // launchNoticeTTL is how long a NodeClaim the provisioner created counts as a launch on its way to the cloud
 // provider's launch window (which waits for such launches four seconds at most).
 const launchNoticeTTL = time.Minute
 
-// DefaultNamespace is where the Lease lives when POD_NAMESPACE is not set.
+// DefaultNamespace is the controller's namespace when POD_NAMESPACE is not set (where its leader Lease lives
+// unless LEADER_ELECTION_NAMESPACE says otherwise).
 const DefaultNamespace = "kube-system"
 
 // Options are what Run needs besides settings; zero values mean production defaults.
@@ -125,7 +124,7 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	cfg.QPS, cfg.Burst = float32(s.KubeClientQPS), s.KubeClientBurst
 	cfg.UserAgent = "dovetail"
 
-	mgr, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation)
+	mgr, watch, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation)
 	if err != nil {
 		return err
 	}
@@ -134,11 +133,18 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 		return err
 	}
 	d.Namespace = controllerNamespace(opts.Getenv)
+	watch.Logger = logger.WithName("leader-lease")
+	watch.Recorder = d.Recorder
+	watch.Waiting = d.Metrics.LeaderElectionWaiting
+	if err := mgr.Add(watch); err != nil {
+		return fmt.Errorf("adding the leader-lease watch: %w", err)
+	}
 	if err := controllers.Register(ctx, mgr, d); err != nil {
 		return err
 	}
 	logger.Info("starting dovetail", "cluster-name", s.ClusterName, "cloud-provider", d.CloudProvider.Name(),
-		"leader-election", !s.DisableLeaderElection, "metrics-port", s.MetricsPort, "health-probe-port", s.HealthProbePort)
+		"leader-election", !s.DisableLeaderElection, "lease", watch.Namespace+"/"+watch.Name, "identity", watch.Identity,
+		"metrics-port", s.MetricsPort, "health-probe-port", s.HealthProbePort)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -154,16 +160,47 @@ func controllerNamespace(getenv func(string) string) string {
 }
 
 // NewManager builds the controller-runtime manager: scheme, leader election, probes, metrics, field indexes.
-func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, error) {
+// Run also adds the returned LeaseWatch, which the leader-election lock waits on, to the manager.
+func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, *LeaseWatch, error) {
 	return newManager(cfg, s, getenv, false)
 }
 
-func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, skipNameValidation bool) (manager.Manager, error) {
+// leaderLease returns the leader Lease's namespace and name: LEADER_ELECTION_NAMESPACE (else the controller's
+// namespace) and LEADER_ELECTION_NAME.
+func leaderLease(s *settings.Settings, getenv func(string) string) (string, string, error) {
+	if s.LeaderElectionName == "" {
+		return "", "", fmt.Errorf("LEADER_ELECTION_NAME (--leader-election-name) must not be empty")
+	}
+	ns := s.LeaderElectionNamespace
+	if ns == "" {
+		ns = controllerNamespace(getenv)
+	}
+	return ns, s.LeaderElectionName, nil
+}
+
+func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, skipNameValidation bool) (manager.Manager, *LeaseWatch, error) {
 	scheme, err := NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	namespace := controllerNamespace(getenv)
+	leaseNamespace, leaseName, err := leaderLease(s, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	identity, err := newIdentity()
+	if err != nil {
+		return nil, nil, err
+	}
+	watch := &LeaseWatch{Identity: identity, Name: leaseName, Namespace: leaseNamespace, LegacyNamespace: namespace,
+		LeaderElection: !s.DisableLeaderElection, Clock: clock.RealClock{}, Interval: leaseWatchInterval}
+	events := &recorderRef{}
+	var lock resourcelock.Interface
+	if !s.DisableLeaderElection {
+		if lock, err = newLeaderLock(cfg, leaseNamespace, leaseName, identity, watch, events); err != nil {
+			return nil, nil, err
+		}
+	}
 	metricsOpts := metricsserver.Options{BindAddress: fmt.Sprintf(":%d", s.MetricsPort)}
 	if s.EnableProfiling {
 		metricsOpts.ExtraHandlers = map[string]http.Handler{
@@ -178,29 +215,35 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 		Scheme: scheme,
 		// The informer caches keep what the controllers read: no managedFields, no last-applied copies, trimmed
 		// pods and nodes (see TransformForCache), whose repeated values are shared (see NewCacheTransform).
-		Cache:                         cache.Options{DefaultTransform: NewCacheTransform()},
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        fmt.Sprintf(":%d", s.HealthProbePort),
-		LeaderElection:                !s.DisableLeaderElection,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       namespace,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    controllerConfig(s, skipNameValidation),
+		Cache:                  cache.Options{DefaultTransform: NewCacheTransform()},
+		Metrics:                metricsOpts,
+		HealthProbeBindAddress: fmt.Sprintf(":%d", s.HealthProbePort),
+		// The Lease is Karpenter's (LEADER_ELECTION_NAME, LEADER_ELECTION_NAMESPACE), taken with a lock that waits
+		// on other autoscalers' Leases first (gatedLock) and names this replica "dovetail_<host>_<uuid>"; it is
+		// released on shutdown, as Karpenter releases it, so the other side takes over at once.
+		LeaderElection:                      !s.DisableLeaderElection,
+		LeaderElectionID:                    leaseName,
+		LeaderElectionNamespace:             leaseNamespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		Controller:                          controllerConfig(s, skipNameValidation),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
+	events.set(mgr.GetEventRecorderFor(identity))
+	watch.Reader = mgr.GetAPIReader()
+	watch.Elected = mgr.Elected()
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding health check: %w", err)
+		return nil, nil, fmt.Errorf("adding health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding ready check: %w", err)
+		return nil, nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mgr, nil
+	return mgr, watch, nil
 }
 
 // controllerConfig is the controllers' shared configuration. Warm-up (DISABLE_CONTROLLER_WARMUP=false) starts

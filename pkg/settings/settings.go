@@ -77,6 +77,10 @@ type Settings struct {
 	EnableProfiling bool
 	// DisableLeaderElection runs the controllers without taking the leader lease.
 	DisableLeaderElection bool
+	// LeaderElectionName names the leader-election Lease (Karpenter's by default, so the two never lead at once).
+	LeaderElectionName string
+	// LeaderElectionNamespace is the Lease's namespace; empty means the controller's own namespace.
+	LeaderElectionNamespace string
 	// PreferencePolicy is Respect or Ignore.
 	PreferencePolicy string
 	// MinValuesPolicy is Strict or BestEffort.
@@ -97,10 +101,6 @@ type Settings struct {
 	// DisableClusterStateObservability turns off the cluster-state metrics (pods, nodes, NodePools) and the
 	// status-condition metrics and events.
 	DisableClusterStateObservability bool
-	// LeaderElectionName names the leader-election Lease.
-	LeaderElectionName string
-	// LeaderElectionNamespace is the namespace of the Lease; empty means the controller's own namespace.
-	LeaderElectionNamespace string
 	// MemoryLimit is the container's memory limit in bytes; zero or less means none (Karpenter's default is -1).
 	MemoryLimit int64
 	// CPURequests is the container's CPU request in millicores (never zero or less: those read as 1000).

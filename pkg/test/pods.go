@@ -25,6 +25,12 @@ func Pod(name string) *PodBuilder {
 // Namespace sets the namespace.
 func (b *PodBuilder) Namespace(ns string) *PodBuilder { b.pod.Namespace = ns; return b }
 
+// Image sets the first container's image.
+func (b *PodBuilder) Image(image string) *PodBuilder {
+	b.pod.Spec.Containers[0].Image = image
+	return b
+}
+
 // Requests sets the first container's cpu and memory requests ("" leaves one out).
 func (b *PodBuilder) Requests(cpu, memory string) *PodBuilder {
 	r := corev1.ResourceList{}

@@ -14,12 +14,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dovetail/dovetail/pkg/leaderlease"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// leaseName is the Lease the controller's replicas compete for (pkg/operator.LeaderElectionID), in kube-system
-// (the default POD_NAMESPACE).
-const leaseName = "dovetail-leader-election"
+// leaseName is the Lease the controller's replicas compete for (LEADER_ELECTION_NAME's default, Karpenter's
+// Lease), in kube-system (the default POD_NAMESPACE).
+const leaseName = leaderlease.DefaultName
 
 func holder(ctx context.Context) (*coordinationv1.Lease, string, error) {
 	l, err := env.Kube.CoordinationV1().Leases("kube-system").Get(ctx, leaseName, metav1.GetOptions{})

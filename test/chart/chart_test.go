@@ -46,8 +46,8 @@ var notInChart = map[string]string{
 	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
 	// Karpenter's settings its chart does not render either: the controller's default, Karpenter's, applies.
 	"DISABLE_CONTROLLER_WARMUP": "Karpenter's chart does not render it; its default true applies",
-	"LEADER_ELECTION_NAME":      "Karpenter's chart does not render it; the default karpenter-leader-election is the Lease Karpenter takes",
-	"LEADER_ELECTION_NAMESPACE": "Karpenter's chart does not render it; the controller's own namespace applies",
+	"LEADER_ELECTION_NAME":      "Karpenter's chart has no such value; the default shares Karpenter's Lease, which the Role names",
+	"LEADER_ELECTION_NAMESPACE": "Karpenter's chart has no such value; the Lease lives in the release namespace, where the Role is",
 	"SCHEDULER_CONFIG":          "Karpenter's chart has no value for it; empty (no scheduler configuration) applies",
 }
 

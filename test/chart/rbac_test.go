@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -66,8 +67,9 @@ func (c apiCall) String() string {
 var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
 // parseAPICall turns a request into the verb and resource the API server's authorizer sees, or ok=false for a
-// non-resource URL (discovery, /version), which every authenticated user may read.
-func parseAPICall(method, path string, watch bool) (apiCall, bool) {
+// non-resource URL (discovery, /version), which every authenticated user may read. A list or watch whose field
+// selector names one object (metadata.name=x) is authorized as a request for that object, as the API server does.
+func parseAPICall(method, path string, watch bool, fieldSelector string) (apiCall, bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	var c apiCall
 	switch {
@@ -106,6 +108,11 @@ func parseAPICall(method, path string, watch bool) (apiCall, bool) {
 		default:
 			c.Verb = "get"
 		}
+		if c.Name == "" && fieldSelector != "" {
+			if sel, err := fields.ParseSelector(fieldSelector); err == nil {
+				c.Name, _ = sel.RequiresExactMatch("metadata.name")
+			}
+		}
 	case http.MethodPost:
 		c.Verb = "create"
 	case http.MethodPut:
@@ -137,7 +144,8 @@ func newRecorder() *recorder {
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		c, ok := parseAPICall(req.Method, req.URL.Path, req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1")
+		q := req.URL.Query()
+		c, ok := parseAPICall(req.Method, req.URL.Path, q.Get("watch") == "true" || q.Get("watch") == "1", q.Get("fieldSelector"))
 		if !ok {
 			return resp, err
 		}
@@ -671,25 +679,28 @@ func mustDo(t *testing.T, err error) {
 // TestParseAPICall: requests map to the verb and resource RBAC checks.
 func TestParseAPICall(t *testing.T) {
 	for _, tc := range []struct {
-		method, path string
-		watch        bool
-		want         string
+		method, path  string
+		watch         bool
+		fieldSelector string
+		want          string
 	}{
-		{"GET", "/api/v1/nodes", false, "list nodes"},
-		{"GET", "/api/v1/nodes", true, "watch nodes"},
-		{"GET", "/api/v1/namespaces/kube-system", false, "get namespaces in kube-system named kube-system"},
-		{"POST", "/api/v1/namespaces/default/pods/web/eviction", false, "create pods/eviction in default named web"},
-		{"PATCH", "/apis/karpenter.sh/v1/nodeclaims/a/status", false, "patch nodeclaims/status.karpenter.sh named a"},
-		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", false, "update leases.coordination.k8s.io in kube-system named l"},
-		{"DELETE", "/api/v1/namespaces/default/pods", false, "deletecollection pods in default"},
-		{"GET", "/apis/storage.k8s.io/v1/volumeattachments", false, "list volumeattachments.storage.k8s.io"},
+		{"GET", "/api/v1/nodes", false, "", "list nodes"},
+		{"GET", "/api/v1/nodes", true, "", "watch nodes"},
+		{"GET", "/api/v1/namespaces/kube-system", false, "", "get namespaces in kube-system named kube-system"},
+		{"POST", "/api/v1/namespaces/default/pods/web/eviction", false, "", "create pods/eviction in default named web"},
+		{"PATCH", "/apis/karpenter.sh/v1/nodeclaims/a/status", false, "", "patch nodeclaims/status.karpenter.sh named a"},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", false, "", "update leases.coordination.k8s.io in kube-system named l"},
+		{"DELETE", "/api/v1/namespaces/default/pods", false, "", "deletecollection pods in default"},
+		{"GET", "/apis/storage.k8s.io/v1/volumeattachments", false, "", "list volumeattachments.storage.k8s.io"},
+		{"GET", "/apis/coordination.k8s.io/v1/leases", false, "metadata.name=karpenter-leader-election", "list leases.coordination.k8s.io named karpenter-leader-election"},
+		{"GET", "/api/v1/pods", false, "spec.nodeName=n1", "list pods"},
 	} {
-		c, ok := parseAPICall(tc.method, tc.path, tc.watch)
+		c, ok := parseAPICall(tc.method, tc.path, tc.watch, tc.fieldSelector)
 		if !ok || c.String() != tc.want {
 			t.Errorf("%s %s: got %q (ok %v), want %q", tc.method, tc.path, c, ok, tc.want)
 		}
 	}
-	if _, ok := parseAPICall("GET", "/apis/karpenter.sh/v1", false); ok {
+	if _, ok := parseAPICall("GET", "/apis/karpenter.sh/v1", false, ""); ok {
 		t.Error("discovery read as a resource request")
 	}
 }
@@ -699,13 +710,18 @@ func TestParseAPICall(t *testing.T) {
 func TestRBACCheckCanFail(t *testing.T) {
 	g := controllerGrants(t, objects(t, map[string]any{"settings": map[string]any{"clusterName": "prod-1"}}))
 	evict := apiCall{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "default", Name: "web"}
-	lease := apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "dovetail-leader-election"}
+	lease := apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "karpenter-leader-election"}
 	if !g.allows(evict) || !g.allows(lease) {
 		t.Fatal("the rendered rules refuse an eviction or the leader Lease")
 	}
 	if g.allows(apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "other"}) ||
-		g.allows(apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "default", Name: "dovetail-leader-election"}) {
-		t.Error("the leader-election Role allows another Lease or another namespace")
+		g.allows(apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "default", Name: "karpenter-leader-election"}) ||
+		g.allows(apiCall{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "dovetail-leader-election"}) {
+		t.Error("the leader-election Role allows another Lease, another namespace, or writing the legacy Lease")
+	}
+	if !g.allows(apiCall{Verb: "list", Group: "coordination.k8s.io", Resource: "leases", Name: "karpenter-leader-election"}) ||
+		g.allows(apiCall{Verb: "list", Group: "coordination.k8s.io", Resource: "leases"}) {
+		t.Error("the ClusterRole must allow listing the Leases named karpenter-leader-election, and no other Leases")
 	}
 	if g.allows(apiCall{Verb: "list", Resource: "secrets"}) {
 		t.Error("the controller may list secrets")

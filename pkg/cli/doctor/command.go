@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dovetail/dovetail/pkg/cli/kube"
+	"github.com/dovetail/dovetail/pkg/leaderlease"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 )
@@ -29,6 +30,8 @@ type Options struct {
 	SkipAWS              bool
 	UninitializedTimeout time.Duration
 	Timeout              time.Duration
+	LeaseName            string
+	Namespace            string
 }
 
 // ErrChecksFailed is returned when at least one check failed; the command then exits 1.
@@ -45,7 +48,8 @@ AWS_ENDPOINT_URL as the controller, and prints each check as pass, warn or fail 
 (STS), the IAM actions the controller calls (IAM policy simulation), the subnets, security groups, AMIs and
 instance profile or role of each EC2NodeClass, the interruption queue, its policy and the EventBridge rules
 feeding it, DaemonSets and disruption, instances of another cluster with the same name, what a previous install
-left behind, nodes stuck uninitialized, and NodePools that can never launch. It exits 1 when a check fails
+left behind, nodes stuck uninitialized, NodePools that can never launch, and a move from Karpenter (who holds the
+leader Lease, a Karpenter controller still installed, instances Karpenter launched). It exits 1 when a check fails
 (docs/doctor.md lists the checks).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,7 +68,16 @@ left behind, nodes stuck uninitialized, and NodePools that can never launch. It 
 	f.BoolVar(&o.SkipAWS, "skip-aws", false, "check the cluster only (no AWS credentials needed)")
 	f.DurationVar(&o.UninitializedTimeout, "uninitialized-timeout", 10*time.Minute, "how long a node may carry the cloud provider's uninitialized taint")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long")
+	f.StringVar(&o.LeaseName, "leader-election-name", envOr("LEADER_ELECTION_NAME", leaderlease.DefaultName), "the controller's leader Lease name (default $LEADER_ELECTION_NAME, else Karpenter's)")
+	f.StringVarP(&o.Namespace, "namespace", "n", envOr("LEADER_ELECTION_NAMESPACE", "kube-system"), "the namespace of the controller's leader Lease (default $LEADER_ELECTION_NAMESPACE, else kube-system)")
 	return cmd
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // Validate checks the flags.
@@ -116,6 +129,8 @@ func run(ctx context.Context, o Options, cmd *cobra.Command) error {
 		UninitializedTimeout: o.UninitializedTimeout,
 		Clock:                clock.RealClock{},
 		Region:               o.Region,
+		LeaseName:            o.LeaseName,
+		Namespace:            o.Namespace,
 	}
 	if !o.SkipAWS {
 		awsCfg, err := sdk.LoadConfig(ctx, o.Region)

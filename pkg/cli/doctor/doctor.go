@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"k8s.io/utils/clock"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/providers/aws/resolve"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
@@ -100,7 +101,11 @@ type Doctor struct {
 	K8sVersion string
 	// UninitializedTimeout is how long a node may carry the cloud provider's uninitialized taint.
 	UninitializedTimeout time.Duration
-	Clock                clock.PassiveClock
+	// LeaseName is the leader Lease's name (LEADER_ELECTION_NAME); empty means Karpenter's default.
+	LeaseName string
+	// Namespace is the controller's namespace, where it shares the leader Lease; empty means kube-system.
+	Namespace string
+	Clock     clock.PassiveClock
 }
 
 // Run runs every check and returns the report; it fails only when the cluster cannot be read at all.
@@ -111,7 +116,7 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	zones := map[string][]string{} // node class -> zones of its subnets
-	var instances []ec2types.Instance
+	var instances, launched []ec2types.Instance
 	if d.AWS != nil {
 		principal := d.identity(ctx, r)
 		d.permissions(ctx, r, principal)
@@ -119,7 +124,7 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 			zones[nc.Name] = d.nodeClass(ctx, r, nc)
 		}
 		d.queue(ctx, r)
-		instances = d.clusterInstances(ctx, r)
+		instances, launched = d.clusterInstances(ctx, r)
 	} else {
 		for _, nc := range st.classes {
 			for _, s := range nc.Status.Subnets {
@@ -131,6 +136,11 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	d.leftovers(r, st, instances)
 	d.uninitializedNodes(r, st)
 	d.nodePools(r, st, zones)
+	d.migrationLease(ctx, r)
+	d.migrationController(ctx, r)
+	if d.AWS != nil {
+		d.migrationInstances(r, st, launched)
+	}
 	return r, nil
 }
 
@@ -434,29 +444,34 @@ func (d *Doctor) eventRules(ctx context.Context, r *Report, queueARN string) {
 }
 
 // clusterInstances lists the live instances tagged with the cluster's name, and checks none belongs to another
-// cluster of the same name.
-func (d *Doctor) clusterInstances(ctx context.Context, r *Report) []ec2types.Instance {
+// cluster of the same name. It returns this cluster's instances, and those Karpenter launched for a cluster of
+// this name (karpenter.sh/nodepool without a cluster-UID tag), which the migration check reports.
+func (d *Doctor) clusterInstances(ctx context.Context, r *Report) (owned, launched []ec2types.Instance) {
 	in := &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag-key"), Values: []string{d.Cluster.ClusterTag()}},
 		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
 	}}
-	var out []ec2types.Instance
 	var others, nameOnly []string
 	for {
 		page, err := d.AWS.Clients.EC2.DescribeInstances(ctx, in)
 		if err != nil {
 			r.warn("cluster-uid", "allow ec2:DescribeInstances", "cannot list the instances tagged %s: %v", d.Cluster.ClusterTag(), err)
-			return nil
+			return nil, nil
 		}
 		for _, res := range page.Reservations {
 			for _, i := range res.Instances {
-				switch d.Cluster.Owner(tags.FromEC2(i.Tags)) {
+				t := tags.FromEC2(i.Tags)
+				switch d.Cluster.Owner(t) {
 				case tags.OtherCluster:
 					others = append(others, aws.ToString(i.InstanceId))
 				case tags.NameOnly:
+					if _, ok := t[awsv1.TagNodePool]; ok {
+						launched = append(launched, i)
+						continue
+					}
 					nameOnly = append(nameOnly, aws.ToString(i.InstanceId))
 				case tags.Owned:
-					out = append(out, i)
+					owned = append(owned, i)
 				}
 			}
 		}
@@ -472,11 +487,11 @@ func (d *Doctor) clusterInstances(ctx context.Context, r *Report) []ec2types.Ins
 			"%d instances are tagged %s but belong to another cluster (%s other than this cluster's %s): %s", len(others), d.Cluster.ClusterTag(), tags.ClusterUID, d.Cluster.UID, strings.Join(others, ", "))
 	case len(nameOnly) > 0:
 		sort.Strings(nameOnly)
-		r.warn("cluster-uid", "check who launched them; Dovetail adopts none of them", "%d instances are tagged %s without a %s tag: %s", len(nameOnly), d.Cluster.ClusterTag(), tags.ClusterUID, strings.Join(nameOnly, ", "))
+		r.warn("cluster-uid", "check who launched them; Dovetail adopts none of them", "%d instances are tagged %s without a %s tag (nor %s, as Karpenter's are): %s", len(nameOnly), d.Cluster.ClusterTag(), tags.ClusterUID, awsv1.TagNodePool, strings.Join(nameOnly, ", "))
 	default:
 		r.pass("cluster-uid", "no instance tagged %s belongs to another cluster", d.Cluster.ClusterTag())
 	}
-	return out
+	return owned, launched
 }
 
 func appendUnique(list []string, v string) []string {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,7 +83,8 @@ func (e *env) doctor(t *testing.T, queue string, objs ...client.Object) *Report 
 		}
 	}
 	d := &Doctor{
-		Kube:                 fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(),
+		Kube: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+			WithIndex(&coordinationv1.Lease{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build(),
 		AWS:                  NewAWS(e.cfg),
 		Cluster:              tags.Cluster{Name: "dovetail", UID: "uid-1"},
 		Region:               "us-west-2",
@@ -118,7 +120,7 @@ func TestHealthy(t *testing.T) {
 	for _, check := range []string{"identity", "iam-permissions", "nodeclass-subnets/default", "nodeclass-security-groups/default",
 		"nodeclass-amis/default", "nodeclass-instance-profile/default", "interruption-queue", "interruption-queue-policy",
 		"interruption-rules", "cluster-uid", "daemonsets-disruption-taint", "daemonsets-node-agents", "leftovers",
-		"uninitialized-nodes", "nodepools-launchable/default"} {
+		"uninitialized-nodes", "nodepools-launchable/default", checkMigrationLease, checkMigrationController, checkMigrationInstances} {
 		if len(r.Get(check)) == 0 {
 			t.Errorf("check %s did not run", check)
 		}
@@ -267,8 +269,8 @@ func sameKind(a, b client.Object) bool {
 	return false
 }
 
-// runInstance launches an instance tagged with the cluster's name and the given tags.
-func (e *env) runInstance(t *testing.T, extra map[string]string) {
+// runInstance launches an instance tagged with the cluster's name and the given tags, and returns its id.
+func (e *env) runInstance(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	c := ec2.NewFromConfig(e.cfg)
@@ -285,7 +287,7 @@ func (e *env) runInstance(t *testing.T, extra map[string]string) {
 	if err != nil || len(subnets.Subnets) == 0 {
 		t.Fatalf("no subnet: %v", err)
 	}
-	_, err = c.RunInstances(ctx, &ec2.RunInstancesInput{
+	out, err := c.RunInstances(ctx, &ec2.RunInstancesInput{
 		ImageId: imgs.Images[0].ImageId, InstanceType: ec2types.InstanceTypeM5Large, MinCount: awssdk.Int32(1), MaxCount: awssdk.Int32(1),
 		SubnetId:          subnets.Subnets[0].SubnetId,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tg}},
@@ -293,4 +295,5 @@ func (e *env) runInstance(t *testing.T, extra map[string]string) {
 	if err != nil {
 		t.Fatalf("RunInstances: %v", err)
 	}
+	return awssdk.ToString(out.Instances[0].InstanceId)
 }

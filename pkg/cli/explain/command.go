@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
+	"github.com/dovetail/dovetail/pkg/leaderlease"
 )
 
 // Options are the command's flags.
@@ -25,8 +26,12 @@ type Options struct {
 	// the built-in catalog; ClusterName is then required.
 	FromAWS     bool
 	ClusterName string
-	// ControllerNamespace is where the controller runs (its ConfigMap of unavailable offerings); default kube-system.
+	// ControllerNamespace is where the controller runs (its ConfigMap of unavailable offerings, its leader Lease);
+	// default kube-system.
 	ControllerNamespace string
+	// LeaseName is the controller's LEADER_ELECTION_NAME (default Karpenter's): explain pod says when another
+	// autoscaler holds a Lease of that name, so Dovetail does not lead.
+	LeaseName string
 	// FeatureGates, PreferencePolicy and MinValuesPolicy are the controller's settings of the same names that
 	// change its disruption decisions (explain node); empty means the controller's default.
 	FeatureGates     string
@@ -88,6 +93,7 @@ disruption command already in progress on it, if any.`,
 	f.BoolVar(&o.FromAWS, "from-aws", false, "take instance types and offerings from AWS (AWS_REGION, AWS_ENDPOINT_URL, credentials) like the controller")
 	f.StringVar(&o.ControllerNamespace, "controller-namespace", "kube-system", "namespace the controller runs in: explain reads the offerings it holds unavailable from its ConfigMap there")
 	f.StringVar(&o.ClusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "cluster name for --from-aws (default: CLUSTER_NAME)")
+	f.StringVar(&o.LeaseName, "leader-election-name", leaseNameDefault(), "the controller's leader Lease name (default: LEADER_ELECTION_NAME, else Karpenter's karpenter-leader-election)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "pod NAMESPACE/NAME",
 		Short: "Explain why a pending pod has no capacity, NodePool by NodePool",
@@ -123,6 +129,13 @@ disruption command already in progress on it, if any.`,
 	nf.StringVar(&o.MinValuesPolicy, "min-values-policy", "", "the controller's MIN_VALUES_POLICY: Strict or BestEffort (default Strict)")
 	cmd.AddCommand(node)
 	return cmd
+}
+
+func leaseNameDefault() string {
+	if v := os.Getenv("LEADER_ELECTION_NAME"); v != "" {
+		return v
+	}
+	return leaderlease.DefaultName
 }
 
 func parsePodArg(s string) (types.NamespacedName, error) {

@@ -24,7 +24,10 @@ type PodReport struct {
 	// BoundTo is the node a pod that is no longer pending is bound to.
 	BoundTo string `json:"boundTo,omitempty"`
 	// Warnings are problems reading the cluster or AWS that may make the analysis incomplete.
-	Warnings    []string                `json:"warnings,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	// NotLeading says, per leader Lease another autoscaler (Karpenter) holds, that the controller waits and
+	// launches nothing meanwhile, whatever the analysis finds.
+	NotLeading  []string                `json:"notLeading,omitempty"`
 	Explanation *scheduling.Explanation `json:"explanation,omitempty"`
 	// Overlays says, per NodePool, which NodeOverlays changed the price or capacity of its cheapest option.
 	Overlays map[string][]string `json:"nodeOverlays,omitempty"`
@@ -78,6 +81,11 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	if r.Warnings, err = o.applyUnavailable(ctx, c, instanceTypes(cl.Snapshot.InstanceTypes), r.Warnings); err != nil {
 		return err
 	}
+	notes, warning := o.notLeading(ctx, c)
+	r.NotLeading = notes
+	if warning != "" {
+		r.Warnings = append(r.Warnings, warning)
+	}
 	e, err := scheduling.Explain(ctx, cl.Snapshot, key, scheduling.Options{})
 	if err != nil {
 		return err
@@ -110,6 +118,9 @@ func (r *PodReport) write(format string, w io.Writer) error {
 	e := r.Explanation
 	for _, w := range r.Warnings {
 		l.printf("warning: %s\n", w)
+	}
+	for _, n := range r.NotLeading {
+		l.printf("%s\n", n)
 	}
 	l.printf("Pod %s requests %s\n", e.Pod, formatList(e.Requests))
 	switch o := e.Outcome; o.Kind {
