@@ -75,7 +75,8 @@ func TestDescribeInstanceTypesPaginated(t *testing.T) {
 	if g5.InstanceStorageInfo == nil || aws.ToInt64(g5.InstanceStorageInfo.TotalSizeInGB) != 250 {
 		t.Errorf("g5.xlarge storage decoded wrong: %+v", g5.InstanceStorageInfo)
 	}
-	if inf := seen["inf2.xlarge"]; inf.NeuronInfo == nil || len(inf.NeuronInfo.NeuronDevices) != 1 {
+	if inf := seen["inf2.xlarge"]; inf.NeuronInfo == nil || len(inf.NeuronInfo.NeuronDevices) != 1 ||
+		inf.NeuronInfo.NeuronDevices[0].CoreInfo == nil || aws.ToInt32(inf.NeuronInfo.NeuronDevices[0].CoreInfo.Count) != 2 {
 		t.Errorf("inf2.xlarge neuron decoded wrong: %+v", inf.NeuronInfo)
 	}
 	if a := seen["m7g.large"].ProcessorInfo.SupportedArchitectures; len(a) != 1 || a[0] != ec2types.ArchitectureTypeArm64 {
