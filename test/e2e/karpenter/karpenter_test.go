@@ -150,8 +150,15 @@ func setupPool(t *testing.T, name, capacityType string) {
 				waitTerminated(t, framework.InstanceID(c.Status.ProviderID))
 			}
 		}
+		// Karpenter's finalizer on the EC2NodeClass deletes its launch templates and instance profile.
 		if err := env.Client.Delete(ctx, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleanup: deleting ec2nodeclass %s: %v", name, err)
+		}
+		waitGone(t, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		out, err := env.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{
+			Filters: []ec2types.Filter{{Name: aws.String("tag:karpenter.k8s.aws/ec2nodeclass"), Values: []string{name}}}})
+		if err != nil || len(out.LaunchTemplates) != 0 {
+			t.Errorf("cleanup: launch templates of ec2nodeclass %s left: %+v, %v", name, out, err)
 		}
 	})
 }
@@ -244,11 +251,16 @@ func checkPool(t *testing.T, pool, capacityType string) {
 		requireKeys(t, "nodeclaim "+c.Name+" labels", c.Labels, corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone,
 			corev1.LabelTopologyRegion, "karpenter.k8s.aws/instance-category", "karpenter.k8s.aws/instance-family",
 			"karpenter.k8s.aws/instance-cpu", "karpenter.k8s.aws/instance-memory")
+		hashes := map[string]string{
+			"karpenter.sh/nodepool-hash":                  np.Annotations["karpenter.sh/nodepool-hash"],
+			"karpenter.sh/nodepool-hash-version":          np.Annotations["karpenter.sh/nodepool-hash-version"],
+			"karpenter.k8s.aws/ec2nodeclass-hash":         nc.Annotations["karpenter.k8s.aws/ec2nodeclass-hash"],
+			"karpenter.k8s.aws/ec2nodeclass-hash-version": nc.Annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"],
+			"karpenter.k8s.aws/instance-profile-name":     nc.Status.InstanceProfile,
+			"karpenter.sh/nodeclaim-min-values-relaxed":   "false",
+		}
+		requireEntries(t, "nodeclaim "+c.Name+" annotations", c.Annotations, hashes)
 		requireEntries(t, "nodeclaim "+c.Name+" annotations", c.Annotations, map[string]string{
-			"karpenter.sh/nodepool-hash":                          np.Annotations["karpenter.sh/nodepool-hash"],
-			"karpenter.sh/nodepool-hash-version":                  np.Annotations["karpenter.sh/nodepool-hash-version"],
-			"karpenter.k8s.aws/ec2nodeclass-hash":                 nc.Annotations["karpenter.k8s.aws/ec2nodeclass-hash"],
-			"karpenter.k8s.aws/ec2nodeclass-hash-version":         nc.Annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"],
 			"karpenter.k8s.aws/tagged":                            "true",
 			"compatibility.karpenter.k8s.aws/cluster-name-tagged": "true",
 		})
@@ -272,10 +284,12 @@ func checkPool(t *testing.T, pool, capacityType string) {
 		}
 		requireEntries(t, "node "+node.Name+" labels", node.Labels, wantLabels)
 		requireEntries(t, "node "+node.Name+" labels", node.Labels, map[string]string{
-			"karpenter.sh/registered": "true", "karpenter.sh/initialized": "true",
+			"karpenter.sh/registered": "true", "karpenter.sh/initialized": "true", "karpenter.sh/do-not-sync-taints": "true",
 			corev1.LabelInstanceTypeStable: c.Labels[corev1.LabelInstanceTypeStable],
 			corev1.LabelTopologyZone:       c.Labels[corev1.LabelTopologyZone],
 		})
+		// The Node gets the NodeClaim's annotations when it registers.
+		requireEntries(t, "node "+node.Name+" annotations", node.Annotations, hashes)
 		if !containsString(node.Finalizers, "karpenter.sh/termination") {
 			t.Errorf("node %s finalizers = %v, want karpenter.sh/termination", node.Name, node.Finalizers)
 		}
@@ -301,16 +315,22 @@ func checkPool(t *testing.T, pool, capacityType string) {
 	}
 }
 
-// checkLaunchTemplates checks the tags of the launch templates Karpenter created.
+// checkLaunchTemplates checks the launch templates Karpenter created: named karpenter.k8s.aws/<hash>, tagged like
+// the instances but without karpenter.sh/nodeclaim (and with an empty karpenter.sh/nodepool on the one the
+// EC2NodeClass validation made), and without the karpenter.k8s.aws/cluster tag Dovetail adds.
 func checkLaunchTemplates(t *testing.T) {
 	t.Helper()
 	out, err := env.EC2.DescribeLaunchTemplates(context.Background(), &ec2.DescribeLaunchTemplatesInput{
-		Filters: []ec2types.Filter{{Name: aws.String("tag:karpenter.k8s.aws/cluster"), Values: []string{env.ClusterName}}}})
+		Filters: []ec2types.Filter{{Name: aws.String("tag:eks:eks-cluster-name"), Values: []string{env.ClusterName}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.LaunchTemplates) == 0 {
-		t.Fatal("no launch templates tagged karpenter.k8s.aws/cluster=" + env.ClusterName)
+		t.Fatal("no launch templates tagged eks:eks-cluster-name=" + env.ClusterName)
+	}
+	poolNames := map[string]bool{}
+	for _, p := range pools {
+		poolNames[p.name] = true
 	}
 	for _, lt := range out.LaunchTemplates {
 		tags := map[string]string{}
@@ -322,11 +342,20 @@ func checkLaunchTemplates(t *testing.T) {
 			t.Errorf("launch template %s: want a name starting karpenter.k8s.aws/", name)
 		}
 		requireEntries(t, "launch template "+name+" tags", tags, map[string]string{
-			"karpenter.k8s.aws/cluster":                env.ClusterName,
 			"kubernetes.io/cluster/" + env.ClusterName: "owned",
 			"eks:eks-cluster-name":                     env.ClusterName,
 		})
-		requireKeys(t, "launch template "+name+" tags", tags, "karpenter.k8s.aws/ec2nodeclass", "karpenter.sh/nodepool")
+		if nc := tags["karpenter.k8s.aws/ec2nodeclass"]; !poolNames[nc] {
+			t.Errorf("launch template %s: karpenter.k8s.aws/ec2nodeclass = %q, want one of the test's", name, nc)
+		}
+		if pool, ok := tags["karpenter.sh/nodepool"]; !ok || (pool != "" && !poolNames[pool]) {
+			t.Errorf("launch template %s: karpenter.sh/nodepool = %q (present %t)", name, pool, ok)
+		}
+		for _, key := range []string{"karpenter.sh/nodeclaim", "Name", "karpenter.k8s.aws/cluster"} {
+			if v, ok := tags[key]; ok {
+				t.Errorf("launch template %s: unexpected tag %s=%q", name, key, v)
+			}
+		}
 	}
 }
 
