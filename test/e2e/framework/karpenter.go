@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// KarpenterVersion is the release of Karpenter's AWS controller the tests run when KarpenterOptions names none.
-const KarpenterVersion = "v1.14.3"
-
 // Karpenter's default ports on a stack: PortBase+94 (metrics) and PortBase+95 (health probes), beside Dovetail's
 // +88/+89 and the replicas the chaos tests start on +90..+93.
 const (
@@ -24,9 +21,14 @@ const (
 )
 
 // BuildKarpenter builds (once, cached outside the clone by hack/build-karpenter.sh) Karpenter's AWS controller at
-// version, e.g. "v1.14.3" or "v1.15.2", and returns the binary's path. A cold build takes minutes.
+// version, e.g. "v1.15.0", or at the script's pinned v1.14 release when version is empty (and KARPENTER_VERSION
+// is unset), and returns the binary's path. A cold build takes minutes.
 func BuildKarpenter(ctx context.Context, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(RepoRoot(), "hack", "build-karpenter.sh"), version)
+	args := []string{filepath.Join(RepoRoot(), "hack", "build-karpenter.sh")}
+	if version != "" {
+		args = append(args, version)
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -41,7 +43,8 @@ func BuildKarpenter(ctx context.Context, version string) (string, error) {
 
 // KarpenterOptions say which Karpenter to start on a stack and how.
 type KarpenterOptions struct {
-	// Version is the release to run (built with BuildKarpenter); default KarpenterVersion. Ignored when Binary is set.
+	// Version is the release to run (built with BuildKarpenter); default $KARPENTER_VERSION, else the pinned v1.14
+	// release of hack/build-karpenter.sh. Ignored when Binary is set.
 	Version string
 	// Binary is the path of a controller binary to run instead of building Version.
 	Binary string
@@ -99,9 +102,6 @@ func (s *Stack) StartKarpenter(ctx context.Context, opts KarpenterOptions) (*Kar
 	if opts.Name == "" {
 		opts.Name = "karpenter"
 	}
-	if opts.Version == "" {
-		opts.Version = KarpenterVersion
-	}
 	if opts.MetricsPort == 0 {
 		opts.MetricsPort = s.PortBase + karpenterMetricsOffset
 	}
@@ -114,6 +114,8 @@ func (s *Stack) StartKarpenter(ctx context.Context, opts KarpenterOptions) (*Kar
 		if bin, err = BuildKarpenter(ctx, opts.Version); err != nil {
 			return nil, err
 		}
+		// The cache keeps each release in a folder named after it.
+		opts.Version = filepath.Base(filepath.Dir(bin))
 	}
 	env, err := s.KarpenterEnv(opts.MetricsPort, opts.HealthPort)
 	if err != nil {

@@ -35,7 +35,8 @@ var pools = []struct {
 	{name: "kp-spot", capacityType: karpv1.CapacityTypeSpot, replicas: 4},
 }
 
-// TestKarpenterOnTheLocalStack runs Karpenter v1.14's own controller on the stack (Dovetail's is not running):
+// TestKarpenterOnTheLocalStack runs Karpenter's own controller (v1.14, or $KARPENTER_VERSION) on the stack, with
+// Dovetail's not running:
 // it scales a workload out over two NodePools, and the NodeClaims, Nodes, instances and launch templates carry
 // Karpenter's labels, annotations and tags; deleting a NodeClaim terminates its instance and Karpenter replaces
 // it; scaling to zero lets consolidation remove the empty nodes; deleting the NodePools removes the rest.
@@ -45,6 +46,7 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("running Karpenter %s (%s), log %s", k.Version, k.Binary, k.LogPath)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- karpenter log (last 60 lines) ---\n%s", env.LogTail(k.Name, 60))
@@ -68,6 +70,7 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 		checkPool(t, p.name, p.capacityType)
 	}
 	checkLaunchTemplates(t)
+	checkNoStrayInstances(t)
 
 	t.Run("deleting a NodeClaim terminates its instance and Karpenter replaces it", func(t *testing.T) {
 		pool := pools[0].name
@@ -230,6 +233,10 @@ func checkPool(t *testing.T, pool, capacityType string) {
 	if err != nil {
 		t.Fatalf("nodepool %s: %v", pool, err)
 	}
+	for _, c := range claims {
+		t.Logf("nodepool %s: nodeclaim %s %s %s %s node %s", pool, c.Name, c.Labels[corev1.LabelInstanceTypeStable],
+			c.Labels[karpv1.CapacityTypeLabelKey], c.Labels[corev1.LabelTopologyZone], c.Status.NodeName)
+	}
 	np := &karpv1.NodePool{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
@@ -237,6 +244,12 @@ func checkPool(t *testing.T, pool, capacityType string) {
 	nc := &awsv1.EC2NodeClass{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, nc); err != nil {
 		t.Fatal(err)
+	}
+	// The EC2NodeClass's validation makes dry-run CreateLaunchTemplate, CreateFleet and RunInstances calls.
+	for _, cond := range []string{"ValidationSucceeded", "Ready"} {
+		if !conditionTrue(nc.Status.Conditions, cond) {
+			t.Errorf("ec2nodeclass %s is not %s: %+v", pool, cond, nc.Status.Conditions)
+		}
 	}
 	cluster := env.ClusterName
 	for _, c := range claims {
@@ -356,6 +369,33 @@ func checkLaunchTemplates(t *testing.T) {
 				t.Errorf("launch template %s: unexpected tag %s=%q", name, key, v)
 			}
 		}
+	}
+}
+
+// checkNoStrayInstances checks that every running instance of the cluster belongs to a NodeClaim: none was
+// launched by a dry run or twice for one NodeClaim.
+func checkNoStrayInstances(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	claims := &karpv1.NodeClaimList{}
+	if err := env.Client.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string]string{}
+	for _, c := range claims.Items {
+		owned[framework.InstanceID(c.Status.ProviderID)] = c.Name
+	}
+	instances, err := env.ClusterInstances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, state := range instances {
+		if owned[id] == "" {
+			t.Errorf("instance %s (%s) belongs to no NodeClaim (tags %v)", id, state, instanceTags(t, id))
+		}
+	}
+	if len(instances) != len(claims.Items) {
+		t.Errorf("%d running instances for %d NodeClaims", len(instances), len(claims.Items))
 	}
 }
 
