@@ -76,7 +76,7 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		return
 	}
 	// DryRun: a caller allowed to make the call is told it would have succeeded, and nothing changes (Karpenter
-	// validates an EC2NodeClass with dry-run CreateLaunchTemplate, CreateFleet and RunInstances calls).
+	// validates an EC2NodeClass with dry-run CreateFleet and RunInstances calls).
 	if p.get("DryRun") == "true" {
 		dryRun := errDryRun()
 		if record {

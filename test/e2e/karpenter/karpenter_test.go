@@ -245,7 +245,7 @@ func checkPool(t *testing.T, pool, capacityType string) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, nc); err != nil {
 		t.Fatal(err)
 	}
-	// The EC2NodeClass's validation makes dry-run CreateLaunchTemplate, CreateFleet and RunInstances calls.
+	// The EC2NodeClass's validation creates a launch template and makes dry-run CreateFleet and RunInstances calls.
 	for _, cond := range []string{"ValidationSucceeded", "Ready"} {
 		if !conditionTrue(nc.Status.Conditions, cond) {
 			t.Errorf("ec2nodeclass %s is not %s: %+v", pool, cond, nc.Status.Conditions)
@@ -396,6 +396,38 @@ func checkNoStrayInstances(t *testing.T) {
 	}
 	if len(instances) != len(claims.Items) {
 		t.Errorf("%d running instances for %d NodeClaims", len(instances), len(claims.Items))
+	}
+	// Every instance ever launched (terminated ones too) got a NodeClaim's tag, each NodeClaim's on one instance.
+	launches, err := env.Launches(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perClaim := map[string]int{}
+	for _, l := range launches {
+		name := l.Tags["karpenter.sh/nodeclaim"]
+		if name == "" {
+			t.Errorf("instance %s (%s, launched %s) never got a karpenter.sh/nodeclaim tag: %v", l.ID, l.Type, l.LaunchTime, l.Tags)
+			continue
+		}
+		if perClaim[name]++; perClaim[name] == 2 {
+			t.Errorf("nodeclaim %s was launched more than once", name)
+		}
+	}
+	// The EC2NodeClass validation's calls reached the simulator as dry runs.
+	calls, err := env.CallLog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRuns := map[string]int{}
+	for _, r := range calls.Records {
+		if r.Error == "DryRunOperation" {
+			dryRuns[r.Action]++
+		}
+	}
+	for _, action := range []string{"CreateFleet", "RunInstances"} {
+		if dryRuns[action] == 0 {
+			t.Errorf("no dry-run %s in the simulator's call log (dry runs: %v)", action, dryRuns)
+		}
 	}
 }
 
