@@ -26,13 +26,15 @@ import (
 )
 
 // pools are the scenario's NodePools (each with an EC2NodeClass of the same name) and how many pods each gets.
+// The spot pool's pods refuse to share a node, so Karpenter launches one NodeClaim per pod there.
 var pools = []struct {
 	name         string
 	capacityType string
 	replicas     int32
+	onePerNode   bool
 }{
 	{name: "kp-on-demand", capacityType: karpv1.CapacityTypeOnDemand, replicas: 6},
-	{name: "kp-spot", capacityType: karpv1.CapacityTypeSpot, replicas: 4},
+	{name: "kp-spot", capacityType: karpv1.CapacityTypeSpot, replicas: 4, onePerNode: true},
 }
 
 // TestKarpenterOnTheLocalStack runs Karpenter's own controller (v1.14, or $KARPENTER_VERSION) on the stack, with
@@ -59,7 +61,16 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 
 	for _, p := range pools {
 		setupPool(t, p.name, p.capacityType)
-		if err := env.Client.Create(ctx, framework.Deployment(p.name, "app", p.name, p.replicas, "1", "1Gi")); err != nil {
+		d := framework.Deployment(p.name, "app", p.name, p.replicas, "1", "1Gi")
+		if p.onePerNode {
+			d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels},
+					TopologyKey:   corev1.LabelHostname,
+				}},
+			}}
+		}
+		if err := env.Client.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +78,10 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 		waitRunning(t, p.name, int(p.replicas), 3*time.Minute)
 	}
 	for _, p := range pools {
-		checkPool(t, p.name, p.capacityType)
+		claims := checkPool(t, p.name, p.capacityType)
+		if p.onePerNode && len(claims) != int(p.replicas) {
+			t.Errorf("nodepool %s: %d nodeclaims for %d pods that refuse to share a node", p.name, len(claims), p.replicas)
+		}
 	}
 	checkLaunchTemplates(t)
 	checkNoStrayInstances(t)
@@ -206,8 +220,8 @@ func waitGone(t *testing.T, obj client.Object) {
 	}
 }
 
-// checkPool checks the NodeClaims, Nodes and instances of a NodePool Karpenter launched.
-func checkPool(t *testing.T, pool, capacityType string) {
+// checkPool checks the NodeClaims, Nodes and instances of a NodePool Karpenter launched and returns the NodeClaims.
+func checkPool(t *testing.T, pool, capacityType string) []karpv1.NodeClaim {
 	t.Helper()
 	ctx := context.Background()
 	var claims []karpv1.NodeClaim
@@ -326,6 +340,7 @@ func checkPool(t *testing.T, pool, capacityType string) {
 		})
 		requireKeys(t, "instance of "+c.Name+" tags", tags, "aws:ec2:fleet-id")
 	}
+	return claims
 }
 
 // checkLaunchTemplates checks the launch templates Karpenter created: named karpenter.k8s.aws/<hash>, tagged like
