@@ -94,6 +94,8 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 		}
 		victim := claims[0]
 		id := framework.InstanceID(victim.Status.ProviderID)
+		// Timestamps have second precision.
+		deleted := time.Now().Truncate(time.Second)
 		if err := env.Client.Delete(ctx, &victim); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +103,17 @@ func TestKarpenterOnTheLocalStack(t *testing.T) {
 		waitGone(t, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: victim.Name}})
 		waitGone(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: victim.Status.NodeName}})
 		waitRunning(t, pool, int(pools[0].replicas), 3*time.Minute)
+		after, err := env.NodeClaims(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replaced := false
+		for _, c := range after {
+			replaced = replaced || !c.CreationTimestamp.Time.Before(deleted)
+		}
+		if !replaced {
+			t.Errorf("nodepool %s: no nodeclaim launched after %s was deleted (%d left)", pool, victim.Name, len(after))
+		}
 	})
 
 	t.Run("consolidation removes the nodes of a workload scaled to zero", func(t *testing.T) {
