@@ -21,7 +21,7 @@ demo: build ## Start the local cluster, AWS simulator and controller; schedule 2
 	@bash hack/demo.sh
 
 .PHONY: test
-test: control-plane build image ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
+test: control-plane karpenter build image ## Run every test: unit, envtest (real kube-apiserver) and end-to-end on the local stack.
 	@bash hack/test.sh
 
 ##@ Building
@@ -45,6 +45,10 @@ kubectl-plugin: ## Build bin/dovetailctl and install it also as the kubectl plug
 .PHONY: control-plane
 control-plane: ## Build (once, cached outside the clone) etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok.
 	@bash hack/build-control-plane.sh >/dev/null
+
+.PHONY: karpenter
+karpenter: ## Build (once, cached outside the clone) Karpenter's own AWS controller for test/e2e/karpenter; KARPENTER_VERSION=v1.15.0 for another release.
+	@bash hack/build-karpenter.sh >/dev/null
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs from api/ (and the chart's copy of the CRDs).
@@ -88,7 +92,7 @@ test-chaos: control-plane build ## Kill the controller mid-launch/mid-disruption
 	CHAOS_ROUNDS=$${CHAOS_ROUNDS:-30} KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags chaos -p 1 -count 1 -timeout 300m -v -run 'TestChaos|TestLeaderElection' ./test/chaos/
 
 .PHONY: test-e2e
-test-e2e: control-plane build ## End-to-end tests on a local stack of their own.
+test-e2e: control-plane karpenter build ## End-to-end tests on a local stack of their own.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
 .PHONY: test-faults
@@ -100,7 +104,7 @@ test-twocluster: control-plane build ## Two clusters with one CLUSTER_NAME on on
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 15m -v -run TestTwoClustersOneName ./test/e2e/twocluster/
 
 .PHONY: test-e2e-iam
-test-e2e-iam: control-plane build ## End-to-end tests with the simulator enforcing the documented controller IAM policy (docs/iam.md).
+test-e2e-iam: control-plane karpenter build ## End-to-end tests with the simulator enforcing the documented controller IAM policy (docs/iam.md).
 	DOVETAIL_E2E_IAM_POLICY=documented KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 
 .PHONY: bench-scheduling

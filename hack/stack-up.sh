@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the whole local stack: the control plane (hack/cluster-up.sh), Dovetail's CRDs, the AWS simulator
 # (bin/awssim) and the controller (bin/dovetail) pointed at the simulator through AWS_ENDPOINT_URL only.
-# Expects bin/ to be built (make build). Writes $DOVETAIL_STATE/stack/env with the variables to use it.
+# Expects bin/ to be built (make build). DOVETAIL_CONTROLLER=none starts everything but the controller (to run
+# another controller, such as Karpenter's, on the stack). Writes $DOVETAIL_STATE/stack/env with the variables to use it.
 set -euo pipefail
 # shellcheck source=stack-common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stack-common.sh"
@@ -62,7 +63,9 @@ export AWS_SECRET_ACCESS_KEY=local-simulator
 export AWS_EC2_METADATA_DISABLED=true
 export CLUSTER_NAME=$CLUSTER_NAME
 ENV
-if ! stack_pid_alive dovetail; then
+if [ "${DOVETAIL_CONTROLLER:-}" = none ]; then
+  log "not starting the Dovetail controller (DOVETAIL_CONTROLLER=none)"
+elif ! stack_pid_alive dovetail; then
   log "starting the Dovetail controller"
   # shellcheck disable=SC1091
   # MEMORY_LIMIT as the Helm chart sets it from the container's memory limit (here 192 MiB); DOVETAIL_GOMEMLIMIT

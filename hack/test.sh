@@ -14,6 +14,8 @@ go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
 bash hack/test-karpenter-oracle.sh
 bash hack/test-karpenter-chart.sh
+echo "== Karpenter's own controller for test/e2e/karpenter (built once, cached)"
+bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
 go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
 echo "== chaos, short (3 rounds of controller kills, and the leader-election takeover; make test-chaos runs 30)"

@@ -75,6 +75,16 @@ func (s *Simulator) serveEC2(w http.ResponseWriter, r *http.Request, a *account,
 		writeEC2Error(w, errBadRequest("InvalidAction", "The action %s is not valid for this web service (awssim does not simulate it)", action), reqID)
 		return
 	}
+	// DryRun: a caller allowed to make the call is told it would have succeeded, and nothing changes (Karpenter
+	// validates an EC2NodeClass with dry-run CreateFleet and RunInstances calls).
+	if p.get("DryRun") == "true" {
+		dryRun := errDryRun()
+		if record {
+			s.recordCall(r, a, "ec2", action, checks, dryRun)
+		}
+		writeEC2Error(w, dryRun, reqID)
+		return
+	}
 	body, apiErr := h(r, a, p)
 	if record {
 		s.recordCall(r, a, "ec2", action, checks, apiErr)

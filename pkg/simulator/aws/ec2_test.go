@@ -75,7 +75,8 @@ func TestDescribeInstanceTypesPaginated(t *testing.T) {
 	if g5.InstanceStorageInfo == nil || aws.ToInt64(g5.InstanceStorageInfo.TotalSizeInGB) != 250 {
 		t.Errorf("g5.xlarge storage decoded wrong: %+v", g5.InstanceStorageInfo)
 	}
-	if inf := seen["inf2.xlarge"]; inf.NeuronInfo == nil || len(inf.NeuronInfo.NeuronDevices) != 1 {
+	if inf := seen["inf2.xlarge"]; inf.NeuronInfo == nil || len(inf.NeuronInfo.NeuronDevices) != 1 ||
+		inf.NeuronInfo.NeuronDevices[0].CoreInfo == nil || aws.ToInt32(inf.NeuronInfo.NeuronDevices[0].CoreInfo.Count) != 2 {
 		t.Errorf("inf2.xlarge neuron decoded wrong: %+v", inf.NeuronInfo)
 	}
 	if a := seen["m7g.large"].ProcessorInfo.SupportedArchitectures; len(a) != 1 || a[0] != ec2types.ArchitectureTypeArm64 {
@@ -624,6 +625,53 @@ func TestNewValidatesOptions(t *testing.T) {
 			if _, err := New(tc.opts); err == nil {
 				t.Fatal("accepted")
 			}
+		})
+	}
+}
+
+// TestDryRun: an EC2 call with DryRun=true is answered DryRunOperation (HTTP 412) when the caller may make it and
+// UnauthorizedOperation when the policy denies it, and changes nothing either way.
+func TestDryRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy string
+		want   string
+	}{
+		{name: "allowed", want: "DryRunOperation"},
+		{name: "denied", policy: `{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["ec2:Describe*", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ssm:GetParameter"], "Resource": "*"}]}`, want: "UnauthorizedOperation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) {
+				if tc.policy != "" {
+					o.IAMPolicy = []byte(tc.policy)
+				}
+			})
+			ctx := context.Background()
+			e.launchTemplate(t, "lt-dry", "x86_64", "")
+			input := fleetInput("lt-dry", ec2types.DefaultTargetCapacityTypeOnDemand, override("m5.large", e.subnetIDs(t)["us-west-2a"]))
+			input.DryRun = aws.Bool(true)
+			_, err := e.ec2.CreateFleet(ctx, input)
+			code, status := apiCode(t, err)
+			wantStatus := map[string]int{"DryRunOperation": 412, "UnauthorizedOperation": 403}[tc.want]
+			if code != tc.want || status != wantStatus {
+				t.Errorf("dry-run CreateFleet = %s (HTTP %d), want %s (HTTP %d)", code, status, tc.want, wantStatus)
+			}
+			_, err = e.ec2.RunInstances(ctx, &ec2.RunInstancesInput{DryRun: aws.Bool(true), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+				LaunchTemplate: &ec2types.LaunchTemplateSpecification{LaunchTemplateName: aws.String("lt-dry")}})
+			if code, _ := apiCode(t, err); code != tc.want {
+				t.Errorf("dry-run RunInstances = %s, want %s", code, tc.want)
+			}
+			if got := len(e.sim.Instances()); got != 0 {
+				t.Errorf("dry runs launched %d instances, want none", got)
+			}
+			if tc.policy != "" {
+				return
+			}
+			_, err = e.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{DryRun: aws.Bool(true), LaunchTemplateName: aws.String("lt-never"),
+				LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-1")}})
+			assertCode(t, err, "DryRunOperation")
+			_, err = e.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"lt-never"}})
+			assertCode(t, err, "InvalidLaunchTemplateName.NotFoundException")
 		})
 	}
 }

@@ -129,8 +129,12 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 		var devs []*el
 		total := int64(0)
 		for _, a := range t.Accelerators {
-			devs = append(devs, E("item", T("name", a.Name), I("count", int64(a.Count)),
-				E("memoryInfo", I("sizeInMiB", a.MemoryMiB))))
+			dev := E("item", T("name", a.Name), I("count", int64(a.Count)))
+			if cores, version, ok := neuronCores(a.Name); ok {
+				dev.kids = append(dev.kids, E("coreInfo", I("count", cores), I("version", version)))
+			}
+			dev.kids = append(dev.kids, E("memoryInfo", I("sizeInMiB", a.MemoryMiB)))
+			devs = append(devs, dev)
 			total += a.MemoryMiB * int64(a.Count)
 		}
 		neuron = E("neuronInfo", List("neuronDevices", "item", devs), I("totalNeuronDeviceMemoryInMiB", total))
@@ -343,4 +347,18 @@ func (s *Simulator) SetSpotPrice(req SpotPriceRequest) error {
 	}
 	s.spotOverrides[key] = req.Price
 	return nil
+}
+
+// neuronCores returns the NeuronCores per device and their version of an AWS ML accelerator, as EC2 reports them in
+// neuronInfo.neuronDevices[].coreInfo (Karpenter multiplies them into the aws.amazon.com/neuroncore resource).
+func neuronCores(device string) (cores, version int64, ok bool) {
+	switch device {
+	case "Inferentia":
+		return 4, 1, true
+	case "Inferentia2", "Trainium":
+		return 2, 2, true
+	case "Trainium2":
+		return 8, 3, true
+	}
+	return 0, 0, false
 }

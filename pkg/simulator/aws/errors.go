@@ -18,6 +18,12 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
+// errDryRun answers an EC2 call made with DryRun=true that the caller is allowed to make: HTTP 412, as EC2 does.
+func errDryRun() *apiError {
+	return &apiError{Status: http.StatusPreconditionFailed, Code: "DryRunOperation",
+		Message: "Request would have succeeded, but DryRun flag is set.", Sender: true}
+}
+
 func errBadRequest(code, format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...), Sender: true}
 }

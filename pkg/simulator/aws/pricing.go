@@ -78,9 +78,10 @@ func (s *Simulator) pricingGetProducts(_ *http.Request, _ *account, body []byte)
 			if _, ok := t.OnDemandPrice(region); !ok {
 				continue
 			}
-			attrs := productAttributes(t, region)
-			if pricingMatch(in.Filters, attrs) {
-				matched = append(matched, product{t, region, attrs})
+			for _, attrs := range productAttributes(t, region) {
+				if pricingMatch(in.Filters, attrs) {
+					matched = append(matched, product{t, region, attrs})
+				}
 			}
 		}
 	}
@@ -105,21 +106,53 @@ func (s *Simulator) pricingGetProducts(_ *http.Request, _ *account, body []byte)
 	return out, nil
 }
 
-func productAttributes(t *catalog.InstanceType, region string) map[string]string {
+// productAttributes returns the Linux on-demand products of an instance type in a region: one with shared
+// tenancy, and for a bare-metal size (product family "Compute Instance (bare metal)", as the Pricing API files
+// them) a second with dedicated tenancy at the same price, which is where Karpenter reads metal prices.
+func productAttributes(t *catalog.InstanceType, region string) []map[string]string {
+	shared := productAttributesTenancy(t, region, "Shared")
+	if !t.IsMetal() {
+		return []map[string]string{shared}
+	}
+	return []map[string]string{shared, productAttributesTenancy(t, region, "Dedicated")}
+}
+
+func productAttributesTenancy(t *catalog.InstanceType, region, tenancy string) map[string]string {
+	family, usage := "Compute Instance", "BoxUsage:"
+	if t.IsMetal() {
+		family = "Compute Instance (bare metal)"
+	}
+	if tenancy == "Dedicated" {
+		usage = "DedicatedUsage:"
+	}
 	return map[string]string{
-		"servicecode": "AmazonEC2", "productFamily": "Compute Instance", "instanceType": t.Name, "instanceFamily": t.Family,
+		"servicecode": "AmazonEC2", "productFamily": family, "instanceType": t.Name, "instanceFamily": t.Family,
 		"regionCode": region, "location": regionNames[region], "locationType": "AWS Region", "operatingSystem": "Linux",
-		"tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used", "licenseModel": "No License required",
+		"tenancy": tenancy, "preInstalledSw": "NA", "capacitystatus": "Used", "licenseModel": "No License required",
 		"marketoption": "OnDemand", "vcpu": strconv.Itoa(t.VCPU),
 		"memory":            strconv.FormatFloat(float64(t.MemoryMiB)/1024, 'f', -1, 64) + " GiB",
 		"currentGeneration": map[bool]string{true: "Yes", false: "No"}[t.CurrentGeneration],
-		"usagetype":         "USW2-BoxUsage:" + t.Name, "operation": "RunInstances",
+		"usagetype":         "USW2-" + usage + t.Name, "operation": "RunInstances",
 	}
+}
+
+// attribute looks a filter's field up among a product's attributes. Field names match case-insensitively, as the
+// Pricing API matches them: Karpenter filters on "serviceCode", the attribute is "servicecode".
+func attribute(attrs map[string]string, field string) (string, bool) {
+	if v, ok := attrs[field]; ok {
+		return v, true
+	}
+	for k, v := range attrs {
+		if strings.EqualFold(k, field) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func pricingMatch(fs []pricingFilter, attrs map[string]string) bool {
 	for _, f := range fs {
-		v, ok := attrs[f.Field]
+		v, ok := attribute(attrs, f.Field)
 		switch f.Type {
 		case "TERM_MATCH", "EQUALS":
 			if !ok || !strings.EqualFold(v, f.Value) {
@@ -143,10 +176,14 @@ func pricingMatch(fs []pricingFilter, attrs map[string]string) bool {
 }
 
 func priceListEntry(attrs map[string]string, usd float64) string {
-	sku := strings.ToUpper(shortHash(attrs["regionCode"]+attrs["instanceType"], 16))
+	key := attrs["regionCode"] + attrs["instanceType"]
+	if attrs["tenancy"] != "Shared" {
+		key += attrs["tenancy"]
+	}
+	sku := strings.ToUpper(shortHash(key, 16))
 	term := sku + ".JRTCKXETXF"
 	doc := map[string]any{
-		"product":         map[string]any{"productFamily": "Compute Instance", "attributes": attrs, "sku": sku},
+		"product":         map[string]any{"productFamily": attrs["productFamily"], "attributes": attrs, "sku": sku},
 		"serviceCode":     "AmazonEC2",
 		"version":         "20261101000000",
 		"publicationDate": "2026-11-01T00:00:00Z",

@@ -278,6 +278,19 @@ func TestPricingGetProducts(t *testing.T) {
 	if pages < 5 || len(prices) < 500 || prices["m5.large"] != "0.0960000000" {
 		t.Errorf("%d prices in %d pages, m5.large = %s", len(prices), pages, prices["m5.large"])
 	}
+	// Bare-metal sizes are also filed with dedicated tenancy under their own product family (Karpenter's query,
+	// whose field names differ in case from the attributes: serviceCode, servicecode).
+	metal, err := e.price.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"),
+		Filters: []pricingtypes.Filter{f("regionCode", "us-west-2"), f("tenancy", "Dedicated"), f("serviceCode", "AmazonEC2"),
+			f("productFamily", "Compute Instance (bare metal)"), f("instanceType", "m5.metal")}})
+	if err != nil || len(metal.PriceList) != 1 || !strings.Contains(metal.PriceList[0], `"USD":"`+prices["m5.metal"]+`"`) {
+		t.Errorf("dedicated m5.metal = %v, %v; shared price %s", metal, err, prices["m5.metal"])
+	}
+	shared, err := e.price.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"),
+		Filters: []pricingtypes.Filter{f("regionCode", "us-west-2"), f("tenancy", "Dedicated"), f("instanceType", "m5.large")}})
+	if err != nil || len(shared.PriceList) != 0 {
+		t.Errorf("dedicated m5.large = %v, %v; want no product", shared, err)
+	}
 }
 
 func TestEKSDescribeCluster(t *testing.T) {

@@ -180,12 +180,51 @@ func mergeNodeConfig(b *Bootstrap, doc []byte) error {
 			}
 		}
 	}
+	// Taints may come as kubelet configuration (Karpenter writes them there) as well as the flag (Dovetail does).
+	if v, ok := cfg["registerWithTaints"]; ok {
+		taints, err := configTaints(v)
+		if err != nil {
+			return err
+		}
+		b.Taints = append(b.Taints, taints...)
+	}
 	for _, f := range nc.Spec.Kubelet.Flags {
 		if err := applyKubeletFlag(b, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// configTaints reads the kubelet configuration's registerWithTaints: a list of {key, value, effect} objects.
+func configTaints(v any) ([]corev1.Taint, error) {
+	list, ok := v.([]any)
+	if !ok {
+		if v == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("kubelet config registerWithTaints is not a list")
+	}
+	var taints []corev1.Taint
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("kubelet config registerWithTaints[%d] is not an object", i)
+		}
+		key, _ := m["key"].(string)
+		value, _ := m["value"].(string)
+		effect, _ := m["effect"].(string)
+		spec := key + ":" + effect
+		if value != "" {
+			spec = key + "=" + value + ":" + effect
+		}
+		t, err := parseTaint(spec)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet config registerWithTaints[%d]: %w", i, err)
+		}
+		taints = append(taints, t)
+	}
+	return taints, nil
 }
 
 func toInt(v any) (int, bool) {

@@ -43,6 +43,44 @@ echo user part
 --//--
 `
 
+// al2023ConfigTaintsUserData carries its taints in the kubelet configuration (registerWithTaints), as Karpenter
+// writes them, and its labels in a quoted flag.
+const al2023ConfigTaintsUserData = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+metadata:
+  creationTimestamp: null
+spec:
+  cluster:
+    apiServerEndpoint: https://127.0.0.1:6443
+    certificateAuthority: Q0E=
+    cidr: 10.100.0.0/16
+    name: dovetail
+  containerd: {}
+  instance:
+    localStorage: {}
+  kubelet:
+    config:
+      clusterDNS:
+      - 10.100.0.10
+      maxPods: 29
+      registerWithTaints:
+      - effect: NoExecute
+        key: karpenter.sh/unregistered
+      - effect: NoSchedule
+        key: dedicated
+        value: gpu
+    flags:
+    - --node-labels="karpenter.k8s.aws/ec2nodeclass=default,karpenter.sh/capacity-type=on-demand,karpenter.sh/nodepool=default"
+
+--//--
+`
+
 const bottlerocketUserData = `[settings.kubernetes]
 api-server = 'https://127.0.0.1:6443'
 cluster-name = 'dovetail'
@@ -82,6 +120,13 @@ func TestParseUserData(t *testing.T) {
 			Taints:       []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
 			KubeReserved: map[string]string{"cpu": "80m", "memory": "893Mi"},
 		}},
+		{name: "al2023 taints in the kubelet config", in: b64(al2023ConfigTaintsUserData), want: Bootstrap{
+			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(29),
+			Labels: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "karpenter.sh/capacity-type": "on-demand",
+				"karpenter.sh/nodepool": "default"},
+			Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
+		}},
+		{name: "bad registerWithTaints", in: b64("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      registerWithTaints: [{key: a, effect: Sometimes}]\n"), wantErr: true},
 		{name: "bottlerocket", in: b64(bottlerocketUserData), want: Bootstrap{
 			Format: "bottlerocket", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(110),
 			Labels: map[string]string{"karpenter.sh/nodepool": "br", "team": "a"},

@@ -80,7 +80,9 @@ func Main(m *testing.M, opts MainOptions, stack **Stack) int {
 		reportDenials(opts.Name, env.LogTail("awssim", 1<<24))
 	}
 	if code != 0 {
-		fmt.Fprintln(os.Stderr, "--- dovetail log (last 80 lines) ---\n"+env.LogTail("dovetail", 80))
+		if !opts.Stack.NoController {
+			fmt.Fprintln(os.Stderr, "--- dovetail log (last 80 lines) ---\n"+env.LogTail("dovetail", 80))
+		}
 		fmt.Fprintln(os.Stderr, "--- awssim log (last 40 lines) ---\n"+env.LogTail("awssim", 40))
 	}
 	return code

@@ -147,3 +147,25 @@ func (s *Stack) Metric(ctx context.Context, name string) (value float64, ok bool
 	}
 	return 0, false, nil
 }
+
+// Launches returns every instance the simulator launched since it started, oldest first, terminated ones included,
+// with their current (or last) tags (GET /_awssim/launches).
+func (s *Stack) Launches(ctx context.Context) ([]awssim.LaunchRecord, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.AWSEndpoint+"/_awssim/launches", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the simulator's launches: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the simulator's launches: %s", resp.Status)
+	}
+	var out []awssim.LaunchRecord
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding the simulator's launches: %w", err)
+	}
+	return out, nil
+}

@@ -42,9 +42,36 @@ func (s *Stack) KillController() (int, error) {
 }
 
 // StartController starts the controller again (hack/stack-up.sh starts what is not running) and waits until it
-// is ready.
+// is ready; on a stack started with NoController it starts the controller for the first time.
 func (s *Stack) StartController(ctx context.Context) error {
-	return s.script(ctx, "stack-up.sh")
+	return s.script(ctx, "stack-up.sh", "DOVETAIL_CONTROLLER=")
+}
+
+// StopController stops the controller as a rolling update would: SIGTERM, so it releases its leader lease and
+// stops its controllers, then SIGKILL if it is still running after timeout. Stopping a stopped controller is not
+// an error.
+func (s *Stack) StopController(timeout time.Duration) error {
+	b, err := os.ReadFile(filepath.Join(s.StateDir, "stack", "pids", "dovetail.pid"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the controller's pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("controller pid %q: %w", b, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return nil // already gone
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(pid, 0); err != nil {
+			return nil
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return fmt.Errorf("controller %d still running %s after SIGTERM; killed", pid, timeout)
 }
 
 // Replica is a controller process the test started itself (beside, or instead of, the stack's own), for

@@ -48,6 +48,9 @@ type Options struct {
 	SimulatorFlags []string
 	// ClusterName is the CLUSTER_NAME of the controller and the simulated EKS cluster; default "dovetail".
 	ClusterName string
+	// NoController starts the stack without Dovetail's controller (StartController starts it later), for tests
+	// that run another controller, such as Karpenter's (StartKarpenter), on the stack.
+	NoController bool
 	// SharedSimulator is the endpoint of a simulator another stack runs; this stack then starts none of its own
 	// and SimulatorFlags are ignored (see UpPair).
 	SharedSimulator string
@@ -95,6 +98,9 @@ func (o Options) env() []string {
 	}
 	if o.SharedSimulator != "" {
 		env = append(env, "AWSSIM_SHARED_ENDPOINT="+o.SharedSimulator)
+	}
+	if o.NoController {
+		env = append(env, "DOVETAIL_CONTROLLER=none")
 	}
 	return env
 }
@@ -146,9 +152,10 @@ func (s *Stack) Down(ctx context.Context) error {
 	return s.script(ctx, "stack-down.sh")
 }
 
-func (s *Stack) script(ctx context.Context, name string) error {
+func (s *Stack) script(ctx context.Context, name string, extraEnv ...string) error {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.RepoRoot, "hack", name))
-	cmd.Env = s.env()
+	// Later entries win: extraEnv overrides the stack's own settings.
+	cmd.Env = append(s.env(), extraEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
