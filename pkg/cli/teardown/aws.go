@@ -122,13 +122,14 @@ func (a *awsInventory) instances(ctx context.Context, l *Leftovers) error {
 
 // launchTemplates returns the launch templates Dovetail made for the cluster.
 func (a *awsInventory) launchTemplates(ctx context.Context, l *Leftovers) error {
+	// The cluster's name tag, not karpenter.k8s.aws/cluster: Karpenter's templates carry the first only.
 	in := &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + awsv1.TagManagedLaunchTemplate), Values: []string{a.cluster.Name}},
+		{Name: aws.String("tag-key"), Values: []string{a.cluster.ClusterTag()}},
 	}}
 	for {
 		out, err := a.ec2.DescribeLaunchTemplates(ctx, in)
 		if err != nil {
-			return fmt.Errorf("describing launch templates tagged %s=%s: %w", awsv1.TagManagedLaunchTemplate, a.cluster.Name, err)
+			return fmt.Errorf("describing launch templates tagged %s: %w", a.cluster.ClusterTag(), err)
 		}
 		for _, lt := range out.LaunchTemplates {
 			t := ec2Tags(lt.Tags)
