@@ -259,6 +259,9 @@ func TestTeardownReportsLeftoversAndFails(t *testing.T) {
 		lts: []ec2types.LaunchTemplate{{LaunchTemplateName: aws.String("dovetail-lt-1"), Tags: []ec2types.Tag{
 			{Key: aws.String(cluster.ClusterTag()), Value: aws.String("owned")},
 			{Key: aws.String(tags.ClusterUID), Value: aws.String(cluster.UID)},
+		}}, {LaunchTemplateName: aws.String("karpenter.k8s.aws/123"), Tags: []ec2types.Tag{
+			// Karpenter's: the cluster's name, no UID, no NodeClaim of this cluster named an instance of it.
+			{Key: aws.String(cluster.ClusterTag()), Value: aws.String("owned")},
 		}}},
 		ips: map[string]map[string]string{
 			clusterName + "_abc": {cluster.ClusterTag(): "owned", tags.ClusterUID: cluster.UID},
@@ -278,6 +281,10 @@ func TestTeardownReportsLeftoversAndFails(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if !strings.Contains(out.String(), "not this cluster's for certain, left alone: launch template karpenter.k8s.aws/123") ||
+		strings.Contains(out.String(), "left: launch template karpenter.k8s.aws/123") {
+		t.Errorf("a launch template with the cluster's name and no UID is not reported apart from the leftovers:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "unrelated") {
 		t.Errorf("an instance profile of no cluster was reported:\n%s", out.String())

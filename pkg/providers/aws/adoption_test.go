@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -243,4 +245,39 @@ func tagOf(ts []ec2types.Tag, key string) string {
 		}
 	}
 	return ""
+}
+
+// TestAdoptionEvidence: a NodeClaim younger than its instance (created after the launch, beyond the clock skew
+// allowed) names an instance of this cluster only if a Node of the cluster carries its provider ID: with the Node
+// the instance is adopted, without it (a NodeClaim restored from another cluster's backup) it is refused.
+func TestAdoptionEvidence(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	a := w.provider(t, "uid-a")
+	a.resolvedNodeClass(t)
+	launch := func(name string) string {
+		c, err := a.Create(ctx, claim(name, "m5.large"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		karpenterize(t, a, c.Status.ProviderID)
+		return c.Status.ProviderID
+	}
+	registered, restored := launch("r-1"), launch("r-2")
+	later := w.clock.Now().Add(time.Hour)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: registered}}
+	fresh := w.provider(t, "uid-a", node)
+	res, err := fresh.AdoptInstances(ctx, []*karpv1.NodeClaim{
+		test.NodeClaim("r-1", "default").ProviderID(registered).CreatedAt(later).NodeName("node-1").Obj(),
+		test.NodeClaim("r-2", "default").ProviderID(restored).CreatedAt(later).NodeName("node-2").Obj(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{registered}, res.Adopted); d != "" {
+		t.Errorf("adopted (-want +got):\n%s", d)
+	}
+	if why := res.Refused[restored]; !strings.Contains(why, "no Node of this cluster") {
+		t.Errorf("refusal of the restored NodeClaim's instance = %q", why)
+	}
 }
