@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,10 +37,11 @@ const (
 	tkSteady    = "tk-steady"
 	tkDrift     = "tk-drift"
 	tkKeep      = "tk-keep"
+	tkUnder     = "tk-under"
 	tkOther     = "tk-other"
 )
 
-// TestTakeOverKarpenterCluster: a 20-node cluster in Karpenter's state is taken over. The cluster is built by
+// TestTakeOverKarpenterCluster: a 22-node cluster in Karpenter's state is taken over. The cluster is built by
 // Dovetail and then left as Karpenter v1.14 leaves one (fixtures written from Karpenter's source, since its
 // controller is not run here): the cluster-UID tag removed from every instance and launch template, NodePools and
 // NodeClaims stamped with Karpenter's nodepool hash (version v3), EC2NodeClasses and NodeClaims with its
@@ -47,6 +49,7 @@ const (
 // pool's Deployment scaled from 12 to 9. A second cluster of the same name in the account, also in Karpenter's state,
 // has its controller stopped throughout. When Dovetail starts: every instance is adopted (tagged with the UID); the
 // three empty nodes are removed and the nine busy steady nodes stay (no node replaced that no policy selects); the
+// two underutilized m5.xlarge nodes (m5.large allowed while no controller ran) are consolidated onto m5.large; the
 // drifted nodes are replaced within their budget but the one running a do-not-disrupt pod; every pod runs; a later
 // EC2NodeClass change drifts and replaces the adopted steady nodes; `dovetailctl teardown` leaves no instance or
 // launch template. The other cluster's instances are never touched, and its own controller adopts them when it
@@ -65,19 +68,25 @@ func TestTakeOverKarpenterCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	applyPool(t, ca, tkSteady, []map[string]any{{"nodes": "100%"}})
-	applyPool(t, ca, tkDrift, []map[string]any{{"nodes": "50%"}})
-	applyPool(t, cb, tkOther, []map[string]any{{"nodes": "100%"}})
+	// steady removes only empty nodes (WhenEmpty), so its busy nodes are no candidates of the consolidation the
+	// underutilized pool starts; drift and under consolidate whatever is underutilized.
+	applyPool(t, ca, tkSteady, "WhenEmpty", []map[string]any{{"nodes": "100%"}})
+	applyPool(t, ca, tkDrift, "", []map[string]any{{"nodes": "50%"}})
+	applyPool(t, cb, tkOther, "", []map[string]any{{"nodes": "100%"}})
+	// Underutilized: two m5.xlarge nodes each running one 1-CPU pod; m5.large is allowed once the controller is down.
+	applyPoolTypes(t, ca, tkUnder, []string{"m5.xlarge"})
 	deploy(t, ca, tkSteady, tkSteady, 12, false)
 	deploy(t, ca, tkDrift, tkDrift, 7, false)
 	deploy(t, ca, tkKeep, tkDrift, 1, true)
 	deploy(t, cb, tkOther, tkOther, 2, false)
+	deployApart(t, ca, tkUnder, 2)
 	waitNodes(t, ca, tkSteady, 12, 12, nil)
 	waitNodes(t, ca, tkDrift, 8, 8, nil)
 	waitNodes(t, cb, tkOther, 2, 2, nil)
-	t.Logf("20 nodes in cluster a and 2 in cluster b at %.0fs", time.Since(start).Seconds())
+	waitNodes(t, ca, tkUnder, 2, 2, nil)
+	t.Logf("22 nodes in cluster a and 2 in cluster b at %.0fs", time.Since(start).Seconds())
 
-	steadyBefore, driftBefore := claimNames(t, ca, tkSteady), claimNames(t, ca, tkDrift)
+	steadyBefore, driftBefore, underBefore := claimNames(t, ca, tkSteady), claimNames(t, ca, tkDrift), claimNames(t, ca, tkUnder)
 	keepNode := nodeOfPod(t, ca, tkKeep)
 	instancesA, instancesB := instances(t, ca), instances(t, cb)
 	templatesA := templatesOf(t, instancesA)
@@ -87,11 +96,13 @@ func TestTakeOverKarpenterCluster(t *testing.T) {
 		}
 	}
 	// Karpenter's state, then the changes made while no controller runs.
-	karpenterize(t, ca, map[string]string{tkSteady: "k-steady-1", tkDrift: "k-drift-1"})
+	karpenterize(t, ca, map[string]string{tkSteady: "k-steady-1", tkDrift: "k-drift-1", tkUnder: "k-under-1"})
 	karpenterize(t, cb, map[string]string{tkOther: "k-other-1"})
 	patch(t, ca, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: tkDrift}},
 		`{"metadata":{"annotations":{"karpenter.sh/nodepool-hash":"k-drift-2"}},"spec":{"template":{"metadata":{"labels":{"generation":"2"}}}}}`)
 	patch(t, ca, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tkNamespace, Name: tkSteady}}, `{"spec":{"replicas":9}}`)
+	// Requirements are not hashed: allowing m5.large drifts nothing, but makes the m5.xlarge nodes underutilized.
+	patch(t, ca, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: tkUnder}}, string(instanceTypesPatch(t, tkUnder, "m5.large", "m5.xlarge")))
 	if got := instances(t, ca); len(got) != 0 {
 		t.Fatalf("cluster a still has instances with its UID after the fixture removed it: %v", got)
 	}
@@ -144,6 +155,17 @@ func TestTakeOverKarpenterCluster(t *testing.T) {
 			}
 		}
 		return kept == 1, fmt.Sprintf("%d of the old nodeclaims kept, want the do-not-disrupt one on %s", kept, keepNode)
+	})
+	waitNodes(t, ca, tkUnder, 2, 2, func(claims []karpv1.NodeClaim) (bool, string) {
+		for _, nc := range claims {
+			if slices.Contains(underBefore, nc.Name) {
+				return false, "underutilized nodeclaim " + nc.Name + " not consolidated yet"
+			}
+			if it := nc.Labels[corev1.LabelInstanceTypeStable]; it != "m5.large" {
+				return false, "nodeclaim " + nc.Name + " is " + it
+			}
+		}
+		return true, ""
 	})
 	t.Logf("takeover settled %.0fs after the controller started", time.Since(takeover).Seconds())
 	checkKept(t, ca, keepNode)
@@ -198,15 +220,71 @@ func TestTakeOverKarpenterCluster(t *testing.T) {
 	t.Logf("scenario done in %.0fs", time.Since(start).Seconds())
 }
 
-// applyPool applies a NodePool and EC2NodeClass named name (m5.large on demand, consolidation at once).
-func applyPool(t *testing.T, c *cluster, name string, budgets []map[string]any) {
+// applyPool applies a NodePool and EC2NodeClass named name (m5.large on demand, consolidation at once; policy, when
+// set, replaces the example's consolidation policy).
+func applyPool(t *testing.T, c *cluster, name, policy string, budgets []map[string]any) {
 	t.Helper()
 	objs, err := framework.NodePool(name, framework.PoolOptions{InstanceTypes: []string{"m5.large"}, CapacityTypes: []string{"on-demand"},
-		ConsolidateAfter: "0s", Budgets: budgets})
+		ConsolidateAfter: "0s", ConsolidationPolicy: policy, Budgets: budgets})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := framework.Apply(context.Background(), c.stack.Client, objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyPoolTypes applies a NodePool and EC2NodeClass named name allowing only the instance types, on demand.
+func applyPoolTypes(t *testing.T, c *cluster, name string, types []string) {
+	t.Helper()
+	objs, err := framework.NodePool(name, framework.PoolOptions{InstanceTypes: types, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.Apply(context.Background(), c.stack.Client, objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// instanceTypesPatch is a merge patch giving the NodePool's template these instance types (its other requirements
+// as framework.NodePool writes them).
+func instanceTypesPatch(t *testing.T, name string, types ...string) []byte {
+	t.Helper()
+	objs, err := framework.NodePool(name, framework.PoolOptions{InstanceTypes: types, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "NodePool" {
+			continue
+		}
+		reqs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "requirements")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"requirements": reqs}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	t.Fatalf("framework.NodePool(%s) made no NodePool", name)
+	return nil
+}
+
+// deployApart creates a Deployment of 1-CPU pods that refuse to share a node.
+func deployApart(t *testing.T, c *cluster, name string, replicas int32) {
+	t.Helper()
+	d := framework.Deployment(tkNamespace, name, name, replicas, "1", "1Gi")
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels},
+			TopologyKey:   corev1.LabelHostname,
+		}},
+	}}
+	if err := c.stack.Client.Create(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
 }
