@@ -19,10 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cli/doctor"
 	"github.com/dovetail/dovetail/pkg/leaderlease"
 	"github.com/dovetail/dovetail/pkg/operator"
 	"github.com/dovetail/dovetail/test/e2e/framework"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestKarpenterHoldsLeaderLease: Dovetail replaces a Karpenter that still runs. The stack's controller (which runs
@@ -47,6 +49,17 @@ func TestKarpenterHoldsLeaderLease(t *testing.T) {
 	// Cleanups run last first: the replica goes, the Lease goes, the stack's controller comes back, then the
 	// pool's cleanup (which needs a controller) runs.
 	setupPool(t, pool, framework.PoolOptions{CapacityTypes: []string{"on-demand"}})
+	// The pool is ready before the controller goes: a waiting replica writes no status, so a readiness the
+	// stopped controller computed before it saw the EC2NodeClass (NodeClassNotFound) would stay.
+	if err := framework.Poll(ctx, time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+			return false, "", err
+		}
+		return np.IsTrue(karpv1.ConditionTypeReady), fmt.Sprintf("nodepool %s conditions %+v", pool, np.Status.Conditions), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := env.KillController(); err != nil {
 		t.Fatal(err)
 	}
