@@ -3,13 +3,8 @@
 package twocluster
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -318,27 +313,11 @@ func checkWarned(t *testing.T, c *cluster, other *cluster) {
 	t.Logf("cluster %s warned once about cluster %s", c.name, other.name)
 }
 
-// teardown runs `dovetailctl teardown` against the cluster, as its own operator would.
+// teardown runs `dovetailctl teardown` against the cluster, as its own operator would (teardownAs, as b's
+// teardown in the call log).
 func teardown(t *testing.T, c *cluster) {
 	t.Helper()
-	ctl := filepath.Join(framework.RepoRoot(), "bin", "dovetailctl")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ctl, "teardown", "--kubeconfig", c.stack.Kubeconfig, "--cluster-name", "dovetail",
-		"--timeout", "2m", "--interval", "2s")
-	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+c.stack.AWSEndpoint, "AWS_REGION="+framework.Region,
-		"AWS_ACCESS_KEY_ID=123456789012", "AWS_SECRET_ACCESS_KEY=local-simulator", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_SDK_UA_APP_ID="+callerTeardownB)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("dovetailctl teardown of cluster %s exited %d:\n%s", c.name, exit.ExitCode(), out.String())
-		}
-		t.Fatalf("dovetailctl teardown of cluster %s: %v\n%s", c.name, err, out.String())
-	}
-	t.Logf("dovetailctl teardown of cluster %s:\n%s", c.name, out.String())
+	teardownAs(t, c, callerTeardownB)
 }
 
 // checkCallLog reads the simulator's call log: no mutating call by one cluster's controller (or b's teardown)
