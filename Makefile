@@ -51,12 +51,12 @@ karpenter: ## Build (once, cached outside the clone) Karpenter's own AWS control
 	@bash hack/build-karpenter.sh >/dev/null
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRDs from api/ (and the chart's copy of the CRDs).
+generate: ## Regenerate deepcopy code and CRDs from api/ (and the chart's copy of the CRDs), and the reference pages of docs/reference.
 	@bash hack/generate.sh
 	@bash hack/sync-chart-crds.sh
 
 .PHONY: verify
-verify: ## Fail if generated files drift, code is not gofmt'ed or go vet complains.
+verify: ## Fail if generated files or docs drift, a docs link or make target is broken, code is not gofmt'ed or go vet complains.
 	@bash hack/verify.sh
 
 ##@ Local stack

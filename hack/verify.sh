@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Fails when generated files drift from api/, when Go files are not gofmt'ed, or when go vet complains.
+# Fails when generated files (api/, config/, the chart's CRDs, docs/reference) drift from their sources, when a
+# link or `make` target in README.md or docs/ is broken, when Go files are not gofmt'ed, or when go vet complains.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
 fail=0
 bash hack/generate.sh
 bash hack/sync-chart-crds.sh
-if ! git diff --exit-code --stat -- api config charts; then
+if ! git diff --exit-code --stat -- api config charts docs/reference; then
   echo "verify: generated files are out of date; run 'make generate' and commit the result" >&2; fail=1
 fi
-untracked=$(git ls-files --others --exclude-standard -- api config)
+untracked=$(git ls-files --others --exclude-standard -- api config docs/reference)
 if [ -n "$untracked" ]; then
   echo "verify: generated files not committed:" >&2; echo "$untracked" >&2; fail=1
 fi
+go run ./hack/linkcheck -root . || { echo "verify: broken links or make targets in README.md or docs/ (above)" >&2; fail=1; }
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "verify: not gofmt'ed (run gofmt -w):" >&2; echo "$unformatted" >&2; fail=1

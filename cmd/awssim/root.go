@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dovetail/dovetail/pkg/cli/clidoc"
 )
 
 const defaultEndpoint = "http://127.0.0.1:4566"
@@ -24,6 +26,6 @@ func newRootCommand() *cobra.Command {
 		"simulator URL used by the client subcommands (env AWSSIM_ENDPOINT)")
 	root.AddCommand(newServeCommand(), newFaultCommand(c), newSQSCommand(c), newInstancesCommand(c),
 		newTerminateCommand(c), newStateCommand(c), newReservationCommand(c), newAMICommand(c), newSpotPriceCommand(c),
-		newCallsCommand(c))
+		newCallsCommand(c), clidoc.NewCommand())
 	return root
 }

@@ -11,6 +11,7 @@ import (
 	// CA roots compiled in: the image has no /etc/ssl, and explain/teardown/doctor call AWS over TLS.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	"github.com/dovetail/dovetail/pkg/cli/clidoc"
 	"github.com/dovetail/dovetail/pkg/cli/doctor"
 	"github.com/dovetail/dovetail/pkg/cli/explain"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
@@ -31,6 +32,8 @@ func main() {
 	root.AddCommand(explain.NewCommand())
 	root.AddCommand(teardown.NewCommand())
 	root.AddCommand(doctor.NewCommand())
+	// Hidden: writes docs/reference/cli/dovetailctl*.md (hack/generate.sh).
+	root.AddCommand(clidoc.NewCommand())
 	// As a kubectl plugin (kubectl-dovetail on PATH) help speaks of `kubectl dovetail`; the command's name, which
 	// completion scripts register, stays dovetailctl.
 	if filepath.Base(os.Args[0]) == "kubectl-dovetail" {

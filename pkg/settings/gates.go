@@ -25,12 +25,16 @@ type FeatureGate struct {
 	// Implemented is false for a gate accepted only so that a Karpenter configuration setting it to false keeps
 	// working; setting it to true is refused at startup.
 	Implemented bool
+	// Doc says what the gate does in Dovetail, for the settings reference (Markdown).
+	Doc string
 }
 
 // RemovedFeatureGate is a gate Karpenter once accepted and removed: Dovetail accepts it, with a warning that it
 // does nothing, so that an old configuration still starts.
 type RemovedFeatureGate struct {
 	Name string
+	// Versions are the Karpenter versions that had the gate.
+	Versions string
 	// Why says what became of the feature.
 	Why string
 }
@@ -38,22 +42,22 @@ type RemovedFeatureGate struct {
 // FeatureGates returns every gate FEATURE_GATES accepts, in Karpenter v1.15's order (its default string's).
 func FeatureGates() []FeatureGate {
 	return []FeatureGate{
-		{Name: FeatureNodeRepair, Since: "v1.14", Implemented: true},
-		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Since: "v1.14", Implemented: true},
-		{Name: FeatureSpotToSpotConsolidation, Since: "v1.14", Implemented: true},
-		{Name: FeatureNodeOverlay, Since: "v1.14", Implemented: true},
-		{Name: FeatureStaticCapacity, Since: "v1.14", Implemented: true},
-		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true},
-		{Name: FeatureTerminateFirstDrift, Since: "v1.15"},
-		{Name: FeatureTerminateFirstRepair, Since: "v1.15"},
-		{Name: FeaturePodDeletionCostManagement, Since: "v1.15"},
+		{Name: FeatureNodeRepair, Since: "v1.14", Implemented: true, Doc: "implemented: unhealthy nodes are replaced ([repair](repair.md))"},
+		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Since: "v1.14", Implemented: true, Doc: "implemented: `capacityReservationSelectorTerms` select On-Demand Capacity Reservations and Capacity Blocks, launched first as `karpenter.sh/capacity-type: reserved` ([reserved capacity](reserved-capacity.md)); `false` ignores the terms and the EC2NodeClass says so (`CapacityReservationsReady` reason `ReservedCapacityDisabled`)"},
+		{Name: FeatureSpotToSpotConsolidation, Since: "v1.14", Implemented: true, Doc: "implemented: consolidation may replace spot nodes with cheaper spot nodes ([disruption](disruption.md))"},
+		{Name: FeatureNodeOverlay, Since: "v1.14", Implemented: true, Doc: "implemented: NodeOverlays change instance type prices and add extended resources ([NodeOverlay](nodeoverlay.md)); with it off, overlays are ignored and say so in their status"},
+		{Name: FeatureStaticCapacity, Since: "v1.14", Implemented: true, Doc: "implemented: a NodePool with `spec.replicas` keeps that many nodes ([static NodePools](static-nodepools.md))"},
+		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true, Doc: "implemented: `CapacityBuffer` objects (autoscaling.x-k8s.io/v1beta1) keep spare room for pods of a given shape ([capacity buffers](capacitybuffer.md)); off, buffers are ignored and the controller says so once in its log"},
+		{Name: FeatureTerminateFirstDrift, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: a drifted node may be terminated before its replacement is ready when the replacement cannot launch first); `true` is refused"},
+		{Name: FeatureTerminateFirstRepair, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the same for unhealthy nodes under node repair); `true` is refused"},
+		{Name: FeaturePodDeletionCostManagement, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the controller sets `controller.kubernetes.io/pod-deletion-cost` on pods of nodes it plans to consolidate); `true` is refused"},
 	}
 }
 
 // RemovedFeatureGates returns the gates Karpenter (v0.32 to v1.15) accepted in FEATURE_GATES and removed.
 func RemovedFeatureGates() []RemovedFeatureGate {
 	return []RemovedFeatureGate{
-		{Name: "Drift", Why: "drift is always detected and acted on since Karpenter v1.0, which removed the gate; " +
+		{Name: "Drift", Versions: "v0.32–v0.37 (removed in v1.0)", Why: "drift is always detected and acted on since Karpenter v1.0, which removed the gate; " +
 			"to keep drifted nodes, use NodePool disruption budgets with reasons: [Drifted]"},
 	}
 }
@@ -61,10 +65,10 @@ func RemovedFeatureGates() []RemovedFeatureGate {
 // AWSFeatureGates returns every gate AWS_FEATURE_GATES accepts, in Karpenter v1.15's order.
 func AWSFeatureGates() []FeatureGate {
 	return []FeatureGate{
-		{Name: AWSFeatureNodeClassCEL, Since: "v1.15"},
-		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15"},
-		{Name: AWSFeatureDRAEFA, Since: "v1.15"},
-		{Name: AWSFeatureRebootForRepair, Since: "v1.15"},
+		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Doc: "not implemented yet (CEL expressions in EC2NodeClass fields); `true` is refused"},
+		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Doc: "not implemented yet (the NVIDIA GPU DRA driver's devices counted when sizing nodes); `true` is refused"},
+		{Name: AWSFeatureDRAEFA, Since: "v1.15", Doc: "not implemented yet (the EFA DRA devices counted when sizing nodes); `true` is refused"},
+		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Doc: "not implemented yet (node repair reboots a node in place for GPU faults a reboot clears); `true` is refused"},
 	}
 }
 
