@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 export GOFLAGS ?= -mod=mod
-# The commit binaries report (dovetail --version, dovetailctl --version); go's own VCS stamping misses git worktrees.
+# The commit binaries report (dovetail --version, dovetailctl --version); go's own VCS stamping misses some checkouts
+# (linked work trees).
 VERSION_LDFLAGS = -X github.com/dovetail/dovetail/pkg/version.commit=$(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 # Where the locally built etcd/kube-apiserver live; envtest reads KUBEBUILDER_ASSETS.
 CONTROL_PLANE_BIN = $(shell bash hack/build-control-plane.sh)

@@ -1,6 +1,6 @@
 package api_test
 
-// The cases of this file follow Karpenter v1.14's admission (issue #13): every manifest Karpenter v1.14 runs is
+// The cases of this file follow Karpenter v1.14's admission: every manifest Karpenter v1.14 runs is
 // accepted, and the ones it refuses are refused. Accepted manifests are also read back and compared, field by
 // field, with the manifest plus the defaults Karpenter v1.14's CRDs apply (karpenterDefaults).
 
@@ -300,7 +300,7 @@ func karpenterDefaults(t *testing.T, obj map[string]interface{}) map[string]inte
 		setDefault(spec, "disruption", map[string]interface{}{"consolidateAfter": "0s"})
 		d := spec["disruption"].(map[string]interface{})
 		// Karpenter v1.14 requires consolidateAfter once disruption is given; Dovetail defaults it to 0s, as newer
-		// Karpenter does (the one difference issue #13 keeps on purpose, see docs/api.md).
+		// Karpenter does (the one difference kept on purpose, see docs/api.md).
 		setDefault(d, "consolidateAfter", "0s")
 		setDefault(d, "consolidationPolicy", "WhenEmptyOrUnderutilized")
 		setDefault(d, "budgets", []interface{}{map[string]interface{}{"nodes": "10%"}})
@@ -382,7 +382,7 @@ func TestKarpenterV114Admission(t *testing.T) {
 	}
 }
 
-// TestKarpenterV114CaseCount keeps this suite at the size issue #13 asks for.
+// TestKarpenterV114CaseCount keeps this suite from shrinking unnoticed.
 func TestKarpenterV114CaseCount(t *testing.T) {
 	accepted, rejected := countCases(v114Cases())
 	t.Logf("Karpenter v1.14 admission cases: %d accepted, %d rejected", accepted, rejected)

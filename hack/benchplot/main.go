@@ -151,7 +151,7 @@ type point struct {
 	pods, secs float64
 }
 
-// Karpenter v1.14.1 on a machine of this size (issue 4) and Dovetail's targets.
+// Karpenter v1.14.1 on a machine of this size and Dovetail's targets.
 var (
 	karpenter = []point{{5000, 12.9}, {20000, 75.6}}
 	targets   = []point{{20000, 1.5}, {50000, 10}}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestScaleOutSelfAntiAffinity (issue 16): pods that may not share a node with another pod of their Deployment
+// TestScaleOutSelfAntiAffinity: pods that may not share a node with another pod of their Deployment
 // (required pod anti-affinity on the hostname, against their own labels), so the scale-out launches a node per
 // pod: the kube-scheduler's inter-pod affinity check, not a spread constraint, keeps them apart. It measures the
 // time until every pod is Running, NodeClaims per pod and CreateFleet calls. DOVETAIL_BENCH_ANTI_PODS sets the pod

@@ -107,7 +107,7 @@ var scaleInMix = []struct {
 	cpu, memory string
 }{{"small", "900m", "3100Mi"}, {"big", "3500m", "28Gi"}}
 
-// TestConsolidationScaleIn (issue 15): 500 pods of 0.9 cpu/3.1Gi and 500 of 3.5 cpu/28Gi scaled out on the example
+// TestConsolidationScaleIn: 500 pods of 0.9 cpu/3.1Gi and 500 of 3.5 cpu/28Gi scaled out on the example
 // NodePool, then consolidateAfter 30s with a 100% budget and both Deployments scaled to 350
 // (DOVETAIL_BENCH_CONSOLIDATION_PODS changes the 500; the scale-in keeps 70 % of it). It reports the
 // seconds from the scale-in until the node count is stable (unchanged for 60 s with nothing disrupting), the
@@ -207,7 +207,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 		Targets: map[string]any{"secondsToStable": "< 180", "controllerCPUCores": "< 0.25", "controllerPeakRSSMiB": "< 200"}})
 }
 
-// TestDriftReplace (issue 15): Karpenter's drift scenario. 300 pods of 0.9 cpu/3.1Gi and 300 of 3.5 cpu/28Gi,
+// TestDriftReplace: Karpenter's drift scenario. 300 pods of 0.9 cpu/3.1Gi and 300 of 3.5 cpu/28Gi,
 // each spread over hostnames (maxSkew 1), then an annotation added to the NodePool's template with a 100% budget:
 // every node drifts (DOVETAIL_BENCH_DRIFT_PODS changes the 300). It reports the seconds until no NodeClaim is drifted or being disrupted, and the fewest pods
 // Running meanwhile (should stay at the total), and the pods the kube-scheduler marked unschedulable meanwhile: an

@@ -21,7 +21,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestMassDeletion (issue 5): 1,000 replicas two to a node on 500 on-demand m5.large nodes (DOVETAIL_BENCH_MASS_NODES
+// TestMassDeletion: 1,000 replicas two to a node on 500 on-demand m5.large nodes (DOVETAIL_BENCH_MASS_NODES
 // changes the number of nodes; replicas stay twice that), under a
 // PodDisruptionBudget with maxUnavailable 10%; every NodeClaim is deleted at once. It reports the seconds until
 // every old instance is terminated and every old NodeClaim gone, counted from the deletion and from the last

@@ -19,7 +19,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestScaleOutMixed (issue 16): the mix of Karpenter's performance suite that needs a node per pod and large
+// TestScaleOutMixed: the mix of Karpenter's performance suite that needs a node per pod and large
 // nodes at once: hostname-spread pods of 0.9 cpu / 3.1Gi, pods of 3.5 cpu / 28Gi and do-not-disrupt pods of
 // 0.9 cpu / 3.1Gi, 500 : 500 : 100. DOVETAIL_BENCH_MIXED_PODS sets the total (default 1,100; the issue's second
 // size is 2,000). It reports the time until every pod is Running, the longest plateau (time without a new pod

@@ -27,7 +27,7 @@ var scaleOutMix = []struct {
 	{"xlarge", 200, "2", "4Gi"},
 }
 
-// TestScaleOut (issue 4): 1,000 pending pods with mixed requests on the example NodePool (c/m/r, spot and
+// TestScaleOut: 1,000 pending pods with mixed requests on the example NodePool (c/m/r, spot and
 // on-demand). It reports the seconds from creating the Deployments until every pod is Running, and from the
 // batch closing (the first NodeClaim's creation) until every pod is Running; the nodes launched; the share of
 // their allocatable cpu and memory that the pods request; the controller's memory; the hourly cost.

@@ -14,7 +14,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestScaleOutHostnameSpread (issue 16): pods spread one per node (hostname topology spread, 0.9 cpu / 3.1Gi as
+// TestScaleOutHostnameSpread: pods spread one per node (hostname topology spread, 0.9 cpu / 3.1Gi as
 // in Karpenter's performance suite), so the scale-out launches a node per pod: it measures how many CreateFleet
 // calls the launches take (identical launches are merged) and the time until every pod is Running.
 // DOVETAIL_BENCH_SPREAD_PODS sets the pod count (default 1,000, the issue's size).

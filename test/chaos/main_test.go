@@ -1,7 +1,7 @@
 //go:build chaos
 
 // Package chaos kills the controller at random moments during rounds of scale-out, scale-in and drift on the
-// local stack and checks, after each round, that nothing leaked, was orphaned or launched twice (issue #18 §2).
+// local stack and checks, after each round, that nothing leaked, was orphaned or launched twice.
 // Run it with `make test-chaos` (CHAOS_ROUNDS, default 30) or, shorter, as
 // `go test -tags chaos -run TestChaos ./test/chaos/` (3 rounds unless CHAOS_ROUNDS is set).
 package chaos

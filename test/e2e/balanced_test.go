@@ -19,7 +19,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestBalancedKeepsSmallSavings (issue 13 §3): two NodePools alike but for their consolidation policy each run two
+// TestBalancedKeepsSmallSavings: two NodePools alike but for their consolidation policy each run two
 // 1-cpu/5Gi replicas on one m5.xlarge ($0.192/h). Scaled to one replica, the node could be replaced by an r5.large
 // ($0.126/h): 34% of the node's price for disrupting all of the NodePool's pods. WhenEmptyOrUnderutilized replaces
 // it; Balanced (k = 2: savings fraction / disruption fraction must reach 0.5) keeps it, and `dovetailctl explain

@@ -21,7 +21,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestCapacityBuffer (CapacityBuffer, issue 17 §5): a buffer of 4 × (1 cpu, 2Gi) gets nodes with no pod on them,
+// TestCapacityBuffer: a buffer of 4 × (1 cpu, 2Gi) gets nodes with no pod on them,
 // which consolidation (consolidateAfter 5s) keeps; a Deployment of 4 such pods then runs within seconds on those
 // nodes, without waiting for a NodeClaim; and the buffer gets new room afterwards.
 func TestCapacityBuffer(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestDoctor (issue 14): `dovetailctl doctor` against the local stack passes every check; with a setup fault
+// TestDoctor: `dovetailctl doctor` against the local stack passes every check; with a setup fault
 // injected in the simulator, the check it breaks fails with its fix and doctor exits 1.
 func TestDoctor(t *testing.T) {
 	if os.Getenv(framework.IAMPolicyEnv) != "" {

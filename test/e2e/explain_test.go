@@ -20,7 +20,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestExplain (issue 4, explanations): a pod bigger than its NodePool's cpu limit allows gets a FailedScheduling
+// TestExplain: a pod bigger than its NodePool's cpu limit allows gets a FailedScheduling
 // event naming the NodePool and the limit, and `dovetailctl explain pod` names the constraint and the fix;
 // `dovetailctl explain node` names the do-not-disrupt pod that keeps a node.
 func TestExplain(t *testing.T) {

@@ -27,7 +27,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// Issue 18 §3: AWS and API faults during a scale-out. Each scenario runs shortened in `make test` (well under
+// AWS and API faults during a scale-out. Each scenario runs shortened in `make test` (well under
 // 90 s on an idle machine); DOVETAIL_E2E_FAULTS=full (`make test-faults`) runs the sizes the issue names.
 
 // faultsFull reports whether the full-size fault scenarios were asked for.

@@ -14,7 +14,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestGteLteNodePool (issue 13): a NodePool bounding karpenter.k8s.aws/instance-cpu with Gte 4 and Lte 8 launches
+// TestGteLteNodePool: a NodePool bounding karpenter.k8s.aws/instance-cpu with Gte 4 and Lte 8 launches
 // nodes whose vCPU count is within the bounds.
 func TestGteLteNodePool(t *testing.T) {
 	ctx := context.Background()
@@ -44,7 +44,7 @@ func TestGteLteNodePool(t *testing.T) {
 	}
 }
 
-// TestWindows2025Node (issue 13): an EC2NodeClass with the windows2025 alias launches a node that comes up with
+// TestWindows2025Node: an EC2NodeClass with the windows2025 alias launches a node that comes up with
 // the Windows labels in the simulator and runs a Windows pod.
 func TestWindows2025Node(t *testing.T) {
 	ctx := context.Background()

@@ -23,7 +23,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestReservedCapacity (issue 17 §3): a capacity reservation of 2 m5.large in us-west-2a, selected by tag; three
+// TestReservedCapacity: a capacity reservation of 2 m5.large in us-west-2a, selected by tag; three
 // pods that each need an m5.large of their own get two nodes in the reservation (capacity type reserved, with
 // the reservation labels) and one on-demand node; explain and simulate show the reserved offering.
 func TestReservedCapacity(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestMixedScaleOutFollowsThePlan (issue 16): hostname-spread small pods and large pods scale out together, the
+// TestMixedScaleOutFollowsThePlan: hostname-spread small pods and large pods scale out together, the
 // shape that made the kube-scheduler put small pods on the large nodes launched for large pods. Each pod needs a
 // node of its own (two small pods may not share a node, a large pod leaves no room for a small one). The test
 // fails when, once every pod runs, a planned node stays empty (a NodeClaim without a pod), a node's pods would

@@ -16,7 +16,7 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// TestSchedulingConstraints (issue 4): pods with a zone topology spread, pods with hostname anti-affinity and a
+// TestSchedulingConstraints: pods with a zone topology spread, pods with hostname anti-affinity and a
 // pod requesting a GPU all end up Running, on nodes that satisfy their constraints.
 func TestSchedulingConstraints(t *testing.T) {
 	ctx := context.Background()

@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package twocluster runs two local clusters with the same CLUSTER_NAME, each with its own control plane and
-// Dovetail controller, in one simulated AWS account (one simulator): the seed-002 scenario of issue 18, where one
+// Dovetail controller, in one simulated AWS account (one simulator): the scenario where one
 // cluster's controller must never touch the other's instances, launch templates or instance profiles. It is part
 // of `make test-e2e` (and `make test`); `make test-twocluster` runs it alone.
 package twocluster

@@ -45,7 +45,7 @@ type cluster struct {
 	caller string
 }
 
-// TestTwoClustersOneName (issue 18 §4, seed 002): two clusters named "dovetail" share one account. Both scale
+// TestTwoClustersOneName: two clusters named "dovetail" share one account. Both scale
 // out and in, a's EC2NodeClass is edited so its nodes drift and are replaced, and b is torn down with
 // `dovetailctl teardown`. Throughout, every Node lands in the cluster that launched its instance; afterwards a's
 // instances, launch templates and instance profile are all still there, and the simulator's call log shows no

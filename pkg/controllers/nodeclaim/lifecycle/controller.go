@@ -52,7 +52,7 @@ const maxConcurrentReconciles = 50
 // launchWorkers is how many NodeClaims are launched at once. Launches have workers of their own: a launch waits
 // in the cloud provider's launch window for identical launches to share a CreateFleet call, and while the
 // launches and the registrations of a scale-out shared 50 workers, every wait in a window delayed registrations
-// and every registration closed windows early (docs/benchmarks.md, session 17).
+// and every registration closed windows early (measured on the local stack, 2026-11-27).
 const launchWorkers = 50
 
 // LaunchName is the name of the launch workers' controller in logs and metrics.
