@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -365,26 +364,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// register registers every collector of m with reg. A collector reg holds already (a second controller run in
-// one process, as tests do, on controller-runtime's process-wide registry) is reused in place of the new one, so
-// both runs count into the same series instead of failing to start.
+// register registers every collector of m with reg. Each controller run has a registry of its own, so a name
+// registered twice is a programming error.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {
-		f := v.Field(i)
-		c, ok := f.Interface().(prometheus.Collector)
+		c, ok := v.Field(i).Interface().(prometheus.Collector)
 		if !ok {
 			continue
 		}
-		err := reg.Register(c)
-		if err == nil {
-			continue
-		}
-		var already prometheus.AlreadyRegisteredError
-		if !errors.As(err, &already) || !reflect.TypeOf(already.ExistingCollector).AssignableTo(f.Type()) {
+		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering metric %s: %w", v.Type().Field(i).Name, err)
 		}
-		f.Set(reflect.ValueOf(already.ExistingCollector))
 	}
 	return nil
 }
