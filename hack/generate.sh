@@ -9,3 +9,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rm -f config/crd/*.yaml
 go tool controller-gen object crd paths=./api/... output:crd:artifacts:config=config/crd
 go run ./hack/crdpatch config/crd
+go run ./hack/metricsdoc docs/metrics.md  # docs/metrics.md from pkg/metrics

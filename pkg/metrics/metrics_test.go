@@ -1,9 +1,9 @@
 package metrics
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,4 +145,3 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
 	}
 }
-

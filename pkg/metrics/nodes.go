@@ -61,10 +61,10 @@ func nodeLabelNames() []string {
 type NodeEntry struct {
 	// Labels are the values of the node's labels, in NodeLabelKeys order, then node_name, phase and managed
 	// (NodeLabelValues builds them).
-	Labels                                                     []string
-	Created                                                    time.Time
-	Allocatable, Overhead, PodRequests, PodLimits              []ResourceValue
-	DaemonRequests, DaemonLimits                               []ResourceValue
+	Labels                                        []string
+	Created                                       time.Time
+	Allocatable, Overhead, PodRequests, PodLimits []ResourceValue
+	DaemonRequests, DaemonLimits                  []ResourceValue
 }
 
 // NodeLabelValues returns the label values of a Node's series: its NodeLabelKeys labels (empty when unset),
@@ -88,16 +88,18 @@ func NodeLabelValues(node *corev1.Node) []string {
 // nodes cost 2,000 entries rather than some 50,000 gauge objects with 40 label pairs each.
 type Nodes struct {
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead, lifetime *prometheus.Desc
-	utilization, nodeCount                                                               *prometheus.Desc
-	now                                                                                  func() time.Time
-	mu                                                                                   sync.Mutex
-	nodes                                                                                []NodeEntry
+	utilization, nodeCount                                                                *prometheus.Desc
+	now                                                                                   func() time.Time
+	mu                                                                                    sync.Mutex
+	nodes                                                                                 []NodeEntry
 }
 
 // NewNodes returns the collector, empty; now is the clock of the lifetime gauge.
 func NewNodes(now func() time.Time) *Nodes {
 	withType := append(nodeLabelNames(), LabelResourceType)
-	d := func(name, help string, labels []string) *prometheus.Desc { return prometheus.NewDesc(name, help, labels, nil) }
+	d := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
 	return &Nodes{
 		allocatable:    d("karpenter_nodes_allocatable", helpOf("karpenter_nodes_allocatable"), withType),
 		podRequests:    d("karpenter_nodes_total_pod_requests", helpOf("karpenter_nodes_total_pod_requests"), withType),

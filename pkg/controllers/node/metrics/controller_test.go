@@ -52,4 +52,3 @@ func TestNodeSeries(t *testing.T) {
 		t.Errorf("karpenter_cluster_state_synced = %v, want 1", got)
 	}
 }
-
