@@ -132,3 +132,7 @@ bench-stack: control-plane build ## Local-stack benchmarks: scale-outs (1,000 po
 		$(GO) test -tags bench -p 1 -count 1 -timeout $(BENCH_STACK_TIMEOUT) -v -run "^$$t\$$" ./test/bench/ || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "bench-stack: failed:$$failed"; exit 1; fi
+
+.PHONY: bench-metrics
+bench-metrics: ## Metrics scrape at 2,000 nodes and 20,000 pods: scrape time, bytes, heap held (docs/benchmarks.md).
+	$(GO) test -run '^$$' -bench BenchmarkScrape -benchtime 5x -count 1 ./pkg/metrics/

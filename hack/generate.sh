@@ -12,3 +12,4 @@ rm -f config/crd/*.yaml
 go tool controller-gen object crd paths=./api/... output:crd:artifacts:config=config/crd
 go run ./hack/crdpatch config/crd
 bash hack/generate-docs.sh
+go run ./hack/metricsdoc docs/metrics.md  # docs/metrics.md from pkg/metrics

@@ -7,7 +7,7 @@ export GOFLAGS="${GOFLAGS:--mod=mod}"
 fail=0
 bash hack/generate.sh
 bash hack/sync-chart-crds.sh
-if ! git diff --exit-code --stat -- api config charts docs/reference; then
+if ! git diff --exit-code --stat -- api config charts docs/reference docs/metrics.md; then
   echo "verify: generated files are out of date; run 'make generate' and commit the result" >&2; fail=1
 fi
 untracked=$(git ls-files --others --exclude-standard -- api config docs/reference)

@@ -13,6 +13,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
+	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
@@ -54,6 +55,7 @@ func New(d deps.Deps) []Named {
 		{garbagecollection.Name, garbagecollection.NewController(d)},
 		{hash.Name, hash.NewController(d)},
 		{counter.Name, counter.NewController(d)},
+		{nodemetrics.Name, nodemetrics.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -65,6 +64,11 @@ var lifetimeBuckets = []float64{
 }
 
 // durationBuckets cover sub-second API calls up to the 15-minute registration timeout.
+// karpenterDurationBuckets are Karpenter's duration buckets (5 ms to 10 min), for the metrics that share its name.
+var karpenterDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+	0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150,
+	300, 450, 600}
+
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900}
 
 // Metrics holds every metric Dovetail records. Build it once with New and share it; it is safe for concurrent use.
@@ -93,9 +97,18 @@ type Metrics struct {
 	CloudProviderThrottledCalls *prometheus.CounterVec
 	NodePoolUsage               *prometheus.GaugeVec
 	NodePoolLimit               *prometheus.GaugeVec
-	// NodesAllocatable is each registered NodeClaim's allocatable resources, by node name, NodePool, resource
-	// type, instance type, capacity type, zone and architecture (set by nodepool/counter).
-	NodesAllocatable *NodeAllocatable
+	// Nodes holds the per-node series (karpenter_nodes_allocatable, _total_*, _system_overhead,
+	// _current_lifetime_seconds) and karpenter_cluster_utilization_percent, set by the node metrics controller.
+	Nodes *Nodes
+	// Pods holds karpenter_pods_state and the pods' unbound and unstarted ages, set by the pod metrics controller.
+	Pods *Pods
+	// PodsBoundDuration is from a pod's creation until it was bound, for pods seen unbound.
+	PodsBoundDuration prometheus.Histogram
+	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
+	ClusterStateSynced       prometheus.Gauge
+	ClusterStateUnsyncedTime prometheus.Gauge
+	// SchedulerUnschedulablePods is, after each provisioning pass, the pods it could place nowhere.
+	SchedulerUnschedulablePods *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
 	// returned for a NodePool, by instance type, capacity type and zone.
 	InstanceTypeOfferingPrice *OfferingPrices
@@ -105,8 +118,8 @@ type Metrics struct {
 	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
 	// NodesDrained counts Nodes whose drain finished (every evictable pod gone).
 	NodesDrained *prometheus.CounterVec
-	// NodesEvictionRequests counts eviction API calls by HTTP status code (200 for an accepted one).
-	NodesEvictionRequests *prometheus.CounterVec
+	// PodsEvictionRequests counts eviction API calls by HTTP status code (200 for an accepted one).
+	PodsEvictionRequests *prometheus.CounterVec
 	// NodesLifetimeDuration is from a Node's creation to the removal of its termination finalizer.
 	NodesLifetimeDuration *prometheus.HistogramVec
 	// NodeClaimConditionDuration and NodeClaimConditionTransitions are the per-kind status-condition metrics;
@@ -236,7 +249,22 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
-		NodesAllocatable:          NewNodeAllocatable(),
+		Nodes: NewNodes(time.Now),
+		Pods:  NewPods(time.Now),
+		PodsBoundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_bound_duration_seconds",
+			Help:    helpOf("karpenter_pods_bound_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}),
+		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "karpenter_cluster_state_synced", Help: helpOf("karpenter_cluster_state_synced"),
+		}),
+		ClusterStateUnsyncedTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "karpenter_cluster_state_unsynced_time_seconds", Help: helpOf("karpenter_cluster_state_unsynced_time_seconds"),
+		}),
+		SchedulerUnschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_unschedulable_pods_count", Help: helpOf("karpenter_scheduler_unschedulable_pods_count"),
+		}, []string{LabelController}),
 		InstanceTypeOfferingPrice: NewOfferingPrices(),
 		NodeClaimsTerminationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_nodeclaims_termination_duration_seconds",
@@ -252,8 +280,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodes_drained_total",
 			Help: "Nodes whose drain finished during termination, by owning NodePool.",
 		}, []string{LabelNodePool}),
-		NodesEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_nodes_eviction_requests_total",
+		PodsEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_pods_eviction_requests_total",
 			Help: "Eviction API requests made while draining nodes, by HTTP response code.",
 		}, []string{LabelCode}),
 		NodesLifetimeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -297,9 +325,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelReason}),
 		DisruptionEvaluationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
-			Help:    "Time a voluntary disruption method took to decide, by method and consolidation type.",
+			Help:    "Time a voluntary disruption pass took to decide, by the reason of the command it chose and consolidation type.",
 			Buckets: durationBuckets,
-		}, []string{LabelMethod, LabelConsolidationType}),
+		}, []string{LabelReason, LabelConsolidationType}),
 		DisruptionQueueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_voluntary_disruption_queue_failures_total",
 			Help: "Voluntary disruption commands abandoned after they started, by decision, reason and consolidation type.",
@@ -365,46 +393,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// register registers every collector of m with reg. A collector reg holds already (a second controller run in
-// one process, as tests do, on controller-runtime's process-wide registry) is reused in place of the new one, so
-// both runs count into the same series instead of failing to start.
+// register registers every collector of m with reg. Each controller run has a registry of its own, so a name
+// registered twice is a programming error.
 func (m *Metrics) register(reg prometheus.Registerer) error {
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {
-		f := v.Field(i)
-		c, ok := f.Interface().(prometheus.Collector)
+		c, ok := v.Field(i).Interface().(prometheus.Collector)
 		if !ok {
 			continue
 		}
-		err := reg.Register(c)
-		if err == nil {
-			continue
-		}
-		var already prometheus.AlreadyRegisteredError
-		if !errors.As(err, &already) || !reflect.TypeOf(already.ExistingCollector).AssignableTo(f.Type()) {
+		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering metric %s: %w", v.Type().Field(i).Name, err)
 		}
-		f.Set(reflect.ValueOf(already.ExistingCollector))
 	}
 	return nil
-}
-
-func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
-		m.NodeClaimsCreated, m.NodeClaimsTerminated, m.NodesCreated, m.NodesTerminated, m.NodesTerminationDuration,
-		m.SchedulingDuration, m.SchedulerQueueDepth, m.PodsUnschedulable, m.PodsStartupDuration,
-		m.NodeClaimLaunchDuration, m.NodeClaimRegistrationDuration, m.NodeClaimInitializationDuration,
-		m.CloudProviderDuration, m.CloudProviderErrors, m.CloudProviderThrottledCalls, m.NodePoolUsage, m.NodePoolLimit,
-		m.NodesAllocatable, m.InstanceTypeOfferingPrice,
-		m.NodeClaimsTerminationDuration, m.NodeClaimsInstanceTerminationDuration, m.NodesDrained,
-		m.NodesEvictionRequests, m.NodesLifetimeDuration,
-		m.NodeClaimConditionDuration, m.NodeClaimConditionTransitions, m.ConditionDuration, m.ConditionTransitions,
-		m.NodeClaimsDisrupted, m.NodeClaimsUnhealthyDisrupted, m.DisruptionDecisions, m.DisruptionEligibleNodes, m.DisruptionEvaluationDuration,
-		m.DisruptionQueueFailures, m.ConsolidationTimeouts, m.NodePoolAllowedDisruptions,
-		m.DisruptionSavings, m.DisruptionEvictionsPerDollar, m.ConsolidationScore, m.ConsolidationMoves,
-		m.InterruptionReceivedMessages, m.InterruptionDeletedMessages, m.InterruptionMessageQueueDuration,
-		m.InterruptionForeignMessages, m.ClusterNameConflicts, m.LeaderElectionWaiting,
-	}
 }
 
 // NewForTest builds metrics on a private registry, for tests that do not inspect them.

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -20,84 +15,72 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 )
 
-var fqName = regexp.MustCompile(`fqName: "([a-z_]+)"`)
-
 func names(t *testing.T, m *Metrics) []string {
 	t.Helper()
+	descs, err := Describe(m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
-	for _, c := range m.collectors() {
-		ch := make(chan *prometheus.Desc, 10)
-		c.Describe(ch)
-		close(ch)
-		for d := range ch {
-			match := fqName.FindStringSubmatch(d.String())
-			if match == nil {
-				t.Fatalf("no name in %s", d)
-			}
-			out = append(out, match[1])
-		}
+	for _, d := range descs {
+		out = append(out, d.Name)
 	}
 	return out
 }
 
-// TestNewTwiceSharesCollectors: a second controller run in one process registers on the same registry; it gets
-// the collectors the first registered, so both count into the same series.
-func TestNewTwiceSharesCollectors(t *testing.T) {
+// TestRunsHaveRegistriesOfTheirOwn: two runs in one process, each with its own registry, count apart; a second
+// New on one registry is refused with the field's name.
+func TestRunsHaveRegistriesOfTheirOwn(t *testing.T) {
+	first, second := NewForTest(), NewForTest()
+	second.NodeClaimsCreated.WithLabelValues("provisioned", "default").Inc()
+	if got := testutil.ToFloat64(first.NodeClaimsCreated.WithLabelValues("provisioned", "default")); got != 0 {
+		t.Errorf("first run's counter = %v after the second run counted 1, want 0", got)
+	}
 	reg := prometheus.NewRegistry()
-	first, err := New(reg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	second, err := New(reg)
-	if err != nil {
-		t.Fatalf("second New on the same registry: %v", err)
-	}
-	second.NodeClaimsCreated.WithLabelValues("provisioning", "default").Inc()
-	second.DisruptionSavings.Set(2.5)
-	if got := testutil.ToFloat64(first.NodeClaimsCreated.WithLabelValues("provisioning", "default")); got != 1 {
-		t.Errorf("first run's counter = %v after the second run counted 1, want 1", got)
-	}
-	if got := testutil.ToFloat64(first.DisruptionSavings); got != 2.5 {
-		t.Errorf("first run's gauge = %v, want 2.5", got)
-	}
-}
-
-// TestNewRefusesAForeignCollectorOfTheSameName: a collector of another kind under one of our names is a real
-// conflict, reported with the field's name.
-func TestNewRefusesAForeignCollectorOfTheSameName(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "dovetail_disruption_savings_dollars_per_hour", Help: "other"}))
-	_, err := New(reg)
-	if err == nil || !strings.Contains(err.Error(), "DisruptionSavings") {
-		t.Fatalf("New = %v, want an error naming DisruptionSavings", err)
-	}
-}
-
-// TestCollectorsListsEveryField keeps collectors() (used by the name checks below) complete.
-func TestCollectorsListsEveryField(t *testing.T) {
-	m := NewForTest()
-	listed := map[prometheus.Collector]bool{}
-	for _, c := range m.collectors() {
-		listed[c] = true
-	}
-	v := reflect.ValueOf(m).Elem()
-	for i := range v.NumField() {
-		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok && !listed[c] {
-			t.Errorf("collectors() leaves out %s", v.Type().Field(i).Name)
-		}
-	}
-}
-
-// TestDocsListEveryMetric keeps docs/metrics.md in step with the metrics defined here.
-func TestDocsListEveryMetric(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "metrics.md"))
-	if err != nil {
+	if _, err := New(reg); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := New(reg); err == nil || !strings.Contains(err.Error(), "NodeClaimsCreated") {
+		t.Fatalf("second New on one registry = %v, want an error naming NodeClaimsCreated", err)
+	}
+}
+
+// TestCatalogListsEveryMetric: every registered metric has a catalog entry (its page row) and every entry a
+// metric; the catalog's type is the collector's.
+func TestCatalogListsEveryMetric(t *testing.T) {
+	registered := map[string]bool{}
 	for _, n := range names(t, NewForTest()) {
-		if !strings.Contains(string(b), "| `"+n+"` |") {
-			t.Errorf("docs/metrics.md has no row for %s", n)
+		registered[n] = true
+		found := false
+		for _, i := range Catalog() {
+			found = found || i.Name == n
+		}
+		if !found {
+			t.Errorf("no catalog entry for %s", n)
+		}
+	}
+	for _, i := range Catalog() {
+		if !registered[i.Name] {
+			t.Errorf("catalog entry %s is not a registered metric", i.Name)
+		}
+	}
+	m := NewForTest()
+	v := reflect.ValueOf(m).Elem()
+	for i := range v.NumField() {
+		// The concrete types: *prometheus.counter, *prometheus.GaugeVec, ... (a gauge is also a Counter).
+		typ := strings.TrimSuffix(strings.ToLower(strings.TrimPrefix(fmt.Sprintf("%T", v.Field(i).Interface()), "*prometheus.")), "vec")
+		if !contains([]string{"counter", "gauge", "histogram", "summary"}, typ) {
+			continue
+		}
+		ch := make(chan *prometheus.Desc)
+		go func() { v.Field(i).Interface().(prometheus.Collector).Describe(ch); close(ch) }()
+		for d := range ch {
+			name := descPattern.FindStringSubmatch(d.String())[1]
+			for _, info := range Catalog() {
+				if info.Name == name && info.Type != typ {
+					t.Errorf("%s: catalog says %s, collector is a %s", name, info.Type, typ)
+				}
+			}
 		}
 	}
 }
@@ -160,59 +143,5 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	}
 	if got := prices["capacity_type=on-demand,instance_type=m5.large,zone=us-west-2a"]; got != 0.096 {
 		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
-	}
-}
-
-// TestNodeAllocatable: the collector makes a series a node and resource of the NodePools recorded, and an empty
-// record forgets a NodePool.
-func TestNodeAllocatable(t *testing.T) {
-	a := NewNodeAllocatable()
-	a.Record("web", []AllocatableNode{
-		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"pods", 29}, {"cpu", 1.93}}},
-	})
-	a.Record("batch", []AllocatableNode{
-		{Node: "ip-2", InstanceType: "r5.xlarge", CapacityType: "on-demand", Zone: "us-west-2b", Arch: "amd64", Resources: []ResourceValue{{"memory", 3e10}}},
-	})
-	scrape := func() []string {
-		t.Helper()
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(a)
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, f := range families {
-			for _, s := range f.GetMetric() {
-				var labels []string
-				for _, l := range s.GetLabel() {
-					labels = append(labels, l.GetName()+"="+l.GetValue())
-				}
-				out = append(out, fmt.Sprintf("%s %v", strings.Join(labels, ","), s.GetGauge().GetValue()))
-			}
-		}
-		return out
-	}
-	want := []string{
-		"arch=amd64,capacity_type=on-demand,instance_type=r5.xlarge,node_name=ip-2,nodepool=batch,resource_type=memory,zone=us-west-2b 3e+10",
-		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=cpu,zone=us-west-2a 1.93",
-		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=pods,zone=us-west-2a 29",
-	}
-	if diff := cmp.Diff(want, scrape()); diff != "" {
-		t.Errorf("series (-want +got):\n%s", diff)
-	}
-	a.Record("batch", nil)
-	if diff := cmp.Diff(want[1:], scrape()); diff != "" {
-		t.Errorf("after forgetting batch (-want +got):\n%s", diff)
-	}
-	// Two entries with the same labels (two NodeClaims naming one node): one series, the last entry's value.
-	a.Record("web", []AllocatableNode{
-		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"cpu", 1}}},
-		{Node: "ip-1", InstanceType: "m5.large", CapacityType: "spot", Zone: "us-west-2a", Arch: "amd64", Resources: []ResourceValue{{"cpu", 2}}},
-	})
-	if diff := cmp.Diff([]string{
-		"arch=amd64,capacity_type=spot,instance_type=m5.large,node_name=ip-1,nodepool=web,resource_type=cpu,zone=us-west-2a 2",
-	}, scrape()); diff != "" {
-		t.Errorf("duplicate entries (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	autoscalingv1beta1 "github.com/dovetail/dovetail/api/autoscaling/v1beta1"
@@ -124,11 +124,15 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	cfg.QPS, cfg.Burst = float32(s.KubeClientQPS), s.KubeClientBurst
 	cfg.UserAgent = "dovetail"
 
-	mgr, watch, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation)
+	// The run's own metrics live in a registry of its own, served on /metrics together with controller-runtime's
+	// process-wide one (its controller, workqueue and client metrics, Go and process collectors): a second run in
+	// one process (tests) starts with fresh series instead of sharing, or failing to register, the first's.
+	reg := prometheus.NewRegistry()
+	mgr, watch, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation, reg)
 	if err != nil {
 		return err
 	}
-	d, err := NewDeps(ctx, mgr, cfg, s)
+	d, err := NewDeps(ctx, mgr, cfg, s, reg)
 	if err != nil {
 		return err
 	}
@@ -161,8 +165,9 @@ func controllerNamespace(getenv func(string) string) string {
 
 // NewManager builds the controller-runtime manager: scheme, leader election, probes, metrics, field indexes.
 // Run also adds the returned LeaseWatch, which the leader-election lock waits on, to the manager.
-func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string) (manager.Manager, *LeaseWatch, error) {
-	return newManager(cfg, s, getenv, false)
+// reg holds the run's metrics (see NewDeps); /metrics serves it with controller-runtime's registry.
+func NewManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, reg prometheus.Gatherer) (manager.Manager, *LeaseWatch, error) {
+	return newManager(cfg, s, getenv, false, reg)
 }
 
 // leaderLease returns the leader Lease's namespace and name: LEADER_ELECTION_NAMESPACE (else the controller's
@@ -178,7 +183,7 @@ func leaderLease(s *settings.Settings, getenv func(string) string) (string, stri
 	return ns, s.LeaderElectionName, nil
 }
 
-func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, skipNameValidation bool) (manager.Manager, *LeaseWatch, error) {
+func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) string, skipNameValidation bool, reg prometheus.Gatherer) (manager.Manager, *LeaseWatch, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, nil, err
@@ -201,7 +206,7 @@ func newManager(cfg *rest.Config, s *settings.Settings, getenv func(string) stri
 			return nil, nil, err
 		}
 	}
-	metricsOpts := metricsserver.Options{BindAddress: fmt.Sprintf(":%d", s.MetricsPort)}
+	metricsOpts := metricsserver.Options{BindAddress: fmt.Sprintf(":%d", s.MetricsPort), FilterProvider: servedMetrics(reg)}
 	if s.EnableProfiling {
 		metricsOpts.ExtraHandlers = map[string]http.Handler{
 			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
@@ -256,7 +261,8 @@ func controllerConfig(s *settings.Settings, skipNameValidation bool) config.Cont
 
 // NewDeps builds the shared controller dependencies: clients, clock, recorder, metrics and the instrumented
 // cloud provider (which needs the cluster UID, read before the manager starts).
-func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *settings.Settings) (deps.Deps, error) {
+// The metrics are registered with reg, the run's own registry.
+func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *settings.Settings, reg prometheus.Registerer) (deps.Deps, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return deps.Deps{}, fmt.Errorf("creating Kubernetes clientset: %w", err)
@@ -265,7 +271,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if err != nil {
 		return deps.Deps{}, err
 	}
-	m, err := metrics.New(ctrlmetrics.Registry)
+	m, err := metrics.New(reg)
 	if err != nil {
 		return deps.Deps{}, err
 	}

@@ -93,14 +93,16 @@ func trimPod(p *corev1.Pod) {
 }
 
 // scheduledCondition keeps the PodScheduled condition (the kube-scheduler's verdict, which tells a pending pod
-// that fits no node), the only pod condition a controller reads.
+// that fits no node) and the Ready condition (karpenter_pods_state's ready label), the pod conditions a
+// controller reads.
 func scheduledCondition(in []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
 	for _, c := range in {
-		if c.Type == corev1.PodScheduled {
-			return []corev1.PodCondition{c}
+		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
+			out = append(out, c)
 		}
 	}
-	return nil
+	return out
 }
 
 // trimContainer keeps what scheduling and disruption read of a container.

@@ -96,7 +96,7 @@ func TestTransformForCachePod(t *testing.T) {
 	want.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", State: want.Status.InitContainerStatuses[0].State}}
 	want.Spec.SecurityContext, want.Spec.DNSConfig, want.Spec.HostAliases, want.Spec.ImagePullSecrets, want.Spec.ReadinessGates = nil, nil, nil, nil, nil
 	want.Status = corev1.PodStatus{Phase: corev1.PodRunning, NominatedNodeName: "node-b",
-		Conditions:            []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 		ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2, Started: ptr.To(true), State: want.Status.ContainerStatuses[0].State}},
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar", State: want.Status.InitContainerStatuses[0].State}},
 	}

@@ -186,7 +186,7 @@ func TestDashboards(t *testing.T) {
 		"karpenter_nodepools_usage", "karpenter_nodes_allocatable", "karpenter_cloudprovider_instance_type_offering_price_estimate",
 		"karpenter_scheduler_queue_depth", "dovetail_provisioner_unschedulable_pods",
 		"karpenter_voluntary_disruption_decisions_total", "karpenter_nodepools_allowed_disruptions",
-		"karpenter_nodes_eviction_requests_total", "karpenter_interruption_received_messages_total",
+		"karpenter_pods_eviction_requests_total", "karpenter_interruption_received_messages_total",
 	} {
 		if i := sort.SearchStrings(got, want); i == len(got) || got[i] != want {
 			t.Errorf("no dashboard reads %s", want)

@@ -453,15 +453,29 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 			return false, err.Error()
 		}
 		body := string(b)
-		node := fmt.Sprintf(`karpenter_nodes_allocatable{arch="%s",capacity_type="%s",instance_type="%s",node_name="%s",nodepool="default",resource_type="cpu",zone="%s"}`,
-			nc.Labels[corev1.LabelArchStable], nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelInstanceTypeStable], nc.Status.NodeName, nc.Labels[corev1.LabelTopologyZone])
 		price := fmt.Sprintf(`karpenter_cloudprovider_instance_type_offering_price_estimate{capacity_type="%s",instance_type="%s",zone="%s"}`,
 			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone])
 		var missing []string
-		for _, series := range []string{node, price} {
-			if !strings.Contains(body, series) {
-				missing = append(missing, series)
+		if !strings.Contains(body, price) {
+			missing = append(missing, price)
+		}
+		// The node's series carries its well-known labels among some forty: each must be on one line.
+		want := []string{fmt.Sprintf(`arch="%s"`, nc.Labels[corev1.LabelArchStable]), fmt.Sprintf(`capacity_type="%s"`, nc.Labels[karpv1.CapacityTypeLabelKey]),
+			fmt.Sprintf(`,instance_type="%s"`, nc.Labels[corev1.LabelInstanceTypeStable]), fmt.Sprintf(`node_name="%s"`, nc.Status.NodeName),
+			`nodepool="default"`, `resource_type="cpu"`, fmt.Sprintf(`,zone="%s"`, nc.Labels[corev1.LabelTopologyZone]), `managed="true"`}
+		found := false
+		for _, line := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(line, "karpenter_nodes_allocatable{") {
+				continue
 			}
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(line, w)
+			}
+			found = found || all
+		}
+		if !found {
+			missing = append(missing, "karpenter_nodes_allocatable with "+strings.Join(want, " "))
 		}
 		return len(missing) == 0, "missing " + strings.Join(missing, ", ")
 	})

@@ -534,6 +534,7 @@ func (c *Controller) recordUnschedulable(plan solver.Plan) {
 		c.deps.Metrics.PodsUnschedulable.WithLabelValues(code).Set(float64(n))
 		c.unschedulableCodes[code] = true
 	}
+	c.deps.Metrics.SchedulerUnschedulablePods.WithLabelValues(Name).Set(float64(len(plan.Unschedulable)))
 }
 
 // withCreated adds to a listing of the cache the NodeClaims this controller created that it does not show yet,

@@ -45,7 +45,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	})
 	release()
 	if code, ok := metrics.EvictionCode(err); ok && c.metrics != nil {
-		c.metrics.NodesEvictionRequests.WithLabelValues(code).Inc()
+		c.metrics.PodsEvictionRequests.WithLabelValues(code).Inc()
 	}
 	logger := log.FromContext(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
 	switch {

@@ -41,8 +41,8 @@ func TestEvictionSlotsTakenRetriesThePodLater(t *testing.T) {
 	if p := h.getPod("web"); p == nil || p.DeletionTimestamp != nil {
 		t.Errorf("pod web evicted although no eviction slot was free")
 	}
-	if got := testutil.CollectAndCount(h.metrics.NodesEvictionRequests); got != 0 {
-		t.Errorf("karpenter_nodes_eviction_requests_total has %d series, want none: no eviction may be requested without a slot", got)
+	if got := testutil.CollectAndCount(h.metrics.PodsEvictionRequests); got != 0 {
+		t.Errorf("karpenter_pods_eviction_requests_total has %d series, want none: no eviction may be requested without a slot", got)
 	}
 	if h.hasEvent("EvictionBlocked") || h.hasEvent("EvictionFailed") {
 		t.Errorf("a full set of eviction slots was reported as a refused eviction; events: %v", h.events)
@@ -61,8 +61,8 @@ func TestEvictionSlotsTakenRetriesThePodLater(t *testing.T) {
 	if h.getPod("web") != nil {
 		t.Errorf("pod web not evicted on the first pass after a slot freed up")
 	}
-	if got := testutil.ToFloat64(h.metrics.NodesEvictionRequests.WithLabelValues("200")); got != 1 {
-		t.Errorf("karpenter_nodes_eviction_requests_total{code=200} = %v, want 1", got)
+	if got := testutil.ToFloat64(h.metrics.PodsEvictionRequests.WithLabelValues("200")); got != 1 {
+		t.Errorf("karpenter_pods_eviction_requests_total{code=200} = %v, want 1", got)
 	}
 	h.settle(5)
 }

@@ -26,8 +26,8 @@ func TestTerminationMetrics(t *testing.T) {
 	h.reconcileClaim()
 	h.reconcileNode()
 	m := h.metrics
-	if got := testutil.ToFloat64(m.NodesEvictionRequests.WithLabelValues("429")); got != 1 {
-		t.Errorf("karpenter_nodes_eviction_requests_total{code=429} = %v, want 1 after one refused eviction", got)
+	if got := testutil.ToFloat64(m.PodsEvictionRequests.WithLabelValues("429")); got != 1 {
+		t.Errorf("karpenter_pods_eviction_requests_total{code=429} = %v, want 1 after one refused eviction", got)
 	}
 	if got := testutil.ToFloat64(m.NodesDrained.WithLabelValues("default")); got != 0 {
 		t.Errorf("karpenter_nodes_drained_total = %v while a pod is still on the node, want 0", got)
@@ -42,8 +42,8 @@ func TestTerminationMetrics(t *testing.T) {
 		got  float64
 		want float64
 	}{
-		{"karpenter_nodes_eviction_requests_total{code=429}", testutil.ToFloat64(m.NodesEvictionRequests.WithLabelValues("429")), 1},
-		{"karpenter_nodes_eviction_requests_total{code=200}", testutil.ToFloat64(m.NodesEvictionRequests.WithLabelValues("200")), 1},
+		{"karpenter_pods_eviction_requests_total{code=429}", testutil.ToFloat64(m.PodsEvictionRequests.WithLabelValues("429")), 1},
+		{"karpenter_pods_eviction_requests_total{code=200}", testutil.ToFloat64(m.PodsEvictionRequests.WithLabelValues("200")), 1},
 		{"karpenter_nodes_drained_total{nodepool=default}", testutil.ToFloat64(m.NodesDrained.WithLabelValues("default")), 1},
 		{"karpenter_nodes_terminated_total{nodepool=default}", testutil.ToFloat64(m.NodesTerminated.WithLabelValues("default")), 1},
 		{"karpenter_nodeclaims_terminated_total{nodepool=default}", testutil.ToFloat64(m.NodeClaimsTerminated.WithLabelValues("default")), 1},

@@ -155,28 +155,11 @@ func (c *Controller) deleteClaims(ctx context.Context, pool string, claims []kar
 	return errors.Join(errs...)
 }
 
-// export sets the NodePool's usage and limit gauges and records the allocatable resources of each of its
-// registered NodeClaims (draining ones included: their instances still run and cost) for karpenter_nodes_allocatable.
+// export sets the NodePool's usage and limit gauges.
 func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, claims []karpv1.NodeClaim) {
 	m := c.deps.Metrics
 	m.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
 	m.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: np.Name})
-	var nodes []metrics.AllocatableNode
-	for i := range claims {
-		nc := &claims[i]
-		if nc.Status.NodeName == "" {
-			continue
-		}
-		resources := make([]metrics.ResourceValue, 0, len(nc.Status.Allocatable))
-		for name, q := range nc.Status.Allocatable {
-			resources = append(resources, metrics.ResourceValue{Name: string(name), Value: q.AsApproximateFloat64()})
-		}
-		l := nc.Labels
-		nodes = append(nodes, metrics.AllocatableNode{Node: nc.Status.NodeName, InstanceType: l[corev1.LabelInstanceTypeStable],
-			CapacityType: l[karpv1.CapacityTypeLabelKey], Zone: l[corev1.LabelTopologyZone], Arch: l[corev1.LabelArchStable],
-			Resources: resources})
-	}
-	m.NodesAllocatable.Record(np.Name, nodes)
 	for name, q := range usage {
 		m.NodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 	}
@@ -188,7 +171,6 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, clai
 func (c *Controller) forget(pool string) {
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
-	c.deps.Metrics.NodesAllocatable.Record(pool, nil)
 }
 
 // Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly

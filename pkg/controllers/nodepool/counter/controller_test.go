@@ -2,11 +2,9 @@ package counter
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -79,17 +77,6 @@ func TestCounter(t *testing.T) {
 	if v := testutil.ToFloat64(m.NodePoolLimit.WithLabelValues("web", "cpu")); v != 100 {
 		t.Errorf("limit cpu = %v", v)
 	}
-	// Only the registered NodeClaim has a node series: one per allocatable resource, with its offering's labels.
-	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 2 {
-		t.Errorf("karpenter_nodes_allocatable series = %d, want 2 (cpu and pods of web-a)", n)
-	}
-	if diff := cmp.Diff(map[string]float64{
-		"ip-10-0-0-1 web cpu m5.large spot us-west-2a amd64":  1.93,
-		"ip-10-0-0-1 web pods m5.large spot us-west-2a amd64": 29,
-	}, scrapeAllocatable(t, m)); diff != "" {
-		t.Errorf("karpenter_nodes_allocatable (-want +got):\n%s", diff)
-	}
-
 	// Deleting the NodePool deletes its NodeClaims (only its own) and drops its metrics.
 	if err := kube.Delete(ctx, np); err != nil {
 		t.Fatal(err)
@@ -110,55 +97,6 @@ func TestCounter(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.NodePoolUsage); n != 0 {
 		t.Errorf("usage series left after deletion: %d", n)
-	}
-	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 0 {
-		t.Errorf("node series left after deletion: %d", n)
-	}
-}
-
-// TestAllocatableSeriesFollowTheNodeClaims: a count sets only the series that changed and deletes those of
-// NodeClaims gone, so the series are those of the NodeClaims there are after every count.
-func TestAllocatableSeriesFollowTheNodeClaims(t *testing.T) {
-	ctx := context.Background()
-	scheme, err := test.NewScheme(karpv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := registered(withCapacity(test.NodeClaim("web-a", "web").Obj(), "2", "4Gi"), "ip-10-0-0-1", "m5.large", "spot", "us-west-2a")
-	b := registered(withCapacity(test.NodeClaim("web-b", "web").Obj(), "2", "4Gi"), "ip-10-0-0-2", "m5.large", "on-demand", "us-west-2b")
-	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).
-		WithObjects(test.NodePool("web").Obj(), a, b).Build()
-	m := metrics.NewForTest()
-	c := NewController(deps.Deps{Client: kube, Metrics: m})
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "web"}}
-	series := func() map[string]float64 {
-		t.Helper()
-		if _, err := c.Reconcile(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for labels, v := range scrapeAllocatable(t, m) {
-			f := strings.Fields(labels)
-			got[f[0]+"/"+f[2]] = v
-		}
-		return got
-	}
-	if diff := cmp.Diff(map[string]float64{"ip-10-0-0-1/cpu": 1.93, "ip-10-0-0-1/pods": 29, "ip-10-0-0-2/cpu": 1.93, "ip-10-0-0-2/pods": 29}, series()); diff != "" {
-		t.Errorf("first count (-want +got):\n%s", diff)
-	}
-	// web-a's allocatable changes, web-b goes away.
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
-		t.Fatal(err)
-	}
-	a.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("1500m")
-	if err := kube.Update(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := kube.Delete(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(map[string]float64{"ip-10-0-0-1/cpu": 1.5, "ip-10-0-0-1/pods": 29}, series()); diff != "" {
-		t.Errorf("after the changes (-want +got):\n%s", diff)
 	}
 }
 
@@ -189,31 +127,4 @@ func TestCountedChange(t *testing.T) {
 			t.Errorf("%s: countedChange = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-}
-
-// scrapeAllocatable scrapes karpenter_nodes_allocatable: each series' label values (node, NodePool, resource,
-// instance type, capacity type, zone, arch) joined by spaces, to its value.
-func scrapeAllocatable(t *testing.T, m *metrics.Metrics) map[string]float64 {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(m.NodesAllocatable); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		for _, s := range f.GetMetric() {
-			byName := map[string]string{}
-			for _, l := range s.GetLabel() {
-				byName[l.GetName()] = l.GetValue()
-			}
-			key := strings.Join([]string{byName[metrics.LabelNodeName], byName[metrics.LabelNodePool], byName[metrics.LabelResourceType],
-				byName[metrics.LabelInstanceType], byName[metrics.LabelCapacityType], byName[metrics.LabelZone], byName[metrics.LabelArch]}, " ")
-			got[key] = s.GetGauge().GetValue()
-		}
-	}
-	return got
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,4 +106,62 @@ func startupSummary(t *testing.T, m *metrics.Metrics) [2]float64 {
 		t.Fatal(err)
 	}
 	return [2]float64{float64(out.GetSummary().GetSampleCount()), out.GetSummary().GetSampleSum()}
+}
+
+// TestPodStateAndBindTime: every pod has a karpenter_pods_state entry with its node's labels, a pod seen unbound
+// and then bound observes its bind time once, and a deleted pod's entry goes.
+func TestPodStateAndBindTime(t *testing.T) {
+	ctx := context.Background()
+	created := time.Unix(1000, 0)
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Phase(corev1.PodPending).Obj()
+	pod.CreationTimestamp = metav1.NewTime(created)
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		test.Node("ip-1", "fake:///a/i-1").Label(karpv1.NodePoolLabelKey, "web").Obj(), pod).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "web"}}
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	bound := pod.DeepCopy()
+	if err := kube.Get(ctx, req.NamespacedName, bound); err != nil {
+		t.Fatal(err)
+	}
+	bound.Spec.NodeName = "ip-1"
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(12 * time.Second))}}
+	if err := kube.Update(ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(12 * time.Second))}}
+	if err := kube.Status().Update(ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := c.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.CollectAndCount(m.Pods, "karpenter_pods_state"); got != 1 {
+		t.Errorf("karpenter_pods_state series = %d, want 1", got)
+	}
+	h := &dto.Metric{}
+	if err := m.PodsBoundDuration.Write(h); err != nil {
+		t.Fatal(err)
+	}
+	if h.GetHistogram().GetSampleCount() != 1 || h.GetHistogram().GetSampleSum() != 12 {
+		t.Errorf("bound duration count %d sum %v, want 1 and 12", h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum())
+	}
+	if err := kube.Delete(ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Pods.Len(); got != 0 {
+		t.Errorf("%d pod entries after the deletion, want 0", got)
+	}
 }

@@ -1,0 +1,141 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/termination"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "metrics.node"
+
+// Interval is the time between two counts, as in Karpenter.
+const Interval = 5 * time.Second
+
+// Controller counts the node series.
+type Controller struct{ deps deps.Deps }
+
+// NewController returns the controller.
+func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// Register runs a count at start and every Interval (on the injected clock) while the manager is leader.
+func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
+		for {
+			if err := c.Reconcile(ctx); err != nil {
+				deps.LogError(ctx, err, "counting the node metrics failed; the next count retries")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.deps.Clock.After(Interval):
+			}
+		}
+	}))
+}
+
+// Reconcile counts once: one entry a Node with the sums of the requests and limits of its pods that are not
+// terminal (DaemonSet pods apart too), and capacity minus allocatable.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := c.deps.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := c.deps.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	type sums struct{ requests, limits, daemonRequests, daemonLimits corev1.ResourceList }
+	byNode := make(map[string]*sums, len(nodes.Items))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || termination.IsTerminal(p) {
+			continue
+		}
+		s := byNode[p.Spec.NodeName]
+		if s == nil {
+			s = &sums{corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}}
+			byNode[p.Spec.NodeName] = s
+		}
+		req, lim := scheduling.PodRequests(p), PodLimits(p)
+		add(s.requests, req)
+		add(s.limits, lim)
+		if termination.IsDaemonSetPod(p) {
+			add(s.daemonRequests, req)
+			add(s.daemonLimits, lim)
+		}
+	}
+	entries := make([]metrics.NodeEntry, 0, len(nodes.Items))
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		e := metrics.NodeEntry{Labels: metrics.NodeLabelValues(n), Created: n.CreationTimestamp.Time,
+			Allocatable: values(n.Status.Allocatable), Overhead: values(overhead(n))}
+		if s := byNode[n.Name]; s != nil {
+			e.PodRequests, e.PodLimits = values(s.requests), values(s.limits)
+			e.DaemonRequests, e.DaemonLimits = values(s.daemonRequests), values(s.daemonLimits)
+		}
+		entries = append(entries, e)
+	}
+	c.deps.Metrics.Nodes.Replace(entries)
+	// The lists above come from the informer caches, which answer only once synced.
+	c.deps.Metrics.ClusterStateSynced.Set(1)
+	c.deps.Metrics.ClusterStateUnsyncedTime.Set(0)
+	return nil
+}
+
+// PodLimits sums the limits of the pod's containers and restartable init containers, plus its overhead.
+func PodLimits(p *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := range p.Spec.Containers {
+		add(out, p.Spec.Containers[i].Resources.Limits)
+	}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(out, c.Resources.Limits)
+		}
+	}
+	add(out, p.Spec.Overhead)
+	return out
+}
+
+func overhead(n *corev1.Node) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, capacity := range n.Status.Capacity {
+		if a, ok := n.Status.Allocatable[name]; ok {
+			capacity.Sub(a)
+		}
+		out[name] = capacity
+	}
+	return out
+}
+
+func add(into, l corev1.ResourceList) {
+	for name, q := range l {
+		sum := into[name]
+		sum.Add(q)
+		into[name] = sum
+	}
+}
+
+func values(l corev1.ResourceList) []metrics.ResourceValue {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]metrics.ResourceValue, 0, len(l))
+	for name, q := range l {
+		out = append(out, metrics.ResourceValue{Name: string(name), Value: q.AsApproximateFloat64()})
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Scale of the scrape benchmark: a large cluster.
+const (
+	benchNodes = 2000
+	benchPods  = 20000
+)
+
+// fill records benchNodes nodes with AWS labels and four resources each, and benchPods pods bound to them.
+func fill(m *Metrics) {
+	entries := make([]NodeEntry, 0, benchNodes)
+	nodeNames := make([]string, benchNodes)
+	for i := range benchNodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", i/250, i%250), Labels: map[string]string{
+			"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot", "topology.kubernetes.io/zone": "us-west-2a",
+			"topology.kubernetes.io/region": "us-west-2", "node.kubernetes.io/instance-type": "m5.xlarge", "kubernetes.io/arch": "amd64",
+			"kubernetes.io/os": "linux", "karpenter.k8s.aws/instance-family": "m5", "karpenter.k8s.aws/instance-size": "xlarge",
+			"karpenter.k8s.aws/instance-cpu": "4", "karpenter.k8s.aws/instance-memory": "16384", "karpenter.k8s.aws/instance-category": "m",
+			"karpenter.k8s.aws/instance-generation": "5", "topology.k8s.aws/zone-id": "usw2-az1"}}, Status: corev1.NodeStatus{Phase: corev1.NodeRunning}}
+		nodeNames[i] = node.Name
+		rs := []ResourceValue{{"cpu", 3.92}, {"memory", 15e9}, {"pods", 58}, {"ephemeral-storage", 18e9}}
+		entries = append(entries, NodeEntry{Labels: NodeLabelValues(node), Created: time.Now().Add(-time.Hour),
+			Allocatable: rs, Overhead: rs, PodRequests: rs, PodLimits: rs, DaemonRequests: rs, DaemonLimits: rs})
+	}
+	m.Nodes.Replace(entries)
+	for i := range benchPods {
+		m.Pods.Set(&PodEntry{Name: fmt.Sprintf("app-%d", i), Namespace: "default", OwnerAPIVersion: "apps/v1", OwnerKind: "ReplicaSet",
+			OwnerName: "app-5d8f", Node: nodeNames[i%benchNodes], NodePool: "default", Zone: "us-west-2a", Arch: "amd64",
+			CapacityType: "spot", InstanceType: "m5.xlarge", Phase: "Running", Ready: true, Created: time.Now(), Bound: true})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	return s.HeapAlloc
+}
+
+// BenchmarkScrape: one scrape of the registry filled for 2,000 nodes and 20,000 pods, encoded as Prometheus
+// text. Reports the scrape's time, its size (scrape-bytes) and the heap the filled collectors hold (held-MB).
+func BenchmarkScrape(b *testing.B) {
+	before := heapInUse()
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill(m)
+	held := heapInUse() - before
+	var size int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		families, err := reg.Gather()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, f := range families {
+			if err := enc.Encode(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size), "scrape-bytes")
+	b.ReportMetric(float64(held)/1e6, "held-MB")
+	runtime.KeepAlive(m)
+}

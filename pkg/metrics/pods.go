@@ -1,0 +1,127 @@
+package metrics
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Labels of karpenter_pods_state (besides nodepool, zone, arch, capacity_type, instance_type, phase, managed).
+const (
+	LabelName      = "name"
+	LabelNamespace = "namespace"
+	LabelOwner     = "owner"
+	LabelNode      = "node"
+	LabelScheduled = "scheduled"
+	LabelReady     = "ready"
+)
+
+// PodEntry is one pod's entry in the per-pod series. The strings are the cached pod's and node's own, not copies.
+type PodEntry struct {
+	Name, Namespace string
+	// OwnerAPIVersion, OwnerKind and OwnerName are the pod's first owner reference (empty without one).
+	OwnerAPIVersion, OwnerKind, OwnerName string
+	// Node is spec.nodeName; NodePool, Zone, Arch, CapacityType and InstanceType are that Node's labels.
+	Node, NodePool, Zone, Arch, CapacityType, InstanceType string
+	Phase                                                  string
+	Ready                                                  bool
+	// Created is the pod's creation time; Bound says whether its PodScheduled condition is True.
+	Created time.Time
+	Bound   bool
+}
+
+// owner is the owner label: the path of the pod's first owner as a self link, as Karpenter writes it.
+func (e *PodEntry) owner() string {
+	if e.OwnerName == "" {
+		return ""
+	}
+	return "/apis/" + e.OwnerAPIVersion + "/namespaces/" + e.Namespace + "/" + strings.ToLower(e.OwnerKind) + "s/" + e.OwnerName
+}
+
+// Pods is the per-pod collector: karpenter_pods_state, karpenter_pods_unbound_time_seconds and
+// karpenter_pods_unstarted_time_seconds. It keeps one PodEntry a pod and makes the series when Prometheus
+// scrapes, the two ages from the clock at that moment, so 20,000 pods cost 20,000 small entries and no update
+// between scrapes.
+type Pods struct {
+	state, unbound, unstarted *prometheus.Desc
+	now                       func() time.Time
+	mu                        sync.Mutex
+	pods                      map[types.NamespacedName]*PodEntry
+}
+
+// NewPods returns the collector, empty; now is the clock of the ages.
+func NewPods(now func() time.Time) *Pods {
+	return &Pods{
+		state: prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"),
+			[]string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone, LabelArch,
+				LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}, nil),
+		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", helpOf("karpenter_pods_unbound_time_seconds"),
+			[]string{LabelName, LabelNamespace}, nil),
+		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", helpOf("karpenter_pods_unstarted_time_seconds"),
+			[]string{LabelName, LabelNamespace}, nil),
+		now:  now,
+		pods: map[types.NamespacedName]*PodEntry{},
+	}
+}
+
+// Set records the pod's entry, replacing the one before. The collector keeps e.
+func (p *Pods) Set(e *PodEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pods[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] = e
+}
+
+// Delete forgets a pod.
+func (p *Pods) Delete(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pods, key)
+}
+
+// Len is the number of pods recorded.
+func (p *Pods) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pods)
+}
+
+// Describe implements prometheus.Collector.
+func (p *Pods) Describe(ch chan<- *prometheus.Desc) {
+	ch <- p.state
+	ch <- p.unbound
+	ch <- p.unstarted
+}
+
+// Collect implements prometheus.Collector: pods in namespace and name order.
+func (p *Pods) Collect(ch chan<- prometheus.Metric) {
+	p.mu.Lock()
+	entries := make([]*PodEntry, 0, len(p.pods))
+	for _, e := range p.pods {
+		entries = append(entries, e)
+	}
+	p.mu.Unlock()
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].Namespace != entries[j].Namespace {
+			return entries[i].Namespace < entries[j].Namespace
+		}
+		return entries[i].Name < entries[j].Name
+	})
+	now := p.now()
+	for _, e := range entries {
+		ch <- prometheus.MustNewConstMetric(p.state, prometheus.GaugeValue, 1, e.Name, e.Namespace, e.owner(), e.Node,
+			strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch, e.CapacityType, e.InstanceType, e.Phase,
+			strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != ""))
+		age := now.Sub(e.Created).Seconds()
+		if e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) {
+			ch <- prometheus.MustNewConstMetric(p.unstarted, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		}
+		if e.Phase == "Pending" && !e.Bound {
+			ch <- prometheus.MustNewConstMetric(p.unbound, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		}
+	}
+}
