@@ -284,6 +284,11 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	}
 	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
 	refused, _ := cp.(cloudprovider.UnavailableOfferingsLister)
+	statuses, _ := cp.(cloudprovider.InstanceStatusLister)
+	unhealthy, err := metrics.NewInstanceStatusUnhealthy(ctrlmetrics.Registry)
+	if err != nil {
+		return deps.Deps{}, err
+	}
 	var overlays *overlay.Store
 	served := cp
 	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
@@ -301,22 +306,24 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		buffers = deps.NewBuffers()
 	}
 	return deps.Deps{
-		NameConflicts:        conflicts,
-		UnavailableOfferings: refused,
-		Namespace:            DefaultNamespace,
-		Buffers:              buffers,
-		Client:               mgr.GetClient(),
-		APIReader:            mgr.GetAPIReader(),
-		LaunchNotices:        notices,
-		KubeClient:           kube,
-		CloudProvider:        metrics.Instrument(served, m),
-		Overlays:             overlays,
-		Clock:                clk,
-		Recorder:             mgr.GetEventRecorderFor("dovetail"),
-		Settings:             s,
-		Metrics:              m,
-		InterruptionQueue:    queue,
-		Plans:                deps.NewPlans(),
+		NameConflicts:           conflicts,
+		UnavailableOfferings:    refused,
+		Namespace:               DefaultNamespace,
+		Buffers:                 buffers,
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		LaunchNotices:           notices,
+		KubeClient:              kube,
+		CloudProvider:           metrics.Instrument(served, m),
+		Overlays:                overlays,
+		Clock:                   clk,
+		Recorder:                mgr.GetEventRecorderFor("dovetail"),
+		Settings:                s,
+		Metrics:                 m,
+		InterruptionQueue:       queue,
+		InstanceStatus:          statuses,
+		InstanceStatusUnhealthy: unhealthy,
+		Plans:                   deps.NewPlans(),
 	}, nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	ctrldisruption "github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/interruption"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -257,7 +258,11 @@ func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, 
 			r.Blockers = append(r.Blockers, "NodeClaim annotation "+karpv1.DoNotDisruptAnnotationKey+"=true")
 		}
 		if !nc.DeletionTimestamp.IsZero() {
-			r.Blockers = append(r.Blockers, "none: NodeClaim "+nc.Name+" is being deleted (draining)")
+			why := ""
+			if reason := nc.Annotations[interruption.InstanceUnhealthyAnnotation]; reason != "" {
+				why = ", replaced for an unhealthy instance: " + reason
+			}
+			r.Blockers = append(r.Blockers, "none: NodeClaim "+nc.Name+" is being deleted (draining"+why+")")
 		}
 	} else if r.NodePool != "" {
 		r.Blockers = append(r.Blockers, "no NodeClaim found for the node")

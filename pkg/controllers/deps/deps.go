@@ -3,6 +3,7 @@
 package deps
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -52,6 +53,10 @@ type Deps struct {
 	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
 	// gate is off.
 	Buffers *Buffers
+	// InstanceStatus lists instances whose status checks fail (nil: the cloud provider's, if it can).
+	InstanceStatus cloudprovider.InstanceStatusLister
+	// InstanceStatusUnhealthy is karpenter_interruption_instance_status_unhealthy_total (nil: an unregistered one).
+	InstanceStatusUnhealthy *prometheus.CounterVec
 	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait
 	// for their launches and merge them (nil: nothing is noted).
 	LaunchNotices *cloudprovider.LaunchNotices

@@ -466,6 +466,17 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "POST amis/release":
 		s.ReleaseAMIs()
 		writeAdmin(w, http.StatusOK, map[string]string{"released": "ok"})
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "instances/") && strings.HasSuffix(path, "/status"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "instances/"), "/status")
+		var req InstanceStatusRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		if err := s.SetInstanceStatus(id, req); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]any{"instanceId": id, "status": req})
 	case r.Method == http.MethodPost && strings.HasPrefix(path, "instances/") && strings.HasSuffix(path, "/terminate"):
 		id := strings.TrimSuffix(strings.TrimPrefix(path, "instances/"), "/terminate")
 		var body struct {
