@@ -47,3 +47,18 @@ func newInstanceStatusCommand(c *client) *cobra.Command {
 	f.StringSliceVar(&events, "event", nil, "scheduled event codes: instance-reboot, system-reboot, system-maintenance, instance-retirement, instance-stop")
 	return cmd
 }
+
+func newKubernetesVersionCommand(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubernetes-version VERSION",
+		Short: "Upgrade the simulated control plane: EKS DescribeCluster answers VERSION and its AMIs are published",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.do("POST", "kubernetes-version", map[string]string{"version": args[0]}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "kubernetes version", args[0])
+			return nil
+		},
+	}
+}

@@ -59,9 +59,8 @@ func Options() []Option {
 			Usage: "The VPC has no internet access: do not call public-only AWS endpoints (Pricing); use built-in prices.",
 			apply: boolInto(func(s *Settings) *bool { return &s.IsolatedVPC })},
 		{Env: "EKS_CONTROL_PLANE", Flag: "eks-control-plane", Default: "false", Bool: true, Since: "v1.14",
-			Usage: "The cluster runs an EKS control plane whose details are read with DescribeCluster. Only false is accepted: Dovetail does not take cluster details from EKS this way yet.",
-			apply: onlyBool(false, func(s *Settings) *bool { return &s.EKSControlPlane },
-				"true is not supported yet: Dovetail does not read the cluster's details from EKS DescribeCluster this way (set CLUSTER_ENDPOINT, or leave it empty to discover the endpoint)")},
+			Usage: "The cluster runs an EKS control plane: its Kubernetes version is read from EKS DescribeCluster (every 5 minutes) instead of the API server's discovery.",
+			apply: boolInto(func(s *Settings) *bool { return &s.EKSControlPlane })},
 		{Env: "VM_MEMORY_OVERHEAD_PERCENT", Flag: "vm-memory-overhead-percent", Default: "0.075", Since: "v1.14",
 			Usage: "Share of an instance type's memory held back for the hypervisor and OS, in [0, 1).",
 			apply: func(s *Settings, v string) error {
