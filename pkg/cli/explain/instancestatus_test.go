@@ -17,7 +17,7 @@ func TestNodeReportNamesUnhealthyReplacement(t *testing.T) {
 	nc := test.NodeClaim("a", "default").Annotation(interruption.InstanceUnhealthyAnnotation, "EC2 reports SystemStatus check reachability failing since 2026-11-29T06:57:00Z").Obj()
 	nc.DeletionTimestamp = &now
 	node := test.Node("a-node", "aws:///us-west-2a/i-a").Label(karpv1.NodePoolLabelKey, "default").Obj()
-	r := nodeReport(node, nc, nil, nil, nil)
+	r := nodeReport(node, nc, nil, nil, nil, now.Time)
 	want := "none: NodeClaim a is being deleted (draining, replaced for an unhealthy instance: EC2 reports SystemStatus check reachability failing since 2026-11-29T06:57:00Z)"
 	for _, b := range r.Blockers {
 		if b == want {
