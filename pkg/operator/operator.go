@@ -284,11 +284,6 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	}
 	conflicts, _ := cp.(cloudprovider.NameConflictDetector)
 	refused, _ := cp.(cloudprovider.UnavailableOfferingsLister)
-	statuses, _ := cp.(cloudprovider.InstanceStatusLister)
-	unhealthy, err := metrics.NewInstanceStatusUnhealthy(ctrlmetrics.Registry)
-	if err != nil {
-		return deps.Deps{}, err
-	}
 	var overlays *overlay.Store
 	served := cp
 	if s.FeatureEnabled(settings.FeatureNodeOverlay) {
@@ -305,26 +300,30 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		buffers = deps.NewBuffers()
 	}
-	return deps.Deps{
-		NameConflicts:           conflicts,
-		UnavailableOfferings:    refused,
-		Namespace:               DefaultNamespace,
-		Buffers:                 buffers,
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		LaunchNotices:           notices,
-		KubeClient:              kube,
-		CloudProvider:           metrics.Instrument(served, m),
-		Overlays:                overlays,
-		Clock:                   clk,
-		Recorder:                mgr.GetEventRecorderFor("dovetail"),
-		Settings:                s,
-		Metrics:                 m,
-		InterruptionQueue:       queue,
-		InstanceStatus:          statuses,
-		InstanceStatusUnhealthy: unhealthy,
-		Plans:                   deps.NewPlans(),
-	}, nil
+	d := deps.Deps{
+		NameConflicts:        conflicts,
+		UnavailableOfferings: refused,
+		Namespace:            DefaultNamespace,
+		Buffers:              buffers,
+		Client:               mgr.GetClient(),
+		APIReader:            mgr.GetAPIReader(),
+		LaunchNotices:        notices,
+		KubeClient:           kube,
+		CloudProvider:        metrics.Instrument(served, m),
+		Overlays:             overlays,
+		Clock:                clk,
+		Recorder:             mgr.GetEventRecorderFor("dovetail"),
+		Settings:             s,
+		Metrics:              m,
+		InterruptionQueue:    queue,
+		Plans:                deps.NewPlans(),
+	}
+	// EC2 instance status checks (interruption.instancestatus).
+	d.InstanceStatus, _ = cp.(cloudprovider.InstanceStatusLister)
+	if d.InstanceStatusUnhealthy, err = metrics.NewInstanceStatusUnhealthy(ctrlmetrics.Registry); err != nil {
+		return deps.Deps{}, err
+	}
+	return d, nil
 }
 
 // ClusterUID returns the UID of the kube-system namespace, which identifies the cluster for the cloud provider.
