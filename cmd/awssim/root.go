@@ -25,7 +25,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.endpoint, "endpoint", endpoint,
 		"simulator URL used by the client subcommands (env AWSSIM_ENDPOINT)")
 	root.AddCommand(newServeCommand(), newFaultCommand(c), newSQSCommand(c), newInstancesCommand(c),
-		newTerminateCommand(c), newStateCommand(c), newReservationCommand(c), newAMICommand(c), newSpotPriceCommand(c),
-		newCallsCommand(c), clidoc.NewCommand())
+		newTerminateCommand(c), newInstanceStatusCommand(c), newKubernetesVersionCommand(c), newStateCommand(c),
+		newReservationCommand(c), newAMICommand(c), newSpotPriceCommand(c), newCallsCommand(c), clidoc.NewCommand())
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
+	"github.com/dovetail/dovetail/pkg/controllers/interruption/instancestatus"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
@@ -68,6 +69,8 @@ func New(d deps.Deps) []Named {
 		{disruption.Name, disruption.NewController(d)},
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
 		{interruption.Name, interruption.NewController(d)},
+		// EC2 instance status checks: replaces instances whose checks fail (always on, as in Karpenter).
+		{instancestatus.Name, instancestatus.NewController(d)},
 		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
 		{clusteridentity.Name, clusteridentity.NewController(d)},
 		// Publishes the offerings the cloud refused recently, for dovetailctl explain.

@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -11,6 +12,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/capacitybuffer"
+	"github.com/dovetail/dovetail/pkg/termination"
 )
 
 // mirrorPodAnnotation marks a static pod's mirror in the API server.
@@ -43,9 +45,10 @@ func (c *Candidate) reschedulablePods() []*corev1.Pod {
 }
 
 // blocker returns why no voluntary method may disrupt the candidate, whatever the method: not initialized,
-// already deleting, a do-not-disrupt annotation on the node or one of its pods, a pod whose
-// PodDisruptionBudget allows no disruption now, or no NodePool. It returns nil when nothing blocks.
-func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.PodDisruptionBudget) *Stay {
+// already deleting, a do-not-disrupt annotation on the node or an active one on one of its pods ("true", or a
+// duration not yet elapsed at now since the pod started), a pod whose PodDisruptionBudget allows no disruption
+// now, or no NodePool. It returns nil when nothing blocks.
+func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.PodDisruptionBudget, now time.Time) *Stay {
 	stay := func(r StayReason, format string, args ...any) *Stay {
 		return &Stay{NodeClaim: c.NodeClaim, Node: c.Node, Reason: r, Message: fmt.Sprintf(format, args...)}
 	}
@@ -63,8 +66,8 @@ func blocker(c *Candidate, pools map[string]*karpv1.NodePool, pdbs []*policyv1.P
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
-			return stay(StayDoNotDisrupt, "pod %s/%s has the annotation %s=true", p.Namespace, p.Name, karpv1.DoNotDisruptAnnotationKey)
+		if d := termination.PodDoNotDisrupt(p, now); d.Active {
+			return stay(StayDoNotDisrupt, "pod %s/%s has the annotation %s", p.Namespace, p.Name, d.Describe())
 		}
 	}
 	for _, p := range c.reschedulablePods() {

@@ -78,7 +78,7 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	}
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
-		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets); s != nil {
+		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets, snap.Now); s != nil {
 			d.stay(*s)
 			d.examined[c.NodeClaim] = true
 			continue

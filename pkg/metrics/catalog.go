@@ -90,6 +90,7 @@ var catalog = []Info{
 	{"karpenter_consolidation_moves_total", "counter", "Disruption", "Consolidation moves decided: every Balanced score (`approved` or `rejected`), and the moves of other policies' NodePools (`approved`)", "disruption", ""},
 
 	{"karpenter_interruption_received_messages_total", "counter", "Interruption", "Messages received from the queue; `message_type` is `spot_interrupted`, `rebalance_recommendation`, `state_change`, `scheduled_change`, `unknown` or `malformed`", "interruption", "Karpenter's values are the message kinds' names (`spot_interruption`, ...)"},
+	{"karpenter_interruption_instance_status_unhealthy_total", "counter", "Interruption", "Instances of this cluster found with a failing EC2 instance or system status check (for 120 s) or a scheduled event; each instance counted once per `category` (`InstanceStatus`, `SystemStatus`, `EventStatus`) while it stays unhealthy", "interruption instance status", ""},
 	{"karpenter_interruption_deleted_messages_total", "counter", "Interruption", "Messages deleted from the queue after they were handled (messages about other clusters' instances are not deleted)", "interruption", ""},
 	{"karpenter_interruption_message_queue_duration_seconds", "histogram", "Interruption", "Time from a message's arrival in the queue until it was handled", "interruption", ""},
 	{"dovetail_interruption_foreign_messages_total", "counter", "Interruption", "Messages about instances no NodeClaim of this cluster owns, left in the queue for the cluster sharing it", "interruption", dovetailOnly},

@@ -73,10 +73,10 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 
 // Metrics holds every metric Dovetail records. Build it once with New and share it; it is safe for concurrent use.
 type Metrics struct {
-	NodeClaimsCreated    *prometheus.CounterVec
-	NodeClaimsTerminated *prometheus.CounterVec
-	NodesCreated         *prometheus.CounterVec
-	NodesTerminated      *prometheus.CounterVec
+	NodeClaimsCreated       *prometheus.CounterVec
+	NodeClaimsTerminated    *prometheus.CounterVec
+	NodesCreated            *prometheus.CounterVec
+	NodesTerminated         *prometheus.CounterVec
 	// NodesTerminationDuration is observed by the node termination controller.
 	NodesTerminationDuration *prometheus.SummaryVec
 	SchedulingDuration       *prometheus.HistogramVec
@@ -172,6 +172,8 @@ type Metrics struct {
 	// LeaderElectionWaiting is, by the kind of holder (karpenter, older-dovetail), how many leader Leases held
 	// by another autoscaler keep this replica from leading, at the last check.
 	LeaderElectionWaiting *prometheus.GaugeVec
+	// InstanceStatusUnhealthy is karpenter_interruption_instance_status_unhealthy_total (interruption.instancestatus).
+	InstanceStatusUnhealthy *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -387,6 +389,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Leader Leases held and renewed by another autoscaler (holder_kind karpenter or older-dovetail) that keep this replica from leading, at the last check; 0 when none.",
 		}, []string{LabelHolderKind}),
 	}
+	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}

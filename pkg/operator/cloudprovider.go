@@ -3,6 +3,10 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +26,31 @@ type cloudProviderOptions struct {
 	OnThrottle func(service, operation string)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
 	LaunchNotices *cloudprovider.LaunchNotices
+	// Kube reads the API server's version and the kube-dns Service (uncached).
+	Kube kubernetes.Interface
+}
+
+// serverVersion returns the API server's Kubernetes version as major.minor ("1.34"; a "+" suffix of the minor
+// is dropped, as some distributions add one).
+func serverVersion(kube kubernetes.Interface) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		v, err := kube.Discovery().ServerVersion()
+		if err != nil {
+			return "", fmt.Errorf("reading the API server version: %w", err)
+		}
+		return v.Major + "." + strings.TrimSuffix(v.Minor, "+"), nil
+	}
+}
+
+// kubeDNS returns the ClusterIP of the kube-system/kube-dns Service.
+func kubeDNS(kube kubernetes.Interface) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		svc, err := kube.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading Service kube-system/kube-dns: %w", err)
+		}
+		return svc.Spec.ClusterIP, nil
+	}
 }
 
 // newCloudProvider builds the AWS cloud provider (pkg/providers/aws). The SDK configuration (AWS_REGION,
@@ -29,6 +58,10 @@ type cloudProviderOptions struct {
 //
 // LEAD: this is the one place where the provider is wired; keep it in sync with aws.Options.
 func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovider.CloudProvider, error) {
+	var version, dns func(context.Context) (string, error)
+	if o.Kube != nil {
+		version, dns = serverVersion(o.Kube), kubeDNS(o.Kube)
+	}
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
 		Settings:      o.Settings,
 		ClusterUID:    o.ClusterUID,
@@ -36,6 +69,8 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		Clock:         o.Clock,
 		OnThrottle:    o.OnThrottle,
 		LaunchNotices: o.LaunchNotices,
+		ServerVersion: version,
+		KubeDNS:       dns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

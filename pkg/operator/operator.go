@@ -280,7 +280,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}, LaunchNotices: notices})
+		}, LaunchNotices: notices, Kube: kube})
 	if err != nil {
 		return deps.Deps{}, err
 	}
@@ -306,7 +306,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		buffers = deps.NewBuffers()
 	}
-	return deps.Deps{
+	d := deps.Deps{
 		NameConflicts:        conflicts,
 		UnavailableOfferings: refused,
 		Namespace:            DefaultNamespace,
@@ -323,7 +323,10 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		Metrics:              m,
 		InterruptionQueue:    queue,
 		Plans:                deps.NewPlans(),
-	}, nil
+	}
+	// EC2 instance status checks (interruption.instancestatus).
+	d.InstanceStatus, _ = cp.(cloudprovider.InstanceStatusLister)
+	return d, nil
 }
 
 // ClusterUID returns the UID of the kube-system namespace, which identifies the cluster for the cloud provider.

@@ -3,6 +3,7 @@ package operator
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
@@ -83,8 +84,14 @@ func trimPod(p *corev1.Pod) {
 	}
 	p.Spec.Volumes = volumes
 	p.Spec.SecurityContext, p.Spec.DNSConfig, p.Spec.HostAliases, p.Spec.ImagePullSecrets, p.Spec.ReadinessGates = nil, nil, nil, nil, nil
+	var started *metav1.Time
+	if _, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]; ok {
+		// karpenter.sh/do-not-disrupt: <duration> counts from the pod's start.
+		started = p.Status.StartTime
+	}
 	p.Status = corev1.PodStatus{
 		Phase:                 p.Status.Phase,
+		StartTime:             started,
 		NominatedNodeName:     p.Status.NominatedNodeName,
 		Conditions:            scheduledCondition(p.Status.Conditions),
 		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),

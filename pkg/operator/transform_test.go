@@ -99,6 +99,8 @@ func TestTransformForCachePod(t *testing.T) {
 		Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 		ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2, Started: ptr.To(true), State: want.Status.ContainerStatuses[0].State}},
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: "sidecar", State: want.Status.InitContainerStatuses[0].State}},
+		// It has karpenter.sh/do-not-disrupt, whose duration value counts from the start.
+		StartTime: fullPod().Status.StartTime,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("transformed pod (-want +got):\n%s", diff)
@@ -251,5 +253,27 @@ func TestPatchFromTransformedCopyKeepsStrippedFields(t *testing.T) {
 	}
 	if !keys["k"] || !keys[karpv1.DisruptedTaintKey] || len(liveNode.Status.Images) != 1 || liveNode.Annotations[LastAppliedAnnotation] != "{}" {
 		t.Errorf("node after the patch: taints %v, images %v, annotations %v", liveNode.Spec.Taints, liveNode.Status.Images, liveNode.Annotations)
+	}
+}
+
+// TestTransformForCacheKeepsStartTimeForDoNotDisrupt: a pod with karpenter.sh/do-not-disrupt keeps its start time
+// (a duration value counts from it); other pods drop it.
+func TestTransformForCacheKeepsStartTimeForDoNotDisrupt(t *testing.T) {
+	started := metav1.NewTime(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		annotations map[string]string
+		want        *metav1.Time
+	}{
+		{map[string]string{karpv1.DoNotDisruptAnnotationKey: "10m"}, &started},
+		{nil, nil},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}, Status: corev1.PodStatus{StartTime: started.DeepCopy()}}
+		out, err := TransformForCache(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.(*corev1.Pod).Status.StartTime; !cmp.Equal(tc.want, got) {
+			t.Errorf("annotations %v: start time %v, want %v", tc.annotations, got, tc.want)
+		}
 	}
 }

@@ -172,8 +172,6 @@ func TestParseErrors(t *testing.T) {
 			`AWS_FEATURE_GATES (--aws-feature-gates) from env: unknown feature gate "NodeRepair" (known: NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair)`},
 		{"zonal shift", nil, map[string]string{"CLUSTER_NAME": "a", "ENABLE_ZONAL_SHIFT": "true"},
 			"ENABLE_ZONAL_SHIFT (--enable-zonal-shift) from env: true is not supported yet: Dovetail does not follow EKS zonal shifts"},
-		{"eks control plane", []string{"--eks-control-plane"}, map[string]string{"CLUSTER_NAME": "a"},
-			"EKS_CONTROL_PLANE (--eks-control-plane) from flag: true is not supported yet: Dovetail does not read the cluster's details from EKS DescribeCluster this way (set CLUSTER_ENDPOINT, or leave it empty to discover the endpoint)"},
 		{"DRA requests", nil, map[string]string{"CLUSTER_NAME": "a", "IGNORE_DRA_REQUESTS": "false"},
 			"IGNORE_DRA_REQUESTS (--ignore-dra-requests) from env: false is not supported: Dovetail cannot provision for dynamic resource allocation claims"},
 		{"cluster state observability", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"},

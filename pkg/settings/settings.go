@@ -111,7 +111,7 @@ type Settings struct {
 	LogErrorOutputPaths []string
 	// IgnoreDRARequests is always true: pods with dynamic resource allocation claims are not provisioned for.
 	IgnoreDRARequests bool
-	// EKSControlPlane is always false: the cluster is not assumed to run an EKS control plane.
+	// EKSControlPlane reads the Kubernetes version from EKS DescribeCluster instead of the API server.
 	EKSControlPlane bool
 	// DisableDryRun turns off dry-run validation of EC2NodeClasses (Dovetail does none yet either way).
 	DisableDryRun bool

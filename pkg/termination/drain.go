@@ -98,7 +98,7 @@ func PlanDrain(in DrainInput) DrainPlan {
 		if forced[pod] || IsTerminating(pod) {
 			continue
 		}
-		if HasDoNotDisrupt(pod) {
+		if HasDoNotDisrupt(pod, in.Now) {
 			plan.DoNotDisrupt = append(plan.DoNotDisrupt, pod)
 			continue
 		}

@@ -141,9 +141,10 @@ func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
 	return false
 }
 
-// HasDoNotDisrupt reports whether the pod carries karpenter.sh/do-not-disrupt: "true".
-func HasDoNotDisrupt(pod *corev1.Pod) bool {
-	return pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue
+// HasDoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt annotation protects it at now ("true",
+// or a duration not yet elapsed since the pod started; see PodDoNotDisrupt).
+func HasDoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+	return PodDoNotDisrupt(pod, now).Active
 }
 
 // PodGracePeriod returns the pod's terminationGracePeriodSeconds, or the API default when unset.

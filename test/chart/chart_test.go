@@ -271,7 +271,7 @@ func TestRenderDefaults(t *testing.T) {
 	objs := objects(t, map[string]any{"settings": map[string]any{"clusterName": "prod-1"}})
 	want := []string{
 		"ClusterRole/dovetail", "ClusterRole/dovetail-admin", "ClusterRoleBinding/dovetail", "Deployment/dovetail", "PodDisruptionBudget/dovetail",
-		"Role/dovetail", "RoleBinding/dovetail", "Service/dovetail", "ServiceAccount/dovetail",
+		"Role/dovetail", "Role/dovetail-dns", "RoleBinding/dovetail", "RoleBinding/dovetail-dns", "Service/dovetail", "ServiceAccount/dovetail",
 	}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {
 		t.Fatalf("rendered objects (-want +got):\n%s", diff)

@@ -153,7 +153,7 @@ func TestKarpenterDefaultValues(t *testing.T) {
 			objs := objects(t, values)
 			want := []string{
 				"ClusterRole/dovetail", "ClusterRole/dovetail-admin", "ClusterRoleBinding/dovetail", "Deployment/dovetail",
-				"PodDisruptionBudget/karpenter", "Role/dovetail", "RoleBinding/dovetail", "Service/dovetail", "ServiceAccount/dovetail",
+				"PodDisruptionBudget/karpenter", "Role/dovetail", "Role/dovetail-dns", "RoleBinding/dovetail", "RoleBinding/dovetail-dns", "Service/dovetail", "ServiceAccount/dovetail",
 			}
 			if diff := cmp.Diff(want, keys(objs)); diff != "" {
 				t.Fatalf("rendered objects (-want +got):\n%s", diff)
@@ -209,7 +209,7 @@ func TestKarpenterEveryValue(t *testing.T) {
 	const name = "kc-autoscaler"
 	want := []string{
 		"ClusterRole/" + name, "ClusterRole/" + name + "-admin", "ClusterRoleBinding/" + name, "Deployment/" + name,
-		"PodDisruptionBudget/autoscaler-pdb", "Role/" + name, "RoleBinding/" + name, "Service/" + name,
+		"PodDisruptionBudget/autoscaler-pdb", "Role/" + name, "Role/" + name + "-dns", "RoleBinding/" + name, "RoleBinding/" + name + "-dns", "Service/" + name,
 		"ServiceAccount/autoscaler-sa", "ServiceMonitor/" + name,
 	}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {

@@ -227,9 +227,14 @@ func controllerGrants(t *testing.T, objs map[string]*unstructured.Unstructured) 
 	t.Helper()
 	var cr rbacv1.ClusterRole
 	decode(t, objs["ClusterRole/dovetail"], &cr)
-	var role rbacv1.Role
-	decode(t, objs["Role/dovetail"], &role)
-	return grants{cluster: cr.Rules, namespaced: map[string][]rbacv1.PolicyRule{objs["Role/dovetail"].GetNamespace(): role.Rules}}
+	g := grants{cluster: cr.Rules, namespaced: map[string][]rbacv1.PolicyRule{}}
+	for _, k := range []string{"Role/dovetail", "Role/dovetail-dns"} {
+		var role rbacv1.Role
+		decode(t, objs[k], &role)
+		ns := objs[k].GetNamespace()
+		g.namespaced[ns] = append(g.namespaced[ns], role.Rules...)
+	}
+	return g
 }
 
 // TestControllerRBACCoversCalls runs the whole controller (operator.Run, every controller registered, feature
@@ -261,7 +266,7 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 	defer cancel()
 
 	// The chart's RBAC objects, applied for real.
-	for _, k := range []string{"ServiceAccount/dovetail", "ClusterRole/dovetail", "ClusterRoleBinding/dovetail", "Role/dovetail", "RoleBinding/dovetail"} {
+	for _, k := range []string{"ServiceAccount/dovetail", "ClusterRole/dovetail", "ClusterRoleBinding/dovetail", "Role/dovetail", "RoleBinding/dovetail", "Role/dovetail-dns", "RoleBinding/dovetail-dns"} {
 		u := objs[k].DeepCopy()
 		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
 			t.Fatalf("applying %s: %v", k, err)

@@ -76,7 +76,7 @@ func NewAWS(cfg aws.Config) *AWS {
 var (
 	ControllerActions = []string{
 		"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:DeleteLaunchTemplate",
-		"ec2:DescribeLaunchTemplates", "ec2:CreateTags", "ec2:TerminateInstances", "ec2:DescribeInstances",
+		"ec2:DescribeLaunchTemplates", "ec2:CreateTags", "ec2:TerminateInstances", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus",
 		"ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeAvailabilityZones",
 		"ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeImages",
 		"ssm:GetParameter", "pricing:GetProducts", "eks:DescribeCluster",

@@ -23,7 +23,9 @@ import (
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	ctrldisruption "github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/interruption"
 	"github.com/dovetail/dovetail/pkg/scheduling"
+	"github.com/dovetail/dovetail/pkg/termination"
 )
 
 // NodeReport is the output of `explain node`: what Dovetail knows about a node and what keeps it.
@@ -111,7 +113,7 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 			break
 		}
 	}
-	r := nodeReport(&node, nc, pool, onNode, v.PodDisruptionBudgets)
+	r := nodeReport(&node, nc, pool, onNode, v.PodDisruptionBudgets, o.now())
 	its, source, warnings, err := o.poolInstanceTypes(ctx, c, v, classes.Items)
 	if err != nil {
 		return err
@@ -200,7 +202,7 @@ func (o *Options) poolInstanceTypes(ctx context.Context, c client.Reader, v *ctr
 }
 
 // nodeReport assembles the report from what the cluster holds.
-func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *NodeReport {
+func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) *NodeReport {
 	r := &NodeReport{Node: node.Name, NodePool: node.Labels[karpv1.NodePoolLabelKey], InstanceType: node.Labels[corev1.LabelInstanceTypeStable],
 		Zone: node.Labels[corev1.LabelTopologyZone], CapacityType: node.Labels[karpv1.CapacityTypeLabelKey],
 		Requests: map[string]string{}, Allocatable: map[string]string{}, Blockers: []string{}}
@@ -257,7 +259,11 @@ func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, 
 			r.Blockers = append(r.Blockers, "NodeClaim annotation "+karpv1.DoNotDisruptAnnotationKey+"=true")
 		}
 		if !nc.DeletionTimestamp.IsZero() {
-			r.Blockers = append(r.Blockers, "none: NodeClaim "+nc.Name+" is being deleted (draining)")
+			why := ""
+			if reason := nc.Annotations[interruption.InstanceUnhealthyAnnotation]; reason != "" {
+				why = ", replaced for an unhealthy instance: " + reason
+			}
+			r.Blockers = append(r.Blockers, "none: NodeClaim "+nc.Name+" is being deleted (draining"+why+")")
 		}
 	} else if r.NodePool != "" {
 		r.Blockers = append(r.Blockers, "no NodeClaim found for the node")
@@ -299,8 +305,10 @@ func nodeReport(node *corev1.Node, nc *karpv1.NodeClaim, pool *karpv1.NodePool, 
 		if isDaemonOrMirror(p) {
 			continue
 		}
-		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue {
-			r.Blockers = append(r.Blockers, "pod "+p.Namespace+"/"+p.Name+" has "+karpv1.DoNotDisruptAnnotationKey+"=true")
+		if d := termination.PodDoNotDisrupt(p, now); d.Active {
+			r.Blockers = append(r.Blockers, "pod "+p.Namespace+"/"+p.Name+" has "+d.Describe())
+		} else if d.Invalid != "" {
+			r.Blockers = append(r.Blockers, "none from pod "+p.Namespace+"/"+p.Name+": its "+karpv1.DoNotDisruptAnnotationKey+" is ignored ("+d.Invalid+")")
 		}
 		for _, b := range pdbs {
 			if b.Namespace != p.Namespace || b.Status.DisruptionsAllowed > 0 {

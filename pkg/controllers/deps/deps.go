@@ -52,6 +52,8 @@ type Deps struct {
 	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
 	// gate is off.
 	Buffers *Buffers
+	// InstanceStatus lists instances whose status checks fail (nil: the cloud provider's, if it can).
+	InstanceStatus cloudprovider.InstanceStatusLister
 	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait
 	// for their launches and merge them (nil: nothing is noted).
 	LaunchNotices *cloudprovider.LaunchNotices

@@ -76,6 +76,8 @@ type Controller struct {
 	mu sync.Mutex
 	// blocked is the last DisruptionBlocked message announced per NodeClaim, so events are emitted on change.
 	blocked map[string]string
+	// podNotices is the last do-not-disrupt event per candidate pod (donotdisrupt.go).
+	podNotices map[string]string
 	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
 	waiting       string
 	waitingLogged time.Time
@@ -113,7 +115,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -212,6 +214,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.record(res, snap, c.deps.Clock.Since(start))
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
+	c.announceDoNotDisrupt(snap.Candidates, snap.Now)
 	// The commands are prepared in order (each one's check counts the pods of those before it), then written
 	// together: one after another, a pass's tens of commands took minutes of API round trips on a busy cluster.
 	var ready []*starting

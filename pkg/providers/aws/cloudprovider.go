@@ -42,8 +42,15 @@ type Options struct {
 	// AWSConfig is the SDK configuration; nil loads it with config.LoadDefaultConfig (AWS_REGION,
 	// AWS_ENDPOINT_URL*, credentials chain).
 	AWSConfig *awssdk.Config
-	// KubernetesVersion (e.g. "1.34") selects AMI alias parameters; empty asks EKS DescribeCluster.
+	// KubernetesVersion (e.g. "1.34") fixes the version that selects AMI alias parameters; empty reads it every
+	// VersionRefresh from ServerVersion (Settings.EKSControlPlane false) or EKS DescribeCluster (true, or no
+	// ServerVersion).
 	KubernetesVersion string
+	// ServerVersion returns the API server's Kubernetes version as major.minor (discovery).
+	ServerVersion func(context.Context) (string, error)
+	// KubeDNS returns the ClusterIP of the kube-system/kube-dns Service, the nodes' cluster DNS address; nil, an
+	// error or an empty answer falls back to the tenth address of the service CIDR.
+	KubeDNS func(context.Context) (string, error)
 	// ServiceCIDR is the cluster's service CIDR for the node bootstrap; empty asks EKS, then uses 10.100.0.0/16.
 	ServiceCIDR string
 	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
@@ -151,6 +158,8 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,
 			version: opts.KubernetesVersion, serviceCIDR: opts.ServiceCIDR,
+			eksControlPlane: opts.Settings.EKSControlPlane, serverVersion: opts.ServerVersion, kubeDNS: opts.KubeDNS,
+			clock: opts.Clock,
 		},
 	}
 }

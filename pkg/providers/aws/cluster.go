@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 )
@@ -15,39 +18,72 @@ import (
 // defaultServiceCIDR is EKS's default service range, used when neither a setting nor EKS names one.
 const defaultServiceCIDR = "10.100.0.0/16"
 
+// VersionRefresh is how often the cluster's Kubernetes version is read again (Karpenter's interval), so that a
+// control-plane upgrade moves AMI aliases to the new version's AMIs without a restart.
+const VersionRefresh = 5 * time.Minute
+
 // ClusterInfo is what nodes need to join the cluster.
 type ClusterInfo struct {
 	Endpoint          string
 	CABundle          string
 	KubernetesVersion string
 	ServiceCIDR       string
-	// ClusterDNS is the cluster DNS service IP (the tenth address of the service CIDR).
+	// ClusterDNS is the cluster DNS service IP: the kube-dns Service's ClusterIP, else the tenth address of the
+	// service CIDR.
 	ClusterDNS string
 }
 
-// clusterInfoSource fills ClusterInfo from settings and, for what they leave out, from EKS DescribeCluster. A
-// successful answer is kept; a failure is retried on the next call.
+// clusterInfoSource fills ClusterInfo from settings, the Kubernetes API and, for what they leave out, EKS
+// DescribeCluster. The endpoint, CA, service CIDR and DNS address are kept once known (a failure is retried on
+// the next call); the Kubernetes version is read again every VersionRefresh: from the API server's discovery
+// (EKS_CONTROL_PLANE=false, the default) or EKS DescribeCluster (EKS_CONTROL_PLANE=true).
 type clusterInfoSource struct {
 	eks                                      sdk.EKSAPI
 	name                                     string
 	endpoint, caBundle, version, serviceCIDR string
+	// eksControlPlane reads the version from EKS DescribeCluster instead of the API server.
+	eksControlPlane bool
+	// serverVersion returns the API server's version ("1.34"); nil reads it from EKS.
+	serverVersion func(context.Context) (string, error)
+	// kubeDNS returns the ClusterIP of kube-system/kube-dns ("" or an error: none); nil skips it.
+	kubeDNS func(context.Context) (string, error)
+	clock   clock.Clock
 
-	mu   sync.Mutex
-	info *ClusterInfo
+	mu sync.Mutex
+	// info is the cached answer; its KubernetesVersion was read at versionAt.
+	info      *ClusterInfo
+	versionAt time.Time
 }
 
 func (s *clusterInfoSource) get(ctx context.Context) (ClusterInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.info != nil {
-		return *s.info, nil
+	if s.info == nil {
+		info, err := s.discover(ctx)
+		if err != nil {
+			return ClusterInfo{}, err
+		}
+		s.info = &info
 	}
-	info := ClusterInfo{Endpoint: s.endpoint, CABundle: s.caBundle, KubernetesVersion: s.version, ServiceCIDR: s.serviceCIDR}
-	if info.Endpoint == "" || info.CABundle == "" || info.KubernetesVersion == "" || info.ServiceCIDR == "" {
+	if err := s.refreshVersionLocked(ctx); err != nil {
+		return ClusterInfo{}, err
+	}
+	return *s.info, nil
+}
+
+// versionFromEKS says whether the version comes from EKS DescribeCluster.
+func (s *clusterInfoSource) versionFromEKS() bool { return s.eksControlPlane || s.serverVersion == nil }
+
+// discover reads what does not change while the cluster lives: endpoint, CA, service CIDR and DNS address (and
+// the version, when EKS gives it in the same answer).
+func (s *clusterInfoSource) discover(ctx context.Context) (ClusterInfo, error) {
+	info := ClusterInfo{Endpoint: s.endpoint, CABundle: s.caBundle, ServiceCIDR: s.serviceCIDR}
+	wantVersion := s.version == "" && s.versionFromEKS()
+	if info.Endpoint == "" || info.CABundle == "" || info.ServiceCIDR == "" || wantVersion {
 		out, err := s.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: awssdk.String(s.name)})
 		if err != nil {
-			if info.Endpoint == "" || info.CABundle == "" || info.KubernetesVersion == "" {
-				return ClusterInfo{}, sdk.Wrap(err, "describing EKS cluster %s (set CLUSTER_ENDPOINT, CLUSTER_CA_BUNDLE and the Kubernetes version to avoid it)", s.name)
+			if info.Endpoint == "" || info.CABundle == "" || wantVersion {
+				return ClusterInfo{}, sdk.Wrap(err, "describing EKS cluster %s (set CLUSTER_ENDPOINT and CLUSTER_CA_BUNDLE to avoid it)", s.name)
 			}
 		} else if c := out.Cluster; c != nil {
 			if info.Endpoint == "" {
@@ -56,8 +92,9 @@ func (s *clusterInfoSource) get(ctx context.Context) (ClusterInfo, error) {
 			if info.CABundle == "" && c.CertificateAuthority != nil {
 				info.CABundle = awssdk.ToString(c.CertificateAuthority.Data)
 			}
-			if info.KubernetesVersion == "" {
+			if wantVersion && awssdk.ToString(c.Version) != "" {
 				info.KubernetesVersion = awssdk.ToString(c.Version)
+				s.versionAt = s.clock.Now()
 			}
 			if info.ServiceCIDR == "" && c.KubernetesNetworkConfig != nil {
 				info.ServiceCIDR = awssdk.ToString(c.KubernetesNetworkConfig.ServiceIpv4Cidr)
@@ -67,20 +104,82 @@ func (s *clusterInfoSource) get(ctx context.Context) (ClusterInfo, error) {
 	if info.ServiceCIDR == "" {
 		info.ServiceCIDR = defaultServiceCIDR
 	}
-	for _, f := range []struct{ name, value string }{
-		{"endpoint", info.Endpoint}, {"CA bundle", info.CABundle}, {"Kubernetes version", info.KubernetesVersion},
-	} {
+	for _, f := range []struct{ name, value string }{{"endpoint", info.Endpoint}, {"CA bundle", info.CABundle}} {
 		if f.value == "" {
 			return ClusterInfo{}, fmt.Errorf("cluster %s: no %s from settings or EKS DescribeCluster", s.name, f.name)
 		}
 	}
-	dns, err := ClusterDNS(info.ServiceCIDR)
+	dns, err := s.clusterDNS(ctx, info.ServiceCIDR)
 	if err != nil {
 		return ClusterInfo{}, err
 	}
 	info.ClusterDNS = dns
-	s.info = &info
 	return info, nil
+}
+
+// clusterDNS is the kube-dns Service's ClusterIP, or the tenth address of the service CIDR when the Service
+// cannot be read (a cluster with another DNS setup).
+func (s *clusterInfoSource) clusterDNS(ctx context.Context, serviceCIDR string) (string, error) {
+	if s.kubeDNS != nil {
+		ip, err := s.kubeDNS(ctx)
+		if err == nil {
+			if a, perr := netip.ParseAddr(ip); perr == nil {
+				log.FromContext(ctx).V(1).Info("discovered the cluster DNS address", "kube-dns-ip", a.String())
+				return a.String(), nil
+			}
+			err = fmt.Errorf("kube-system/kube-dns has ClusterIP %q, not an IP address", ip)
+		}
+		log.FromContext(ctx).V(1).Info("cannot read the kube-dns Service; using the tenth address of the service CIDR",
+			"service-cidr", serviceCIDR, "error", err.Error())
+	}
+	return ClusterDNS(serviceCIDR)
+}
+
+// refreshVersionLocked reads the Kubernetes version when it is unknown or older than VersionRefresh. A failed
+// refresh keeps the version known before; with none, it is an error.
+func (s *clusterInfoSource) refreshVersionLocked(ctx context.Context) error {
+	if s.version != "" {
+		s.info.KubernetesVersion = s.version
+		return nil
+	}
+	if s.info.KubernetesVersion != "" && s.clock.Since(s.versionAt) < VersionRefresh {
+		return nil
+	}
+	v, err := s.readVersion(ctx)
+	if err != nil {
+		if s.info.KubernetesVersion != "" {
+			log.FromContext(ctx).Error(err, "reading the Kubernetes version failed; keeping the previous one", "version", s.info.KubernetesVersion)
+			s.versionAt = s.clock.Now()
+			return nil
+		}
+		return err
+	}
+	if old := s.info.KubernetesVersion; old != v {
+		log.FromContext(ctx).Info("discovered the Kubernetes version", "version", v, "previous", old)
+	}
+	s.info.KubernetesVersion, s.versionAt = v, s.clock.Now()
+	return nil
+}
+
+func (s *clusterInfoSource) readVersion(ctx context.Context) (string, error) {
+	if !s.versionFromEKS() {
+		v, err := s.serverVersion(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reading the Kubernetes version from the API server: %w", err)
+		}
+		if v == "" {
+			return "", fmt.Errorf("the API server reported no Kubernetes version")
+		}
+		return v, nil
+	}
+	out, err := s.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: awssdk.String(s.name)})
+	if err != nil {
+		return "", sdk.Wrap(err, "describing EKS cluster %s for its Kubernetes version", s.name)
+	}
+	if out.Cluster == nil || awssdk.ToString(out.Cluster.Version) == "" {
+		return "", fmt.Errorf("EKS cluster %s: DescribeCluster reported no Kubernetes version", s.name)
+	}
+	return awssdk.ToString(out.Cluster.Version), nil
 }
 
 // ClusterDNS returns the cluster DNS service address of a service CIDR: its tenth address (10.100.0.10).

@@ -22,7 +22,7 @@ func (p *CloudProvider) ResolveSecurityGroups(ctx context.Context, nc *awsv1.EC2
 
 // ResolveAMIs returns the AMIs the node class selects for the cluster's Kubernetes version.
 func (p *CloudProvider) ResolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error) {
-	version := p.clusterInfo.version
+	var version string
 	if nc.Alias() != "" {
 		info, err := p.clusterInfo.get(ctx)
 		if err != nil {

@@ -296,6 +296,27 @@ func (s *Simulator) ReleaseAMIs() {
 	}
 }
 
+// SetKubernetesVersion upgrades (or downgrades) the simulated control plane: EKS DescribeCluster answers the new
+// version, AMIs for it are published with their SSM parameters (those of earlier versions stay), and Nodes created
+// from now on report it.
+func (s *Simulator) SetKubernetesVersion(v string) error {
+	if !kubernetesVersionPattern.MatchString(v) {
+		return fmt.Errorf("kubernetes version %q must look like 1.34", v)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v == s.k8sVersion {
+		return nil
+	}
+	s.k8sVersion = v
+	now := s.clock.Now()
+	for _, k := range sortedKeys(s.accounts) {
+		s.releaseAMIsLocked(s.accounts[k], now)
+	}
+	s.log.Info("kubernetes version changed", "version", v)
+	return nil
+}
+
 // adminAccountsLocked resolves an admin account selector: a key, or "" for every account (creating the
 // default account when none exists yet).
 func (s *Simulator) adminAccountsLocked(key string) ([]*account, error) {
@@ -463,9 +484,32 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeAdmin(w, http.StatusOK, req)
+	case route == "POST kubernetes-version":
+		var body struct {
+			Version string `json:"version"`
+		}
+		if !readAdmin(w, r, &body) {
+			return
+		}
+		if err := s.SetKubernetesVersion(body.Version); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]string{"version": body.Version})
 	case route == "POST amis/release":
 		s.ReleaseAMIs()
 		writeAdmin(w, http.StatusOK, map[string]string{"released": "ok"})
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "instances/") && strings.HasSuffix(path, "/status"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "instances/"), "/status")
+		var req InstanceStatusRequest
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		if err := s.SetInstanceStatus(id, req); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, map[string]any{"instanceId": id, "status": req})
 	case r.Method == http.MethodPost && strings.HasPrefix(path, "instances/") && strings.HasSuffix(path, "/terminate"):
 		id := strings.TrimSuffix(strings.TrimPrefix(path, "instances/"), "/terminate")
 		var body struct {

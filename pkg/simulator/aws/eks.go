@@ -38,12 +38,13 @@ func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, a *account)
 		sgs = append(sgs, g.ID)
 	}
 	vpc := a.vpcID
+	version := s.k8sVersion
 	s.mu.Unlock()
 	cluster := map[string]any{
 		"name":            name,
 		"arn":             fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", s.opts.Region, a.number, name),
 		"createdAt":       float64(s.started.UnixMilli()) / 1000,
-		"version":         s.opts.KubernetesVersion,
+		"version":         version,
 		"endpoint":        s.opts.ClusterEndpoint,
 		"status":          "ACTIVE",
 		"platformVersion": "eks.1",

@@ -38,7 +38,9 @@ type instance struct {
 
 	// terminateAt schedules an out-of-band termination (spot interruption).
 	terminateAt time.Time
-	node        nodeProgress
+	// health is the injected status-check state DescribeInstanceStatus reports (nil: every check passes).
+	health *instanceHealth
+	node   nodeProgress
 }
 
 // nodeProgress tracks what the lifecycle has done to the instance's Node.
@@ -337,26 +339,6 @@ func (a *account) tagsOf(id string) tagSet {
 		return cr.Tags
 	}
 	return nil
-}
-
-func (s *Simulator) describeInstanceStatus(_ *http.Request, a *account, p params) ([]*el, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := p.strings("InstanceId")
-	all := p.get("IncludeAllInstances") == "true"
-	var items []*el
-	for _, i := range a.sortedInstances() {
-		if len(ids) > 0 && !contains(ids, i.ID) {
-			continue
-		}
-		if !all && i.State != StateRunning {
-			continue
-		}
-		items = append(items, E("item", T("instanceId", i.ID), T("availabilityZone", i.Zone),
-			E("instanceState", I("code", stateCodes[i.State]), T("name", i.State)),
-			E("systemStatus", T("status", "ok")), E("instanceStatus", T("status", "ok"))))
-	}
-	return []*el{List("instanceStatusSet", "item", items)}, nil
 }
 
 func contains(list []string, v string) bool {

@@ -147,7 +147,7 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		ProviderID:  fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID),
 		InstanceID:  i.ID,
 		Labels:      labels,
-		Annotations: map[string]string{KwokNodeAnnotation: "fake", "awssim.dovetail.dev/kubelet-version": "v" + s.opts.KubernetesVersion + ".0"},
+		Annotations: map[string]string{KwokNodeAnnotation: "fake", "awssim.dovetail.dev/kubelet-version": "v" + s.k8sVersion + ".0"},
 		Taints:      taints,
 		Capacity:    capacity,
 		Allocatable: allocatable,

@@ -83,6 +83,9 @@ type Timing struct {
 	Tick time.Duration
 }
 
+// kubernetesVersionPattern is the form of a Kubernetes version the simulator accepts (major.minor).
+var kubernetesVersionPattern = regexp.MustCompile(`^1\.\d+$`)
+
 // Simulator is the in-memory AWS. It is an http.Handler serving every simulated service on one endpoint.
 type Simulator struct {
 	opts    Options
@@ -92,10 +95,13 @@ type Simulator struct {
 	zones   []catalog.Zone
 	started time.Time
 
-	mu       sync.Mutex
-	rng      *rand.Rand
-	accounts map[string]*account
-	faults   faults
+	mu sync.Mutex
+	// k8sVersion is the cluster's Kubernetes version (EKS DescribeCluster, SSM AMI parameters, kubelets); it
+	// starts as Options.KubernetesVersion and changes with SetKubernetesVersion (a control-plane upgrade).
+	k8sVersion string
+	rng        *rand.Rand
+	accounts   map[string]*account
+	faults     faults
 	// calls counts API calls by action since start (CreateFleet, DescribeInstances, ...).
 	calls map[string]int
 	// serviceCalls counts API calls by service family (ec2, iam, ssm, pricing, sqs, eks, events, sts).
@@ -152,7 +158,7 @@ func New(opts Options) (*Simulator, error) {
 		}
 		opts.ClusterNodes = byKey
 	}
-	if !regexp.MustCompile(`^1\.\d+$`).MatchString(opts.KubernetesVersion) {
+	if !kubernetesVersionPattern.MatchString(opts.KubernetesVersion) {
 		return nil, fmt.Errorf("kubernetes version %q must look like 1.34", opts.KubernetesVersion)
 	}
 	if opts.ServiceCIDR == "" {
@@ -228,6 +234,7 @@ func New(opts Options) (*Simulator, error) {
 	}
 	s := &Simulator{
 		opts:          opts,
+		k8sVersion:    opts.KubernetesVersion,
 		cat:           cat,
 		clock:         opts.Clock,
 		log:           opts.Logger,

@@ -188,7 +188,7 @@ func shortHash(s string, n int) string {
 // parameters at it (the previous release's versioned parameters stay).
 func (s *Simulator) releaseAMIsLocked(a *account, at time.Time) {
 	a.amiRelease++
-	k8s := s.opts.KubernetesVersion
+	k8s := s.k8sVersion
 	date := at.UTC().Format("20060102")
 	brVersion := fmt.Sprintf("1.%d.0", 40+a.amiRelease)
 	put := func(name, value string) {

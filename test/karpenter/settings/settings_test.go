@@ -284,7 +284,7 @@ func TestValidation(t *testing.T) {
 		{name: "cpu requests 0", env: map[string]string{"CPU_REQUESTS": "0"}},
 		{name: "memory limit -1", env: map[string]string{"MEMORY_LIMIT": "-1"}},
 		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, dovetailDiffers: "zonal shift is not implemented"},
-		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}, dovetailDiffers: "EKS control plane discovery is not implemented"},
+		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}},
 		{name: "DRA requests", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, dovetailDiffers: "DRA is not implemented"},
 	}
 	for _, tt := range tests {

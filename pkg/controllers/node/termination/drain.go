@@ -71,9 +71,20 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 		held[pod] = karpv1.DoNotDisruptAnnotationKey
 	}
 	for _, pod := range plan.DoNotDisrupt {
-		msg := fmt.Sprintf("Pod %s/%s has %s=%s: it is not evicted", pod.Namespace, pod.Name,
-			karpv1.DoNotDisruptAnnotationKey, karpv1.DoNotDisruptValue)
-		if deadline == nil {
+		dnd := termination.PodDoNotDisrupt(pod, now)
+		msg := fmt.Sprintf("Pod %s/%s has %s: it is not evicted", pod.Namespace, pod.Name, dnd.Describe())
+		if !dnd.Until.IsZero() {
+			// The protection ends by itself: look again then.
+			if res.nextAt == nil || dnd.Until.Before(*res.nextAt) {
+				until := dnd.Until
+				res.nextAt = &until
+			}
+			msg += " before then"
+			if deadline != nil && deadline.Before(dnd.Until) {
+				msg += fmt.Sprintf("; it is deleted so as to be gone by the end of the terminationGracePeriod at %s",
+					termination.FormatDeadline(*deadline))
+			}
+		} else if deadline == nil {
 			msg += " and the NodeClaim has no terminationGracePeriod, so the drain is blocked until the pod is " +
 				"gone or the annotation is removed"
 		} else {

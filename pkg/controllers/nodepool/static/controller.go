@@ -29,6 +29,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/requirements"
 	"github.com/dovetail/dovetail/pkg/staticcapacity"
+	"github.com/dovetail/dovetail/pkg/termination"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -190,7 +191,7 @@ func (c *Controller) describeNode(ctx context.Context, name string, cl *staticca
 			continue
 		}
 		cl.Pods++
-		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == karpv1.DoNotDisruptValue {
+		if termination.HasDoNotDisrupt(p, c.deps.Clock.Now()) {
 			cl.DoNotDisrupt = true
 		}
 	}

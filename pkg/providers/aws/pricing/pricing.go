@@ -3,6 +3,7 @@ package pricing
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -27,7 +28,7 @@ type Provider struct {
 	ec2     sdk.EC2API
 	pricing sdk.PricingAPI
 	region  string
-	// isolated skips the Pricing API (no internet access); on-demand prices are then unknown.
+	// isolated skips the Pricing API (no internet access); on-demand prices are then the built-in ones.
 	isolated bool
 	clock    clock.Clock
 	ttl      time.Duration
@@ -55,7 +56,11 @@ func (p *Provider) OnDemand(ctx context.Context) (map[string]float64, error) {
 		return p.onDemand, nil
 	}
 	if p.isolated {
-		p.onDemand, p.onDemandFetched = map[string]float64{}, p.clock.Now()
+		prices, err := StaticOnDemand(p.region)
+		if err != nil {
+			return nil, err
+		}
+		p.onDemand, p.onDemandFetched = prices, p.clock.Now()
 		return p.onDemand, nil
 	}
 	prices, err := p.fetchOnDemand(ctx)
@@ -64,7 +69,14 @@ func (p *Provider) OnDemand(ctx context.Context) (map[string]float64, error) {
 			log.FromContext(ctx).Error(err, "refreshing on-demand prices failed; keeping the previous ones")
 			return p.onDemand, nil
 		}
-		return nil, err
+		static, serr := StaticOnDemand(p.region)
+		if serr != nil {
+			return nil, errors.Join(err, serr)
+		}
+		// The built-in prices serve until the next refresh (after the TTL) succeeds.
+		log.FromContext(ctx).Error(err, "getting on-demand prices failed; using the built-in prices until the next refresh", "region", p.region)
+		p.onDemand, p.onDemandFetched = static, p.clock.Now()
+		return p.onDemand, nil
 	}
 	p.onDemand, p.onDemandFetched = prices, p.clock.Now()
 	return prices, nil

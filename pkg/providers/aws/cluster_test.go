@@ -1,0 +1,78 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+type fakeEKS struct {
+	version string
+	calls   int
+}
+
+func (f *fakeEKS) DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	f.calls++
+	return &eks.DescribeClusterOutput{Cluster: &ekstypes.Cluster{Version: awssdk.String(f.version),
+		Endpoint: awssdk.String("https://eks.example"), CertificateAuthority: &ekstypes.Certificate{Data: awssdk.String("CA")},
+		KubernetesNetworkConfig: &ekstypes.KubernetesNetworkConfigResponse{ServiceIpv4Cidr: awssdk.String("172.20.0.0/16")}}}, nil
+}
+
+// TestClusterDNSFromKubeDNS: the nodes' DNS address is the kube-dns Service's ClusterIP (IPv4 or IPv6); without
+// the Service, or with a ClusterIP that is not an address (None), it is the tenth address of the service CIDR.
+func TestClusterDNSFromKubeDNS(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dns  func(context.Context) (string, error)
+		want string
+	}{
+		{"kube-dns ClusterIP", func(context.Context) (string, error) { return "172.20.0.53", nil }, "172.20.0.53"},
+		{"IPv6 kube-dns", func(context.Context) (string, error) { return "fd00:10:96::a", nil }, "fd00:10:96::a"},
+		{"no kube-dns Service", func(context.Context) (string, error) { return "", errors.New(`services "kube-dns" not found`) }, "172.20.0.10"},
+		{"headless kube-dns", func(context.Context) (string, error) { return "None", nil }, "172.20.0.10"},
+		{"not read", nil, "172.20.0.10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &clusterInfoSource{eks: &fakeEKS{version: "1.34"}, name: "c", kubeDNS: tc.dns,
+				clock: clocktesting.NewFakeClock(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC))}
+			info, err := s.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.ClusterDNS != tc.want {
+				t.Errorf("ClusterDNS = %q, want %q", info.ClusterDNS, tc.want)
+			}
+		})
+	}
+}
+
+// TestClusterInfoReadsEKSOnceThenOnlyTheVersion: the first answer fills everything with one DescribeCluster call;
+// later calls reuse it until VersionRefresh, then ask again for the version only.
+func TestClusterInfoReadsEKSOnceThenOnlyTheVersion(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC))
+	api := &fakeEKS{version: "1.34"}
+	s := &clusterInfoSource{eks: api, name: "c", eksControlPlane: true, clock: clk}
+	ctx := context.Background()
+	for range 3 {
+		if info, err := s.get(ctx); err != nil || info.KubernetesVersion != "1.34" || info.Endpoint != "https://eks.example" {
+			t.Fatalf("get = %+v, %v", info, err)
+		}
+	}
+	if api.calls != 1 {
+		t.Errorf("%d DescribeCluster calls, want 1", api.calls)
+	}
+	api.version = "1.35"
+	clk.Step(VersionRefresh)
+	if info, err := s.get(ctx); err != nil || info.KubernetesVersion != "1.35" {
+		t.Fatalf("after the refresh: %+v, %v", info, err)
+	}
+	if api.calls != 2 {
+		t.Errorf("%d DescribeCluster calls, want 2", api.calls)
+	}
+}
