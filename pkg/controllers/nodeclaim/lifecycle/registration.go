@@ -55,6 +55,13 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		}
 		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
 	}
+	if _, synced := node.Labels[karpv1.NodeRegisteredLabelKey]; !synced && !hasUnregisteredTaint(node) {
+		// The Node joined without the taint that keeps pods off it until registration synced it: pods may land
+		// before its labels and taints are there. Registration goes on.
+		logger.Info("node registered without the unregistered taint", "node", node.Name, "taint", karpv1.UnregisteredTaintKey)
+		c.deps.Recorder.Event(nc, corev1.EventTypeWarning, karpv1.EventReasonUnregisteredTaintMissing,
+			fmt.Sprintf("Node %s joined without the %s taint, so pods could be scheduled to it before its labels and taints were synced", node.Name, karpv1.UnregisteredTaintKey))
+	}
 	nominated := c.nominatePlanned(ctx, nc, node, c.deps.Client)
 	if err := c.syncNode(ctx, nc, node); err != nil {
 		return reconcile.Result{}, true, err
@@ -82,6 +89,16 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
 	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID, "nominated-pods", nominated)
 	return reconcile.Result{}, false, nil
+}
+
+// hasUnregisteredTaint reports whether the Node carries karpenter.sh/unregistered:NoExecute.
+func hasUnregisteredTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.UnregisteredTaintKey && t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingForNode marks the NodeClaim as launched but without a Node yet. The launch records it with the launch
