@@ -186,6 +186,7 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 		c.queue.MarkOfferingUnavailable(ctx, "SpotInterruption", nc.Labels[corev1.LabelInstanceTypeStable],
 			nc.Labels[corev1.LabelTopologyZone], karpv1.CapacityTypeSpot)
 	}
+	alreadyDeleting := nc.DeletionTimestamp != nil
 	switch d.Action {
 	case interruption.ActionIgnore:
 		return nil
@@ -198,7 +199,11 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 			return err
 		}
 	}
-	c.event(ctx, nc, corev1.EventTypeWarning, d.Reason, d.Message)
+	c.event(ctx, nc, interruption.EventType(d.Reason), d.Reason, d.Message)
+	if d.Action == interruption.ActionDelete && !alreadyDeleting {
+		c.event(ctx, nc, corev1.EventTypeWarning, karpv1.EventReasonTerminatingOnInterruption,
+			"Draining and deleting the NodeClaim for an interruption ("+d.Reason+")")
+	}
 	logger.Info("handled interruption message", "reason", d.Reason, "detail", d.Message)
 	return nil
 }
@@ -301,6 +306,8 @@ func (c *Controller) DeleteDue(ctx context.Context) error {
 		}
 		msg := fmt.Sprintf("Scheduled change: the drain time %s has come; draining and deleting the NodeClaim", at.UTC().Format(time.RFC3339))
 		c.event(ctx, nc, corev1.EventTypeWarning, interruption.ReasonScheduledChange, msg)
+		c.event(ctx, nc, corev1.EventTypeWarning, karpv1.EventReasonTerminatingOnInterruption,
+			"Draining and deleting the NodeClaim for an interruption ("+interruption.ReasonScheduledChange+")")
 		log.FromContext(ctx).Info("deleted nodeclaim before its scheduled change", "nodeclaim", nc.Name,
 			"node", nc.Status.NodeName, "nodepool", nc.NodePoolName(), "delete-at", at.UTC().Format(time.RFC3339))
 	}

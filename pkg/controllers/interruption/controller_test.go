@@ -268,8 +268,9 @@ func TestStateChangeRebalanceMalformedAndInvalidPolicy(t *testing.T) {
 	}
 	events := f.events()
 	for _, want := range []string{
-		"Warning InstanceStateChanged Instance state changed to stopping",
-		"Warning RebalanceRecommended",
+		"Warning InstanceStopping Instance state changed to stopping",
+		"Warning TerminatingOnInterruption",
+		"Normal SpotRebalanceRecommendation",
 		`Warning InvalidInterruptionPolicy annotation dovetail.sh/spot-interruption has invalid value "Sometimes"; allowed values are Drain, Ignore; using the default Drain`,
 	} {
 		if !hasEvent(events, want) {
