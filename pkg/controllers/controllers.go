@@ -15,6 +15,7 @@ import (
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -56,6 +57,8 @@ func New(d deps.Deps) []Named {
 		{counter.Name, counter.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
+		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
+		{consistency.Name, consistency.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
 		{nodeclasshash.Name, nodeclasshash.NewController(d)},
