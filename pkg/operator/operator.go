@@ -317,6 +317,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		Metrics:              m,
 		InterruptionQueue:    queue,
 		Plans:                deps.NewPlans(),
+		RegistrationHealth:   deps.NewRegistrationHealth(),
 	}, nil
 }
 

@@ -55,7 +55,6 @@ const (
 	ReasonNodeClassReady       = "NodeClassReady"
 	ReasonNodeClassNotFound    = "NodeClassNotFound"
 	ReasonRegistrationHealthy  = "NodeRegistrationHealthy"
-	ReasonRegistrationFailing  = "NodeRegistrationFailing"
 
 	// Drift reasons, the Reason of a true Drifted condition, spelled as Karpenter spells them. The first three
 	// are found by the NodeClaim disruption controller, the others by the AWS cloud provider.

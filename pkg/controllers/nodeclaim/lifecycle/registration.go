@@ -46,6 +46,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			if err := c.patchStatus(ctx, stored, nc); err != nil {
 				deps.LogError(log.IntoContext(ctx, logger), err, "recording registration timeout")
 			}
+			if err := c.recordRegistration(ctx, nc, false); err != nil {
+				deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration failure on the nodepool")
+			}
 			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
 		}
 		waitingForNode(nc)
@@ -84,6 +87,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	registered(nc)
 	if err := c.patchStatusFresh(ctx, stored, nc, registered); err != nil {
 		return reconcile.Result{}, true, err
+	}
+	if err := c.recordRegistration(ctx, nc, true); err != nil {
+		deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration on the nodepool")
 	}
 	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
 	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
