@@ -31,6 +31,7 @@ import (
 	unavailableofferings "github.com/dovetail/dovetail/pkg/controllers/offerings/unavailable"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
+	conditionevents "github.com/dovetail/dovetail/pkg/controllers/status"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -59,6 +60,8 @@ func New(d deps.Deps) []Named {
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
 		{consistency.Name, consistency.NewController(d)},
+		// Announces condition transitions and removed finalizers of NodeClaims, NodePools, EC2NodeClasses and Nodes.
+		{conditionevents.Name, conditionevents.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
 		{nodeclasshash.Name, nodeclasshash.NewController(d)},

@@ -51,7 +51,7 @@ func TestConsistentStateFound(t *testing.T) {
 	create := func(name, nodeCPU string) {
 		t.Helper()
 		providerID := "fake:///" + name
-		nc := test.NodeClaim(name, "default").ProviderID(providerID).NodeName(name+"-node").
+		nc := test.NodeClaim(name, "default").ProviderID(providerID).NodeName(name + "-node").
 			Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}).Obj()
 		if err := env.Env.Client.Create(ctx, nc); err != nil {
 			t.Fatal(err)
