@@ -37,6 +37,27 @@ const (
 	ReasonScheduledChange = "ScheduledChange"
 )
 
+// MetricReason is the reason label of karpenter_nodeclaims_disrupted_total for a NodeClaim deleted for the
+// message: the kind of message, as Karpenter's AWS provider names it.
+func MetricReason(msg Message) string {
+	switch msg.Kind {
+	case KindSpotInterruption:
+		return karpv1.MetricReasonSpotInterrupted
+	case KindRebalanceRecommendation:
+		return karpv1.MetricReasonRebalanceRecommendation
+	case KindScheduledChange:
+		return karpv1.MetricReasonScheduledChange
+	case KindCapacityReservationInterruption:
+		return karpv1.MetricReasonCapacityReservationInterrupted
+	case KindStateChange:
+		if msg.State == "shutting-down" || msg.State == "terminated" {
+			return karpv1.MetricReasonInstanceTerminated
+		}
+		return karpv1.MetricReasonInstanceStopped
+	}
+	return "interruption"
+}
+
 // EventType is the type of the event for a decision's reason: Normal for a rebalance recommendation (nothing is
 // done), Warning otherwise, as Karpenter's AWS provider.
 func EventType(reason string) string {

@@ -27,7 +27,6 @@ const Name = "interruption"
 const (
 	ReasonInvalidPolicy      = "InvalidInterruptionPolicy"
 	ReasonInvalidDeleteAt    = "InvalidInterruptionDeleteAt"
-	metricReasonInterruption = "interruption"
 	metricTypeMalformed      = "malformed"
 )
 
@@ -191,7 +190,7 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 	case interruption.ActionIgnore:
 		return nil
 	case interruption.ActionDelete:
-		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		if err := c.deleteNodeClaim(ctx, nc, interruption.MetricReason(msg)); err != nil {
 			return err
 		}
 	case interruption.ActionDeleteAt:
@@ -232,7 +231,7 @@ func (c *Controller) policy(ctx context.Context, name string) (interruption.Poli
 
 // deleteNodeClaim deletes the NodeClaim through the normal deletion path (the termination controllers drain the
 // node, then terminate the instance).
-func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) error {
+func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, metricReason string) error {
 	if nc.DeletionTimestamp != nil {
 		return nil
 	}
@@ -243,7 +242,7 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 		}
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReasonInterruption, nc.NodePoolName(),
+	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReason, nc.NodePoolName(),
 		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 	return nil
 }
@@ -300,7 +299,7 @@ func (c *Controller) DeleteDue(ctx context.Context) error {
 		if at.IsZero() || now.Before(at) {
 			continue
 		}
-		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		if err := c.deleteNodeClaim(ctx, nc, karpv1.MetricReasonScheduledChange); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -37,7 +37,7 @@ const (
 )
 
 // MetricReasonUnhealthy is the reason label of karpenter_nodeclaims_disrupted_total for a repaired node.
-const MetricReasonUnhealthy = "unhealthy"
+const MetricReasonUnhealthy = karpv1.MetricReasonUnhealthy
 
 // Controller repairs unhealthy nodes.
 type Controller struct {

@@ -62,7 +62,11 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
 			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
-		return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+			return reconcile.Result{}, true, err
+		}
+		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonInsufficientCapacity, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+		return reconcile.Result{}, true, nil
 	case cloudprovider.IsThrottled(err):
 		// Not a launch failure: the SDK retried with backoff, and the reconcile is retried later (RetryTransient).
 		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)

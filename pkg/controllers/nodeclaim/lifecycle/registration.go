@@ -49,7 +49,11 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			if err := c.recordRegistration(ctx, nc, false); err != nil {
 				deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration failure on the nodepool")
 			}
-			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+			if err := c.deleteNodeClaim(ctx, nc); err != nil {
+				return reconcile.Result{}, true, err
+			}
+			c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonRegistrationTimeout, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+			return reconcile.Result{}, true, nil
 		}
 		waitingForNode(nc)
 		wait := timeout - c.since(nc)
