@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // Kind is the type of an interruption message.
@@ -41,13 +43,15 @@ const (
 func (k Kind) MetricLabel() string {
 	switch k {
 	case KindSpotInterruption:
-		return "spot_interrupted"
+		return karpv1.MetricReasonSpotInterrupted
 	case KindRebalanceRecommendation:
-		return "rebalance_recommendation"
+		return karpv1.MetricReasonRebalanceRecommendation
 	case KindStateChange:
 		return "state_change"
 	case KindScheduledChange:
-		return "scheduled_change"
+		return karpv1.MetricReasonScheduledChange
+	case KindCapacityReservationInterruption:
+		return karpv1.MetricReasonCapacityReservationInterrupted
 	default:
 		return "unknown"
 	}

@@ -35,6 +35,9 @@ const (
 	EventReasonUnregisteredTaintMissing  = "UnregisteredTaintMissing"
 	EventReasonNodeClassNotReady         = "NodeClassNotReady"
 
+	// EC2NodeClass deletion (the AWS provider's).
+	EventReasonWaitingOnNodeClaimTermination = "WaitingOnNodeClaimTermination"
+
 	// AWS interruption (the AWS provider's events, on the NodeClaim and its Node).
 	EventReasonSpotInterrupted                        = "SpotInterrupted"
 	EventReasonSpotRebalanceRecommendation            = "SpotRebalanceRecommendation"
