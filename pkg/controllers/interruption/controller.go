@@ -25,9 +25,9 @@ const Name = "interruption"
 
 // Event reasons besides the per-message ones in pkg/interruption.
 const (
-	ReasonInvalidPolicy      = "InvalidInterruptionPolicy"
-	ReasonInvalidDeleteAt    = "InvalidInterruptionDeleteAt"
-	metricTypeMalformed      = "malformed"
+	ReasonInvalidPolicy   = "InvalidInterruptionPolicy"
+	ReasonInvalidDeleteAt = "InvalidInterruptionDeleteAt"
+	metricTypeMalformed   = "malformed"
 )
 
 // Back-off after a failed receive: doubled per consecutive failure, from minBackoff up to maxBackoff.

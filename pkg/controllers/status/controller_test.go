@@ -64,7 +64,9 @@ func TestTransitionsAndFinalizers(t *testing.T) {
 		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNodeClassNotFound, `EC2NodeClass "default" not found`)
 	})
 	reconcileOnce()
-	update(func(np *karpv1.NodePool) { np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNotReady, "other message") })
+	update(func(np *karpv1.NodePool) {
+		np.SetFalse(karpv1.ConditionTypeNodeClassReady, karpv1.ReasonNotReady, "other message")
+	})
 	reconcileOnce() // same status: no event
 	update(func(np *karpv1.NodePool) { np.Finalizers = nil })
 	reconcileOnce()
