@@ -79,6 +79,8 @@ type Controller struct {
 	blocked map[string]string
 	// unconsolidatable is the last Unconsolidatable event announced per NodeClaim (see announceStays).
 	unconsolidatable map[string]announced
+	// blockedPools is when DisruptionBlocked was last emitted per NodePool and reason (announceBlockedPools).
+	blockedPools map[string]time.Time
 	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
 	waiting       string
 	waitingLogged time.Time
@@ -116,7 +118,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, unconsolidatable: map[string]announced{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -215,6 +217,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.record(res, snap, c.deps.Clock.Since(start))
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
+	c.announceBlockedPools(st, snap.NodeCounts)
 	// The commands are prepared in order (each one's check counts the pods of those before it), then written
 	// together: one after another, a pass's tens of commands took minutes of API round trips on a busy cluster.
 	var ready []*starting

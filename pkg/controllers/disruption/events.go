@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -91,5 +92,46 @@ func (c *Controller) announceRejected(st *state, r Record, candidates []*karpv1.
 		msg := fmt.Sprintf("Consolidation rejected: %s, reason: %s",
 			commandForNode(r.Decision, r.Message, nc.Status.NodeName, r.Candidates), strings.TrimSpace(why))
 		c.emitOnNodeAndClaim(node, nc, corev1.EventTypeNormal, karpv1.EventReasonConsolidationRejected, msg)
+	}
+}
+
+// BlockedPoolRepeat is how often DisruptionBlocked is repeated on a NodePool whose budgets stay at zero.
+const BlockedPoolRepeat = time.Minute
+
+// announceBlockedPools emits DisruptionBlocked on each NodePool with nodes whose disruption budgets allow no node
+// at all for a reason now (whatever is already disrupting), at most once a BlockedPoolRepeat per NodePool and
+// reason.
+func (c *Controller) announceBlockedPools(st *state, counts map[string]int) {
+	names := make([]string, 0, len(st.NodePools))
+	for name := range st.NodePools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		np := st.NodePools[name]
+		if counts[name] == 0 {
+			continue
+		}
+		allowed, err := core.AllowedDisruptions(np, st.Now, counts[name], 0)
+		if err != nil {
+			continue // an invalid budget is reported by the decision
+		}
+		for _, r := range core.Reasons() {
+			if allowed[r] != 0 {
+				continue
+			}
+			key := name + "/" + string(r)
+			if last, ok := c.blockedPools[key]; ok && st.Now.Sub(last) < BlockedPoolRepeat {
+				continue
+			}
+			c.blockedPools[key] = st.Now
+			c.deps.Recorder.Event(np, corev1.EventTypeNormal, karpv1.EventReasonDisruptionBlocked,
+				fmt.Sprintf("The disruption budgets of nodepool %s allow no node to be disrupted for reason %s now", name, r))
+		}
+	}
+	for key, at := range c.blockedPools {
+		if st.Now.Sub(at) >= BlockedPoolRepeat {
+			delete(c.blockedPools, key)
+		}
 	}
 }

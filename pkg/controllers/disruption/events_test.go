@@ -127,3 +127,30 @@ func TestAnnounceRejected(t *testing.T) {
 		t.Errorf("drift abandoned: events %v, want none", got)
 	}
 }
+
+func TestAnnounceBlockedPools(t *testing.T) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	st := eventsState(now)
+	frozen := test.NodePool("frozen").Budget("0", karpv1.DisruptionReasonDrifted).Obj()
+	st.NodePools = map[string]*karpv1.NodePool{"frozen": frozen, "default": test.NodePool("default").Obj(),
+		"empty": test.NodePool("empty").Budget("0").Obj()}
+	rec := test.NewRecorder()
+	c := NewController(deps.Deps{Recorder: rec})
+	counts := map[string]int{"frozen": 3, "default": 3}
+	c.announceBlockedPools(st, counts)
+	got := rec.Events()
+	if len(got) != 1 || got[0].Kind != "NodePool" || got[0].Name != "frozen" || got[0].Reason != "DisruptionBlocked" ||
+		got[0].Type != corev1.EventTypeNormal {
+		t.Fatalf("events %+v, want one DisruptionBlocked on nodepool frozen (for Drifted)", got)
+	}
+	st.Now = now.Add(30 * time.Second)
+	c.announceBlockedPools(st, counts)
+	if n := len(rec.Events()); n != 1 {
+		t.Errorf("30s later: %d events, want no repeat", n)
+	}
+	st.Now = now.Add(BlockedPoolRepeat)
+	c.announceBlockedPools(st, counts)
+	if n := len(rec.Events()); n != 2 {
+		t.Errorf("%s later: %d events, want it repeated", BlockedPoolRepeat, n)
+	}
+}
