@@ -37,7 +37,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	nc.Status.LastPodEventTime = metav1.Now()
 	nc.SetTrue(karpv1.ConditionTypeLaunched, karpv1.ReasonLaunched)
 	nc.SetFalse(karpv1.ConditionTypeRegistered, karpv1.ReasonNodeNotFound, "waiting for the node to join")
-	nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrifted)
+	nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrift)
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatalf("updating NodeClaim status: %v", err)
 	}

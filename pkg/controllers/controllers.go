@@ -17,6 +17,7 @@ import (
 	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -32,6 +33,7 @@ import (
 	unavailableofferings "github.com/dovetail/dovetail/pkg/controllers/offerings/unavailable"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
+	conditionevents "github.com/dovetail/dovetail/pkg/controllers/status"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -59,6 +61,10 @@ func New(d deps.Deps) []Named {
 		{nodemetrics.Name, nodemetrics.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
+		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
+		{consistency.Name, consistency.NewController(d)},
+		// Announces condition transitions and removed finalizers of NodeClaims, NodePools, EC2NodeClasses and Nodes.
+		{conditionevents.Name, conditionevents.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},
 		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
 		{nodeclasshash.Name, nodeclasshash.NewController(d)},

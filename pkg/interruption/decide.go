@@ -3,6 +3,8 @@ package interruption
 import (
 	"fmt"
 	"time"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // DefaultScheduledLeadTime is how long before a scheduled change's start the drain begins when the NodeClaim has
@@ -24,13 +26,46 @@ const (
 	ActionIgnore Action = "Ignore"
 )
 
-// Event reasons, CamelCase.
+// Event reasons, CamelCase: Karpenter's AWS provider's for the messages it handles too.
 const (
-	ReasonSpotInterrupted      = "SpotInterrupted"
-	ReasonRebalanceRecommended = "RebalanceRecommended"
-	ReasonInstanceStateChanged = "InstanceStateChanged"
-	ReasonScheduledChange      = "ScheduledChange"
+	ReasonSpotInterrupted                        = karpv1.EventReasonSpotInterrupted
+	ReasonRebalanceRecommended                   = karpv1.EventReasonSpotRebalanceRecommendation
+	ReasonInstanceStopping                       = karpv1.EventReasonInstanceStopping
+	ReasonInstanceTerminating                    = karpv1.EventReasonInstanceTerminating
+	ReasonCapacityReservationInstanceInterrupted = karpv1.EventReasonCapacityReservationInstanceInterrupted
+	// ReasonScheduledChange is Dovetail's own: an AWS Health scheduled change and the policy that applied.
+	ReasonScheduledChange = "ScheduledChange"
 )
+
+// MetricReason is the reason label of karpenter_nodeclaims_disrupted_total for a NodeClaim deleted for the
+// message: the kind of message, as Karpenter's AWS provider names it.
+func MetricReason(msg Message) string {
+	switch msg.Kind {
+	case KindSpotInterruption:
+		return karpv1.MetricReasonSpotInterrupted
+	case KindRebalanceRecommendation:
+		return karpv1.MetricReasonRebalanceRecommendation
+	case KindScheduledChange:
+		return karpv1.MetricReasonScheduledChange
+	case KindCapacityReservationInterruption:
+		return karpv1.MetricReasonCapacityReservationInterrupted
+	case KindStateChange:
+		if msg.State == "shutting-down" || msg.State == "terminated" {
+			return karpv1.MetricReasonInstanceTerminated
+		}
+		return karpv1.MetricReasonInstanceStopped
+	}
+	return "interruption"
+}
+
+// EventType is the type of the event for a decision's reason: Normal for a rebalance recommendation (nothing is
+// done), Warning otherwise, as Karpenter's AWS provider.
+func EventType(reason string) string {
+	if reason == ReasonRebalanceRecommended {
+		return "Normal"
+	}
+	return "Warning"
+}
 
 // Decision is the outcome of Decide.
 type Decision struct {
@@ -44,9 +79,6 @@ type Decision struct {
 	// Message is the event message: what happened and which policy applied.
 	Message string
 }
-
-// terminalStates are the instance states in which the NodeClaim is deleted.
-var terminalStates = map[string]bool{"stopping": true, "stopped": true, "shutting-down": true, "terminated": true}
 
 // Decide returns what to do with a NodeClaim for msg, given its NodePool's policy, its terminationGracePeriod (nil
 // when unset) and the current time.
@@ -64,11 +96,18 @@ func Decide(msg Message, p Policy, terminationGracePeriod *time.Duration, now ti
 		return Decision{Action: ActionEventOnly, Reason: ReasonRebalanceRecommended,
 			Message: "EC2 recommends rebalancing: the spot instance is at elevated risk of interruption"}
 	case KindStateChange:
-		if terminalStates[msg.State] {
-			return Decision{Action: ActionDelete, Reason: ReasonInstanceStateChanged,
+		switch msg.State {
+		case "stopping", "stopped":
+			return Decision{Action: ActionDelete, Reason: ReasonInstanceStopping,
+				Message: fmt.Sprintf("Instance state changed to %s: deleting the NodeClaim", msg.State)}
+		case "shutting-down", "terminated":
+			return Decision{Action: ActionDelete, Reason: ReasonInstanceTerminating,
 				Message: fmt.Sprintf("Instance state changed to %s: deleting the NodeClaim", msg.State)}
 		}
 		return Decision{Action: ActionIgnore}
+	case KindCapacityReservationInterruption:
+		return Decision{Action: ActionDelete, Reason: ReasonCapacityReservationInstanceInterrupted,
+			Message: "EC2 is reclaiming the capacity reservation the instance runs in: draining and deleting the NodeClaim"}
 	case KindScheduledChange:
 		return decideScheduled(msg, p.Scheduled, terminationGracePeriod, now)
 	default:

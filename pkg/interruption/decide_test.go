@@ -43,6 +43,30 @@ func TestPolicyFromAnnotations(t *testing.T) {
 	}
 }
 
+func TestDecideReasons(t *testing.T) {
+	def := DefaultPolicy()
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		msg       Message
+		reason    string
+		eventType string
+	}{
+		{Message{Kind: KindSpotInterruption}, "SpotInterrupted", "Warning"},
+		{Message{Kind: KindRebalanceRecommendation}, "SpotRebalanceRecommendation", "Normal"},
+		{Message{Kind: KindStateChange, State: "stopping"}, "InstanceStopping", "Warning"},
+		{Message{Kind: KindStateChange, State: "stopped"}, "InstanceStopping", "Warning"},
+		{Message{Kind: KindStateChange, State: "shutting-down"}, "InstanceTerminating", "Warning"},
+		{Message{Kind: KindStateChange, State: "terminated"}, "InstanceTerminating", "Warning"},
+		{Message{Kind: KindCapacityReservationInterruption}, "CapacityReservationInstanceInterrupted", "Warning"},
+	}
+	for _, tt := range tests {
+		d := Decide(tt.msg, def, nil, now)
+		if d.Reason != tt.reason || EventType(d.Reason) != tt.eventType {
+			t.Errorf("Decide(%s %s): %s %s, want %s %s", tt.msg.Kind, tt.msg.State, EventType(d.Reason), d.Reason, tt.eventType, tt.reason)
+		}
+	}
+}
+
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	hour := time.Hour
@@ -65,6 +89,7 @@ func TestDecide(t *testing.T) {
 		{name: "stopped deletes", msg: Message{Kind: KindStateChange, State: "stopped"}, policy: def, want: ActionDelete},
 		{name: "shutting-down deletes", msg: Message{Kind: KindStateChange, State: "shutting-down"}, policy: def, want: ActionDelete},
 		{name: "terminated deletes", msg: Message{Kind: KindStateChange, State: "terminated"}, policy: def, want: ActionDelete},
+		{name: "capacity reservation interruption deletes", msg: Message{Kind: KindCapacityReservationInterruption}, policy: def, want: ActionDelete},
 		{name: "running is ignored", msg: Message{Kind: KindStateChange, State: "running"}, policy: def, want: ActionIgnore},
 		{name: "unknown is ignored", msg: Message{Kind: KindUnknown}, policy: def, want: ActionIgnore},
 		{name: "scheduled default, no TGP: 15 minutes before start",

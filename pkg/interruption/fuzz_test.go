@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		switch msg.Kind {
-		case KindSpotInterruption, KindRebalanceRecommendation, KindStateChange, KindScheduledChange:
+		case KindSpotInterruption, KindRebalanceRecommendation, KindStateChange, KindScheduledChange, KindCapacityReservationInterruption:
 			if len(msg.InstanceIDs) == 0 {
 				t.Fatalf("%s message names no instance: %+v", msg.Kind, msg)
 			}

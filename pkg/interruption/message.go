@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
 // Kind is the type of an interruption message.
@@ -19,7 +21,9 @@ const (
 	KindRebalanceRecommendation Kind = "RebalanceRecommendation"
 	KindStateChange             Kind = "StateChange"
 	KindScheduledChange         Kind = "ScheduledChange"
-	KindUnknown                 Kind = "Unknown"
+	// KindCapacityReservationInterruption: EC2 reclaims the interruptible capacity reservation the instance runs in.
+	KindCapacityReservationInterruption Kind = "CapacityReservationInterruption"
+	KindUnknown                         Kind = "Unknown"
 )
 
 // EventBridge detail types and sources the parser recognises.
@@ -27,22 +31,27 @@ const (
 	DetailTypeSpotInterruption = "EC2 Spot Instance Interruption Warning"
 	DetailTypeRebalance        = "EC2 Instance Rebalance Recommendation"
 	DetailTypeStateChange      = "EC2 Instance State-change Notification"
-	DetailTypeHealth           = "AWS Health Event"
-	SourceEC2                  = "aws.ec2"
-	SourceHealth               = "aws.health"
+	// DetailTypeCapacityReservationInterruption is EC2's warning that an interruptible capacity reservation is
+	// reclaimed.
+	DetailTypeCapacityReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
+	DetailTypeHealth                          = "AWS Health Event"
+	SourceEC2                                 = "aws.ec2"
+	SourceHealth                              = "aws.health"
 )
 
 // MetricLabel is the message_type label of karpenter_interruption_received_messages_total.
 func (k Kind) MetricLabel() string {
 	switch k {
 	case KindSpotInterruption:
-		return "spot_interrupted"
+		return karpv1.MetricReasonSpotInterrupted
 	case KindRebalanceRecommendation:
-		return "rebalance_recommendation"
+		return karpv1.MetricReasonRebalanceRecommendation
 	case KindStateChange:
 		return "state_change"
 	case KindScheduledChange:
-		return "scheduled_change"
+		return karpv1.MetricReasonScheduledChange
+	case KindCapacityReservationInterruption:
+		return karpv1.MetricReasonCapacityReservationInterrupted
 	default:
 		return "unknown"
 	}
@@ -144,7 +153,8 @@ func Parse(body string) (Message, error) {
 		m.Time = t
 	}
 	switch {
-	case env.DetailType == DetailTypeSpotInterruption, env.DetailType == DetailTypeRebalance, env.DetailType == DetailTypeStateChange:
+	case env.DetailType == DetailTypeSpotInterruption, env.DetailType == DetailTypeRebalance, env.DetailType == DetailTypeStateChange,
+		env.DetailType == DetailTypeCapacityReservationInterruption:
 		var d ec2Detail
 		if err := unmarshalDetail(env.Detail, &d); err != nil {
 			return Message{}, err
@@ -162,6 +172,8 @@ func Parse(body string) (Message, error) {
 			m.Kind = KindSpotInterruption
 		case DetailTypeRebalance:
 			m.Kind = KindRebalanceRecommendation
+		case DetailTypeCapacityReservationInterruption:
+			m.Kind = KindCapacityReservationInterruption
 		default:
 			if d.State == "" {
 				return Message{}, &ParseError{Field: "detail.state", Err: errors.New("missing")}

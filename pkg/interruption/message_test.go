@@ -27,6 +27,11 @@ func TestParse(t *testing.T) {
 			want: Message{Kind: KindRebalanceRecommendation, ID: "e2", DetailType: DetailTypeRebalance, Source: SourceEC2, InstanceIDs: []string{"i-1"}},
 		},
 		{
+			name: "capacity reservation interruption",
+			body: `{"id":"e9","detail-type":"EC2 Capacity Reservation Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"i-1","instance-action":"terminate"}}`,
+			want: Message{Kind: KindCapacityReservationInterruption, ID: "e9", DetailType: DetailTypeCapacityReservationInterruption, Source: SourceEC2, InstanceIDs: []string{"i-1"}},
+		},
+		{
 			name: "state change",
 			body: `{"id":"e3","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{"instance-id":"i-1","state":"stopping"}}`,
 			want: Message{Kind: KindStateChange, ID: "e3", DetailType: DetailTypeStateChange, Source: SourceEC2, InstanceIDs: []string{"i-1"}, State: "stopping"},

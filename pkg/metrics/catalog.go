@@ -76,7 +76,7 @@ var catalog = []Info{
 	{"karpenter_nodepools_usage", "gauge", "NodePools", "Sum of the capacity of the NodePool's NodeClaims, plus `nodes` (same as `status.resources`)", "nodepool counter", ""},
 	{"karpenter_nodepools_limit", "gauge", "NodePools", "The NodePool's `spec.limits`", "nodepool counter", ""},
 
-	{"karpenter_nodeclaims_disrupted_total", "counter", "Disruption", "NodeClaims deleted by a disruption; `reason` is `expired`, `drifted`, `empty`, `underutilized`, `interruption` or `unhealthy`", "expiration, disruption, interruption, node health", ""},
+	{"karpenter_nodeclaims_disrupted_total", "counter", "Disruption", "NodeClaims deleted by a disruption; `reason` is `expired`, `drifted`, `empty`, `underutilized`, `unhealthy`, `insufficient_capacity`, `registration_timeout`, `instance_status`, `system_status`, `event_status`, or the interruption message's kind (`spot_interrupted`, `scheduled_change`, `instance_stopped`, `instance_terminated`, `capacity_reservation_interrupted`), as Karpenter's ([events.md](events.md#metric-reasons))", "expiration, disruption, interruption, node health", ""},
 	{"karpenter_nodeclaims_unhealthy_disrupted_total", "counter", "Disruption", "NodeClaims deleted by node repair; `condition` is the node condition that made the node unhealthy, in snake case", "node health", ""},
 	{"karpenter_voluntary_disruption_decisions_total", "counter", "Disruption", "Disruption commands started; `decision` is `delete` or `replace`, `consolidation_type` is `empty`, `single`, `multi` or empty for drift", "disruption", ""},
 	{"karpenter_voluntary_disruption_eligible_nodes", "gauge", "Disruption", "Nodes a method could disrupt at its last evaluation (before budgets)", "disruption", ""},

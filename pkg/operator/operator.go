@@ -323,6 +323,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		Metrics:              m,
 		InterruptionQueue:    queue,
 		Plans:                deps.NewPlans(),
+		RegistrationHealth:   deps.NewRegistrationHealth(),
 	}
 	// EC2 instance status checks (interruption.instancestatus).
 	d.InstanceStatus, _ = cp.(cloudprovider.InstanceStatusLister)

@@ -87,6 +87,7 @@ func StartControllerEnv(t testing.TB, controllers ...func(deps.Deps) Registrar) 
 	d := deps.Deps{
 		Client: mgr.GetClient(), KubeClient: kube, CloudProvider: cloud, Clock: clk,
 		Recorder: rec, Settings: s, Metrics: metrics.NewForTest(), Plans: deps.NewPlans(),
+		RegistrationHealth: deps.NewRegistrationHealth(),
 	}
 	for _, newController := range controllers {
 		if err := newController(d).Register(ctx, mgr); err != nil {

@@ -106,7 +106,7 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 	}
 	t.Logf("do-not-disrupt pod deleted %.1fs after the NodeClaim", gone.Seconds())
 	// The deletion gave the pod no more than the time left (its own 1 s at most, rounded down to whole seconds).
-	graceRE := regexp.MustCompile(`^TerminationGracePeriodExpiring: .* with a (\d+)s grace period`)
+	graceRE := regexp.MustCompile(`^Disrupted: .* with a (\d+)s grace period`)
 	err = framework.Poll(ctx, 10*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
 		events, err := env.Events(ctx, pool, "Pod", pod.Name)
 		if err != nil {
@@ -123,7 +123,7 @@ func TestDoNotDisruptHonoursGracePeriod(t *testing.T) {
 		return false, fmt.Sprintf("events: %q", events), nil
 	})
 	if err != nil {
-		t.Errorf("no TerminationGracePeriodExpiring event on the pod: %v", err)
+		t.Errorf("no Disrupted event on the pod: %v", err)
 	}
 
 	// And the instance and the NodeClaim go.

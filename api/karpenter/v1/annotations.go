@@ -1,5 +1,7 @@
 package v1
 
+import "strings"
+
 // Well-known annotation keys.
 const (
 	// DoNotDisruptAnnotationKey set to "true" on a Pod or Node blocks voluntary disruption (consolidation,
@@ -13,10 +15,21 @@ const (
 	// NodeClaimTerminationTimestampAnnotationKey is when a draining node's terminationGracePeriod ends
 	// (RFC 3339).
 	NodeClaimTerminationTimestampAnnotationKey = Group + "/nodeclaim-termination-timestamp"
-	// NodeClaimMinValuesRelaxedAnnotationKey records that minValues were relaxed for a NodeClaim
-	// ("true"/"false") under MIN_VALUES_POLICY=BestEffort.
+	// NodeClaimMinValuesRelaxedAnnotationKey is set on every NodeClaim the provisioner creates: "true" when the
+	// instance types it may launch as fall short of a requirement's minValues (possible only under
+	// MIN_VALUES_POLICY=BestEffort), "false" otherwise.
 	NodeClaimMinValuesRelaxedAnnotationKey = Group + "/nodeclaim-min-values-relaxed"
+	// PriceOverlayAppliedAnnotationKey ("true") marks a NodeClaim among whose instance types is one whose price a
+	// NodeOverlay set, and CapacityOverlayAppliedAnnotationKey one whose capacity a NodeOverlay extended.
+	PriceOverlayAppliedAnnotationKey    = Group + "/price-overlay-applied"
+	CapacityOverlayAppliedAnnotationKey = Group + "/capacity-overlay-applied"
 )
+
+// NodeClassLabelKey is the label naming the node class of a NodeClaim and its Node, <group>/<lowercased kind>
+// (karpenter.k8s.aws/ec2nodeclass for an EC2NodeClass), set at launch like karpenter.sh/nodepool.
+func NodeClassLabelKey(ref *NodeClassReference) string {
+	return ref.Group + "/" + strings.ToLower(ref.Kind)
+}
 
 // DoNotDisruptValue is the value of DoNotDisruptAnnotationKey that blocks disruption.
 const DoNotDisruptValue = "true"

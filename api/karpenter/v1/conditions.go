@@ -55,15 +55,18 @@ const (
 	ReasonNodeClassReady       = "NodeClassReady"
 	ReasonNodeClassNotFound    = "NodeClassNotFound"
 	ReasonRegistrationHealthy  = "NodeRegistrationHealthy"
-	ReasonRegistrationFailing  = "NodeRegistrationFailing"
 
-	// Drift reasons, the Reason of a true Drifted condition.
-	ReasonNodePoolDrifted      = "NodePoolDrifted"
-	ReasonRequirementsDrifted  = "RequirementsDrifted"
-	ReasonNodeClassDrifted     = "NodeClassDrifted"
-	ReasonAMIDrifted           = "AMIDrifted"
-	ReasonSubnetDrifted        = "SubnetDrifted"
-	ReasonSecurityGroupDrifted = "SecurityGroupDrifted"
+	// Drift reasons, the Reason of a true Drifted condition, spelled as Karpenter spells them. The first three
+	// are found by the NodeClaim disruption controller, the others by the AWS cloud provider.
+	ReasonNodePoolDrifted          = "NodePoolDrifted"
+	ReasonRequirementsDrifted      = "RequirementsDrifted"
+	ReasonInstanceTypeNotFound     = "InstanceTypeNotFound"
+	ReasonNodeClassDrift           = "NodeClassDrift"
+	ReasonAMIDrift                 = "AMIDrift"
+	ReasonSubnetDrift              = "SubnetDrift"
+	ReasonSecurityGroupDrift       = "SecurityGroupDrift"
+	ReasonCapacityReservationDrift = "CapacityReservationDrift"
+	ReasonPlacementGroupDrift      = "PlacementGroupDrift"
 
 	// Disruption reasons, the Reason of the DisruptionReason condition.
 	ReasonDisruptionDrifted       = "Drifted"

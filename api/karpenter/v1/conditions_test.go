@@ -27,7 +27,7 @@ func TestNodeClaimReadyFollowsDependents(t *testing.T) {
 			want: metav1.ConditionUnknown, wantReason: karpv1.ReasonUnknown},
 		{name: "initialized", set: func() { nc.SetTrue(karpv1.ConditionTypeInitialized, karpv1.ReasonInitialized) },
 			want: metav1.ConditionTrue, wantReason: karpv1.ReasonReady},
-		{name: "drift does not affect readiness", set: func() { nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrifted) },
+		{name: "drift does not affect readiness", set: func() { nc.SetTrue(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrift) },
 			want: metav1.ConditionTrue, wantReason: karpv1.ReasonReady},
 	}
 	for _, s := range steps {

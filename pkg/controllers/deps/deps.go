@@ -49,6 +49,9 @@ type Deps struct {
 	// Plans is the provisioner's latest plan, shared with the NodeClaim lifecycle (nil: not shared; the
 	// provisioner then keeps its own).
 	Plans *Plans
+	// RegistrationHealth is the recent registration outcomes of each NodePool, behind its NodeRegistrationHealthy
+	// condition (nil: the condition is not maintained).
+	RegistrationHealth *RegistrationHealth
 	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
 	// gate is off.
 	Buffers *Buffers

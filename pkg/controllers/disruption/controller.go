@@ -62,11 +62,12 @@ const (
 
 // Event reasons.
 const (
-	ReasonDisruptionBlocked          = "DisruptionBlocked"
-	ReasonDisruptionLaunching        = "DisruptionLaunching"
-	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
-	ReasonDisruptionTerminating      = "DisruptionTerminating"
-	ReasonDisruptionAborted          = "DisruptionAborted"
+	ReasonDisruptionBlocked          = karpv1.EventReasonDisruptionBlocked
+	ReasonDisruptionLaunching        = karpv1.EventReasonDisruptionLaunching
+	ReasonDisruptionWaitingReadiness = karpv1.EventReasonDisruptionWaitingReadiness
+	ReasonDisruptionTerminating      = karpv1.EventReasonDisruptionTerminating
+	// ReasonDisruptionAborted is Dovetail's own: a started command abandoned (its candidates stay in service).
+	ReasonDisruptionAborted = "DisruptionAborted"
 )
 
 // Controller carries out voluntary disruption.
@@ -78,6 +79,10 @@ type Controller struct {
 	blocked map[string]string
 	// podNotices is the last do-not-disrupt event per candidate pod (donotdisrupt.go).
 	podNotices map[string]string
+	// unconsolidatable is the last Unconsolidatable event announced per NodeClaim (see announceStays).
+	unconsolidatable map[string]announced
+	// blockedPools is when DisruptionBlocked was last emitted per NodePool and reason (announceBlockedPools).
+	blockedPools map[string]time.Time
 	// waiting is why consolidation waited as last logged, and waitingLogged when; see logWaiting.
 	waiting       string
 	waitingLogged time.Time
@@ -115,7 +120,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -215,6 +220,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.logWaiting(ctx, res.Waiting)
 	c.announceStays(st, res.Stays)
 	c.announceDoNotDisrupt(snap.Candidates, snap.Now)
+	c.announceBlockedPools(st, snap.NodeCounts)
 	// The commands are prepared in order (each one's check counts the pods of those before it), then written
 	// together: one after another, a pass's tens of commands took minutes of API round trips on a busy cluster.
 	var ready []*starting
@@ -417,7 +423,10 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 }
 
 // announceStays emits a DisruptionBlocked event on a node (and its NodeClaim) when something the user controls
-// keeps it (do-not-disrupt, a PodDisruptionBudget, a disruption budget), once per change of message.
+// keeps it (do-not-disrupt, a PodDisruptionBudget, a disruption budget), once per change of message; and an
+// Unconsolidatable event when consolidation looked at the node and found no move (its NodePool's policy, no
+// cheaper replacement, pods that fit nowhere else, spot-to-spot disabled), once per change of message or
+// UnconsolidatableRepeat.
 func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	seen := map[string]bool{}
 	claims := map[string]*karpv1.NodeClaim{}
@@ -427,6 +436,14 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	for _, s := range stays {
 		switch s.Reason {
 		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget:
+		case core.StayPolicy, core.StayNoCheaper, core.StayPodsDoNotFit, core.StaySpotToSpot:
+			seen[s.NodeClaim] = true
+			if last, ok := c.unconsolidatable[s.NodeClaim]; ok && last.message == s.Message && st.Now.Sub(last.at) < UnconsolidatableRepeat {
+				continue
+			}
+			c.unconsolidatable[s.NodeClaim] = announced{message: s.Message, at: st.Now}
+			c.emitOnNodeAndClaim(st.Nodes[s.Node], claims[s.NodeClaim], corev1.EventTypeNormal, karpv1.EventReasonUnconsolidatable, s.Message)
+			continue
 		default:
 			continue
 		}
@@ -435,17 +452,16 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 			continue
 		}
 		c.blocked[s.NodeClaim] = s.Message
-		msg := "Cannot disrupt: " + s.Message
-		if n := st.Nodes[s.Node]; n != nil {
-			c.deps.Recorder.Event(n, corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
-		}
-		if nc := claims[s.NodeClaim]; nc != nil {
-			c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisruptionBlocked, msg)
-		}
+		c.emitOnNodeAndClaim(st.Nodes[s.Node], claims[s.NodeClaim], corev1.EventTypeNormal, ReasonDisruptionBlocked, "Cannot disrupt: "+s.Message)
 	}
 	for name := range c.blocked {
 		if !seen[name] {
 			delete(c.blocked, name)
+		}
+	}
+	for name := range c.unconsolidatable {
+		if !seen[name] {
+			delete(c.unconsolidatable, name)
 		}
 	}
 }

@@ -122,6 +122,7 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 	logger.Info("disrupting", "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
+	c.announceConsolidation(st, cmd, candidates)
 
 	in := &InProgress{Record: r}
 	errs := c.forEach(ctx, len(candidates), func(i int) error { return c.markCandidate(ctx, candidates[i], raw) })
@@ -157,7 +158,7 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 	// half a minute).
 	wave := drainWave(in, chk.bound)
 	c.setConditions(ctx, &InProgress{Record: r, Candidates: wave})
-	if err := c.terminate(ctx, in, wave); err != nil {
+	if err := c.terminate(ctx, st, in, wave); err != nil {
 		return err
 	}
 	rest := &InProgress{Record: r}
@@ -613,7 +614,7 @@ func (c *Controller) terminateQueued(ctx context.Context, st *state, errs *[]err
 		}
 	}
 	st.waves = nil
-	failed := c.forEach(ctx, len(all), func(i int) error { return c.deleteCandidate(ctx, all[i].q.cmd.Record, all[i].nc) })
+	failed := c.forEach(ctx, len(all), func(i int) error { return c.deleteCandidate(ctx, st, all[i].q.cmd.Record, all[i].nc) })
 	byCommand := map[*InProgress][]error{}
 	for i, err := range failed {
 		if err != nil {
@@ -627,17 +628,22 @@ func (c *Controller) terminateQueued(ctx context.Context, st *state, errs *[]err
 
 // terminate deletes a wave of the command's candidates; the termination controllers drain them within their
 // grace periods. The others keep the command's record and taint and are deleted by later passes.
-func (c *Controller) terminate(ctx context.Context, cmd *InProgress, wave []*karpv1.NodeClaim) error {
+func (c *Controller) terminate(ctx context.Context, st *state, cmd *InProgress, wave []*karpv1.NodeClaim) error {
 	r := cmd.Record
 	if left := len(cmd.Candidates) - len(wave); left > 0 {
 		log.FromContext(ctx).Info("draining in waves", "command", r.ID, "wave", len(wave), "left", left)
 	}
-	return errors.Join(c.forEach(ctx, len(wave), func(i int) error { return c.deleteCandidate(ctx, r, wave[i]) })...)
+	return errors.Join(c.forEach(ctx, len(wave), func(i int) error { return c.deleteCandidate(ctx, st, r, wave[i]) })...)
 }
 
-// deleteCandidate deletes one candidate of the command; the termination controllers drain it.
-func (c *Controller) deleteCandidate(ctx context.Context, r Record, nc *karpv1.NodeClaim) error {
-	c.deps.Recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: %s", r.Message)
+// deleteCandidate deletes one candidate of the command; the termination controllers drain it. DisruptionTerminating
+// goes on the NodeClaim and on its Node.
+func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, nc *karpv1.NodeClaim) error {
+	var node *corev1.Node
+	if nc.Status.NodeName != "" {
+		node = st.Nodes[nc.Status.NodeName]
+	}
+	c.emitOnNodeAndClaim(node, nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: "+r.Message)
 	if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
@@ -677,6 +683,7 @@ func (c *Controller) abort(ctx context.Context, st *state, cmd *InProgress, why 
 	r := cmd.Record
 	log.FromContext(ctx).Info("abandoning disruption", "command", r.ID, "why", why)
 	c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
+	c.announceRejected(st, r, cmd.Candidates, why)
 	return errors.Join(c.forEach(ctx, len(cmd.Candidates), func(i int) error {
 		nc := cmd.Candidates[i]
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonDisruptionAborted, "Disruption abandoned (%s): %s", r.Message, why)

@@ -25,10 +25,9 @@ const Name = "interruption"
 
 // Event reasons besides the per-message ones in pkg/interruption.
 const (
-	ReasonInvalidPolicy      = "InvalidInterruptionPolicy"
-	ReasonInvalidDeleteAt    = "InvalidInterruptionDeleteAt"
-	metricReasonInterruption = "interruption"
-	metricTypeMalformed      = "malformed"
+	ReasonInvalidPolicy   = "InvalidInterruptionPolicy"
+	ReasonInvalidDeleteAt = "InvalidInterruptionDeleteAt"
+	metricTypeMalformed   = "malformed"
 )
 
 // Back-off after a failed receive: doubled per consecutive failure, from minBackoff up to maxBackoff.
@@ -186,11 +185,12 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 		c.queue.MarkOfferingUnavailable(ctx, "SpotInterruption", nc.Labels[corev1.LabelInstanceTypeStable],
 			nc.Labels[corev1.LabelTopologyZone], karpv1.CapacityTypeSpot)
 	}
+	alreadyDeleting := nc.DeletionTimestamp != nil
 	switch d.Action {
 	case interruption.ActionIgnore:
 		return nil
 	case interruption.ActionDelete:
-		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		if err := c.deleteNodeClaim(ctx, nc, interruption.MetricReason(msg)); err != nil {
 			return err
 		}
 	case interruption.ActionDeleteAt:
@@ -198,7 +198,11 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 			return err
 		}
 	}
-	c.event(ctx, nc, corev1.EventTypeWarning, d.Reason, d.Message)
+	c.event(ctx, nc, interruption.EventType(d.Reason), d.Reason, d.Message)
+	if d.Action == interruption.ActionDelete && !alreadyDeleting {
+		c.event(ctx, nc, corev1.EventTypeWarning, karpv1.EventReasonTerminatingOnInterruption,
+			"Draining and deleting the NodeClaim for an interruption ("+d.Reason+")")
+	}
 	logger.Info("handled interruption message", "reason", d.Reason, "detail", d.Message)
 	return nil
 }
@@ -227,7 +231,7 @@ func (c *Controller) policy(ctx context.Context, name string) (interruption.Poli
 
 // deleteNodeClaim deletes the NodeClaim through the normal deletion path (the termination controllers drain the
 // node, then terminate the instance).
-func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) error {
+func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, metricReason string) error {
 	if nc.DeletionTimestamp != nil {
 		return nil
 	}
@@ -238,7 +242,7 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim) 
 		}
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReasonInterruption, nc.NodePoolName(),
+	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReason, nc.NodePoolName(),
 		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 	return nil
 }
@@ -295,12 +299,14 @@ func (c *Controller) DeleteDue(ctx context.Context) error {
 		if at.IsZero() || now.Before(at) {
 			continue
 		}
-		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+		if err := c.deleteNodeClaim(ctx, nc, karpv1.MetricReasonScheduledChange); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		msg := fmt.Sprintf("Scheduled change: the drain time %s has come; draining and deleting the NodeClaim", at.UTC().Format(time.RFC3339))
 		c.event(ctx, nc, corev1.EventTypeWarning, interruption.ReasonScheduledChange, msg)
+		c.event(ctx, nc, corev1.EventTypeWarning, karpv1.EventReasonTerminatingOnInterruption,
+			"Draining and deleting the NodeClaim for an interruption ("+interruption.ReasonScheduledChange+")")
 		log.FromContext(ctx).Info("deleted nodeclaim before its scheduled change", "nodeclaim", nc.Name,
 			"node", nc.Status.NodeName, "nodepool", nc.NodePoolName(), "delete-at", at.UTC().Format(time.RFC3339))
 	}

@@ -69,6 +69,8 @@ type Controller struct {
 	placement placement
 	// followUpArmed is set while a pass is due surplusGrace after one that planned pods (see followUp).
 	followUpArmed bool
+	// noCompatible is when NoCompatibleInstanceTypes was last emitted per NodePool.
+	noCompatible noCompatibleSeen
 	// restored is set once the first pass with pending pods took its placement from the NodeClaims'
 	// annotations (restorePlacement).
 	restored bool
@@ -91,11 +93,12 @@ func NewController(d deps.Deps) *Controller {
 		plans = deps.NewPlans()
 	}
 	return &Controller{
-		deps:      d,
-		solver:    adapter.New(d.Settings),
-		batcher:   NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
-		announced: map[types.UID]string{},
-		created:   map[string]createdClaim{},
+		deps:         d,
+		noCompatible: noCompatibleSeen{},
+		solver:       adapter.New(d.Settings),
+		batcher:      NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
+		announced:    map[types.UID]string{},
+		created:      map[string]createdClaim{},
 		// unschedulableCodes starts empty: the gauge has no series until a pass finds an unschedulable pod.
 		unschedulableCodes: map[string]bool{},
 		plans:              plans,
@@ -212,6 +215,9 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		c.deps.Buffers.SetRoom(nil)
 		c.releaseSurplus(ctx, logger, in, solver.Plan{}, undecided)
 		return nil
+	}
+	if len(in.Pods) > 0 {
+		c.announceNoCompatible(in.NodePools)
 	}
 	start := c.deps.Clock.Now()
 	if !c.restored {

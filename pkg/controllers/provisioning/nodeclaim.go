@@ -1,10 +1,14 @@
 package provisioning
 
 import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 )
@@ -20,6 +24,9 @@ func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
 		labels[k] = v
 	}
 	labels[karpv1.NodePoolLabelKey] = np.Name
+	if ref := t.Spec.NodeClassRef; ref != nil && ref.Group != "" && ref.Kind != "" {
+		labels[karpv1.NodeClassLabelKey(ref)] = ref.Name
+	}
 	annotations := map[string]string{}
 	for k, v := range t.Annotations {
 		annotations[k] = v
@@ -30,6 +37,17 @@ func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
 	}
 	annotations[karpv1.NodePoolHashAnnotationKey] = h
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = v
+	if len(nn.InstanceTypes) > 0 {
+		// Planned by the scheduler (a static NodePool's NodeClaims leave the choice to the cloud provider).
+		annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(minValuesRelaxed(nn))
+		price, capacity := overlaysApplied(nn.InstanceTypes)
+		if price {
+			annotations[karpv1.PriceOverlayAppliedAnnotationKey] = "true"
+		}
+		if capacity {
+			annotations[karpv1.CapacityOverlayAppliedAnnotationKey] = "true"
+		}
+	}
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: np.Name + "-",
@@ -55,4 +73,53 @@ func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
 		},
 	}
 	return nc.DeepCopy()
+}
+
+// minValuesRelaxed reports whether the instance types the NodeClaim may launch as offer fewer distinct values of
+// a requirement's key than its minValues: the scheduler let that through under MIN_VALUES_POLICY=BestEffort.
+func minValuesRelaxed(nn solver.NewNodeClaim) bool {
+	for _, r := range nn.Requirements {
+		if r.MinValues == nil {
+			continue
+		}
+		values := map[string]bool{}
+		for _, it := range nn.InstanceTypes {
+			switch r.Key {
+			case corev1.LabelInstanceTypeStable:
+				values[it.Name] = true
+			case corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey:
+				for _, o := range it.Offerings {
+					v := o.Zone
+					if r.Key == karpv1.CapacityTypeLabelKey {
+						v = o.CapacityType
+					}
+					values[v] = true
+				}
+			default:
+				if v, ok := it.Labels[r.Key]; ok {
+					values[v] = true
+				}
+			}
+		}
+		if len(values) < *r.MinValues {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaysApplied reports whether a NodeOverlay set the price of an offering of one of the instance types, and
+// whether one extended the capacity of one of them.
+func overlaysApplied(its []*cloudprovider.InstanceType) (price, capacity bool) {
+	for _, it := range its {
+		if len(it.CapacityOverlays) > 0 {
+			capacity = true
+		}
+		for _, o := range it.Offerings {
+			if o.PriceOverlay != "" {
+				price = true
+			}
+		}
+	}
+	return price, capacity
 }

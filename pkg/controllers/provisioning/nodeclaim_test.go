@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -27,7 +28,7 @@ func TestBuildNodeClaim(t *testing.T) {
 	if nc.GenerateName != "web-" || nc.Name != "" {
 		t.Errorf("name %q generateName %q", nc.Name, nc.GenerateName)
 	}
-	if diff := cmp.Diff(map[string]string{"team": "a", karpv1.NodePoolLabelKey: "web"}, nc.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{"team": "a", karpv1.NodePoolLabelKey: "web", "karpenter.k8s.aws/ec2nodeclass": "default"}, nc.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{karpv1.NodePoolHashAnnotationKey: hash.Compute(np), karpv1.NodePoolHashVersionAnnotationKey: hash.Version}, nc.Annotations); diff != "" {
@@ -50,5 +51,49 @@ func TestBuildNodeClaim(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, nc.Spec); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildNodeClaimAnnotations(t *testing.T) {
+	np := test.NodePool("web").Obj()
+	two, three := 2, 3
+	typ := func(name, family string, o ...cloudprovider.Offering) *cloudprovider.InstanceType {
+		return &cloudprovider.InstanceType{Name: name, Labels: map[string]string{"karpenter.k8s.aws/instance-family": family}, Offerings: o}
+	}
+	spot := cloudprovider.Offering{Zone: "zone-a", CapacityType: karpv1.CapacityTypeSpot}
+	overlaid := cloudprovider.Offering{Zone: "zone-a", CapacityType: karpv1.CapacityTypeSpot, PriceOverlay: "cheaper"}
+	withCapacity := typ("m5.xlarge", "m5", spot)
+	withCapacity.CapacityOverlays = map[corev1.ResourceName]string{"example.com/device": "devices"}
+	family := func(min *int) []karpv1.NodeSelectorRequirementWithMinValues {
+		r := karpv1.NewRequirement("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpExists)
+		r.MinValues = min
+		return []karpv1.NodeSelectorRequirementWithMinValues{r}
+	}
+	tests := []struct {
+		name string
+		nn   solver.NewNodeClaim
+		want map[string]string
+	}{
+		{name: "minValues met", nn: solver.NewNodeClaim{NodePool: np, Requirements: family(&two),
+			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", spot), typ("c5.large", "c5", spot)}},
+			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "false"}},
+		{name: "minValues relaxed", nn: solver.NewNodeClaim{NodePool: np, Requirements: family(&three),
+			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", spot), typ("c5.large", "c5", spot)}},
+			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "true"}},
+		{name: "overlays applied", nn: solver.NewNodeClaim{NodePool: np,
+			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", overlaid), withCapacity}},
+			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "false",
+				karpv1.PriceOverlayAppliedAnnotationKey: "true", karpv1.CapacityOverlayAppliedAnnotationKey: "true"}},
+		{name: "static nodeclaim: no instance types planned", nn: solver.NewNodeClaim{NodePool: np}, want: map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BuildNodeClaim(tt.nn).Annotations
+			delete(got, karpv1.NodePoolHashAnnotationKey)
+			delete(got, karpv1.NodePoolHashVersionAnnotationKey)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

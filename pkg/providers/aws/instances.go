@@ -124,7 +124,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	}
 	if nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == NodeClassHashVersion {
 		if h := nodeClaim.Annotations[awsv1.AnnotationEC2NodeClassHash]; h != "" && h != NodeClassHash(nc) {
-			return karpv1.ReasonNodeClassDrifted, nil
+			return karpv1.ReasonNodeClassDrift, nil
 		}
 	}
 	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
@@ -137,14 +137,13 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	return Drift(nc, inst), nil
 }
 
-// Drift compares an instance with its node class's resolved status. Unresolved parts of the status never count
-// as drift.
+// Drift compares an instance with its node class's resolved status, in Karpenter's order: image, security
+// groups, subnet, capacity reservation. Unresolved parts of the status never count as drift, except for the
+// reservation: an instance running in a reservation the class no longer selects has drifted even when the class
+// selects none.
 func Drift(nc *awsv1.EC2NodeClass, inst *instance.Instance) cloudprovider.DriftReason {
 	if len(nc.Status.AMIs) > 0 && inst.ImageID != "" && !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == inst.ImageID }) {
-		return karpv1.ReasonAMIDrifted
-	}
-	if len(nc.Status.Subnets) > 0 && inst.SubnetID != "" && !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
-		return karpv1.ReasonSubnetDrifted
+		return karpv1.ReasonAMIDrift
 	}
 	if len(nc.Status.SecurityGroups) > 0 && len(inst.SecurityGroupIDs) > 0 {
 		want := make([]string, 0, len(nc.Status.SecurityGroups))
@@ -153,8 +152,14 @@ func Drift(nc *awsv1.EC2NodeClass, inst *instance.Instance) cloudprovider.DriftR
 		}
 		slices.Sort(want)
 		if !slices.Equal(want, inst.SecurityGroupIDs) {
-			return karpv1.ReasonSecurityGroupDrifted
+			return karpv1.ReasonSecurityGroupDrift
 		}
+	}
+	if len(nc.Status.Subnets) > 0 && inst.SubnetID != "" && !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
+		return karpv1.ReasonSubnetDrift
+	}
+	if inst.CapacityReservationID != "" && !slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == inst.CapacityReservationID }) {
+		return karpv1.ReasonCapacityReservationDrift
 	}
 	return ""
 }

@@ -51,9 +51,10 @@ func TestClusterDNS(t *testing.T) {
 
 func TestDrift(t *testing.T) {
 	nc := &awsv1.EC2NodeClass{Status: awsv1.EC2NodeClassStatus{
-		AMIs:           []awsv1.AMI{{ID: "ami-1"}},
-		Subnets:        []awsv1.Subnet{{ID: "subnet-1"}},
-		SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-2"}, {ID: "sg-1"}},
+		AMIs:                 []awsv1.AMI{{ID: "ami-1"}},
+		Subnets:              []awsv1.Subnet{{ID: "subnet-1"}},
+		SecurityGroups:       []awsv1.SecurityGroup{{ID: "sg-2"}, {ID: "sg-1"}},
+		CapacityReservations: []awsv1.CapacityReservation{{ID: "cr-1"}},
 	}}
 	cases := []struct {
 		name string
@@ -61,9 +62,12 @@ func TestDrift(t *testing.T) {
 		want cloudprovider.DriftReason
 	}{
 		{"matching", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1", SecurityGroupIDs: []string{"sg-1", "sg-2"}}, ""},
-		{"ami", instance.Instance{ImageID: "ami-0", SubnetID: "subnet-1"}, karpv1.ReasonAMIDrifted},
-		{"subnet", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-9"}, karpv1.ReasonSubnetDrifted},
-		{"security groups", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1", SecurityGroupIDs: []string{"sg-1"}}, karpv1.ReasonSecurityGroupDrifted},
+		{"ami", instance.Instance{ImageID: "ami-0", SubnetID: "subnet-1"}, karpv1.ReasonAMIDrift},
+		{"subnet", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-9"}, karpv1.ReasonSubnetDrift},
+		{"security groups", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1", SecurityGroupIDs: []string{"sg-1"}}, karpv1.ReasonSecurityGroupDrift},
+		{"security groups before subnet", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-9", SecurityGroupIDs: []string{"sg-1"}}, karpv1.ReasonSecurityGroupDrift},
+		{"reservation no longer selected", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1", CapacityReservationID: "cr-9"}, karpv1.ReasonCapacityReservationDrift},
+		{"reservation still selected", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1", CapacityReservationID: "cr-1"}, ""},
 		{"unknown groups are not drift", instance.Instance{ImageID: "ami-1", SubnetID: "subnet-1"}, ""},
 	}
 	for _, tc := range cases {

@@ -310,15 +310,15 @@ func TestCreateTagsUserDataGetAndDelete(t *testing.T) {
 	if err := p.kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonAMIDrifted {
-		t.Errorf("IsDrifted after an AMI change = %q, %v; want %s", reason, err, karpv1.ReasonAMIDrifted)
+	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonAMIDrift {
+		t.Errorf("IsDrifted after an AMI change = %q, %v; want %s", reason, err, karpv1.ReasonAMIDrift)
 	}
 	nc.Spec.Tags["team"] = "other"
 	if err := p.kube.Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonNodeClassDrifted {
-		t.Errorf("IsDrifted after a tags change = %q, %v; want %s", reason, err, karpv1.ReasonNodeClassDrifted)
+	if reason, err := p.IsDrifted(ctx, created); err != nil || reason != karpv1.ReasonNodeClassDrift {
+		t.Errorf("IsDrifted after a tags change = %q, %v; want %s", reason, err, karpv1.ReasonNodeClassDrift)
 	}
 	if err := p.TagInstance(ctx, id, map[string]string{"Name": "ip-10-0-0-1.us-west-2.compute.internal"}); err != nil {
 		t.Fatalf("TagInstance: %v", err)

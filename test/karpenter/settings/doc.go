@@ -4,5 +4,7 @@
 // option packages are those of every v1.14 patch release up to v1.14.3, and the AWS provider's v1.14.1 requires a
 // pre-release of the core the module proxy does not serve. The settings Karpenter v1.15 added are checked against a
 // list written from its source (core v1.15.0, AWS provider v1.15.2), since those modules need a newer Go toolchain
-// than this project builds with. It is a nested module so the main module never depends on Karpenter.
+// than this project builds with. It also checks Dovetail's event reasons, Drifted condition reasons and disruption
+// metric reasons against the constants of Karpenter v1.14's packages (events_test.go). It is a nested module so the
+// main module never depends on Karpenter.
 package settings

@@ -31,13 +31,13 @@ const Name = "node.health"
 // Event reasons (Karpenter's names).
 const (
 	// ReasonNodeRepairBlocked is a Warning on a Node whose repair is held back by the safety limit.
-	ReasonNodeRepairBlocked = "NodeRepairBlocked"
+	ReasonNodeRepairBlocked = karpv1.EventReasonNodeRepairBlocked
 	// ReasonDisruptionTerminating is a Normal event on the Node and NodeClaim of a repaired node.
 	ReasonDisruptionTerminating = "DisruptionTerminating"
 )
 
 // MetricReasonUnhealthy is the reason label of karpenter_nodeclaims_disrupted_total for a repaired node.
-const MetricReasonUnhealthy = "unhealthy"
+const MetricReasonUnhealthy = karpv1.MetricReasonUnhealthy
 
 // Controller repairs unhealthy nodes.
 type Controller struct {
@@ -148,7 +148,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case repair.HeldBack:
 		logger.Info("node repair held back", "condition", d.Health.Condition.Type, "unhealthy", d.Group.Unhealthy,
 			"nodes", d.Group.Nodes, "allowed", d.Group.Allowed)
+		// On the Node, its NodeClaim and its NodePool, as Karpenter.
 		c.deps.Recorder.Event(node, corev1.EventTypeWarning, ReasonNodeRepairBlocked, d.Group.LimitMessage())
+		c.deps.Recorder.Event(nc, corev1.EventTypeWarning, ReasonNodeRepairBlocked, d.Group.LimitMessage())
+		if np := (&karpv1.NodePool{}); d.Group.NodePool != "" && c.deps.Client.Get(ctx, client.ObjectKey{Name: d.Group.NodePool}, np) == nil {
+			c.deps.Recorder.Event(np, corev1.EventTypeWarning, ReasonNodeRepairBlocked, d.Group.LimitMessage())
+		}
 		return reconcile.Result{RequeueAfter: d.Recheck.Sub(in.Now)}, nil
 	case repair.Repair:
 		return reconcile.Result{}, c.repair(ctx, node, nc, d)

@@ -43,12 +43,14 @@ const PollInterval = 5 * time.Second
 // Event reasons.
 const (
 	ReasonDeletingNodeClaim     = "DeletingNodeClaim"
-	ReasonEvicted               = "Evicted"
+	ReasonEvicted               = karpv1.EventReasonEvicted
+	ReasonPodDisrupted          = karpv1.EventReasonDisrupted
+	ReasonFailedDraining        = karpv1.EventReasonFailedDraining
 	ReasonEvictionBlocked       = "EvictionBlocked"
 	ReasonEvictionFailed        = "EvictionFailed"
 	ReasonDoNotDisrupt          = "DisruptionBlocked"
-	ReasonGracePeriodDeletion   = "TerminationGracePeriodExpiring"
-	ReasonAwaitingVolumes       = "AwaitingVolumeDetachment"
+	ReasonGracePeriodDeletion   = karpv1.EventReasonTerminationGracePeriodExpiring
+	ReasonAwaitingVolumes       = karpv1.EventReasonAwaitingVolumeDetachment
 	ReasonTerminatingInstance   = "TerminatingInstance"
 	ReasonInstanceGone          = "InstanceTerminated"
 	ReasonInvalidTerminationAnn = "InvalidTerminationTimestamp"

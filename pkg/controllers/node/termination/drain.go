@@ -152,7 +152,7 @@ func (c *Controller) deletePod(ctx context.Context, node *corev1.Node, d termina
 		d.Pod.Namespace, d.Pod.Name, grace)
 	log.FromContext(ctx).Info("deleting pod for termination grace period", "pod", d.Pod.Namespace+"/"+d.Pod.Name,
 		"grace-period-seconds", grace)
-	c.recorder.Event(d.Pod, corev1.EventTypeWarning, ReasonGracePeriodDeletion, msg)
+	c.recorder.Event(d.Pod, corev1.EventTypeNormal, ReasonPodDisrupted, msg+"; this bypasses its PodDisruptionBudgets and do-not-disrupt annotation")
 	c.event(node, corev1.EventTypeWarning, ReasonGracePeriodDeletion, msg)
 	return nil
 }

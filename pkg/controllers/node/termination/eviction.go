@@ -66,6 +66,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		logger.V(1).Info("eviction refused", "reason", err.Error(), "retry-after", next.Sub(now))
 		c.event(pod, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
 		c.event(node, corev1.EventTypeWarning, ReasonEvictionBlocked, msg)
+		c.event(node, corev1.EventTypeWarning, ReasonFailedDraining, fmt.Sprintf("Failed to drain node: pod %s/%s cannot be evicted: %s", pod.Namespace, pod.Name, reason))
 		return &next, reason, nil
 	default:
 		reason := fmt.Sprintf("eviction failed: %v", err)

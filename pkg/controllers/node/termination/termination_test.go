@@ -116,6 +116,9 @@ func TestPDBBlocksEvictionUntilAllowed(t *testing.T) {
 	if !h.hasEvent("EvictionBlocked", "PodDisruptionBudget "+h.ns+"/web-pdb") {
 		t.Errorf("no EvictionBlocked event naming the budget; events: %v", h.events)
 	}
+	if !h.hasEvent("Warning FailedDraining", h.ns+"/web", "PodDisruptionBudget "+h.ns+"/web-pdb") {
+		t.Errorf("no FailedDraining event naming the pod and the budget; events: %v", h.events)
+	}
 	if len(h.cloud.Deleted()) != 0 {
 		t.Errorf("instance terminated while a pod was still blocked")
 	}
@@ -270,6 +273,12 @@ func TestTerminationGracePeriod(t *testing.T) {
 	h.clock.SetTime(deadline.Add(-25 * time.Second))
 	h.reconcileNode()
 	h.expectDeleted("keep", 25)
+	if !h.hasEvent("Normal Disrupted", "keep", "25s grace period") {
+		t.Errorf("no Disrupted event for the pod deleted at the end of the grace period; events: %v", h.events)
+	}
+	if !h.hasEvent("Warning TerminationGracePeriodExpiring", "keep") {
+		t.Errorf("no TerminationGracePeriodExpiring event on the node; events: %v", h.events)
+	}
 	if p := h.getPod("web"); p.DeletionTimestamp != nil {
 		t.Errorf("pod web deleted 25 s before the deadline with a 10 s grace")
 	}

@@ -37,7 +37,7 @@ const ReasonConsolidatable = "Consolidatable"
 const ReasonExpired = "Expired"
 
 // metricReasonExpired is the reason label of karpenter_nodeclaims_disrupted_total for expiration.
-const metricReasonExpired = "expired"
+const metricReasonExpired = karpv1.MetricReasonExpired
 
 const (
 	// driftRecheck is how often a launched NodeClaim is re-evaluated without any watched change, so that

@@ -181,16 +181,16 @@ func TestDrift(t *testing.T) {
 		h.createNodeClaim(test.NodeClaim("imaged-a", "imaged").Launched(now).Obj())
 		// Not drifted: only the periodic re-check for cloud drift is scheduled (expireAfter is 720h).
 		h.reconcileUntil("imaged-a", requeueIs(driftRecheck, conditionIs(karpv1.ConditionTypeDrifted, "", "")))
-		h.env.Cloud.SetDrift(karpv1.ReasonAMIDrifted)
-		h.reconcileUntil("imaged-a", conditionIs(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrifted,
-			"the fake cloud provider reports that the instance no longer matches its node class: AMIDrifted"))
+		h.env.Cloud.SetDrift(karpv1.ReasonAMIDrift)
+		h.reconcileUntil("imaged-a", conditionIs(karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrift,
+			"the fake cloud provider reports that the instance no longer matches its node class: AMIDrift"))
 		// The cloud cannot answer: the condition keeps its value and the error is returned.
 		h.env.Cloud.InjectError("IsDrifted", errors.New("throttled"))
 		if _, err := h.c.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "imaged-a"}}); err == nil || !strings.Contains(err.Error(), "throttled") {
 			t.Errorf("reconcile with a failing IsDrifted: err = %v, want the cloud's error", err)
 		}
-		if ok, msg := matchCondition(h.nodeClaim("imaged-a"), karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrifted,
-			"the fake cloud provider reports that the instance no longer matches its node class: AMIDrifted"); !ok {
+		if ok, msg := matchCondition(h.nodeClaim("imaged-a"), karpv1.ConditionTypeDrifted, karpv1.ReasonAMIDrift,
+			"the fake cloud provider reports that the instance no longer matches its node class: AMIDrift"); !ok {
 			t.Error(msg)
 		}
 		h.env.Cloud.SetDrift("")

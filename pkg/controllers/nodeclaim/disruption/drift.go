@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
@@ -77,6 +79,41 @@ func requirementString(r corev1.NodeSelectorRequirement) string {
 	return fmt.Sprintf("%s %s [%s]", r.Key, r.Operator, strings.Join(r.Values, ", "))
 }
 
+// instanceTypeCheckAge is how old a NodeClaim must be before its instance type is looked for among the ones the
+// cloud provider still offers: a young NodeClaim's type was offered moments ago.
+const instanceTypeCheckAge = time.Hour
+
+// instanceTypeDrift reports InstanceTypeNotFound when the NodeClaim's instance type is no longer among the
+// types the cloud provider offers the NodePool, or when none of its offerings matches the NodeClaim's zone and
+// capacity type. A reserved NodeClaim also matches on-demand offerings: a reservation can end while the
+// instance keeps running on-demand, and that is not drift.
+func instanceTypeDrift(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType) drift {
+	name := nc.Labels[corev1.LabelInstanceTypeStable]
+	var it *cloudprovider.InstanceType
+	for _, t := range its {
+		if t.Name == name {
+			it = t
+			break
+		}
+	}
+	if it == nil {
+		return drift{Reason: karpv1.ReasonInstanceTypeNotFound,
+			Message: fmt.Sprintf("instance type %q is no longer offered to nodepool %s", name, nc.NodePoolName())}
+	}
+	zone, capacityType := nc.Labels[corev1.LabelTopologyZone], nc.Labels[karpv1.CapacityTypeLabelKey]
+	for _, o := range it.Offerings {
+		if zone != "" && o.Zone != zone {
+			continue
+		}
+		if capacityType == "" || o.CapacityType == capacityType ||
+			(capacityType == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand) {
+			return drift{}
+		}
+	}
+	return drift{Reason: karpv1.ReasonInstanceTypeNotFound,
+		Message: fmt.Sprintf("instance type %s has no offering in zone %q with capacity type %q any more", name, zone, capacityType)}
+}
+
 // cloudDrift asks the cloud provider whether the instance still matches its node class (image, subnet,
 // security groups, ...).
 func (c *Controller) cloudDrift(ctx context.Context, nc *karpv1.NodeClaim) (drift, error) {
@@ -101,6 +138,15 @@ func (c *Controller) evaluateDrift(ctx context.Context, nc *karpv1.NodeClaim, np
 	}
 	if d := requirementsDrift(nodeLabels(nc, node), np); d.Reason != "" {
 		return d, nil
+	}
+	if c.deps.Clock.Since(nc.CreationTimestamp.Time) > instanceTypeCheckAge {
+		its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			return drift{}, fmt.Errorf("listing the instance types of nodepool %s for nodeclaim %s: %w", np.Name, nc.Name, err)
+		}
+		if d := instanceTypeDrift(nc, its); d.Reason != "" {
+			return d, nil
+		}
 	}
 	return c.cloudDrift(ctx, nc)
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -119,6 +120,35 @@ func TestRequirementsDrift(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, requirementsDrift(nodeLabels(launched, tt.node), tt.np)); diff != "" {
 				t.Errorf("requirementsDrift (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInstanceTypeDrift(t *testing.T) {
+	its := []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: []cloudprovider.Offering{
+		{Zone: "zone-a", CapacityType: karpv1.CapacityTypeSpot},
+		{Zone: "zone-b", CapacityType: karpv1.CapacityTypeOnDemand},
+	}}}
+	claim := func(typ, zone, capacityType string) *karpv1.NodeClaim {
+		return test.NodeClaim("a", "default").Label(corev1.LabelInstanceTypeStable, typ).
+			Label(corev1.LabelTopologyZone, zone).Label(karpv1.CapacityTypeLabelKey, capacityType).Obj()
+	}
+	tests := []struct {
+		name string
+		nc   *karpv1.NodeClaim
+		want string
+	}{
+		{name: "offered", nc: claim("m5.large", "zone-a", karpv1.CapacityTypeSpot)},
+		{name: "type gone", nc: claim("m4.large", "zone-a", karpv1.CapacityTypeSpot), want: karpv1.ReasonInstanceTypeNotFound},
+		{name: "no offering in the zone", nc: claim("m5.large", "zone-c", karpv1.CapacityTypeSpot), want: karpv1.ReasonInstanceTypeNotFound},
+		{name: "no offering of the capacity type", nc: claim("m5.large", "zone-a", karpv1.CapacityTypeOnDemand), want: karpv1.ReasonInstanceTypeNotFound},
+		{name: "reserved falls back to on-demand", nc: claim("m5.large", "zone-b", karpv1.CapacityTypeReserved)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := instanceTypeDrift(tt.nc, its).Reason; got != tt.want {
+				t.Errorf("instanceTypeDrift reason = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -57,16 +57,21 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	case err == nil:
 	case cloudprovider.IsInsufficientCapacity(err):
 		logger.Info("no capacity for nodeclaim, deleting it so provisioning retries", "error", err.Error())
-		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s could not launch: %v", nc.Name, err)
+		c.announceInsufficientCapacity(ctx, nc, err)
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonInsufficientCapacity, err.Error())
 		if perr := c.patchStatus(ctx, stored, nc); perr != nil {
 			deps.LogError(log.IntoContext(ctx, logger), perr, "recording launch failure")
 		}
-		return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+		if err := c.deleteNodeClaim(ctx, nc); err != nil {
+			return reconcile.Result{}, true, err
+		}
+		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonInsufficientCapacity, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+		return reconcile.Result{}, true, nil
 	case cloudprovider.IsThrottled(err):
 		// Not a launch failure: the SDK retried with backoff, and the reconcile is retried later (RetryTransient).
 		return reconcile.Result{}, true, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	case cloudprovider.IsNodeClassNotReady(err):
+		c.deps.Recorder.Event(nc, corev1.EventTypeWarning, karpv1.EventReasonNodeClassNotReady, truncate("NodeClaim "+nc.Name+" cannot launch: "+err.Error()))
 		nc.SetFalse(karpv1.ConditionTypeLaunched, karpv1.ReasonNodeClassNotReady, err.Error())
 		return reconcile.Result{RequeueAfter: nodeClassRequeue}, true, c.patchStatus(ctx, stored, nc)
 	default:

@@ -46,7 +46,14 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			if err := c.patchStatus(ctx, stored, nc); err != nil {
 				deps.LogError(log.IntoContext(ctx, logger), err, "recording registration timeout")
 			}
-			return reconcile.Result{}, true, c.deleteNodeClaim(ctx, nc)
+			if err := c.recordRegistration(ctx, nc, false); err != nil {
+				deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration failure on the nodepool")
+			}
+			if err := c.deleteNodeClaim(ctx, nc); err != nil {
+				return reconcile.Result{}, true, err
+			}
+			c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonRegistrationTimeout, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+			return reconcile.Result{}, true, nil
 		}
 		waitingForNode(nc)
 		wait := timeout - c.since(nc)
@@ -54,6 +61,13 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			wait = registrationRequeue
 		}
 		return reconcile.Result{RequeueAfter: wait}, true, c.patchStatus(ctx, stored, nc)
+	}
+	if _, synced := node.Labels[karpv1.NodeRegisteredLabelKey]; !synced && !hasUnregisteredTaint(node) {
+		// The Node joined without the taint that keeps pods off it until registration synced it: pods may land
+		// before its labels and taints are there. Registration goes on.
+		logger.Info("node registered without the unregistered taint", "node", node.Name, "taint", karpv1.UnregisteredTaintKey)
+		c.deps.Recorder.Event(nc, corev1.EventTypeWarning, karpv1.EventReasonUnregisteredTaintMissing,
+			fmt.Sprintf("Node %s joined without the %s taint, so pods could be scheduled to it before its labels and taints were synced", node.Name, karpv1.UnregisteredTaintKey))
 	}
 	nominated := c.nominatePlanned(ctx, nc, node, c.deps.Client)
 	if err := c.syncNode(ctx, nc, node); err != nil {
@@ -78,10 +92,23 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if err := c.patchStatusFresh(ctx, stored, nc, registered); err != nil {
 		return reconcile.Result{}, true, err
 	}
+	if err := c.recordRegistration(ctx, nc, true); err != nil {
+		deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration on the nodepool")
+	}
 	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
 	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
 	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID, "nominated-pods", nominated)
 	return reconcile.Result{}, false, nil
+}
+
+// hasUnregisteredTaint reports whether the Node carries karpenter.sh/unregistered:NoExecute.
+func hasUnregisteredTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.UnregisteredTaintKey && t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingForNode marks the NodeClaim as launched but without a Node yet. The launch records it with the launch

@@ -296,7 +296,7 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reco
 			return reconcile.Result{}, err
 		}
 		if c.deps.Recorder != nil && !equality.Semantic.DeepEqual(orig.Status.Conditions, nc.Status.Conditions) {
-			c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonWaitingOnNodeClaims, msg)
+			c.deps.Recorder.Event(nc, corev1.EventTypeNormal, karpv1.EventReasonWaitingOnNodeClaimTermination, msg)
 		}
 		return reconcile.Result{RequeueAfter: waitingPeriod}, nil
 	}

@@ -75,6 +75,7 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	if err := c.nodeClassReady(ctx, np); err != nil {
 		return reconcile.Result{}, err
 	}
+	c.registrationHealth(stored, np)
 	if conditionsEqual(stored.Status.Conditions, np.Status.Conditions) && stored.Status.NodeClassObservedGeneration == np.Status.NodeClassObservedGeneration {
 		return reconcile.Result{}, nil
 	}
@@ -86,6 +87,35 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool status: %w", err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// RegistrationHealthUnknownMessage is the message of NodeRegistrationHealthy while no NodeClaim launched since the
+// NodePool or its node class last changed has registered or failed to.
+const RegistrationHealthUnknownMessage = "no NodeClaim launched since the NodePool or its node class last changed has registered a Node or failed to yet"
+
+// registrationHealth starts NodeRegistrationHealthy over (Unknown, and the outcomes recorded so far forgotten) when
+// the NodePool is new or its spec or its node class changed since the condition was last set; the NodeClaim
+// lifecycle sets it True or False from the outcomes of the launches that follow. After a restart, the condition
+// is all there is of the outcomes recorded before: it seeds the record.
+func (c *Controller) registrationHealth(stored, np *karpv1.NodePool) {
+	rh := c.deps.RegistrationHealth
+	if rh == nil {
+		return
+	}
+	cond := np.GetCondition(karpv1.ConditionTypeNodeRegistrationHealthy)
+	if cond != nil && rh.Status(np.UID) == deps.RegistrationUnknown {
+		switch cond.Status {
+		case metav1.ConditionTrue:
+			rh.Set(np.UID, deps.RegistrationHealthy)
+		case metav1.ConditionFalse:
+			rh.Set(np.UID, deps.RegistrationUnhealthy)
+		}
+	}
+	if cond == nil || cond.ObservedGeneration != np.Generation ||
+		stored.Status.NodeClassObservedGeneration != np.Status.NodeClassObservedGeneration {
+		np.SetCondition(karpv1.ConditionTypeNodeRegistrationHealthy, metav1.ConditionUnknown, karpv1.ReasonUnknown, RegistrationHealthUnknownMessage)
+		rh.Set(np.UID, deps.RegistrationUnknown)
+	}
 }
 
 func (c *Controller) nodeClassReady(ctx context.Context, np *karpv1.NodePool) error {

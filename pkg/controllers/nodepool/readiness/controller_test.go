@@ -102,3 +102,63 @@ func cond(np *karpv1.NodePool, t string) string {
 	}
 	return fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message)
 }
+
+func TestRegistrationHealthStartsOver(t *testing.T) {
+	yes := metav1.ConditionTrue
+	scheme, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := test.NodePool("p").Obj()
+	np.UID = "np-uid"
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&karpv1.NodePool{}).
+		WithObjects(nodeClass("default", &yes, ""), np).Build()
+	rh := deps.NewRegistrationHealth()
+	c := NewController(deps.Deps{Client: kube, RegistrationHealth: rh})
+	ctx := context.Background()
+	reconcileAndGet := func() *karpv1.NodePool {
+		t.Helper()
+		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err != nil {
+			t.Fatal(err)
+		}
+		got := &karpv1.NodePool{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "p"}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := reconcileAndGet()
+	if cond := got.GetCondition(karpv1.ConditionTypeNodeRegistrationHealthy); cond == nil || cond.Status != metav1.ConditionUnknown || cond.Reason != "AwaitingReconciliation" {
+		t.Fatalf("new nodepool: NodeRegistrationHealthy %+v, want Unknown/AwaitingReconciliation", cond)
+	}
+	// Registrations made it True; an unchanged NodePool keeps it.
+	got.SetTrue(karpv1.ConditionTypeNodeRegistrationHealthy, karpv1.ReasonRegistrationHealthy)
+	if err := kube.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	rh.Record(got.UID, true)
+	if cond := reconcileAndGet().GetCondition(karpv1.ConditionTypeNodeRegistrationHealthy); cond.Status != metav1.ConditionTrue {
+		t.Fatalf("unchanged nodepool: NodeRegistrationHealthy %+v, want True", cond)
+	}
+	// A restart: the record is empty, the condition seeds it.
+	rh.Set(got.UID, deps.RegistrationUnknown)
+	reconcileAndGet()
+	if s := rh.Status(got.UID); s != deps.RegistrationHealthy {
+		t.Errorf("after a restart: record %v, want Healthy from the condition", s)
+	}
+	// A change of the NodePool's spec starts over.
+	got = reconcileAndGet()
+	got.Spec.Weight = ptrTo(int32(5))
+	got.Generation++
+	if err := kube.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if cond := reconcileAndGet().GetCondition(karpv1.ConditionTypeNodeRegistrationHealthy); cond.Status != metav1.ConditionUnknown {
+		t.Errorf("after a spec change: NodeRegistrationHealthy %+v, want Unknown", cond)
+	}
+	if s := rh.Status(got.UID); s != deps.RegistrationUnknown {
+		t.Errorf("after a spec change: record %v, want Unknown", s)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -139,7 +139,7 @@ func TestStaticNodePool(t *testing.T) {
 	// Drift: the replacement comes first, the drifted node goes once the replacement is initialized.
 	active, _ = claims(t, kube, "static")
 	old := active[0]
-	meta.SetStatusCondition(&old.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: karpv1.ReasonNodeClassDrifted})
+	meta.SetStatusCondition(&old.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: karpv1.ReasonNodeClassDrift})
 	must(t, kube.Status().Update(ctx, &old))
 	test.Eventually(t, timeout, func() (bool, string) {
 		active, deleting := claims(t, kube, "static")
