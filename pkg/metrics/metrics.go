@@ -73,10 +73,10 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 
 // Metrics holds every metric Dovetail records. Build it once with New and share it; it is safe for concurrent use.
 type Metrics struct {
-	NodeClaimsCreated       *prometheus.CounterVec
-	NodeClaimsTerminated    *prometheus.CounterVec
-	NodesCreated            *prometheus.CounterVec
-	NodesTerminated         *prometheus.CounterVec
+	NodeClaimsCreated    *prometheus.CounterVec
+	NodeClaimsTerminated *prometheus.CounterVec
+	NodesCreated         *prometheus.CounterVec
+	NodesTerminated      *prometheus.CounterVec
 	// NodesTerminationDuration is observed by the node termination controller.
 	NodesTerminationDuration *prometheus.SummaryVec
 	SchedulingDuration       *prometheus.HistogramVec

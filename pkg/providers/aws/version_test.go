@@ -79,8 +79,8 @@ func TestKubernetesVersionFromEKSIsRefreshed(t *testing.T) {
 	}
 	w.clock.Step(time.Hour) // past the drift cache of the instance description
 	reason, err := p.IsDrifted(ctx, created)
-	if err != nil || reason != karpv1.ReasonAMIDrifted {
-		t.Errorf("IsDrifted after the upgrade = %q, %v; want %s", reason, err, karpv1.ReasonAMIDrifted)
+	if err != nil || reason != karpv1.ReasonAMIDrift {
+		t.Errorf("IsDrifted after the upgrade = %q, %v; want %s", reason, err, karpv1.ReasonAMIDrift)
 	}
 }
 
