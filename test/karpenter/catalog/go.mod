@@ -1,4 +1,4 @@
-module github.com/dovetail/dovetail/test/karpenter/metrics
+module github.com/dovetail/dovetail/test/karpenter/catalog
 
 go 1.26.5
 
