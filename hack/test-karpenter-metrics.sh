@@ -3,7 +3,7 @@
 # committed list test/karpenter/metrics/testdata/karpenter-metrics.json must be every metric Karpenter v1.14
 # registers, with its type and label names. Then the dashboard queries (test/dashboards, a nested module on
 # Prometheus's query engine) must all return data on a scrape of the controller: the committed
-# test/dashboards/testdata/scrapes.prom, or the scrapes file given as the first argument (hack/test.sh passes the one
+# test/dashboards/testdata/scrapes.prom.gz, or the scrapes file given as the first argument (hack/test.sh passes the one
 # the end-to-end test TestKarpenterMetricsScraped just wrote). The first build of Karpenter's packages takes minutes.
 # KARPENTER_METRICS_UPDATE=1 rewrites the committed list from Karpenter's packages instead of comparing.
 set -euo pipefail
@@ -17,7 +17,7 @@ if [ -z "$scrapes" ]; then
   # Karpenter v1.14.3's modules need Go 1.26.10; the toolchain comes from the Go module proxy as for hack/build-karpenter.sh.
   (cd "$root/test/karpenter/metrics" && GOTOOLCHAIN="${KARPENTER_GOTOOLCHAIN:-go1.26.11+auto}" go test -count 1 -timeout 20m ./...) || fail=1
 fi
-echo "== dashboard queries on ${scrapes:-the committed scrapes (test/dashboards/testdata/scrapes.prom)}"
+echo "== dashboard queries on ${scrapes:-the committed scrapes (test/dashboards/testdata/scrapes.prom.gz)}"
 if [ -n "$scrapes" ]; then
   scrapes="$(cd "$(dirname "$scrapes")" && pwd)/$(basename "$scrapes")"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the Karpenter
-# settings oracle (test/karpenter/settings), the chart against Karpenter's chart (test/karpenterchart), then the
-# end-to-end tests on a local stack of their own.
+# settings oracle (test/karpenter/settings), the Karpenter metrics oracle and dashboard queries (test/karpenter/metrics,
+# test/dashboards), the chart against Karpenter's chart (test/karpenterchart), then the end-to-end tests on a local
+# stack of their own, and the dashboard queries again on the scrapes the end-to-end test took.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -13,10 +14,14 @@ echo "== unit and envtest tests"
 go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
 bash hack/test-karpenter-oracle.sh
+bash hack/test-karpenter-metrics.sh
 bash hack/test-karpenter-chart.sh
 echo "== Karpenter's own controller for test/e2e/karpenter (built once, cached)"
 bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
-go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
+scrapes="$(mktemp -d)/metrics-scrapes.prom"
+DOVETAIL_METRICS_SCRAPES_OUT="$scrapes" go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
+echo "== dashboard queries on the end-to-end test's scrapes"
+bash hack/test-karpenter-metrics.sh "$scrapes"
 echo "== chaos, short (3 rounds of controller kills, and the leader-election takeover; make test-chaos runs 30)"
 CHAOS_ROUNDS=3 go test -tags chaos -p 1 -count 1 -timeout 15m -v -run 'TestChaos|TestLeaderElection' ./test/chaos/
