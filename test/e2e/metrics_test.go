@@ -71,6 +71,8 @@ var unscrapedMetrics = map[string]string{
 	// Set only while an object waits on its finalizer; the scenario's deletions finish between scrapes.
 	"operator_ec2nodeclass_termination_current_time_seconds": "only while an EC2NodeClass is terminating",
 	"operator_nodepool_termination_current_time_seconds":     "only while a NodePool is terminating",
+	// Observed only for an object seen terminating; a NodePool has no finalizer, so it is gone at once.
+	"operator_nodepool_termination_duration_seconds": "a NodePool is never seen terminating",
 }
 
 // scrapeMarker starts each scrape in the scrapes file (test/dashboards reads it: scrapes.go).
@@ -240,7 +242,8 @@ func TestKarpenterMetricsScraped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the launch in nodepool %s never failed: %v", icePool, err)
 	}
-	// The failing NodePool and its EC2NodeClass go (their pod stays pending): their termination is timed.
+	// The failing NodePool and its EC2NodeClass go (their pod stays pending): the EC2NodeClass's termination (it
+	// has a finalizer) is timed.
 	for _, o := range []client.Object{&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: icePool}},
 		&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: icePool}}} {
 		if err := env.Client.Delete(ctx, o); err != nil {
