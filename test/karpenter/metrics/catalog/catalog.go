@@ -82,7 +82,6 @@ func (f File) OfVersion(version string) []Metric {
 // WithVersion returns f with version's metrics replaced by ms (read from source).
 func (f File) WithVersion(version, source string, ms []Metric) File {
 	key := func(m Metric) string { return m.Name + "\x00" + m.Type + "\x00" + strings.Join(m.Labels, ",") }
-	byKey := map[string]*Metric{}
 	var out []Metric
 	for _, m := range f.Metrics {
 		m.Versions = slices.DeleteFunc(slices.Clone(m.Versions), func(v string) bool { return v == version })
@@ -90,18 +89,20 @@ func (f File) WithVersion(version, source string, ms []Metric) File {
 			out = append(out, m)
 		}
 	}
+	// Indices, not pointers: out grows while it is matched.
+	byKey := map[string]int{}
 	for i := range out {
-		byKey[key(out[i])] = &out[i]
+		byKey[key(out[i])] = i
 	}
 	for _, m := range ms {
-		if e, ok := byKey[key(m)]; ok {
-			e.Versions = append(e.Versions, version)
-			sort.Strings(e.Versions)
+		if i, ok := byKey[key(m)]; ok {
+			out[i].Versions = append(out[i].Versions, version)
+			sort.Strings(out[i].Versions)
 			continue
 		}
 		m.Versions = []string{version}
 		out = append(out, m)
-		byKey[key(m)] = &out[len(out)-1]
+		byKey[key(m)] = len(out) - 1
 	}
 	sources := map[string]string{}
 	for k, v := range f.Sources {
