@@ -68,6 +68,13 @@ var unscrapedMetrics = map[string]string{
 	"operator_capacitybuffer_status_condition_transitions_total":      "needs a CapacityBuffer",
 	"operator_capacitybuffer_termination_current_time_seconds":        "needs a CapacityBuffer",
 	"operator_capacitybuffer_termination_duration_seconds":            "needs a CapacityBuffer",
+	// Karpenter v1.15 features behind feature gates the scenario does not exercise.
+	"karpenter_nodes_reboots_total":                                    "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
+	"karpenter_nodes_reboot_duration_seconds":                          "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
+	"karpenter_nodes_reboot_recovery_duration_seconds":                 "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
+	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "v1.15: feature gate PodDeletionCostManagement",
+	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "v1.15: feature gate PodDeletionCostManagement",
+	"karpenter_voluntary_disruption_terminate_first_decisions_total":   "v1.15: feature gates TerminateFirstDrift, TerminateFirstRepair",
 	// Observed only for an object seen terminating; a NodePool has no finalizer, so it is gone at once.
 	"operator_nodepool_termination_duration_seconds": "a NodePool is never seen terminating",
 }
