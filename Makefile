@@ -84,6 +84,10 @@ demo-down: ## Stop everything `make demo` started and remove its state.
 test-unit: control-plane ## Unit and envtest tests only.
 	KUBEBUILDER_ASSETS=$(CONTROL_PLANE_BIN) $(GO) test ./...
 
+.PHONY: test-metrics
+test-metrics: ## Karpenter's metric list (read from its v1.14/v1.15 packages) and the dashboard queries on the committed scrapes (docs/dashboards.md).
+	@bash hack/test-karpenter-metrics.sh
+
 .PHONY: test-stress
 test-stress: control-plane ## Tests of every package that starts a simulator or API server, -count=20, under CPU load.
 	@bash hack/test-stress.sh

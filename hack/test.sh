@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the Karpenter
-# settings oracle (test/karpenter/settings), the chart against Karpenter's chart (test/karpenterchart), then the
-# end-to-end tests on a local stack of their own.
+# settings oracle (test/karpenter/settings), the Karpenter metrics oracle and dashboard queries (test/karpenter/metrics,
+# test/dashboards), the chart against Karpenter's chart (test/karpenterchart), then the end-to-end tests on a local
+# stack of their own, and the dashboard queries again on the scrapes the end-to-end test took.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -13,10 +14,23 @@ echo "== unit and envtest tests"
 go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
 bash hack/test-karpenter-oracle.sh
+# A metric gap fails the run at the end, after every other test has run.
+metrics_failed=0
+bash hack/test-karpenter-metrics.sh || metrics_failed=1
 bash hack/test-karpenter-chart.sh
 echo "== Karpenter's own controller for test/e2e/karpenter (built once, cached)"
 bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
-go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/...
+scrapes="$(mktemp -d)/metrics-scrapes.prom"
+e2e_failed=0
+DOVETAIL_METRICS_SCRAPES_OUT="$scrapes" go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/... || e2e_failed=1
+if [ -f "$scrapes" ]; then
+  echo "== dashboard queries on the end-to-end test's scrapes"
+  bash hack/test-karpenter-metrics.sh "$scrapes" || metrics_failed=1
+fi
 echo "== chaos, short (3 rounds of controller kills, and the leader-election takeover; make test-chaos runs 30)"
 CHAOS_ROUNDS=3 go test -tags chaos -p 1 -count 1 -timeout 15m -v -run 'TestChaos|TestLeaderElection' ./test/chaos/
+[ $e2e_failed -eq 0 ] || { echo "make test: end-to-end tests failed (see above)" >&2; exit 1; }
+if [ $metrics_failed -ne 0 ]; then
+  echo "make test: the Karpenter metrics oracle or the dashboard queries failed (see above)" >&2; exit 1
+fi

@@ -29,6 +29,12 @@ const header = "# Metrics\n\n" +
 	"([benchmarks](benchmarks.md#metrics-scrape)).\n"
 
 const footer = `
+## Dashboards and alerts
+
+Whether a Karpenter user's dashboards and alerts find data on Dovetail is tested against Karpenter's own metric
+list (read from its packages), a scrape of the controller after a scenario, and PromQL queries written from
+Karpenter's dashboards and docs: see [dashboards.md](dashboards.md).
+
 ## Launch time from the condition metrics
 
 Karpenter v1 times the phases of a NodeClaim through its status-condition metrics: when a condition changes
