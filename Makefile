@@ -86,7 +86,7 @@ test-unit: control-plane ## Unit and envtest tests only.
 
 .PHONY: test-metrics
 test-metrics: ## Karpenter's metric list (read from its v1.14/v1.15 packages) and the dashboard queries on the committed scrapes (docs/dashboards.md).
-	@bash hack/test-karpenter-metrics.sh
+	@KARPENTER_METRICS_V115=1 bash hack/test-karpenter-metrics.sh
 
 .PHONY: test-stress
 test-stress: control-plane ## Tests of every package that starts a simulator or API server, -count=20, under CPU load.

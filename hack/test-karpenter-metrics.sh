@@ -6,7 +6,7 @@
 # return data on scrapes of the controller: the committed test/dashboards/testdata/scrapes.prom.gz, or the scrapes
 # file given as the first argument (then the oracles are skipped; hack/test.sh passes the file the end-to-end test
 # TestKarpenterMetricsScraped just wrote). The first build of Karpenter's packages takes minutes.
-# KARPENTER_METRICS_UPDATE=1 rewrites the committed list from Karpenter's packages instead of comparing.
+# KARPENTER_METRICS_V115=1 also runs the v1.15 oracle. KARPENTER_METRICS_UPDATE=1 rewrites the committed list from Karpenter's packages instead of comparing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -16,7 +16,11 @@ fail=0
 if [ -z "$scrapes" ]; then
   echo "== Karpenter metrics oracle: the committed metric list against Karpenter's own packages (test/karpenter/metrics)"
   # Karpenter v1.14.3's modules need Go 1.26.10; the toolchain comes from the Go module proxy as for hack/build-karpenter.sh.
-  for m in test/karpenter/metrics test/karpenter/metrics/v115; do
+  # The v1.15 oracle compiles a second copy of Karpenter for a list that cannot change (v1.15.0 is fixed): it runs when
+  # KARPENTER_METRICS_V115=1 (make test-metrics sets it), not in every make test.
+  mods="test/karpenter/metrics"
+  [ "${KARPENTER_METRICS_V115:-0}" = 1 ] && mods="$mods test/karpenter/metrics/v115"
+  for m in $mods; do
     (cd "$root/$m" && GOTOOLCHAIN="${KARPENTER_GOTOOLCHAIN:-go1.26.11+auto}" go test -count 1 -timeout 20m ./...) || fail=1
   done
 fi
