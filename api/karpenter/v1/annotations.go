@@ -16,6 +16,12 @@ const (
 	// NodeClaimMinValuesRelaxedAnnotationKey records that minValues were relaxed for a NodeClaim
 	// ("true"/"false") under MIN_VALUES_POLICY=BestEffort.
 	NodeClaimMinValuesRelaxedAnnotationKey = Group + "/nodeclaim-min-values-relaxed"
+	// DoNotRepairAnnotationKey set to "true" on a Node or its NodeClaim keeps node repair from replacing the node
+	// (Karpenter v1.15), whatever karpenter.sh/do-not-disrupt says.
+	DoNotRepairAnnotationKey = Group + "/do-not-repair"
+	// DisruptionCostAnnotationKey on a Pod is the int32 cost of evicting it, read by consolidation in place of
+	// controller.kubernetes.io/pod-deletion-cost (Karpenter v1.15).
+	DisruptionCostAnnotationKey = Group + "/disruption-cost"
 )
 
 // DoNotDisruptValue is the value of DoNotDisruptAnnotationKey that blocks disruption.

@@ -188,7 +188,7 @@ const (
 )
 
 // DisruptionReason is a reason a budget can be limited to.
-// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted}
+// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted,Unhealthy}
 type DisruptionReason string
 
 // Disruption reasons budgets can select.
@@ -196,6 +196,8 @@ const (
 	DisruptionReasonUnderutilized DisruptionReason = "Underutilized"
 	DisruptionReasonEmpty         DisruptionReason = "Empty"
 	DisruptionReasonDrifted       DisruptionReason = "Drifted"
+	// DisruptionReasonUnhealthy (Karpenter v1.15) limits node repair: the replacement of unhealthy nodes.
+	DisruptionReasonUnhealthy DisruptionReason = "Unhealthy"
 )
 
 // NodePoolStatus is the observed state of a NodePool.

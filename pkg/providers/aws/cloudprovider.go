@@ -245,12 +245,6 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 }
 
 func kubeletOf(nc *awsv1.EC2NodeClass) instancetype.Kubelet {
-	k := nc.Spec.Kubelet
-	if k == nil {
-		return instancetype.Kubelet{}
-	}
-	return instancetype.Kubelet{
-		MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore,
-		KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard,
-	}
+	return instancetype.KubeletOf(nc.Spec.Kubelet)
 }
+

@@ -9,8 +9,9 @@ import (
 )
 
 // NodeClassHashVersion changes when the hash below changes meaning; NodeClaims with another version are not
-// compared (they would all look drifted).
-const NodeClassHashVersion = "v1"
+// compared (they would all look drifted) but restamped. v2 (2026-11): spec.kubelet became an open map, hashed as
+// its JSON with sorted keys and values as written.
+const NodeClassHashVersion = "v2"
 
 // NodeClassHash hashes the EC2NodeClass fields that are fixed at launch and not re-resolved: user data, AMI
 // family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy and
@@ -21,14 +22,14 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 		AMIFamily                *string
 		UserData                 *string
 		Tags                     map[string]string
-		Kubelet                  *awsv1.KubeletConfiguration
+		Kubelet                  string
 		BlockDeviceMappings      []*awsv1.BlockDeviceMapping
 		MetadataOptions          *awsv1.MetadataOptions
 		DetailedMonitoring       *bool
 		AssociatePublicIPAddress *bool
 		InstanceStorePolicy      *awsv1.InstanceStorePolicy
 		Context                  *string
-	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet, s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
+	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet.String(), s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
 		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context})
 	if err != nil {
 		// Every field is plain data; Marshal cannot fail on them.

@@ -124,6 +124,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
 	}
+	if node.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" {
+		log.FromContext(ctx).V(1).Info("node unhealthy, repair blocked by annotation", "node", node.Name, "nodeclaim", nc.Name,
+			"annotation", karpv1.DoNotRepairAnnotationKey, "condition", h.Condition.Type)
+		return reconcile.Result{}, nil
+	}
 	nodes := &corev1.NodeList{}
 	var opts []client.ListOption
 	if pool := node.Labels[karpv1.NodePoolLabelKey]; pool != "" {

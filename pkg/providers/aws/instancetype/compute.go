@@ -59,6 +59,21 @@ type Kubelet struct {
 	EvictionHard   map[string]string
 }
 
+// KubeletOf returns the kubelet settings that change what a node offers. CEL expressions (NodeClassCEL) are left
+// out: a node class holding one is not ready (ValidateNodeClass), so no node is sized with it.
+func KubeletOf(kc awsv1.KubeletConfiguration) Kubelet {
+	k, err := kc.Parse()
+	if err != nil {
+		return Kubelet{}
+	}
+	maxPods, _ := k.MaxPodsValue()
+	return Kubelet{
+		MaxPods: maxPods, PodsPerCore: k.PodsPerCore,
+		KubeReserved: awsv1.StaticReserved(k.KubeReserved), SystemReserved: awsv1.StaticReserved(k.SystemReserved),
+		EvictionHard: k.EvictionHard,
+	}
+}
+
 // Settings are the operator- and node-class-wide inputs of the arithmetic.
 type Settings struct {
 	// VMMemoryOverheadPercent is the share of memory the hypervisor and OS keep (0.075 by default).

@@ -1,0 +1,63 @@
+package aws
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+)
+
+// validateKubelet checks spec.kubelet as Karpenter v1.15 does before anything is launched, returning an
+// *awsv1.ValidationError with the reason of the ValidationSucceeded condition:
+//   - InvalidKubeletConfiguration: names, types and values (awsv1.ValidateKubelet);
+//   - KubeletExpressionsDisabled: a CEL expression in maxPods, kubeReserved or systemReserved while the NodeClassCEL
+//     gate is off (Dovetail refuses the gate at startup, so it is always off);
+//   - UnsupportedKubeletConfiguration: fields the AMI family does not apply. AL2023 writes the whole configuration
+//     into its NodeConfig and Custom uses none of it; AL2, Bottlerocket and Windows apply only the fields Dovetail
+//     reads (awsv1.ParsedKubelet), Bottlerocket not podsPerCore, and each only one clusterDNS address.
+func validateKubelet(family string, k awsv1.KubeletConfiguration) error {
+	if len(k) == 0 {
+		return nil
+	}
+	if errs := awsv1.ValidateKubelet(k); len(errs) > 0 {
+		return &awsv1.ValidationError{Reason: awsv1.ReasonInvalidKubeletConfiguration, Message: errors.Join(errs...).Error()}
+	}
+	parsed, err := k.Parse()
+	if err != nil {
+		return &awsv1.ValidationError{Reason: awsv1.ReasonInvalidKubeletConfiguration, Message: err.Error()}
+	}
+	if parsed.HasExpressions() {
+		return &awsv1.ValidationError{Reason: awsv1.ReasonKubeletExpressionsDisabled,
+			Message: "spec.kubelet holds a CEL expression, but the NodeClassCEL feature gate (AWS_FEATURE_GATES) is off"}
+	}
+	if family == awsv1.AMIFamilyAL2023 || family == awsv1.AMIFamilyCustom {
+		return nil
+	}
+	var msgs []string
+	unsupported := awsv1.UnmodelledKubeletFields(k)
+	if parsed.PodsPerCore != nil && family == awsv1.AMIFamilyBottlerocket {
+		unsupported = append(unsupported, "podsPerCore")
+	}
+	if len(unsupported) > 0 {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet: the %s AMI family does not apply %s (only AL2023 passes every kubelet field to the node)",
+			family, strings.Join(unsupported, ", ")))
+	}
+	if len(parsed.ClusterDNS) > 1 {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet.clusterDNS: the %s AMI family takes one address, %d are set", family, len(parsed.ClusterDNS)))
+	}
+	if len(msgs) > 0 {
+		return &awsv1.ValidationError{Reason: awsv1.ReasonUnsupportedKubeletConfiguration, Message: strings.Join(msgs, "; ")}
+	}
+	return nil
+}
+
+// validateUserDataSize refuses rendered user data larger than EC2 accepts.
+func validateUserDataSize(rendered string) error {
+	if len(rendered) > awsv1.UserDataSizeLimit {
+		return &awsv1.ValidationError{Reason: awsv1.ReasonUserDataSizeLimitExceeded, Message: fmt.Sprintf(
+			"the rendered user data is %d bytes, more than the %d EC2 accepts; shorten spec.userData or spec.kubelet",
+			len(rendered), awsv1.UserDataSizeLimit)}
+	}
+	return nil
+}
