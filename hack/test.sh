@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the Karpenter
-# settings oracle (test/karpenter/settings), the chart against Karpenter's chart (test/karpenterchart), then the
-# end-to-end tests on a local stack of their own.
+# settings oracle (test/karpenter/settings), the chart against Karpenter's chart (test/karpenterchart), the CRDs
+# against Karpenter v1.15.0's (test/karpentercrds), then the end-to-end tests on a local stack of their own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -14,6 +14,7 @@ go test -count 1 -timeout 20m ./...
 bash hack/test-oracle.sh
 bash hack/test-karpenter-oracle.sh
 bash hack/test-karpenter-chart.sh
+bash hack/test-karpenter-crds.sh
 echo "== Karpenter's own controller for test/e2e/karpenter (built once, cached)"
 bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"

@@ -59,7 +59,6 @@ type EC2NodeClassSpec struct {
 	// CapacityReservationSelectorTerms select on-demand capacity reservations the nodes may use.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))",message="spec.capacityReservationSelectorTerms: each term must set tags, id or instanceMatchCriteria"
 	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))",message="spec.capacityReservationSelectorTerms: a term with id may not also set tags, ownerID or instanceMatchCriteria (refused when every term does, as Karpenter judges it)"
-	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -162,7 +161,7 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
-	// +kubebuilder:validation:Pattern:="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern:="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -175,7 +174,7 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
-	// +kubebuilder:validation:Pattern:="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern:="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group (its GroupName).
@@ -220,7 +219,7 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.
-	// +kubebuilder:validation:Pattern:="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern:="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI; wildcards allowed.
@@ -376,7 +375,6 @@ type PlacementGroupSelectorTerm struct {
 	ID string `json:"id,omitempty"`
 	// Name of the placement group.
 	// +kubebuilder:validation:MinLength:=1
-	// +kubebuilder:validation:MaxLength:=255
 	// +optional
 	Name string `json:"name,omitempty"`
 }

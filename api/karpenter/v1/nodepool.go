@@ -78,6 +78,7 @@ type ObjectMeta struct {
 	// +kubebuilder:validation:MaxProperties:=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != \"karpenter.sh/nodepool\")",message="template label \"karpenter.sh/nodepool\" is set by Dovetail and may not be set in spec.template.metadata.labels"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != \"kubernetes.io/hostname\")",message="template label \"kubernetes.io/hostname\" is set by the kubelet and may not be set in spec.template.metadata.labels"
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are added to every NodeClaim and Node created from the template.
