@@ -202,7 +202,9 @@ func v114EC2NodeClassCases() []validationCase {
 		validationCase{name: "ec2 cr mixed term next to an id term", base: b, patch: `spec: {capacityReservationSelectorTerms: [{id: cr-0a, ownerID: "012345678901"}, {id: cr-0b}]}`},
 		validationCase{name: "ec2 cr criteria only", base: b, patch: `spec: {capacityReservationSelectorTerms: [{instanceMatchCriteria: targeted}]}`},
 		validationCase{name: "ec2 cr tags and owner", base: b, patch: `spec: {capacityReservationSelectorTerms: [{tags: {a: b}, ownerID: "012345678901"}]}`},
-		validationCase{name: "ec2 cr empty list (no minimum in Karpenter's schema)", base: b, patch: `spec: {capacityReservationSelectorTerms: []}`},
+		// Karpenter's schema sets no minimum: its rule on terms with id refuses an empty list (all() of no term is
+		// true), with that rule's message, as Dovetail's does.
+		validationCase{name: "ec2 cr empty list", base: b, patch: `spec: {capacityReservationSelectorTerms: []}`, want: "a term with id may not also set tags, ownerID or instanceMatchCriteria"},
 		validationCase{name: "ec2 cr empty term", base: b, patch: `spec: {capacityReservationSelectorTerms: [{}]}`, want: "each term must set tags, id or instanceMatchCriteria"},
 		validationCase{name: "ec2 ami id with ssmParameter (id wins, as in Karpenter)", base: b, patch: `spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-0a, ssmParameter: /my/ami}]}`},
 		validationCase{name: "ec2 ami alias with ssmParameter (alias wins, as in Karpenter)", base: b, patch: `spec: {amiSelectorTerms: [{alias: al2023@latest, ssmParameter: /my/ami}]}`},

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/apimachinery/pkg/types"
@@ -228,6 +229,12 @@ func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2N
 	if err != nil {
 		return nil, err
 	}
+	if nc.EnclaveEnabled() {
+		// Nitro Enclaves launch only on the types that support them (karpenter.k8s.aws/nitro-sandbox: "true").
+		its = slices.DeleteFunc(slices.Clone(its), func(it *cloudprovider.InstanceType) bool {
+			return it.Labels[awsv1.LabelNitroSandbox] != "true"
+		})
+	}
 	return p.withReservedOfferings(ctx, nc, its, zones), nil
 }
 
@@ -247,4 +254,3 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 func kubeletOf(nc *awsv1.EC2NodeClass) instancetype.Kubelet {
 	return instancetype.KubeletOf(nc.Spec.Kubelet)
 }
-

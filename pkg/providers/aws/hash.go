@@ -10,12 +10,12 @@ import (
 
 // NodeClassHashVersion changes when the hash below changes meaning; NodeClaims with another version are not
 // compared (they would all look drifted) but restamped. v2 (2026-11): spec.kubelet became an open map, hashed as
-// its JSON with sorted keys and values as written.
+// its JSON with sorted keys and values as written; enclaveOptions added.
 const NodeClassHashVersion = "v2"
 
 // NodeClassHash hashes the EC2NodeClass fields that are fixed at launch and not re-resolved: user data, AMI
-// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy and
-// context. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
+// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy, context
+// and enclave options. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
 func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	s := nc.Spec
 	b, err := json.Marshal(struct {
@@ -29,8 +29,9 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 		AssociatePublicIPAddress *bool
 		InstanceStorePolicy      *awsv1.InstanceStorePolicy
 		Context                  *string
+		EnclaveOptions           *awsv1.EnclaveOptions
 	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet.String(), s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
-		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context})
+		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context, s.EnclaveOptions})
 	if err != nil {
 		// Every field is plain data; Marshal cannot fail on them.
 		return ""

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -29,10 +31,17 @@ const testFinalizer = "test.dovetail.sh/hold"
 // provider's FakeHardwareReady=False condition (toleration 10 minutes) from that time.
 func addNode(t *testing.T, env *test.ControllerEnv, name, pool string, unhealthySince *time.Time) {
 	t.Helper()
+	addAnnotatedNode(t, env, name, pool, unhealthySince, nil, nil)
+}
+
+// addAnnotatedNode is addNode with annotations on the Node and on the NodeClaim.
+func addAnnotatedNode(t *testing.T, env *test.ControllerEnv, name, pool string, unhealthySince *time.Time, nodeAnn, claimAnn map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	kube := env.Env.Client
 	pid := fake.ProviderIDPrefix + "zone-a/" + name
 	nc := test.NodeClaim(name, pool).Finalizer(testFinalizer).Label(karpv1.CapacityTypeLabelKey, "on-demand").Obj()
+	nc.Annotations = claimAnn
 	if err := kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +50,7 @@ func addNode(t *testing.T, env *test.ControllerEnv, name, pool string, unhealthy
 		t.Fatal(err)
 	}
 	node := test.Node(name, pid).Label(karpv1.NodePoolLabelKey, pool).Ready(true).Obj()
+	node.Annotations = nodeAnn
 	status := node.Status
 	if unhealthySince != nil {
 		status.Conditions = append(status.Conditions, corev1.NodeCondition{Type: "FakeHardwareReady", Status: corev1.ConditionFalse,
@@ -178,6 +188,39 @@ func TestHoldsBackOverLimit(t *testing.T) {
 	for _, nc := range list.Items {
 		if !nc.DeletionTimestamp.IsZero() {
 			t.Errorf("nodeclaim %s deleted while the NodePool is over the limit", nc.Name)
+		}
+	}
+}
+
+// TestDoNotRepair: karpenter.sh/do-not-repair: "true" on the Node or on its NodeClaim keeps an unhealthy node from
+// being repaired (Karpenter v1.15); a node without it, unhealthy as long, is repaired.
+func TestDoNotRepair(t *testing.T) {
+	env := start(t)
+	ctx := context.Background()
+	long := env.Clock.Now().Add(-11 * time.Minute)
+	keep := map[string]string{karpv1.DoNotRepairAnnotationKey: "true"}
+	// Healthy nodes first, so that no unhealthy node is judged in a group over the safety limit.
+	for i := 0; i < 17; i++ {
+		addNode(t, env, fmt.Sprintf("well-%d", i), "default", nil)
+	}
+	addAnnotatedNode(t, env, "keep-node", "default", &long, keep, nil)
+	addAnnotatedNode(t, env, "keep-claim", "default", &long, nil, keep)
+	addNode(t, env, "sick", "default", &long)
+	nc := &karpv1.NodeClaim{}
+	test.Eventually(t, timeout, func() (bool, string) {
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return !nc.DeletionTimestamp.IsZero(), "nodeclaim sick not deleted"
+	})
+	// The annotated nodes were created first; reconcile them once more, directly, to see the decision.
+	c := health.NewController(env.Deps)
+	for _, name := range []string{"keep-node", "keep-claim"} {
+		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			t.Fatalf("Reconcile %s: %v", name, err)
+		}
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+			t.Errorf("nodeclaim %s repaired despite %s (err %v)", name, karpv1.DoNotRepairAnnotationKey, err)
 		}
 	}
 }
