@@ -49,6 +49,9 @@ const (
 	sameKeySyntax      = "the same language of qualified names as Karpenter's pattern, written differently"
 	volumeSizeQuantity = "volumeSize is a resource.Quantity (integer or string) in Dovetail; strings are held " +
 		"to Karpenter's size pattern (64Ti at most), and an integer (bytes), which Karpenter refuses, is accepted"
+	stricterByChoice = "one of the refusals docs/api.md lists under \"Stricter than Karpenter\": Karpenter admits " +
+		"the manifest but can never run it (an id only containing subnet-/sg-/ami-, a placement group name EC2 " +
+		"refuses)"
 	specRequired = "Dovetail requires spec on an EC2NodeClass: Karpenter's schema lets an object without spec " +
 		"through, which has no AMI, subnet or security group terms and so can launch nothing"
 )
@@ -57,6 +60,10 @@ const (
 // with its reason. Every difference Karpenter v1.15.0 brought (spec.kubelet opened, enclaveOptions, the budget
 // reason Unhealthy, consolidateAfter defaulted) is matched, so none of them is listed.
 var exceptions = map[string]string{
+	"EC2NodeClass v1.spec.amiSelectorTerms[].id: pattern":                                   stricterByChoice,
+	"EC2NodeClass v1.spec.placementGroupSelector.name: maxLength":                           stricterByChoice,
+	"EC2NodeClass v1.spec.securityGroupSelectorTerms[].id: pattern":                         stricterByChoice,
+	"EC2NodeClass v1.spec.subnetSelectorTerms[].id: pattern":                                stricterByChoice,
 	"EC2NodeClass v1.spec.blockDeviceMappings: x-kubernetes-validations":                    celRules,
 	"EC2NodeClass v1.spec.blockDeviceMappings[].ebs.volumeSize: pattern":                    volumeSizeQuantity,
 	"EC2NodeClass v1.spec.blockDeviceMappings[].ebs.volumeSize: type":                       volumeSizeQuantity,

@@ -161,7 +161,7 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the subnet.
-	// +kubebuilder:validation:Pattern:="subnet-[0-9a-z]+"
+	// +kubebuilder:validation:Pattern:="^subnet-[0-9a-z]+$"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -174,7 +174,7 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the security group.
-	// +kubebuilder:validation:Pattern:="sg-[0-9a-z]+"
+	// +kubebuilder:validation:Pattern:="^sg-[0-9a-z]+$"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the security group (its GroupName).
@@ -219,7 +219,7 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID of the AMI.
-	// +kubebuilder:validation:Pattern:="ami-[0-9a-z]+"
+	// +kubebuilder:validation:Pattern:="^ami-[0-9a-z]+$"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name of the AMI; wildcards allowed.
@@ -375,6 +375,7 @@ type PlacementGroupSelectorTerm struct {
 	ID string `json:"id,omitempty"`
 	// Name of the placement group.
 	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=255
 	// +optional
 	Name string `json:"name,omitempty"`
 }
