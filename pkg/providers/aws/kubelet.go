@@ -1,7 +1,6 @@
 package aws
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -21,7 +20,11 @@ func validateKubelet(family string, k awsv1.KubeletConfiguration) error {
 		return nil
 	}
 	if errs := awsv1.ValidateKubelet(k); len(errs) > 0 {
-		return &awsv1.ValidationError{Reason: awsv1.ReasonInvalidKubeletConfiguration, Message: errors.Join(errs...).Error()}
+		msgs := make([]string, 0, len(errs))
+		for _, e := range errs {
+			msgs = append(msgs, e.Error())
+		}
+		return &awsv1.ValidationError{Reason: awsv1.ReasonInvalidKubeletConfiguration, Message: strings.Join(msgs, "; ")}
 	}
 	parsed, err := k.Parse()
 	if err != nil {
