@@ -142,7 +142,7 @@ func catalogInstanceTypes(cat *catalog.Catalog, region string, nc *awsv1.EC2Node
 	}
 	var kubelet instancetype.Kubelet
 	if nc != nil {
-		kubelet = instancetype.KubeletOf(nc.Spec.Kubelet)
+		kubelet = instancetype.KubeletOf(nc.Spec.Kubelet, nil)
 	}
 	settings := instancetype.Settings{VMMemoryOverheadPercent: 0.075}
 	var out []*cloudprovider.InstanceType

@@ -434,6 +434,10 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 		if r := awsv1.StaticReserved(k.SystemReserved); len(r) > 0 {
 			kc.SystemReserved = r
 		}
+		if p.cel != nil && len(awsv1.StaticReserved(k.SystemReserved)) != len(k.SystemReserved) {
+			// CEL expressions, evaluated for this instance type when its overhead was computed.
+			kc.SystemReserved = stringMap(it.Overhead.SystemReserved)
+		}
 		for sig, v := range k.EvictionHard {
 			kc.EvictionHard[sig] = v
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	"github.com/dovetail/dovetail/pkg/kubeletcel"
 )
 
 // TestValidateKubelet: the reason each family gives a kubelet configuration, as Karpenter v1.15's status controller
@@ -37,7 +38,7 @@ func TestValidateKubelet(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.doc), &k); err != nil {
 				t.Fatal(err)
 			}
-			err := validateKubelet(tc.family, k)
+			err := validateKubelet(tc.family, k, nil)
 			if got := awsv1.ValidationReason(err); got != tc.reason {
 				t.Fatalf("reason %q (%v), want %q", got, err, tc.reason)
 			}
@@ -55,5 +56,28 @@ func TestValidateUserDataSize(t *testing.T) {
 	err := validateUserDataSize(strings.Repeat("x", awsv1.UserDataSizeLimit+1))
 	if awsv1.ValidationReason(err) != awsv1.ReasonUserDataSizeLimitExceeded {
 		t.Errorf("16 KiB + 1 byte: %v, want reason %s", err, awsv1.ReasonUserDataSizeLimitExceeded)
+	}
+}
+
+// TestValidateKubeletWithCEL: with the NodeClassCEL gate on, expressions that compile are accepted and the others
+// are KubeletExpressionInvalid.
+func TestValidateKubeletWithCEL(t *testing.T) {
+	env, err := kubeletcel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ doc, reason string }{
+		{`{"maxPods":"min(max_pods, 110)","kubeReserved":{"memory":"max_pods * 11 + 255"},"systemReserved":{"cpu":"vcpus * 10"}}`, ""},
+		{`{"maxPods":"min(max_pods,"}`, awsv1.ReasonKubeletExpressionInvalid},
+		{`{"kubeReserved":{"memory":"pods * 11"}}`, awsv1.ReasonKubeletExpressionInvalid},
+		{`{"systemReserved":{"cpu":"instance_type"}}`, awsv1.ReasonKubeletExpressionInvalid},
+	} {
+		var k awsv1.KubeletConfiguration
+		if err := json.Unmarshal([]byte(tc.doc), &k); err != nil {
+			t.Fatal(err)
+		}
+		if got := awsv1.ValidationReason(validateKubelet(awsv1.AMIFamilyAL2023, k, env)); got != tc.reason {
+			t.Errorf("%s: reason %q, want %q", tc.doc, got, tc.reason)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	"github.com/dovetail/dovetail/pkg/providers/aws"
+	"github.com/dovetail/dovetail/pkg/settings"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -77,5 +79,54 @@ func TestNodeClassReasonsV115(t *testing.T) {
 	kubelet.Spec.Kubelet = awsv1.KubeletConfiguration{"serializeImagePulls": awsv1.KubeletValue(false)}
 	if err := p.ValidateNodeClass(ctx, kubelet); awsv1.ValidationReason(err) != awsv1.ReasonUnsupportedKubeletConfiguration {
 		t.Errorf("ValidateNodeClass(bottlerocket with serializeImagePulls) = %v, want reason %s", err, awsv1.ReasonUnsupportedKubeletConfiguration)
+	}
+}
+
+// TestKubeletCEL: with AWS_FEATURE_GATES NodeClassCEL=true, a maxPods expression sizes every instance type and
+// reaches the node's kubelet configuration; an expression failing on some instance type is
+// KubeletExpressionEvaluationFailed; with the gate off, a node class holding one is KubeletExpressionsDisabled.
+func TestKubeletCEL(t *testing.T) {
+	w := newWorld(t)
+	gateOn := func(o *aws.Options) {
+		s := *o.Settings
+		s.AWSFeatureGates = map[string]bool{settings.AWSFeatureNodeClassCEL: true}
+		o.Settings = &s
+	}
+	p := w.providerWith(t, "uid-a", gateOn)
+	ctx := context.Background()
+	nc := test.EC2NodeClass("default", "dovetail").Alias("al2023@latest").Obj()
+	nc.Spec.Kubelet = awsv1.KubeletConfiguration{"maxPods": awsv1.KubeletValue("min(max_pods, vcpus * 4)"),
+		"systemReserved": awsv1.KubeletValue(map[string]string{"memory": "max_pods * 2"})}
+	p.resolve(t, nc)
+	if err := p.ValidateNodeClass(ctx, nc); err != nil {
+		t.Fatalf("ValidateNodeClass: %v", err)
+	}
+	its, err := p.GetInstanceTypes(ctx, test.NodePool("default").NodeClass("default").Obj())
+	if err != nil {
+		t.Fatalf("GetInstanceTypes: %v", err)
+	}
+	found := false
+	for _, it := range its {
+		if it.Name == "m5.large" {
+			found = true
+			if got := it.Capacity.Pods().Value(); got != 8 {
+				t.Errorf("m5.large pods = %d, want min(29, 2*4) = 8", got)
+			}
+			if got := it.Overhead.SystemReserved.Memory().String(); got != "16Mi" {
+				t.Errorf("m5.large systemReserved memory = %s, want 16Mi (8 * 2 rounded up to 16)", got)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("m5.large missing")
+	}
+	failing := test.EC2NodeClass("failing", "dovetail").Alias("al2023@latest").Obj()
+	failing.Spec.Kubelet = awsv1.KubeletConfiguration{"maxPods": awsv1.KubeletValue("vcpus - 4")}
+	if err := p.ValidateNodeClass(ctx, failing); awsv1.ValidationReason(err) != awsv1.ReasonKubeletExpressionEvaluationFailed {
+		t.Errorf("ValidateNodeClass(vcpus - 4) = %v, want reason %s", err, awsv1.ReasonKubeletExpressionEvaluationFailed)
+	}
+	off := w.provider(t, "uid-b")
+	if err := off.ValidateNodeClass(ctx, nc); awsv1.ValidationReason(err) != awsv1.ReasonKubeletExpressionsDisabled {
+		t.Errorf("gate off: ValidateNodeClass = %v, want reason %s", err, awsv1.ReasonKubeletExpressionsDisabled)
 	}
 }
