@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: unit and envtest packages, the upstream-plugin scheduling oracle (test/oracle), the Karpenter
 # settings oracle (test/karpenter/settings), the Karpenter metrics oracle and dashboard queries (test/karpenter/metrics,
-# test/dashboards), the chart against Karpenter's chart (test/karpenterchart), then the end-to-end tests on a local
-# stack of their own, and the dashboard queries again on the scrapes the end-to-end test took.
+# test/dashboards), the chart against Karpenter's chart (test/karpenterchart), the CRDs against Karpenter v1.15.0's
+# (test/karpentercrds), then the end-to-end tests on a local stack of their own, and the dashboard queries again on
+# the scrapes the end-to-end test took.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export GOFLAGS="${GOFLAGS:--mod=mod}"
@@ -18,6 +19,7 @@ bash hack/test-karpenter-oracle.sh
 metrics_failed=0
 bash hack/test-karpenter-metrics.sh || metrics_failed=1
 bash hack/test-karpenter-chart.sh
+bash hack/test-karpenter-crds.sh
 echo "== Karpenter's own controller for test/e2e/karpenter (built once, cached)"
 bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"

@@ -9,12 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -25,9 +22,6 @@ import (
 const (
 	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	labelValuePattern    = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
-	// quantityPattern is resource.Quantity's text form; percentPattern a percentage with up to two decimals.
-	quantityPattern      = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
-	evictionValuePattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
 	maxLabelKeyLength    = 316
 	maxLabelValueLength  = 63
 	domainExpr           = `%s.find('^[^/]+/')`
@@ -252,87 +246,6 @@ func patchNodeOverlay(root map[string]interface{}) error {
 	return nil
 }
 
-// schemaOf returns a structural schema for a Go type of the upstream KubeletConfiguration: scalars, lists and maps
-// are typed; nested structs are objects whose fields are kept as given (the kubelet validates them).
-func schemaOf(t reflect.Type) map[string]interface{} {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t {
-	case reflect.TypeOf(metav1.Duration{}):
-		return map[string]interface{}{"type": "string"}
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return map[string]interface{}{"type": "boolean"}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return map[string]interface{}{"type": "integer"}
-	case reflect.Float32, reflect.Float64:
-		return map[string]interface{}{"type": "number"}
-	case reflect.String:
-		return map[string]interface{}{"type": "string"}
-	case reflect.Slice, reflect.Array:
-		return map[string]interface{}{"type": "array", "items": schemaOf(t.Elem())}
-	case reflect.Map:
-		return map[string]interface{}{"type": "object", "additionalProperties": schemaOf(t.Elem())}
-	}
-	return map[string]interface{}{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-}
-
-// addUpstreamKubeletFields adds every field of the upstream KubeletConfiguration that the API does not model to
-// the kubelet schema, so any of them is accepted (and kept) while a name KubeletConfiguration lacks is refused.
-func addUpstreamKubeletFields(kubelet map[string]interface{}) error {
-	props, ok := kubelet["properties"].(map[string]interface{})
-	if !ok {
-		return fmt.Errorf("spec.kubelet has no properties")
-	}
-	t := reflect.TypeOf(kubeletv1beta1.KubeletConfiguration{})
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous || name == "" || name == "-" {
-			continue
-		}
-		if _, modelled := props[name]; modelled {
-			if !awsv1.IsModelledKubeletField(name) {
-				return fmt.Errorf("spec.kubelet.%s is in the schema but not a Go field of KubeletConfiguration", name)
-			}
-			continue
-		}
-		if awsv1.IsModelledKubeletField(name) {
-			return fmt.Errorf("spec.kubelet.%s is a Go field but missing from the schema", name)
-		}
-		s := schemaOf(f.Type)
-		s["description"] = "Upstream KubeletConfiguration field " + name + ", passed to the node's kubelet configuration unchanged."
-		props[name] = s
-	}
-	return nil
-}
-
-func patchEC2NodeClass(root map[string]interface{}) error {
-	kubelet, err := at(root, "spec", "kubelet")
-	if err != nil {
-		return err
-	}
-	if err := addUpstreamKubeletFields(kubelet); err != nil {
-		return err
-	}
-	for field, pattern := range map[string]string{
-		"evictionHard":   evictionValuePattern,
-		"evictionSoft":   evictionValuePattern,
-		"systemReserved": quantityPattern,
-		"kubeReserved":   quantityPattern,
-	} {
-		v, err := at(kubelet, field, "{}")
-		if err != nil {
-			return err
-		}
-		v["pattern"] = pattern
-	}
-	return nil
-}
-
 func patchFile(path string, patch func(map[string]interface{}) error) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -377,7 +290,6 @@ func main() {
 	}{
 		{"karpenter.sh_nodepools.yaml", patchNodePool},
 		{"karpenter.sh_nodeclaims.yaml", patchNodeClaim},
-		{"karpenter.k8s.aws_ec2nodeclasses.yaml", patchEC2NodeClass},
 		{"karpenter.sh_nodeoverlays.yaml", patchNodeOverlay},
 	}
 	for _, p := range patches {

@@ -21,12 +21,16 @@ const BalancedK = 2.0
 // podDeletionCostAnnotation is the ReplicaSet controller's scale-down hint, read as a disruption cost.
 const podDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
-// EvictionCost is how costly evicting the pod is, as Karpenter rates it: 1, plus its pod-deletion-cost
-// annotation divided by 2^27, plus its priority divided by 2^25, kept within [-10, 10]. An annotation that is not
-// an integer is ignored.
+// EvictionCost is how costly evicting the pod is, as Karpenter rates it: 1, plus its karpenter.sh/disruption-cost
+// annotation (or, without it, its controller.kubernetes.io/pod-deletion-cost) divided by 2^27, plus its priority
+// divided by 2^25, kept within [-10, 10]. An annotation that is not an int32 is ignored.
 func EvictionCost(p *corev1.Pod) float64 {
 	cost := 1.0
-	if v, ok := p.Annotations[podDeletionCostAnnotation]; ok {
+	v, ok := p.Annotations[karpv1.DisruptionCostAnnotationKey]
+	if !ok {
+		v, ok = p.Annotations[podDeletionCostAnnotation]
+	}
+	if ok {
 		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
 			cost += float64(n) / (1 << 27)
 		}

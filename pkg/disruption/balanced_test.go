@@ -55,6 +55,11 @@ func TestEvictionCost(t *testing.T) {
 		q.Annotations = map[string]string{"controller.kubernetes.io/pod-deletion-cost": v}
 		return q
 	}
+	annotated := func(a map[string]string) *corev1.Pod {
+		q := pod("x", "1")
+		q.Annotations = a
+		return q
+	}
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
@@ -66,6 +71,9 @@ func TestEvictionCost(t *testing.T) {
 		{"priority 2^25", prio(1 << 25), 2},
 		{"system-node-critical priority is clamped to 10", prio(2000001000), 10},
 		{"very negative deletion cost is clamped to -10", deletion("-2147483648"), -10},
+		{"disruption cost 2^27", annotated(map[string]string{"karpenter.sh/disruption-cost": "134217728"}), 2},
+		{"disruption cost wins over deletion cost", annotated(map[string]string{"karpenter.sh/disruption-cost": "0", "controller.kubernetes.io/pod-deletion-cost": "134217728"}), 1},
+		{"disruption cost not a number is ignored, deletion cost not read", annotated(map[string]string{"karpenter.sh/disruption-cost": "x", "controller.kubernetes.io/pod-deletion-cost": "134217728"}), 1},
 	}
 	for _, tc := range cases {
 		if got := disruption.EvictionCost(tc.pod); math.Abs(got-tc.want) > 1e-9 {

@@ -42,8 +42,23 @@ func (e *BudgetError) Unwrap() error { return e.Err }
 // rounded up), less the nodes already disrupting, never below 0. A reason no active budget limits gets
 // Unlimited less disrupting.
 func AllowedDisruptions(np *karpv1.NodePool, now time.Time, total, disrupting int) (map[karpv1.DisruptionReason]int, error) {
+	return allowed(np, now, total, disrupting, reasons)
+}
+
+// AllowedRepairs returns how many more of the NodePool's nodes node repair may replace at now: the allowance of
+// the reason Unhealthy (Karpenter v1.15), limited by the active budgets that name it or name no reason, computed
+// as AllowedDisruptions computes the others.
+func AllowedRepairs(np *karpv1.NodePool, now time.Time, total, disrupting int) (int, error) {
+	out, err := allowed(np, now, total, disrupting, []karpv1.DisruptionReason{karpv1.DisruptionReasonUnhealthy})
+	if err != nil {
+		return 0, err
+	}
+	return out[karpv1.DisruptionReasonUnhealthy], nil
+}
+
+func allowed(np *karpv1.NodePool, now time.Time, total, disrupting int, rs []karpv1.DisruptionReason) (map[karpv1.DisruptionReason]int, error) {
 	out := map[karpv1.DisruptionReason]int{}
-	for _, r := range reasons {
+	for _, r := range rs {
 		out[r] = Unlimited
 	}
 	for i, b := range np.Spec.Disruption.Budgets {
@@ -58,7 +73,7 @@ func AllowedDisruptions(np *karpv1.NodePool, now time.Time, total, disrupting in
 		if err != nil {
 			return nil, &BudgetError{NodePool: np.Name, Index: i, Err: err}
 		}
-		for _, r := range reasons {
+		for _, r := range rs {
 			if len(b.Reasons) > 0 && !containsReason(b.Reasons, r) {
 				continue
 			}

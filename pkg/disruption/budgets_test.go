@@ -86,3 +86,30 @@ func TestAllowedDisruptionsRejectsBadBudgets(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowedRepairs: the budget reason Unhealthy (Karpenter v1.15) limits node repair; budgets naming no reason
+// limit it too, budgets naming other reasons do not.
+func TestAllowedRepairs(t *testing.T) {
+	unhealthy, drifted := karpv1.DisruptionReasonUnhealthy, karpv1.DisruptionReasonDrifted
+	monday10 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name              string
+		pool              *karpv1.NodePool
+		total, disrupting int
+		want              int
+	}{
+		{"no budgets: unlimited", test.NodePool("p").Obj(), 10, 0, disruption.Unlimited},
+		{"default 10% of 10 nodes", test.NodePool("p").Budget("10%").Obj(), 10, 0, 1},
+		{"a budget naming Unhealthy", test.NodePool("p").Budget("5").Budget("0", unhealthy).Obj(), 10, 0, 0},
+		{"a budget naming Drifted only", test.NodePool("p").Budget("0", drifted).Obj(), 10, 0, disruption.Unlimited},
+		{"disrupting nodes use the allowance", test.NodePool("p").Budget("2", unhealthy).Obj(), 10, 1, 1},
+		{"a freeze of repairs in business hours", test.NodePool("p").ScheduledBudget("0", "0 9 * * mon-fri", 8*time.Hour, unhealthy).Obj(), 10, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := disruption.AllowedRepairs(tc.pool, monday10, tc.total, tc.disrupting)
+			if err != nil || got != tc.want {
+				t.Errorf("AllowedRepairs = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}

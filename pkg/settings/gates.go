@@ -65,7 +65,7 @@ func RemovedFeatureGates() []RemovedFeatureGate {
 // AWSFeatureGates returns every gate AWS_FEATURE_GATES accepts, in Karpenter v1.15's order.
 func AWSFeatureGates() []FeatureGate {
 	return []FeatureGate{
-		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Doc: "not implemented yet (CEL expressions in EC2NodeClass fields); `true` is refused"},
+		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Implemented: true, Doc: "implemented: `spec.kubelet` `maxPods`, `kubeReserved` and `systemReserved` may be CEL expressions, evaluated per instance type with `vcpus`, `memory_mib`, `default_enis`, `ips_per_eni`, `max_pods`, `instance_type`, `min` and `max` ([API](api.md#karpenter-v115)); off, an EC2NodeClass holding an expression is not ready (`ValidationSucceeded=False`, reason `KubeletExpressionsDisabled`)"},
 		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Doc: "not implemented yet (the NVIDIA GPU DRA driver's devices counted when sizing nodes); `true` is refused"},
 		{Name: AWSFeatureDRAEFA, Since: "v1.15", Doc: "not implemented yet (the EFA DRA devices counted when sizing nodes); `true` is refused"},
 		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Doc: "not implemented yet (node repair reboots a node in place for GPU faults a reboot clears); `true` is refused"},

@@ -2,7 +2,6 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -60,7 +59,6 @@ type EC2NodeClassSpec struct {
 	// CapacityReservationSelectorTerms select on-demand capacity reservations the nodes may use.
 	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))",message="spec.capacityReservationSelectorTerms: each term must set tags, id or instanceMatchCriteria"
 	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))",message="spec.capacityReservationSelectorTerms: a term with id may not also set tags, ownerID or instanceMatchCriteria (refused when every term does, as Karpenter judges it)"
-	// +kubebuilder:validation:MinItems:=1
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
@@ -102,9 +100,13 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'karpenter.k8s.aws/ec2nodeclass')",message="spec.tags: tag key \"karpenter.k8s.aws/ec2nodeclass\" is restricted (set by Dovetail)"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet overrides kubelet settings of the nodes.
+	// Kubelet overrides kubelet settings of the nodes: any field of the upstream KubeletConfiguration
+	// (kubelet.config.k8s.io/v1beta1) by its JSON name. The API server accepts any object, as Karpenter v1.15's
+	// does; Dovetail checks it and reports a refused configuration as ValidationSucceeded=False.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
 	// +optional
-	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	Kubelet KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings replace the AMI family's default volumes.
 	// +kubebuilder:validation:XValidation:rule="self.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",message="spec.blockDeviceMappings: at most one mapping may set rootVolume: true"
 	// +kubebuilder:validation:MaxItems:=50
@@ -142,6 +144,9 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems:=150
 	// +optional
 	NetworkInterfaces []NetworkInterface `json:"networkInterfaces,omitempty"`
+	// EnclaveOptions enable AWS Nitro Enclaves on the instances; unset or enabled: false leaves them off.
+	// +optional
+	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
 	// PlacementGroupSelector selects an existing placement group by id or name.
 	// +kubebuilder:validation:XValidation:rule="has(self.id) != has(self.name)",message="spec.placementGroupSelector: exactly one of id or name must be set"
 	// +optional
@@ -229,65 +234,11 @@ type AMISelectorTerm struct {
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
-// KubeletConfiguration overrides kubelet settings.
-// +kubebuilder:validation:XValidation:rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ? self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true",message="kubelet.imageGCHighThresholdPercent must be greater than kubelet.imageGCLowThresholdPercent"
-// +kubebuilder:validation:XValidation:rule="has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, e in self.evictionSoftGracePeriod)) : true",message="kubelet.evictionSoft: every signal needs a matching kubelet.evictionSoftGracePeriod"
-// +kubebuilder:validation:XValidation:rule="has(self.evictionSoftGracePeriod) ? (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, e in self.evictionSoft)) : true",message="kubelet.evictionSoftGracePeriod: every signal needs a matching kubelet.evictionSoft threshold"
-type KubeletConfiguration struct {
-	// ClusterDNS are the DNS server IPs the kubelet gives pods.
-	// +optional
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods caps the number of pods on the node.
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	MaxPods *int32 `json:"maxPods,omitempty"`
-	// PodsPerCore caps the pods per CPU core; the lower of this and MaxPods applies.
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved reserves resources for OS daemons.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="kubelet.systemReserved keys must be cpu, memory, ephemeral-storage or pid"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !self[x].startsWith('-'))",message="kubelet.systemReserved values may not be negative"
-	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved reserves resources for Kubernetes daemons.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="kubelet.kubeReserved keys must be cpu, memory, ephemeral-storage or pid"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, !self[x].startsWith('-'))",message="kubelet.kubeReserved values may not be negative"
-	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
-	// EvictionHard are thresholds at which the kubelet evicts pods immediately.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="kubelet.evictionHard keys must be eviction signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
-	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
-	// EvictionSoft are thresholds at which the kubelet evicts pods after a grace period.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="kubelet.evictionSoft keys must be eviction signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
-	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
-	// EvictionSoftGracePeriod is how long each soft threshold must hold before evicting.
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="kubelet.evictionSoftGracePeriod keys must be eviction signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available"
-	// +optional
-	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	// EvictionMaxPodGracePeriod caps pods' termination grace period (seconds) on soft eviction.
-	// +optional
-	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
-	// ImageGCHighThresholdPercent is the disk usage at which image garbage collection always runs.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
-	// ImageGCLowThresholdPercent is the disk usage image garbage collection frees down to.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
-	// CPUCFSQuota enables CPU CFS quota enforcement for containers with CPU limits.
-	// +optional
-	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
-	// Extra holds every other field of the upstream KubeletConfiguration (kubelet.config.k8s.io/v1beta1) set in
-	// spec.kubelet, by its JSON name, e.g. serializeImagePulls or logging. Dovetail does not interpret them and
-	// passes them to the node's kubelet configuration unchanged. The CRD lists the upstream fields, so a name
-	// KubeletConfiguration does not have is refused.
-	Extra map[string]apiextensionsv1.JSON `json:"-"`
+// EnclaveOptions enable AWS Nitro Enclaves on the instances.
+type EnclaveOptions struct {
+	// Enabled turns Nitro Enclaves on; then only instance types that support them are launched.
+	// +required
+	Enabled bool `json:"enabled"`
 }
 
 // MetadataOptions configure the EC2 instance metadata service.

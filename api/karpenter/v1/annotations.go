@@ -23,6 +23,12 @@ const (
 	// NodeOverlay set, and CapacityOverlayAppliedAnnotationKey one whose capacity a NodeOverlay extended.
 	PriceOverlayAppliedAnnotationKey    = Group + "/price-overlay-applied"
 	CapacityOverlayAppliedAnnotationKey = Group + "/capacity-overlay-applied"
+	// DoNotRepairAnnotationKey set to "true" on a Node or its NodeClaim keeps node repair from replacing the node
+	// (Karpenter v1.15), whatever karpenter.sh/do-not-disrupt says.
+	DoNotRepairAnnotationKey = Group + "/do-not-repair"
+	// DisruptionCostAnnotationKey on a Pod is the int32 cost of evicting it, read by consolidation in place of
+	// controller.kubernetes.io/pod-deletion-cost (Karpenter v1.15).
+	DisruptionCostAnnotationKey = Group + "/disruption-cost"
 )
 
 // NodeClassLabelKey is the label naming the node class of a NodeClaim and its Node, <group>/<lowercased kind>

@@ -78,6 +78,7 @@ type ObjectMeta struct {
 	// +kubebuilder:validation:MaxProperties:=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != \"karpenter.sh/nodepool\")",message="template label \"karpenter.sh/nodepool\" is set by Dovetail and may not be set in spec.template.metadata.labels"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != \"kubernetes.io/hostname\")",message="template label \"kubernetes.io/hostname\" is set by the kubelet and may not be set in spec.template.metadata.labels"
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are added to every NodeClaim and Node created from the template.
@@ -188,7 +189,7 @@ const (
 )
 
 // DisruptionReason is a reason a budget can be limited to.
-// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted}
+// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted,Unhealthy}
 type DisruptionReason string
 
 // Disruption reasons budgets can select.
@@ -196,6 +197,8 @@ const (
 	DisruptionReasonUnderutilized DisruptionReason = "Underutilized"
 	DisruptionReasonEmpty         DisruptionReason = "Empty"
 	DisruptionReasonDrifted       DisruptionReason = "Drifted"
+	// DisruptionReasonUnhealthy (Karpenter v1.15) limits node repair: the replacement of unhealthy nodes.
+	DisruptionReasonUnhealthy DisruptionReason = "Unhealthy"
 )
 
 // NodePoolStatus is the observed state of a NodePool.

@@ -141,10 +141,8 @@ func catalogInstanceTypes(cat *catalog.Catalog, region string, nc *awsv1.EC2Node
 		return nil, fmt.Errorf("region %q is not in the built-in catalog", region)
 	}
 	var kubelet instancetype.Kubelet
-	if nc != nil && nc.Spec.Kubelet != nil {
-		k := nc.Spec.Kubelet
-		kubelet = instancetype.Kubelet{MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore, KubeReserved: k.KubeReserved,
-			SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard}
+	if nc != nil {
+		kubelet = instancetype.KubeletOf(nc.Spec.Kubelet, nil)
 	}
 	settings := instancetype.Settings{VMMemoryOverheadPercent: 0.075}
 	var out []*cloudprovider.InstanceType

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +13,7 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/kubeletcel"
 	"github.com/dovetail/dovetail/pkg/providers/aws/capacityreservation"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
@@ -87,6 +89,8 @@ type CloudProvider struct {
 	notices      *cloudprovider.LaunchNotices
 	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
 	overlay cloudprovider.InstanceTypeOverlay
+	// cel evaluates the kubelet CEL expressions of node classes; nil while the NodeClassCEL gate is off.
+	cel *kubeletcel.Env
 }
 
 // SetInstanceTypeOverlay makes Create launch from overlaid instance types: NodeOverlay prices order the
@@ -125,7 +129,15 @@ func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error)
 		return nil, fmt.Errorf("aws cloud provider: no AWS region: set AWS_REGION")
 	}
 	sdk.CountThrottles(&cfg, opts.OnThrottle)
-	return newWithClients(opts, sdk.NewClients(cfg)), nil
+	p := newWithClients(opts, sdk.NewClients(cfg))
+	if opts.Settings.AWSFeatureEnabled(settings.AWSFeatureNodeClassCEL) {
+		env, err := kubeletcel.New()
+		if err != nil {
+			return nil, fmt.Errorf("aws cloud provider: %w", err)
+		}
+		p.cel = env
+	}
+	return p, nil
 }
 
 func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
@@ -233,9 +245,15 @@ func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2N
 			zones = append(zones, s.Zone)
 		}
 	}
-	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow})
+	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: p.kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow})
 	if err != nil {
 		return nil, err
+	}
+	if nc.EnclaveEnabled() {
+		// Nitro Enclaves launch only on the types that support them (karpenter.k8s.aws/nitro-sandbox: "true").
+		its = slices.DeleteFunc(slices.Clone(its), func(it *cloudprovider.InstanceType) bool {
+			return it.Labels[awsv1.LabelNitroSandbox] != "true"
+		})
 	}
 	return p.withReservedOfferings(ctx, nc, its, zones), nil
 }
@@ -253,13 +271,6 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 	return s
 }
 
-func kubeletOf(nc *awsv1.EC2NodeClass) instancetype.Kubelet {
-	k := nc.Spec.Kubelet
-	if k == nil {
-		return instancetype.Kubelet{}
-	}
-	return instancetype.Kubelet{
-		MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore,
-		KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard,
-	}
+func (p *CloudProvider) kubeletOf(nc *awsv1.EC2NodeClass) instancetype.Kubelet {
+	return instancetype.KubeletOf(nc.Spec.Kubelet, p.cel)
 }

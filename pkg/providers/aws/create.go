@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -427,12 +426,17 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 		KubeReserved: stringMap(it.Overhead.KubeReserved),
 		EvictionHard: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"},
 	}
-	if k := nc.Spec.Kubelet; k != nil {
+	// A configuration that does not parse never gets here: the node class is not ready (ValidateNodeClass).
+	if k, err := nc.Spec.Kubelet.Parse(); err == nil {
 		if len(k.ClusterDNS) > 0 {
 			kc.ClusterDNS = k.ClusterDNS
 		}
-		if len(k.SystemReserved) > 0 {
-			kc.SystemReserved = k.SystemReserved
+		if r := awsv1.StaticReserved(k.SystemReserved); len(r) > 0 {
+			kc.SystemReserved = r
+		}
+		if p.cel != nil && len(awsv1.StaticReserved(k.SystemReserved)) != len(k.SystemReserved) {
+			// CEL expressions, evaluated for this instance type when its overhead was computed.
+			kc.SystemReserved = stringMap(it.Overhead.SystemReserved)
 		}
 		for sig, v := range k.EvictionHard {
 			kc.EvictionHard[sig] = v
@@ -448,12 +452,7 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 		kc.ImageGCHighThresholdPercent = k.ImageGCHighThresholdPercent
 		kc.ImageGCLowThresholdPercent = k.ImageGCLowThresholdPercent
 		kc.CPUCFSQuota = k.CPUCFSQuota
-		if len(k.Extra) > 0 {
-			kc.Extra = map[string]json.RawMessage{}
-			for name, v := range k.Extra {
-				kc.Extra[name] = json.RawMessage(v.Raw)
-			}
-		}
+		kc.Extra = nc.Spec.Kubelet.Unmodelled()
 	}
 	taints := []corev1.Taint{karpv1.UnregisteredNoExecuteTaint()}
 	taints = append(taints, nodeClaim.Spec.Taints...)

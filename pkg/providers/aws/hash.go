@@ -9,27 +9,29 @@ import (
 )
 
 // NodeClassHashVersion changes when the hash below changes meaning; NodeClaims with another version are not
-// compared (they would all look drifted).
-const NodeClassHashVersion = "v1"
+// compared (they would all look drifted) but restamped. v2 (2026-11): spec.kubelet became an open map, hashed as
+// its JSON with sorted keys and values as written; enclaveOptions added.
+const NodeClassHashVersion = "v2"
 
 // NodeClassHash hashes the EC2NodeClass fields that are fixed at launch and not re-resolved: user data, AMI
-// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy and
-// context. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
+// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy, context
+// and enclave options. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
 func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	s := nc.Spec
 	b, err := json.Marshal(struct {
 		AMIFamily                *string
 		UserData                 *string
 		Tags                     map[string]string
-		Kubelet                  *awsv1.KubeletConfiguration
+		Kubelet                  string
 		BlockDeviceMappings      []*awsv1.BlockDeviceMapping
 		MetadataOptions          *awsv1.MetadataOptions
 		DetailedMonitoring       *bool
 		AssociatePublicIPAddress *bool
 		InstanceStorePolicy      *awsv1.InstanceStorePolicy
 		Context                  *string
-	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet, s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
-		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context})
+		EnclaveOptions           *awsv1.EnclaveOptions
+	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet.String(), s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
+		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context, s.EnclaveOptions})
 	if err != nil {
 		// Every field is plain data; Marshal cannot fail on them.
 		return ""

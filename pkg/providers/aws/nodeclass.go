@@ -38,15 +38,22 @@ func (p *CloudProvider) ResolveInstanceProfile(ctx context.Context, nc *awsv1.EC
 	return p.resolver.InstanceProfile(ctx, nc)
 }
 
-// ValidateNodeClass checks what can be checked without launching: the AMI family has a bootstrap, the user data
-// merges with it, and the kubelet settings are valid quantities.
-func (p *CloudProvider) ValidateNodeClass(_ context.Context, nc *awsv1.EC2NodeClass) error {
+// ValidateNodeClass checks what can be checked without launching: the AMI family has a bootstrap, spec.kubelet is
+// valid and applied by the family (validateKubelet), the user data merges with the bootstrap and fits EC2's limit.
+// Refusals with a reason of their own are *awsv1.ValidationError.
+func (p *CloudProvider) ValidateNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 	family := nc.AMIFamily()
 	if family == "" {
 		return fmt.Errorf("amiFamily is required when amiSelectorTerms has no alias")
 	}
+	if err := validateKubelet(family, nc.Spec.Kubelet, p.cel); err != nil {
+		return err
+	}
+	if err := p.evaluateKubelet(ctx, nc); err != nil {
+		return err
+	}
 	probe := instancetype.Info{Name: "validation.probe", Architectures: []string{"x86_64"}, VCPU: 2, MemoryMiB: 8192, MaxENIs: 3, IPv4PerENI: 10}
-	shape, err := instancetype.Compute(probe, kubeletOf(nc), p.shapeSettings(nc))
+	shape, err := instancetype.Compute(probe, p.kubeletOf(nc), p.shapeSettings(nc))
 	if err != nil {
 		return fmt.Errorf("kubelet settings: %w", err)
 	}
@@ -55,10 +62,11 @@ func (p *CloudProvider) ValidateNodeClass(_ context.Context, nc *awsv1.EC2NodeCl
 	b := p.bootstrap(nc, claim, cloudprovider.CapacityTypeOnDemand, it, ClusterInfo{
 		Endpoint: "https://validation.invalid", CABundle: "", ServiceCIDR: defaultServiceCIDR, ClusterDNS: "10.100.0.10",
 	})
-	if _, err := b.Render(); err != nil {
+	rendered, err := b.Render()
+	if err != nil {
 		return fmt.Errorf("userData: %w", err)
 	}
-	return nil
+	return validateUserDataSize(rendered)
 }
 
 // DeleteNodeClassResources deletes the launch templates this cluster made for the node class and the instance

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -776,8 +775,8 @@ func TestKubeletExtraFieldsReachUserData(t *testing.T) {
 	w := newWorld(t)
 	p := w.provider(t, "uid-a")
 	nc := test.EC2NodeClass("default", "dovetail").Alias("al2023@latest").Obj()
-	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{Extra: map[string]apiextensionsv1.JSON{
-		"serializeImagePulls": {Raw: []byte(`false`)}, "containerLogMaxFiles": {Raw: []byte(`7`)}}}
+	nc.Spec.Kubelet = awsv1.KubeletConfiguration{
+		"serializeImagePulls": {Raw: []byte(`false`)}, "containerLogMaxFiles": {Raw: []byte(`7`)}}
 	p.resolve(t, nc)
 	created, err := p.Create(context.Background(), claim("default-kubelet", "m5.large"))
 	if err != nil {

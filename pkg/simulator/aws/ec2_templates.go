@@ -185,9 +185,13 @@ func (s *Simulator) describeLaunchTemplateVersions(_ *http.Request, a *account, 
 	if lt == nil {
 		return nil, errBadRequest("InvalidLaunchTemplateName.NotFoundException", "The specified launch template does not exist.")
 	}
-	data := E("launchTemplateData", TOpt("imageId", lt.imageID()), TOpt("instanceType", lt.instanceType()),
+	fields := []*el{TOpt("imageId", lt.imageID()), TOpt("instanceType", lt.instanceType()),
 		TOpt("userData", lt.userData()), E("iamInstanceProfile", TOpt("name", lt.profileName())),
-		StrList("securityGroupIdSet", "item", lt.securityGroupIDs()))
+		StrList("securityGroupIdSet", "item", lt.securityGroupIDs())}
+	if enclave := lt.Data.get("EnclaveOptions.Enabled"); enclave != "" {
+		fields = append(fields, E("enclaveOptions", B("enabled", enclave == "true")))
+	}
+	data := E("launchTemplateData", fields...)
 	return []*el{List("launchTemplateVersionSet", "item", []*el{E("item", T("launchTemplateId", lt.ID),
 		T("launchTemplateName", lt.Name), I("versionNumber", 1), B("defaultVersion", true), TS("createTime", lt.Created), data)})}, nil
 }

@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/repair"
 	"github.com/dovetail/dovetail/pkg/termination"
@@ -124,6 +125,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
 	}
+	if node.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" {
+		log.FromContext(ctx).V(1).Info("node unhealthy, repair blocked by annotation", "node", node.Name, "nodeclaim", nc.Name,
+			"annotation", karpv1.DoNotRepairAnnotationKey, "condition", h.Condition.Type)
+		return reconcile.Result{}, nil
+	}
 	nodes := &corev1.NodeList{}
 	var opts []client.ListOption
 	if pool := node.Labels[karpv1.NodePoolLabelKey]; pool != "" {
@@ -156,9 +162,50 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{RequeueAfter: d.Recheck.Sub(in.Now)}, nil
 	case repair.Repair:
+		if msg, err := c.budgetBlocks(ctx, nc, in.Now); err != nil || msg != "" {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			logger.Info("node repair held back by the disruption budget", "condition", d.Health.Condition.Type)
+			c.deps.Recorder.Event(node, corev1.EventTypeWarning, ReasonNodeRepairBlocked, msg)
+			return reconcile.Result{RequeueAfter: repair.HeldBackRecheck}, nil
+		}
 		return reconcile.Result{}, c.repair(ctx, node, nc, d)
 	}
 	return reconcile.Result{}, nil
+}
+
+// budgetBlocks returns why the NodePool's disruption budgets allow no repair of nc now ("" when they allow it):
+// the budgets naming the reason Unhealthy, or no reason, limit how many of the pool's nodes may be disrupting at
+// once (Karpenter v1.15). A NodeClaim not yet initialized runs no workload and needs no budget.
+func (c *Controller) budgetBlocks(ctx context.Context, nc *karpv1.NodeClaim, now time.Time) (string, error) {
+	pool := nc.NodePoolName()
+	if pool == "" || !nc.IsTrue(karpv1.ConditionTypeInitialized) {
+		return "", nil
+	}
+	np := &karpv1.NodePool{}
+	if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.deps.Client.List(ctx, claims, client.MatchingLabels{karpv1.NodePoolLabelKey: pool}); err != nil {
+		return "", fmt.Errorf("listing nodeclaims of nodepool %s: %w", pool, err)
+	}
+	disrupting := 0
+	for i := range claims.Items {
+		if !claims.Items[i].DeletionTimestamp.IsZero() {
+			disrupting++
+		}
+	}
+	allowed, err := disruption.AllowedRepairs(np, now, len(claims.Items), disrupting)
+	if err != nil {
+		return "", err
+	}
+	if allowed > 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("repair held back: the disruption budgets of NodePool %s allow no more disruption for reason Unhealthy now (%d of %d nodes disrupting)",
+		pool, disrupting, len(claims.Items)), nil
 }
 
 // repair stamps the NodeClaim's termination deadline with now, so the drain deletes every pod at once without

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -29,18 +31,38 @@ const testFinalizer = "test.dovetail.sh/hold"
 // provider's FakeHardwareReady=False condition (toleration 10 minutes) from that time.
 func addNode(t *testing.T, env *test.ControllerEnv, name, pool string, unhealthySince *time.Time) {
 	t.Helper()
+	addNodeWith(t, env, name, pool, unhealthySince, nodeOpts{})
+}
+
+// nodeOpts are what addNodeWith adds to addNode's objects.
+type nodeOpts struct {
+	nodeAnn, claimAnn map[string]string
+	// initialized marks the NodeClaim Initialized (disruption budgets count only initialized nodes).
+	initialized bool
+}
+
+// addNodeWith is addNode with annotations on the Node and on the NodeClaim, and the NodeClaim initialized.
+func addNodeWith(t *testing.T, env *test.ControllerEnv, name, pool string, unhealthySince *time.Time, o nodeOpts) {
+	t.Helper()
+	nodeAnn, claimAnn := o.nodeAnn, o.claimAnn
 	ctx := context.Background()
 	kube := env.Env.Client
 	pid := fake.ProviderIDPrefix + "zone-a/" + name
 	nc := test.NodeClaim(name, pool).Finalizer(testFinalizer).Label(karpv1.CapacityTypeLabelKey, "on-demand").Obj()
+	nc.Annotations = claimAnn
 	if err := kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	nc.Status.ProviderID, nc.Status.NodeName, nc.Status.ImageID = pid, name, "ami-1"
+	if o.initialized {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeInitialized,
+			Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()})
+	}
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	node := test.Node(name, pid).Label(karpv1.NodePoolLabelKey, pool).Ready(true).Obj()
+	node.Annotations = nodeAnn
 	status := node.Status
 	if unhealthySince != nil {
 		status.Conditions = append(status.Conditions, corev1.NodeCondition{Type: "FakeHardwareReady", Status: corev1.ConditionFalse,
@@ -179,5 +201,79 @@ func TestHoldsBackOverLimit(t *testing.T) {
 		if !nc.DeletionTimestamp.IsZero() {
 			t.Errorf("nodeclaim %s deleted while the NodePool is over the limit", nc.Name)
 		}
+	}
+}
+
+// TestDoNotRepair: karpenter.sh/do-not-repair: "true" on the Node or on its NodeClaim keeps an unhealthy node from
+// being repaired (Karpenter v1.15); a node without it, unhealthy as long, is repaired.
+func TestDoNotRepair(t *testing.T) {
+	env := start(t)
+	ctx := context.Background()
+	long := env.Clock.Now().Add(-11 * time.Minute)
+	keep := map[string]string{karpv1.DoNotRepairAnnotationKey: "true"}
+	// Healthy nodes first, so that no unhealthy node is judged in a group over the safety limit.
+	for i := 0; i < 17; i++ {
+		addNode(t, env, fmt.Sprintf("well-%d", i), "default", nil)
+	}
+	addNodeWith(t, env, "keep-node", "default", &long, nodeOpts{nodeAnn: keep})
+	addNodeWith(t, env, "keep-claim", "default", &long, nodeOpts{claimAnn: keep})
+	addNode(t, env, "sick", "default", &long)
+	nc := &karpv1.NodeClaim{}
+	test.Eventually(t, timeout, func() (bool, string) {
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return !nc.DeletionTimestamp.IsZero(), "nodeclaim sick not deleted"
+	})
+	// The annotated nodes were created first; reconcile them once more, directly, to see the decision.
+	c := health.NewController(env.Deps)
+	for _, name := range []string{"keep-node", "keep-claim"} {
+		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil {
+			t.Fatalf("Reconcile %s: %v", name, err)
+		}
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+			t.Errorf("nodeclaim %s repaired despite %s (err %v)", name, karpv1.DoNotRepairAnnotationKey, err)
+		}
+	}
+}
+
+// TestUnhealthyBudget: a NodePool budget of 0 nodes for reason Unhealthy (Karpenter v1.15) holds back the repair
+// of an initialized node with a NodeRepairBlocked event; in another NodePool, without such a budget, the same
+// repair goes ahead.
+func TestUnhealthyBudget(t *testing.T) {
+	env := start(t)
+	ctx := context.Background()
+	frozen := test.NodePool("frozen").Budget("0", karpv1.DisruptionReasonUnhealthy).Obj()
+	open := test.NodePool("open").Budget("0", karpv1.DisruptionReasonDrifted).Obj()
+	for _, np := range []*karpv1.NodePool{frozen, open} {
+		if err := env.Env.Client.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := env.Clock.Now().Add(-11 * time.Minute)
+	for _, pool := range []string{"frozen", "open"} {
+		for i := 0; i < 9; i++ {
+			addNodeWith(t, env, fmt.Sprintf("%s-well-%d", pool, i), pool, nil, nodeOpts{initialized: true})
+		}
+		addNodeWith(t, env, pool+"-sick", pool, &long, nodeOpts{initialized: true})
+	}
+	nc := &karpv1.NodeClaim{}
+	test.Eventually(t, timeout, func() (bool, string) {
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: "open-sick"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return !nc.DeletionTimestamp.IsZero(), "nodeclaim open-sick not deleted"
+	})
+	found := false
+	for !found {
+		select {
+		case e := <-env.Recorder.Events:
+			found = strings.HasPrefix(e, "Warning NodeRepairBlocked repair held back: the disruption budgets of NodePool frozen allow no more disruption for reason Unhealthy")
+		case <-time.After(timeout):
+			t.Fatal("no NodeRepairBlocked event for NodePool frozen")
+		}
+	}
+	if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: "frozen-sick"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		t.Errorf("nodeclaim frozen-sick repaired despite its NodePool's Unhealthy budget of 0 (err %v)", err)
 	}
 }

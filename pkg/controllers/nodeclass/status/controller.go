@@ -225,11 +225,13 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due ma
 		}
 		return err
 	})
+	var profileErr error
 	step(partOther, awsv1.ConditionTypeInstanceProfileReady, awsv1.ReasonInstanceProfileError, func() error {
 		name, err := c.resolver.ResolveInstanceProfile(ctx, nc)
 		if err == nil {
 			nc.Status.InstanceProfile = name
 		}
+		profileErr = err
 		return err
 	})
 	switch {
@@ -257,8 +259,14 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due ma
 		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonNotSupported, fmt.Sprintf(
 			"%s: accepted as Karpenter v1.14 accepts them, but Dovetail does not apply them to instances yet; remove them to use this EC2NodeClass",
 			strings.Join(unsupported, ", ")))
+	} else if awsv1.ValidationReason(profileErr) == awsv1.ReasonInstanceProfileNotFound {
+		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, awsv1.ReasonInstanceProfileNotFound, profileErr.Error())
 	} else if err := c.resolver.ValidateNodeClass(ctx, nc); err != nil {
-		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationFailed, err.Error())
+		reason := awsv1.ValidationReason(err)
+		if reason == "" {
+			reason = karpv1.ReasonValidationFailed
+		}
+		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, reason, err.Error())
 	} else {
 		nc.SetTrue(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
 	}

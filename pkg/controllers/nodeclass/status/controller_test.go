@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -46,6 +47,8 @@ type fakeResolver struct {
 	// reservedOff turns the ReservedCapacity gate off; reservations are what reservations resolve to.
 	reservedOff  bool
 	reservations []awsv1.CapacityReservation
+	// profileErr and validateErr are what ResolveInstanceProfile and ValidateNodeClass answer.
+	profileErr, validateErr error
 }
 
 func (f *fakeResolver) ResolveCapacityReservations(context.Context, *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error) {
@@ -72,10 +75,15 @@ func (f *fakeResolver) ResolveAMIs(context.Context, *awsv1.EC2NodeClass) ([]awsv
 }
 
 func (f *fakeResolver) ResolveInstanceProfile(context.Context, *awsv1.EC2NodeClass) (string, error) {
+	if f.profileErr != nil {
+		return "", f.profileErr
+	}
 	return "profile-1", nil
 }
 
-func (f *fakeResolver) ValidateNodeClass(context.Context, *awsv1.EC2NodeClass) error { return nil }
+func (f *fakeResolver) ValidateNodeClass(context.Context, *awsv1.EC2NodeClass) error {
+	return f.validateErr
+}
 
 func (f *fakeResolver) DeleteNodeClassResources(_ context.Context, nc *awsv1.EC2NodeClass) error {
 	f.mu.Lock()
@@ -345,5 +353,42 @@ func TestFinalizerWaitsForNodeClaims(t *testing.T) {
 	got := r.deletedNames()
 	if len(got) == 0 || slices.ContainsFunc(got, func(n string) bool { return n != "default" }) {
 		t.Errorf("cleanup calls = %v, want one or more for default", got)
+	}
+}
+
+// TestStatusValidationReasons: a refusal with a reason of its own (awsv1.ValidationError) is the reason of
+// ValidationSucceeded=False, as in Karpenter v1.15; a missing spec.instanceProfile is InstanceProfileNotFound.
+func TestStatusValidationReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		r      *fakeResolver
+		reason string
+	}{
+		{"kubelet", &fakeResolver{validateErr: &awsv1.ValidationError{Reason: awsv1.ReasonUnsupportedKubeletConfiguration, Message: "spec.kubelet: no"}},
+			awsv1.ReasonUnsupportedKubeletConfiguration},
+		{"expressions", &fakeResolver{validateErr: &awsv1.ValidationError{Reason: awsv1.ReasonKubeletExpressionsDisabled, Message: "gate off"}},
+			awsv1.ReasonKubeletExpressionsDisabled},
+		{"plain error", &fakeResolver{validateErr: errors.New("userData: bad")}, karpv1.ReasonValidationFailed},
+		{"instance profile", &fakeResolver{profileErr: &awsv1.ValidationError{Reason: awsv1.ReasonInstanceProfileNotFound, Message: "instance profile \"p\" (spec.instanceProfile) does not exist"}},
+			awsv1.ReasonInstanceProfileNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, tc.r)
+			ctx := context.Background()
+			if err := c.Create(ctx, test.EC2NodeClass("reasons", "demo").Obj()); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, func() string {
+				nc := &awsv1.EC2NodeClass{}
+				if err := c.Get(ctx, client.ObjectKey{Name: "reasons"}, nc); err != nil {
+					return err.Error()
+				}
+				v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+				if v == nil || v.Status != metav1.ConditionFalse || v.Reason != tc.reason {
+					return "ValidationSucceeded not False/" + tc.reason + ": " + cmp.Diff(nil, nc.Status.Conditions)
+				}
+				return ""
+			})
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/kubeletcel"
 )
 
 // Info is a provider-neutral description of an EC2 instance type: what DescribeInstanceTypes reports, reduced to
@@ -50,13 +51,102 @@ type Device struct {
 	MemoryMiB    int64
 }
 
-// Kubelet holds the kubelet settings of an EC2NodeClass that change what a node offers.
+// Kubelet holds the kubelet settings of an EC2NodeClass that change what a node offers. With CEL set (the
+// NodeClassCEL gate on), MaxPodsExpr and the KubeReserved and SystemReserved values that are not quantities are
+// CEL expressions evaluated per instance type (pkg/kubeletcel).
 type Kubelet struct {
 	MaxPods        *int32
+	MaxPodsExpr    string `json:",omitempty"`
 	PodsPerCore    *int32
 	KubeReserved   map[string]string
 	SystemReserved map[string]string
 	EvictionHard   map[string]string
+	CEL            *kubeletcel.Env `json:"-"`
+}
+
+// KubeletOf returns the kubelet settings that change what a node offers. Without env (the NodeClassCEL gate
+// off) CEL expressions are left out: a node class holding one is not ready (ValidateNodeClass), so no node is
+// sized with it.
+func KubeletOf(kc awsv1.KubeletConfiguration, env *kubeletcel.Env) Kubelet {
+	k, err := kc.Parse()
+	if err != nil {
+		return Kubelet{}
+	}
+	maxPods, _ := k.MaxPodsValue()
+	out := Kubelet{
+		MaxPods: maxPods, PodsPerCore: k.PodsPerCore,
+		KubeReserved: awsv1.StaticReserved(k.KubeReserved), SystemReserved: awsv1.StaticReserved(k.SystemReserved),
+		EvictionHard: k.EvictionHard,
+	}
+	if env != nil && k.HasExpressions() {
+		out.CEL, out.KubeReserved, out.SystemReserved = env, k.KubeReserved, k.SystemReserved
+		if k.MaxPods != nil && maxPods == nil {
+			out.MaxPodsExpr = k.MaxPods.String()
+		}
+	}
+	return out
+}
+
+// Vars are the values of the instance type the kubelet CEL expressions read; maxPods is the max_pods variable.
+func (info Info) Vars(maxPods int64) kubeletcel.Vars {
+	return kubeletcel.Vars{VCPUs: info.VCPU, MemoryMiB: info.MemoryMiB, DefaultENIs: int64(info.MaxENIs),
+		IPsPerENI: int64(info.IPv4PerENI), MaxPods: maxPods, InstanceType: info.Name}
+}
+
+// resolveKubelet evaluates the CEL expressions of kubelet for info: maxPods first (max_pods is then the pod count
+// without it), then the reserved values (max_pods the resulting pod count). A failing expression, or a maxPods
+// outside [0, 2^31-1] or a negative reservation, is an error naming it.
+func resolveKubelet(info Info, kubelet Kubelet, reservedENIs int) (Kubelet, error) {
+	if kubelet.CEL == nil {
+		return kubelet, nil
+	}
+	out := kubelet
+	if kubelet.MaxPodsExpr != "" {
+		base := kubelet
+		base.MaxPods, base.MaxPodsExpr = nil, ""
+		n, err := kubelet.CEL.Eval(kubelet.MaxPodsExpr, info.Vars(MaxPods(info, base, reservedENIs)))
+		if err != nil {
+			return Kubelet{}, fmt.Errorf("spec.kubelet.maxPods: %w", err)
+		}
+		if n < 0 || n > math.MaxInt32 {
+			return Kubelet{}, fmt.Errorf("spec.kubelet.maxPods: expression %q on %s gives %d, outside [0, %d]", kubelet.MaxPodsExpr, info.Name, n, math.MaxInt32)
+		}
+		v := int32(n)
+		out.MaxPods, out.MaxPodsExpr = &v, ""
+	}
+	vars := info.Vars(MaxPods(info, out, reservedENIs))
+	for _, f := range []struct {
+		name string
+		m    *map[string]string
+	}{{"kubeReserved", &out.KubeReserved}, {"systemReserved", &out.SystemReserved}} {
+		if len(*f.m) == 0 {
+			continue
+		}
+		resolved := make(map[string]string, len(*f.m))
+		for key, v := range *f.m {
+			if _, err := resource.ParseQuantity(v); err == nil {
+				resolved[key] = v
+				continue
+			}
+			n, err := kubelet.CEL.Eval(v, vars)
+			if err != nil {
+				return Kubelet{}, fmt.Errorf("spec.kubelet.%s[%s]: %w", f.name, key, err)
+			}
+			if n < 0 {
+				return Kubelet{}, fmt.Errorf("spec.kubelet.%s[%s]: expression %q on %s gives %d, a negative reservation", f.name, key, v, info.Name, n)
+			}
+			resolved[key] = kubeletcel.Reserved(key, n)
+		}
+		*f.m = resolved
+	}
+	return out, nil
+}
+
+// ResolveKubelet evaluates the CEL expressions of kubelet for info (see resolveKubelet); for checking them
+// against every instance type before anything launches.
+func ResolveKubelet(info Info, kubelet Kubelet, reservedENIs int) error {
+	_, err := resolveKubelet(info, kubelet, reservedENIs)
+	return err
 }
 
 // Settings are the operator- and node-class-wide inputs of the arithmetic.
@@ -111,6 +201,10 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 	storage := s.EphemeralStorage
 	if storage.IsZero() {
 		storage = defaultEphemeralStorage
+	}
+	kubelet, err := resolveKubelet(info, kubelet, s.ReservedENIs)
+	if err != nil {
+		return Shape{}, err
 	}
 	pods := MaxPods(info, kubelet, s.ReservedENIs)
 	capacity := corev1.ResourceList{

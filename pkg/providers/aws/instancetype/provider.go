@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -162,6 +163,20 @@ func (p *Provider) snapshot(ctx context.Context, req Request) (map[string]Info, 
 		p.shapes[key] = shapes
 	}
 	return p.infos, p.spotOK, p.zones, shapes, nil
+}
+
+// Infos returns the description of every instance type, sorted by name (fetched again when stale).
+func (p *Provider) Infos(ctx context.Context) ([]Info, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(p.infos))
+	for _, name := range slices.Sorted(maps.Keys(p.infos)) {
+		out = append(out, p.infos[name])
+	}
+	return out, nil
 }
 
 // refresh fetches descriptions and zone offerings when the TTL has passed. Callers hold p.mu.

@@ -232,6 +232,27 @@ func (b Bootstrap) kubeletExtraArgs() []string {
 	if r := mapFlag(b.Kubelet.EvictionHard, "<", ","); r != "" {
 		args = append(args, "--eviction-hard="+r)
 	}
+	if r := mapFlag(b.Kubelet.EvictionSoft, "<", ","); r != "" {
+		args = append(args, "--eviction-soft="+r)
+	}
+	if r := mapFlag(b.Kubelet.EvictionSoftGracePeriod, "=", ","); r != "" {
+		args = append(args, "--eviction-soft-grace-period="+r)
+	}
+	for _, f := range []struct {
+		flag string
+		v    *int32
+	}{
+		{"--eviction-max-pod-grace-period", b.Kubelet.EvictionMaxPodGracePeriod},
+		{"--image-gc-high-threshold", b.Kubelet.ImageGCHighThresholdPercent},
+		{"--image-gc-low-threshold", b.Kubelet.ImageGCLowThresholdPercent},
+	} {
+		if f.v != nil {
+			args = append(args, f.flag+"="+strconv.Itoa(int(*f.v)))
+		}
+	}
+	if b.Kubelet.CPUCFSQuota != nil {
+		args = append(args, "--cpu-cfs-quota="+strconv.FormatBool(*b.Kubelet.CPUCFSQuota))
+	}
 	return args
 }
 
@@ -404,11 +425,33 @@ func (b Bootstrap) bottlerocket() (string, error) {
 		{k + ".kube-reserved", b.Kubelet.KubeReserved},
 		{k + ".system-reserved", b.Kubelet.SystemReserved},
 		{k + ".eviction-hard", b.Kubelet.EvictionHard},
+		{k + ".eviction-soft", b.Kubelet.EvictionSoft},
+		{k + ".eviction-soft-grace-period", b.Kubelet.EvictionSoftGracePeriod},
 		{k + ".node-labels", b.Labels},
 	} {
 		for _, key := range slices.Sorted(maps.Keys(tm.m)) {
 			doc.set(tm.table, tomlString(key), tomlString(tm.m[key]))
 		}
+	}
+	for _, f := range []struct {
+		key    string
+		v      *int32
+		quoted bool
+	}{
+		{"eviction-max-pod-grace-period", b.Kubelet.EvictionMaxPodGracePeriod, false},
+		{"image-gc-high-threshold-percent", b.Kubelet.ImageGCHighThresholdPercent, true},
+		{"image-gc-low-threshold-percent", b.Kubelet.ImageGCLowThresholdPercent, true},
+	} {
+		switch {
+		case f.v != nil && f.quoted:
+			// Bottlerocket takes the GC thresholds as strings.
+			doc.set(k, f.key, tomlString(strconv.Itoa(int(*f.v))))
+		case f.v != nil:
+			doc.set(k, f.key, strconv.Itoa(int(*f.v)))
+		}
+	}
+	if b.Kubelet.CPUCFSQuota != nil {
+		doc.set(k, "cpu-cfs-quota-enforced", strconv.FormatBool(*b.Kubelet.CPUCFSQuota))
 	}
 	taints := map[string][]string{}
 	for _, t := range b.Taints {

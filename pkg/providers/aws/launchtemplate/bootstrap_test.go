@@ -314,3 +314,38 @@ func TestKubeletExtraFields(t *testing.T) {
 		t.Errorf("Marshal = %s, %v; want the modelled maxPods", out, err)
 	}
 }
+
+// TestModelledKubeletFieldsEveryFamily: the kubelet fields Dovetail reads besides maxPods and the reservations
+// (soft eviction, grace periods, image GC thresholds, CFS quota) reach the kubelet of AL2 and Windows as flags
+// and of Bottlerocket as settings.kubernetes keys, since Karpenter v1.15 holds those families to them.
+func TestModelledKubeletFieldsEveryFamily(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	quota := false
+	set := func(b Bootstrap) Bootstrap {
+		b.Kubelet.EvictionSoft = map[string]string{"memory.available": "10%"}
+		b.Kubelet.EvictionSoftGracePeriod = map[string]string{"memory.available": "1m0s"}
+		b.Kubelet.EvictionMaxPodGracePeriod = i32(60)
+		b.Kubelet.ImageGCHighThresholdPercent, b.Kubelet.ImageGCLowThresholdPercent = i32(85), i32(80)
+		b.Kubelet.CPUCFSQuota = &quota
+		return b
+	}
+	flags := []string{"--eviction-soft=memory.available<10%", "--eviction-soft-grace-period=memory.available=1m0s",
+		"--eviction-max-pod-grace-period=60", "--image-gc-high-threshold=85", "--image-gc-low-threshold=80", "--cpu-cfs-quota=false"}
+	settings := []string{`[settings.kubernetes.eviction-soft]`, `"memory.available" = "10%"`, `[settings.kubernetes.eviction-soft-grace-period]`,
+		`"memory.available" = "1m0s"`, `eviction-max-pod-grace-period = 60`, `image-gc-high-threshold-percent = "85"`,
+		`image-gc-low-threshold-percent = "80"`, `cpu-cfs-quota-enforced = false`}
+	for _, tc := range []struct {
+		family string
+		want   []string
+	}{{FamilyAL2, flags}, {FamilyWindows2022, flags}, {FamilyBottlerocket, settings}} {
+		out, err := set(sample(tc.family, "")).Render()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.family, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s user data lacks %q:\n%s", tc.family, w, out)
+			}
+		}
+	}
+}

@@ -53,9 +53,10 @@ func Name(cluster tags.Cluster, s Spec) (string, error) {
 		Monitoring, PublicIP                       *bool
 		Reservation                                string `json:",omitempty"`
 		Block                                      bool   `json:",omitempty"`
+		Enclave                                    bool   `json:",omitempty"`
 	}{cluster.UID, nc.Name, s.ImageID, s.UserData, s.InstanceProfile, s.SecurityGroupIDs,
 		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress,
-		s.CapacityReservationID, s.CapacityBlock})
+		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled()})
 	if err != nil {
 		return "", fmt.Errorf("hashing launch template spec: %w", err)
 	}
@@ -119,6 +120,9 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
 		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions),
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
+	}
+	if nc.EnclaveEnabled() {
+		d.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
 	}
 	if s.CapacityReservationID != "" {
 		d.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

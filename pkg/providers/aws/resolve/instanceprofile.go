@@ -50,7 +50,8 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 		name := *nc.Spec.InstanceProfile
 		if _, err := r.getProfile(ctx, name); err != nil {
 			if sdk.IsNotFound(err) {
-				return "", fmt.Errorf("instance profile %q (spec.instanceProfile) does not exist", name)
+				return "", &awsv1.ValidationError{Reason: awsv1.ReasonInstanceProfileNotFound,
+					Message: fmt.Sprintf("instance profile %q (spec.instanceProfile) does not exist", name)}
 			}
 			return "", err
 		}
