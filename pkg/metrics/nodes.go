@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -83,20 +85,43 @@ func NodeLabelValues(node *corev1.Node) []string {
 
 // Nodes is the per-node collector: karpenter_nodes_allocatable, _total_pod_requests, _total_pod_limits,
 // _total_daemon_requests, _total_daemon_limits, _system_overhead, _current_lifetime_seconds, and the cluster-wide
-// karpenter_cluster_utilization_percent and karpenter_cluster_state_node_count. It holds one NodeEntry a node (the
-// label values are the Node's own strings, not copies) and makes the series when Prometheus scrapes, so 2,000
-// nodes cost 2,000 entries rather than some 50,000 gauge objects with 40 label pairs each.
+// karpenter_cluster_utilization_percent and karpenter_cluster_state_node_count. It holds one NodeEntry a node and,
+// built when the node is recorded or its labels change, the node's label pairs in the order of the exposition; it
+// makes the series from them when Prometheus scrapes, so a scrape of 2,000 nodes neither builds nor sorts some
+// 50,000 × 40 label pairs.
 type Nodes struct {
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead, lifetime *prometheus.Desc
 	utilization, nodeCount                                                                *prometheus.Desc
-	now                                                                                   func() time.Time
-	mu                                                                                    sync.Mutex
-	nodes                                                                                 []NodeEntry
+	// lifetimeLayout orders the labels of the lifetime series, resourceLayout those of the resource series.
+	lifetimeLayout, resourceLayout pairLayout
+	now                            func() time.Time
+	mu                             sync.Mutex
+	nodes                          []NodeEntry
+	// series are the label pairs of nodes[i], and byName the same by node name.
+	series []*nodeSeries
+	byName map[string]*nodeSeries
+}
+
+// nodeSeries are a node's label pairs: one a label in the Desc's order (the entry's values), those of its
+// lifetime series in name order, and for each resource type those of its resource series.
+type nodeSeries struct {
+	values    []string
+	pairs     []dto.LabelPair
+	byIndex   []*dto.LabelPair
+	lifetime  []*dto.LabelPair
+	resources []resourcePairs
+}
+
+// resourcePairs are the label pairs of a node's series of one resource (name as the Node spells it).
+type resourcePairs struct {
+	name   string
+	labels []*dto.LabelPair
 }
 
 // NewNodes returns the collector, empty; now is the clock of the lifetime gauge.
 func NewNodes(now func() time.Time) *Nodes {
-	withType := append(nodeLabelNames(), LabelResourceType)
+	names := nodeLabelNames()
+	withType := append(names[:len(names):len(names)], LabelResourceType)
 	d := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
@@ -107,19 +132,90 @@ func NewNodes(now func() time.Time) *Nodes {
 		daemonRequests: d("karpenter_nodes_total_daemon_requests", helpOf("karpenter_nodes_total_daemon_requests"), withType),
 		daemonLimits:   d("karpenter_nodes_total_daemon_limits", helpOf("karpenter_nodes_total_daemon_limits"), withType),
 		overhead:       d("karpenter_nodes_system_overhead", helpOf("karpenter_nodes_system_overhead"), withType),
-		lifetime:       d("karpenter_nodes_current_lifetime_seconds", helpOf("karpenter_nodes_current_lifetime_seconds"), nodeLabelNames()),
+		lifetime:       d("karpenter_nodes_current_lifetime_seconds", helpOf("karpenter_nodes_current_lifetime_seconds"), names),
 		utilization:    d("karpenter_cluster_utilization_percent", helpOf("karpenter_cluster_utilization_percent"), []string{LabelResourceType}),
 		nodeCount:      d("karpenter_cluster_state_node_count", helpOf("karpenter_cluster_state_node_count"), nil),
+		lifetimeLayout: newLayout(names),
+		resourceLayout: newLayout(withType),
 		now:            now,
+		byName:         map[string]*nodeSeries{},
 	}
 }
 
 // Replace sets the nodes, replacing those before. The collector keeps the slice: the caller must not change it.
+// The label pairs of a node whose label values are those it had are kept; the others are built.
 func (n *Nodes) Replace(nodes []NodeEntry) {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Labels[len(NodeLabelKeys)] < nodes[j].Labels[len(NodeLabelKeys)] })
 	n.mu.Lock()
+	old := n.byName
+	n.mu.Unlock()
+	series := make([]*nodeSeries, len(nodes))
+	byName := make(map[string]*nodeSeries, len(nodes))
+	for i := range nodes {
+		e := &nodes[i]
+		s := old[e.Labels[len(NodeLabelKeys)]]
+		if s == nil || !slices.Equal(s.values, e.Labels) {
+			s = n.newSeries(e.Labels)
+		}
+		s = s.withResources(&n.resourceLayout, e)
+		series[i] = s
+		byName[e.Labels[len(NodeLabelKeys)]] = s
+	}
+	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.nodes = nodes
+	n.nodes, n.series, n.byName = nodes, series, byName
+}
+
+// newSeries builds the label pairs of a node's lifetime series from its label values.
+func (n *Nodes) newSeries(values []string) *nodeSeries {
+	k := len(values)
+	s := &nodeSeries{values: values, pairs: make([]dto.LabelPair, k), byIndex: make([]*dto.LabelPair, k+1)}
+	n.lifetimeLayout.set(s.pairs, 0, values)
+	for i := range s.pairs {
+		s.byIndex[i] = &s.pairs[i]
+	}
+	s.lifetime = n.lifetimeLayout.sorted(make([]*dto.LabelPair, k), s.byIndex[:k])
+	return s
+}
+
+// withResources returns s with the label pairs of the resources of e it has none for yet: s itself when it has
+// them all, else a copy (a scrape may be reading s). A node keeps the pairs of a resource it no longer reports
+// until its labels change: a few pairs, not series.
+func (s *nodeSeries) withResources(l *pairLayout, e *NodeEntry) *nodeSeries {
+	out := s
+	for _, rs := range [][]ResourceValue{e.Allocatable, e.PodRequests, e.PodLimits, e.DaemonRequests, e.DaemonLimits, e.Overhead} {
+		for _, r := range rs {
+			if out.resourcePairs(r.Name) != nil {
+				continue
+			}
+			if out == s {
+				c := *s
+				c.resources = slices.Clone(s.resources)
+				out = &c
+			}
+			out.addResource(l, r.Name)
+		}
+	}
+	return out
+}
+
+// addResource builds the label pairs of the series of resource name (as the Node spells it).
+func (s *nodeSeries) addResource(l *pairLayout, name string) {
+	pair := make([]dto.LabelPair, 1)
+	l.set(pair, len(s.values), []string{ResourceLabel(name)})
+	byIndex := slices.Clone(s.byIndex)
+	byIndex[len(s.values)] = &pair[0]
+	s.resources = append(s.resources, resourcePairs{name: name, labels: l.sorted(make([]*dto.LabelPair, len(byIndex)), byIndex)})
+}
+
+// resourcePairs returns the label pairs of the node's series of resource name; nil when not built.
+func (s *nodeSeries) resourcePairs(name string) []*dto.LabelPair {
+	for i := range s.resources {
+		if s.resources[i].name == name {
+			return s.resources[i].labels
+		}
+	}
+	return nil
 }
 
 // Describe implements prometheus.Collector.
@@ -135,22 +231,32 @@ func ResourceLabel(name string) string { return strings.ReplaceAll(strings.ToLow
 // Collect implements prometheus.Collector.
 func (n *Nodes) Collect(ch chan<- prometheus.Metric) {
 	n.mu.Lock()
-	nodes := n.nodes
+	nodes, series := n.nodes, n.series
 	n.mu.Unlock()
 	now := n.now()
-	allocatable, requested := map[string]float64{}, map[string]float64{}
-	labels := make([]string, 0, len(NodeLabelKeys)+4)
+	count := len(nodes)
 	for i := range nodes {
 		e := &nodes[i]
-		labels = append(labels[:0], e.Labels...)
-		ch <- prometheus.MustNewConstMetric(n.lifetime, prometheus.GaugeValue, now.Sub(e.Created).Seconds(), labels...)
-		for _, s := range []struct {
+		count += len(e.Allocatable) + len(e.PodRequests) + len(e.PodLimits) + len(e.DaemonRequests) + len(e.DaemonLimits) + len(e.Overhead)
+	}
+	out := make([]gaugeSeries, count)
+	next := func(desc *prometheus.Desc, labels []*dto.LabelPair, value float64) {
+		g := &out[0]
+		out = out[1:]
+		g.desc, g.labels, g.value = desc, labels, value
+		ch <- g
+	}
+	allocatable, requested := map[string]float64{}, map[string]float64{}
+	for i := range nodes {
+		e, s := &nodes[i], series[i]
+		next(n.lifetime, s.lifetime, now.Sub(e.Created).Seconds())
+		for _, f := range []struct {
 			desc *prometheus.Desc
 			rs   []ResourceValue
 		}{{n.allocatable, e.Allocatable}, {n.podRequests, e.PodRequests}, {n.podLimits, e.PodLimits},
 			{n.daemonRequests, e.DaemonRequests}, {n.daemonLimits, e.DaemonLimits}, {n.overhead, e.Overhead}} {
-			for _, r := range s.rs {
-				ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, r.Value, append(labels, ResourceLabel(r.Name))...)
+			for _, r := range f.rs {
+				next(f.desc, s.resourcePairs(r.Name), r.Value)
 			}
 		}
 		for _, r := range e.Allocatable {

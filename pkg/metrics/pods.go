@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -49,6 +50,8 @@ func (e *PodEntry) owner() string {
 // between scrapes.
 type Pods struct {
 	state, unbound, unstarted *prometheus.Desc
+	// stateLayout orders the labels of karpenter_pods_state.
+	stateLayout pairLayout
 	now                       func() time.Time
 	mu                        sync.Mutex
 	pods                      map[types.NamespacedName]*PodEntry
@@ -56,10 +59,11 @@ type Pods struct {
 
 // NewPods returns the collector, empty; now is the clock of the ages.
 func NewPods(now func() time.Time) *Pods {
+	stateLabels := []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone,
+		LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}
 	return &Pods{
-		state: prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"),
-			[]string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone, LabelArch,
-				LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}, nil),
+		state:       prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"), stateLabels, nil),
+		stateLayout: newLayout(stateLabels),
 		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", helpOf("karpenter_pods_unbound_time_seconds"),
 			[]string{LabelName, LabelNamespace}, nil),
 		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", helpOf("karpenter_pods_unstarted_time_seconds"),
@@ -112,16 +116,54 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 		return entries[i].Name < entries[j].Name
 	})
 	now := p.now()
+	count := len(entries)
 	for _, e := range entries {
-		ch <- prometheus.MustNewConstMetric(p.state, prometheus.GaugeValue, 1, e.Name, e.Namespace, e.owner(), e.Node,
-			strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch, e.CapacityType, e.InstanceType, e.Phase,
-			strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != ""))
-		age := now.Sub(e.Created).Seconds()
-		if e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) {
-			ch <- prometheus.MustNewConstMetric(p.unstarted, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		if unstarted(e) {
+			count++
 		}
-		if e.Phase == "Pending" && !e.Bound {
-			ch <- prometheus.MustNewConstMetric(p.unbound, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		if unbound(e) {
+			count++
+		}
+	}
+	// The pairs of a scrape: name and namespace are the entry's own strings, the other values shared by the pods
+	// that have them (a handful of nodes, node pools, zones and owners for thousands of pods).
+	out := make([]gaugeSeries, count)
+	next := func(desc *prometheus.Desc, labels []*dto.LabelPair, value float64) {
+		g := &out[0]
+		out = out[1:]
+		g.desc, g.labels, g.value = desc, labels, value
+		ch <- g
+	}
+	pool := newPairPool(&p.stateLayout)
+	k := len(p.stateLayout.names)
+	ptrs := make([]*dto.LabelPair, len(entries)*(k+2))
+	byIndex := make([]*dto.LabelPair, k)
+	for _, e := range entries {
+		byIndex[0] = pool.at(0, &e.Name)
+		byIndex[1] = pool.at(1, &e.Namespace)
+		for i, v := range []string{e.owner(), e.Node, strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch,
+			e.CapacityType, e.InstanceType, e.Phase, strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != "")} {
+			byIndex[2+i] = pool.shared(2+i, v)
+		}
+		next(p.state, p.stateLayout.sorted(ptrs[:k:k], byIndex), 1)
+		ptrs = ptrs[k:]
+		// name, namespace: the pairs of karpenter_pods_state, already in name order.
+		nameNamespace := ptrs[:2:2]
+		nameNamespace[0], nameNamespace[1] = byIndex[0], byIndex[1]
+		ptrs = ptrs[2:]
+		age := now.Sub(e.Created).Seconds()
+		if unstarted(e) {
+			next(p.unstarted, nameNamespace, age)
+		}
+		if unbound(e) {
+			next(p.unbound, nameNamespace, age)
 		}
 	}
 }
+
+// unstarted says whether a pod has a karpenter_pods_unstarted_time_seconds series: pending, or running and not
+// ready.
+func unstarted(e *PodEntry) bool { return e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) }
+
+// unbound says whether a pod has a karpenter_pods_unbound_time_seconds series: pending and not bound.
+func unbound(e *PodEntry) bool { return e.Phase == "Pending" && !e.Bound }
