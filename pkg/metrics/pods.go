@@ -52,9 +52,9 @@ type Pods struct {
 	state, unbound, unstarted *prometheus.Desc
 	// stateLayout orders the labels of karpenter_pods_state.
 	stateLayout pairLayout
-	now                       func() time.Time
-	mu                        sync.Mutex
-	pods                      map[types.NamespacedName]*PodEntry
+	now         func() time.Time
+	mu          sync.Mutex
+	pods        map[types.NamespacedName]*PodEntry
 }
 
 // NewPods returns the collector, empty; now is the clock of the ages.
