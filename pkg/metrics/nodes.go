@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"slices"
 	"sort"
 	"strings"
@@ -86,36 +87,33 @@ func NodeLabelValues(node *corev1.Node) []string {
 // Nodes is the per-node collector: karpenter_nodes_allocatable, _total_pod_requests, _total_pod_limits,
 // _total_daemon_requests, _total_daemon_limits, _system_overhead, _current_lifetime_seconds, and the cluster-wide
 // karpenter_cluster_utilization_percent and karpenter_cluster_state_node_count. It holds one NodeEntry a node and,
-// built when the node is recorded or its labels change, the node's label pairs in the order of the exposition; it
-// makes the series from them when Prometheus scrapes, so a scrape of 2,000 nodes neither builds nor sorts some
-// 50,000 × 40 label pairs.
+// built when the node is recorded or its labels change, the node's labels as the text exposition writes them, so
+// the metrics handler writes a scrape of 2,000 nodes (some 50,000 series of 40 labels) without building, sorting
+// or escaping a label pair (WriteText). Collect makes the series for other gatherers.
 type Nodes struct {
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead, lifetime *prometheus.Desc
 	utilization, nodeCount                                                                *prometheus.Desc
 	// lifetimeLayout orders the labels of the lifetime series, resourceLayout those of the resource series.
 	lifetimeLayout, resourceLayout pairLayout
-	now                            func() time.Time
-	mu                             sync.Mutex
-	nodes                          []NodeEntry
-	// series are the label pairs of nodes[i], and byName the same by node name.
-	series []*nodeSeries
-	byName map[string]*nodeSeries
+	// before is how many labels of the resource series sort before resource_type.
+	before int
+	now    func() time.Time
+	mu     sync.Mutex
+	nodes  []NodeEntry
+	// text are the labels of nodes[i] as the exposition writes them, the nodes in the exposition's order;
+	// byName are the same by node name.
+	text   []*nodeText
+	byName map[string]*nodeText
 }
 
-// nodeSeries are a node's label pairs: one a label in the Desc's order (the entry's values), those of its
-// lifetime series in name order, and for each resource type those of its resource series.
-type nodeSeries struct {
-	values    []string
-	pairs     []dto.LabelPair
-	byIndex   []*dto.LabelPair
-	lifetime  []*dto.LabelPair
-	resources []resourcePairs
-}
-
-// resourcePairs are the label pairs of a node's series of one resource (name as the Node spells it).
-type resourcePairs struct {
-	name   string
-	labels []*dto.LabelPair
+// nodeText is a node's labels as the text exposition writes them: those that sort before resource_type (the
+// first is arch, the node's name among them) and, each after a comma, those after it (zone, zone_id).
+type nodeText struct {
+	entry       *NodeEntry
+	values      []string
+	before      string
+	after       string
+	sortedValue []string
 }
 
 // NewNodes returns the collector, empty; now is the clock of the lifetime gauge.
@@ -125,7 +123,7 @@ func NewNodes(now func() time.Time) *Nodes {
 	d := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
-	return &Nodes{
+	n := &Nodes{
 		allocatable:    d("karpenter_nodes_allocatable", helpOf("karpenter_nodes_allocatable"), withType),
 		podRequests:    d("karpenter_nodes_total_pod_requests", helpOf("karpenter_nodes_total_pod_requests"), withType),
 		podLimits:      d("karpenter_nodes_total_pod_limits", helpOf("karpenter_nodes_total_pod_limits"), withType),
@@ -138,84 +136,56 @@ func NewNodes(now func() time.Time) *Nodes {
 		lifetimeLayout: newLayout(names),
 		resourceLayout: newLayout(withType),
 		now:            now,
-		byName:         map[string]*nodeSeries{},
+		byName:         map[string]*nodeText{},
 	}
+	for _, j := range n.resourceLayout.order {
+		if j == len(names) {
+			break
+		}
+		n.before++
+	}
+	return n
 }
 
 // Replace sets the nodes, replacing those before. The collector keeps the slice: the caller must not change it.
-// The label pairs of a node whose label values are those it had are kept; the others are built.
+// The text of a node whose label values are those it had is kept; the others' is built.
 func (n *Nodes) Replace(nodes []NodeEntry) {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Labels[len(NodeLabelKeys)] < nodes[j].Labels[len(NodeLabelKeys)] })
 	n.mu.Lock()
 	old := n.byName
 	n.mu.Unlock()
-	series := make([]*nodeSeries, len(nodes))
-	byName := make(map[string]*nodeSeries, len(nodes))
+	text := make([]*nodeText, len(nodes))
+	byName := make(map[string]*nodeText, len(nodes))
 	for i := range nodes {
 		e := &nodes[i]
-		s := old[e.Labels[len(NodeLabelKeys)]]
-		if s == nil || !slices.Equal(s.values, e.Labels) {
-			s = n.newSeries(e.Labels)
+		t := old[e.Labels[len(NodeLabelKeys)]]
+		if t == nil || !slices.Equal(t.values, e.Labels) {
+			t = n.newText(e.Labels)
 		}
-		s = s.withResources(&n.resourceLayout, e)
-		series[i] = s
-		byName[e.Labels[len(NodeLabelKeys)]] = s
+		c := *t
+		c.entry = e
+		text[i] = &c
+		byName[e.Labels[len(NodeLabelKeys)]] = &c
 	}
+	// The exposition's order: by the label values in label name order (the node's name decides at the latest).
+	slices.SortFunc(text, func(a, b *nodeText) int { return slices.Compare(a.sortedValue, b.sortedValue) })
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.nodes, n.series, n.byName = nodes, series, byName
+	n.nodes, n.text, n.byName = nodes, text, byName
 }
 
-// newSeries builds the label pairs of a node's lifetime series from its label values.
-func (n *Nodes) newSeries(values []string) *nodeSeries {
-	k := len(values)
-	s := &nodeSeries{values: values, pairs: make([]dto.LabelPair, k), byIndex: make([]*dto.LabelPair, k+1)}
-	n.lifetimeLayout.set(s.pairs, 0, values)
-	for i := range s.pairs {
-		s.byIndex[i] = &s.pairs[i]
+// newText builds a node's labels as the text exposition writes them from its label values.
+func (n *Nodes) newText(values []string) *nodeText {
+	t := &nodeText{values: values, sortedValue: make([]string, len(values))}
+	names := make([]string, len(values))
+	for i, j := range n.lifetimeLayout.order {
+		names[i], t.sortedValue[i] = n.lifetimeLayout.names[j], values[j]
 	}
-	s.lifetime = n.lifetimeLayout.sorted(make([]*dto.LabelPair, k), s.byIndex[:k])
-	return s
-}
-
-// withResources returns s with the label pairs of the resources of e it has none for yet: s itself when it has
-// them all, else a copy (a scrape may be reading s). A node keeps the pairs of a resource it no longer reports
-// until its labels change: a few pairs, not series.
-func (s *nodeSeries) withResources(l *pairLayout, e *NodeEntry) *nodeSeries {
-	out := s
-	for _, rs := range [][]ResourceValue{e.Allocatable, e.PodRequests, e.PodLimits, e.DaemonRequests, e.DaemonLimits, e.Overhead} {
-		for _, r := range rs {
-			if out.resourcePairs(r.Name) != nil {
-				continue
-			}
-			if out == s {
-				c := *s
-				c.resources = slices.Clone(s.resources)
-				out = &c
-			}
-			out.addResource(l, r.Name)
-		}
+	t.before = escapeLabels(names[:n.before], t.sortedValue[:n.before])
+	if n.before < len(names) {
+		t.after = "," + escapeLabels(names[n.before:], t.sortedValue[n.before:])
 	}
-	return out
-}
-
-// addResource builds the label pairs of the series of resource name (as the Node spells it).
-func (s *nodeSeries) addResource(l *pairLayout, name string) {
-	pair := make([]dto.LabelPair, 1)
-	l.set(pair, len(s.values), []string{ResourceLabel(name)})
-	byIndex := slices.Clone(s.byIndex)
-	byIndex[len(s.values)] = &pair[0]
-	s.resources = append(s.resources, resourcePairs{name: name, labels: l.sorted(make([]*dto.LabelPair, len(byIndex)), byIndex)})
-}
-
-// resourcePairs returns the label pairs of the node's series of resource name; nil when not built.
-func (s *nodeSeries) resourcePairs(name string) []*dto.LabelPair {
-	for i := range s.resources {
-		if s.resources[i].name == name {
-			return s.resources[i].labels
-		}
-	}
-	return nil
+	return t
 }
 
 // Describe implements prometheus.Collector.
@@ -230,8 +200,9 @@ func ResourceLabel(name string) string { return strings.ReplaceAll(strings.ToLow
 
 // Collect implements prometheus.Collector.
 func (n *Nodes) Collect(ch chan<- prometheus.Metric) {
+	n.CollectOthers(ch)
 	n.mu.Lock()
-	nodes, series := n.nodes, n.series
+	nodes := n.nodes
 	n.mu.Unlock()
 	now := n.now()
 	count := len(nodes)
@@ -246,19 +217,62 @@ func (n *Nodes) Collect(ch chan<- prometheus.Metric) {
 		g.desc, g.labels, g.value = desc, labels, value
 		ch <- g
 	}
-	allocatable, requested := map[string]float64{}, map[string]float64{}
+	// The label pairs of this scrape: a node's name its own, the other values shared by the nodes that have them.
+	pool := newPairPool(&n.resourceLayout)
+	k := len(n.lifetimeLayout.names)
+	byIndex := make([]*dto.LabelPair, k+1)
 	for i := range nodes {
-		e, s := &nodes[i], series[i]
-		next(n.lifetime, s.lifetime, now.Sub(e.Created).Seconds())
-		for _, f := range []struct {
-			desc *prometheus.Desc
-			rs   []ResourceValue
-		}{{n.allocatable, e.Allocatable}, {n.podRequests, e.PodRequests}, {n.podLimits, e.PodLimits},
-			{n.daemonRequests, e.DaemonRequests}, {n.daemonLimits, e.DaemonLimits}, {n.overhead, e.Overhead}} {
-			for _, r := range f.rs {
-				next(f.desc, s.resourcePairs(r.Name), r.Value)
+		e := &nodes[i]
+		for j := range e.Labels {
+			if j == len(NodeLabelKeys) {
+				byIndex[j] = pool.at(j, &e.Labels[j])
+			} else {
+				byIndex[j] = pool.shared(j, e.Labels[j])
 			}
 		}
+		next(n.lifetime, n.lifetimeLayout.sorted(make([]*dto.LabelPair, k), byIndex[:k]), now.Sub(e.Created).Seconds())
+		resources := map[string][]*dto.LabelPair{}
+		for _, f := range n.resourceFamilies(e) {
+			for _, r := range f.rs {
+				labels := resources[r.Name]
+				if labels == nil {
+					byIndex[k] = pool.shared(k, ResourceLabel(r.Name))
+					labels = n.resourceLayout.sorted(make([]*dto.LabelPair, k+1), byIndex)
+					resources[r.Name] = labels
+				}
+				next(f.desc, labels, r.Value)
+			}
+		}
+	}
+}
+
+// resourceFamily is one family of a node's resource series and the node's figures in it.
+type resourceFamily struct {
+	desc *prometheus.Desc
+	name string
+	rs   []ResourceValue
+}
+
+// resourceFamilies returns the resource families of e's series in name order.
+func (n *Nodes) resourceFamilies(e *NodeEntry) [6]resourceFamily {
+	return [6]resourceFamily{
+		{n.allocatable, "karpenter_nodes_allocatable", e.Allocatable},
+		{n.overhead, "karpenter_nodes_system_overhead", e.Overhead},
+		{n.daemonLimits, "karpenter_nodes_total_daemon_limits", e.DaemonLimits},
+		{n.daemonRequests, "karpenter_nodes_total_daemon_requests", e.DaemonRequests},
+		{n.podLimits, "karpenter_nodes_total_pod_limits", e.PodLimits},
+		{n.podRequests, "karpenter_nodes_total_pod_requests", e.PodRequests},
+	}
+}
+
+// CollectOthers sends the series WriteText does not write: the cluster-wide utilization and node count.
+func (n *Nodes) CollectOthers(ch chan<- prometheus.Metric) {
+	n.mu.Lock()
+	nodes := n.nodes
+	n.mu.Unlock()
+	allocatable, requested := map[string]float64{}, map[string]float64{}
+	for i := range nodes {
+		e := &nodes[i]
 		for _, r := range e.Allocatable {
 			allocatable[ResourceLabel(r.Name)] += r.Value
 		}
@@ -273,6 +287,80 @@ func (n *Nodes) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(n.utilization, prometheus.GaugeValue, 100*requested[name]/total, name)
 	}
 	ch <- prometheus.MustNewConstMetric(n.nodeCount, prometheus.GaugeValue, float64(len(nodes)))
+}
+
+// TextFamilies are the names of the families WriteText writes, in name order.
+func (n *Nodes) TextFamilies() []string {
+	return []string{"karpenter_nodes_allocatable", "karpenter_nodes_current_lifetime_seconds", "karpenter_nodes_system_overhead",
+		"karpenter_nodes_total_daemon_limits", "karpenter_nodes_total_daemon_requests", "karpenter_nodes_total_pod_limits",
+		"karpenter_nodes_total_pod_requests"}
+}
+
+// WriteText writes family (one of TextFamilies) as text exposition; nothing when it has no series.
+func (n *Nodes) WriteText(w *bufio.Writer, family string) error {
+	n.mu.Lock()
+	text := n.text
+	n.mu.Unlock()
+	t := &textWriter{w: w}
+	if family == "karpenter_nodes_current_lifetime_seconds" {
+		if len(text) == 0 {
+			return nil
+		}
+		now := n.now()
+		t.header(family, helpOf(family))
+		for _, x := range text {
+			t.str(family)
+			t.byte('{')
+			t.str(x.before)
+			t.str(x.after)
+			t.byte('}')
+			t.value(now.Sub(x.entry.Created).Seconds())
+		}
+		return t.err
+	}
+	type series struct {
+		resource string
+		value    float64
+	}
+	var node []series
+	resources := map[string]string{}
+	header := false
+	for _, x := range text {
+		var rs []ResourceValue
+		for _, f := range n.resourceFamilies(x.entry) {
+			if f.name == family {
+				rs = f.rs
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		if !header {
+			t.header(family, helpOf(family))
+			header = true
+		}
+		// The node's series of the family in resource_type order.
+		node = node[:0]
+		for _, r := range rs {
+			label, ok := resources[r.Name]
+			if !ok {
+				label = ResourceLabel(r.Name)
+				resources[r.Name] = label
+			}
+			node = append(node, series{label, r.Value})
+		}
+		slices.SortStableFunc(node, func(a, b series) int { return strings.Compare(a.resource, b.resource) })
+		for _, r := range node {
+			t.str(family)
+			t.byte('{')
+			t.str(x.before)
+			t.label(',', LabelResourceType, r.resource)
+			t.str(x.after)
+			t.byte('}')
+			t.value(r.value)
+		}
+	}
+	return t.err
 }
 
 // ResourceValue is a resource name and its amount as a float (CPU in cores, memory in bytes).

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"bufio"
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,3 +170,100 @@ func unstarted(e *PodEntry) bool { return e.Phase == "Pending" || (e.Phase == "R
 
 // unbound says whether a pod has a karpenter_pods_unbound_time_seconds series: pending and not bound.
 func unbound(e *PodEntry) bool { return e.Phase == "Pending" && !e.Bound }
+
+// CollectOthers sends the series WriteText does not write: none.
+func (p *Pods) CollectOthers(chan<- prometheus.Metric) {}
+
+// TextFamilies are the names of the families WriteText writes, in name order.
+func (p *Pods) TextFamilies() []string {
+	return []string{"karpenter_pods_state", "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"}
+}
+
+// WriteText writes family (one of TextFamilies) as text exposition; nothing when it has no series.
+func (p *Pods) WriteText(w *bufio.Writer, family string) error {
+	p.mu.Lock()
+	entries := make([]*PodEntry, 0, len(p.pods))
+	for _, e := range p.pods {
+		entries = append(entries, e)
+	}
+	p.mu.Unlock()
+	now := p.now()
+	t := &textWriter{w: w}
+	if family != "karpenter_pods_state" {
+		has := unbound
+		if family == "karpenter_pods_unstarted_time_seconds" {
+			has = unstarted
+		}
+		entries = slices.DeleteFunc(entries, func(e *PodEntry) bool { return !has(e) })
+		if len(entries) == 0 {
+			return nil
+		}
+		slices.SortFunc(entries, func(a, b *PodEntry) int {
+			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+		})
+		t.header(family, helpOf(family))
+		for _, e := range entries {
+			t.str(family)
+			t.label('{', LabelName, e.Name)
+			t.label(',', LabelNamespace, e.Namespace)
+			t.byte('}')
+			t.value(now.Sub(e.Created).Seconds())
+		}
+		return t.err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	// The exposition's order: by the label values in label name order; name and namespace decide at the latest.
+	slices.SortFunc(entries, func(a, b *PodEntry) int {
+		return cmp.Or(strings.Compare(a.Arch, b.Arch), strings.Compare(a.CapacityType, b.CapacityType),
+			strings.Compare(a.InstanceType, b.InstanceType), cmp.Compare(boolLabel(a.NodePool != ""), boolLabel(b.NodePool != "")),
+			strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+	})
+	t.header(family, helpOf(family))
+	kinds := map[string]string{}
+	for _, e := range entries {
+		t.str(family)
+		t.label('{', LabelArch, e.Arch)
+		t.label(',', LabelCapacityType, e.CapacityType)
+		t.label(',', LabelInstanceType, e.InstanceType)
+		t.label(',', LabelManaged, boolLabel(e.NodePool != ""))
+		t.label(',', LabelName, e.Name)
+		t.label(',', LabelNamespace, e.Namespace)
+		t.label(',', LabelNode, e.Node)
+		t.label(',', LabelNodePool, e.NodePool)
+		// owner, as owner() spells it, without building the string.
+		t.str("," + LabelOwner + `="`)
+		if e.OwnerName != "" {
+			kind, ok := kinds[e.OwnerKind]
+			if !ok {
+				kind = strings.ToLower(e.OwnerKind)
+				kinds[e.OwnerKind] = kind
+			}
+			t.str("/apis/")
+			t.escaped(e.OwnerAPIVersion, true)
+			t.str("/namespaces/")
+			t.escaped(e.Namespace, true)
+			t.byte('/')
+			t.escaped(kind, true)
+			t.str("s/")
+			t.escaped(e.OwnerName, true)
+		}
+		t.byte('"')
+		t.label(',', LabelPhase, e.Phase)
+		t.label(',', LabelReady, boolLabel(e.Ready))
+		t.label(',', LabelScheduled, boolLabel(e.Node != ""))
+		t.label(',', LabelZone, e.Zone)
+		t.byte('}')
+		t.value(1)
+	}
+	return t.err
+}
+
+// boolLabel is a bool as a label value.
+func boolLabel(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

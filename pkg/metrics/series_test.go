@@ -145,8 +145,9 @@ func randomPod(r *rand.Rand, i int, created time.Time) *PodEntry {
 	return e
 }
 
-// TestPrebuiltPairsExposition: the series made from prebuilt label pairs gather to the same families, and encode
-// to the same text, as those made with MustNewConstMetric, for random nodes and pods with label values that need
+// TestPrebuiltPairsExposition: the series the collectors make gather to the same families, and encode to the same
+// text, as those made with MustNewConstMetric, and the text the metrics handler writes from the entries is that
+// text, for random nodes and pods with label values that need
 // escaping, and again after nodes and pods are added, changed and removed between scrapes.
 func TestPrebuiltPairsExposition(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -162,6 +163,26 @@ func TestPrebuiltPairsExposition(t *testing.T) {
 		}
 		if fastText != slowText {
 			t.Fatalf("%s: text differs from MustNewConstMetric's", step)
+		}
+		reg := NewRegistry()
+		reg.MustRegister(nodes, pods)
+		write, err := reg.Exposition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(slowText, buf.String()); d != "" {
+			t.Fatalf("%s: text written from the entries differs from MustNewConstMetric's (-want +got):\n%s", step, d)
+		}
+		gathered, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(slow, gathered, protocmp.Transform()); d != "" {
+			t.Fatalf("%s: Registry.Gather differs from MustNewConstMetric's (-want +got):\n%s", step, d)
 		}
 	}
 	compare("empty")
@@ -228,14 +249,14 @@ func (cs collectors) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// TestNodesKeepPairs: a node whose label values are unchanged keeps its label pairs across Replace; one whose
-// values changed gets new ones; a removed node's pairs are dropped.
+// TestNodesKeepPairs: a node whose label values are unchanged keeps its labels' text across Replace; one whose
+// values changed gets it built anew; a removed node's is dropped.
 func TestNodesKeepPairs(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	n := NewNodes(func() time.Time { return now })
 	entries := randomNodes(rand.New(rand.NewPCG(3, 4)), 3, now)
 	n.Replace(entries)
-	first := map[string]*nodeSeries{}
+	first := map[string]*nodeText{}
 	for k, v := range n.byName {
 		first[k] = v
 	}
@@ -247,10 +268,10 @@ func TestNodesKeepPairs(t *testing.T) {
 	if len(n.byName) != 2 {
 		t.Fatalf("%d nodes with pairs, want 2", len(n.byName))
 	}
-	if s := n.byName[again[0].Labels[len(NodeLabelKeys)]]; s == nil || &s.lifetime[0] != &first[again[0].Labels[len(NodeLabelKeys)]].lifetime[0] {
+	if s := n.byName[again[0].Labels[len(NodeLabelKeys)]]; s == nil || &s.sortedValue[0] != &first[again[0].Labels[len(NodeLabelKeys)]].sortedValue[0] {
 		t.Errorf("unchanged node %q: pairs rebuilt", again[0].Labels[len(NodeLabelKeys)])
 	}
-	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.lifetime[0] == &first[again[1].Labels[len(NodeLabelKeys)]].lifetime[0] {
+	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.sortedValue[0] == &first[again[1].Labels[len(NodeLabelKeys)]].sortedValue[0] {
 		t.Errorf("changed node %q: pairs kept", again[1].Labels[len(NodeLabelKeys)])
 	}
 }
