@@ -109,11 +109,10 @@ type Nodes struct {
 // nodeText is a node's labels as the text exposition writes them: those that sort before resource_type (the
 // first is arch, the node's name among them) and, each after a comma, those after it (zone, zone_id).
 type nodeText struct {
-	entry       *NodeEntry
-	values      []string
-	before      string
-	after       string
-	sortedValue []string
+	entry  *NodeEntry
+	values []string
+	before string
+	after  string
 }
 
 // NewNodes returns the collector, empty; now is the clock of the lifetime gauge.
@@ -168,7 +167,14 @@ func (n *Nodes) Replace(nodes []NodeEntry) {
 		byName[e.Labels[len(NodeLabelKeys)]] = &c
 	}
 	// The exposition's order: by the label values in label name order (the node's name decides at the latest).
-	slices.SortFunc(text, func(a, b *nodeText) int { return slices.Compare(a.sortedValue, b.sortedValue) })
+	slices.SortFunc(text, func(a, b *nodeText) int {
+		for _, j := range n.lifetimeLayout.order {
+			if c := strings.Compare(a.values[j], b.values[j]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.nodes, n.text, n.byName = nodes, text, byName
@@ -176,14 +182,14 @@ func (n *Nodes) Replace(nodes []NodeEntry) {
 
 // newText builds a node's labels as the text exposition writes them from its label values.
 func (n *Nodes) newText(values []string) *nodeText {
-	t := &nodeText{values: values, sortedValue: make([]string, len(values))}
-	names := make([]string, len(values))
+	t := &nodeText{values: values}
+	names, sorted := make([]string, len(values)), make([]string, len(values))
 	for i, j := range n.lifetimeLayout.order {
-		names[i], t.sortedValue[i] = n.lifetimeLayout.names[j], values[j]
+		names[i], sorted[i] = n.lifetimeLayout.names[j], values[j]
 	}
-	t.before = escapeLabels(names[:n.before], t.sortedValue[:n.before])
+	t.before = escapeLabels(names[:n.before], sorted[:n.before])
 	if n.before < len(names) {
-		t.after = "," + escapeLabels(names[n.before:], t.sortedValue[n.before:])
+		t.after = "," + escapeLabels(names[n.before:], sorted[n.before:])
 	}
 	return t
 }

@@ -7,10 +7,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// The per-node and per-pod collectors hand the registry gauges whose label pairs are already built and in label
-// name order: the registry then neither builds nor sorts them, which at 2,000 nodes (some 50,000 series of 40
-// labels) was most of a scrape's time and allocations. The exposition is the same as with
-// prometheus.MustNewConstMetric: the pairs are the Desc's label names, sorted, with the values given.
+// Collect of the per-node and per-pod collectors (what a Gather of the registry, unlike the metrics handler, calls)
+// hands the registry gauges whose label pairs are built for the scrape in label name order, each distinct value
+// once: the registry neither builds nor sorts them. The families are the same as with prometheus.MustNewConstMetric.
 
 // pairLayout is the label-pair order of a Desc's variable labels: the names in the Desc's order, and the Desc
 // indices in the order the registry sorts the pairs (by name).
@@ -27,16 +26,6 @@ func newLayout(names []string) pairLayout {
 	}
 	sort.Slice(l.order, func(i, j int) bool { return l.names[l.order[i]] < l.names[l.order[j]] })
 	return l
-}
-
-// set points pairs[from:] at the label names from the from-th on and at values, in the Desc's order. The pairs
-// refer to values' own strings: values must not change while the pairs are in use.
-func (l *pairLayout) set(pairs []dto.LabelPair, from int, values []string) {
-	for i := range values {
-		p := &pairs[i]
-		p.Name = &l.names[from+i]
-		p.Value = &values[i]
-	}
 }
 
 // sorted fills out with byIndex (a pair for each label, in the Desc's order) in name order and returns it.

@@ -268,10 +268,10 @@ func TestNodesKeepPairs(t *testing.T) {
 	if len(n.byName) != 2 {
 		t.Fatalf("%d nodes with pairs, want 2", len(n.byName))
 	}
-	if s := n.byName[again[0].Labels[len(NodeLabelKeys)]]; s == nil || &s.sortedValue[0] != &first[again[0].Labels[len(NodeLabelKeys)]].sortedValue[0] {
+	if s := n.byName[again[0].Labels[len(NodeLabelKeys)]]; s == nil || &s.values[0] != &first[again[0].Labels[len(NodeLabelKeys)]].values[0] {
 		t.Errorf("unchanged node %q: pairs rebuilt", again[0].Labels[len(NodeLabelKeys)])
 	}
-	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.sortedValue[0] == &first[again[1].Labels[len(NodeLabelKeys)]].sortedValue[0] {
+	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.values[0] == &first[again[1].Labels[len(NodeLabelKeys)]].values[0] {
 		t.Errorf("changed node %q: pairs kept", again[1].Labels[len(NodeLabelKeys)])
 	}
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -100,7 +101,7 @@ func (t *textWriter) value(f float64) {
 // escapeLabels returns the labels named names[i] with values[i], in the order given, as the text format writes
 // them between braces: name="value" with the value escaped, a comma before each but the first.
 func escapeLabels(names, values []string) string {
-	var b strings.Builder
+	var b bytes.Buffer
 	t := textWriter{w: bufio.NewWriterSize(&b, 256)}
 	for i := range names {
 		if i > 0 {
@@ -111,7 +112,7 @@ func escapeLabels(names, values []string) string {
 		t.escaped(values[i], true)
 		t.byte('"')
 	}
-	// A strings.Builder does not fail.
+	// A bytes.Buffer does not fail. The string is a copy of its length, not of the buffer's capacity.
 	_ = t.w.Flush()
 	return b.String()
 }
