@@ -147,11 +147,11 @@ func randomPod(r *rand.Rand, i int, created time.Time) *PodEntry {
 	return e
 }
 
-// TestPrebuiltPairsExposition: the series the collectors make gather to the same families, and encode to the same
-// text, as those made with MustNewConstMetric, and the text the metrics handler writes from the entries is that
-// text, for random nodes and pods with label values that need
-// escaping, and again after nodes and pods are added, changed and removed between scrapes.
-func TestPrebuiltPairsExposition(t *testing.T) {
+// TestExpositionMatchesConstMetrics: the series the collectors make gather to the same families, and encode to
+// the same text, as those made with MustNewConstMetric, and the text the metrics handler writes from the entries
+// is that text, for random nodes and pods with label values that need escaping, and again after nodes and pods are
+// added, changed and removed between scrapes.
+func TestExpositionMatchesConstMetrics(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	r := rand.New(rand.NewPCG(1, 2))
@@ -256,9 +256,9 @@ func (cs collectors) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// TestNodesKeepPairs: a node whose label values are unchanged keeps its labels' text across Replace; one whose
+// TestNodesKeepText: a node whose label values are unchanged keeps its labels' text across Replace; one whose
 // values changed gets it built anew; a removed node's is dropped.
-func TestNodesKeepPairs(t *testing.T) {
+func TestNodesKeepText(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	n := NewNodes(func() time.Time { return now })
 	entries := randomNodes(rand.New(rand.NewPCG(3, 4)), 3, now)
@@ -273,12 +273,12 @@ func TestNodesKeepPairs(t *testing.T) {
 	again[1].Labels[0] += "-changed"
 	n.Replace(again)
 	if len(n.byName) != 2 {
-		t.Fatalf("%d nodes with pairs, want 2", len(n.byName))
+		t.Fatalf("%d nodes with labels, want 2", len(n.byName))
 	}
 	if s := n.byName[again[0].Labels[len(NodeLabelKeys)]]; s == nil || &s.values[0] != &first[again[0].Labels[len(NodeLabelKeys)]].values[0] {
-		t.Errorf("unchanged node %q: pairs rebuilt", again[0].Labels[len(NodeLabelKeys)])
+		t.Errorf("unchanged node %q: labels escaped again", again[0].Labels[len(NodeLabelKeys)])
 	}
 	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.values[0] == &first[again[1].Labels[len(NodeLabelKeys)]].values[0] {
-		t.Errorf("changed node %q: pairs kept", again[1].Labels[len(NodeLabelKeys)])
+		t.Errorf("changed node %q: old labels kept", again[1].Labels[len(NodeLabelKeys)])
 	}
 }
