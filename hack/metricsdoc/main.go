@@ -24,9 +24,12 @@ const header = "# Metrics\n\n" +
 	"The chart ships four Grafana dashboards built on these metrics (capacity, provisioning, disruption,\n" +
 	"interruption; `dashboards.enabled`, [helm.md](helm.md#grafana-dashboards)). `test/chart` checks that every metric\n" +
 	"their queries read is registered here, so renaming a metric fails the chart test until the dashboards follow.\n\n" +
-	"The per-node and per-pod series (`karpenter_nodes_*`, `karpenter_pods_state` and the pods' ages) are made at each\n" +
-	"scrape from one small entry kept a node or pod, not held as gauge objects between scrapes\n" +
-	"([benchmarks](benchmarks.md#metrics-scrape)).\n"
+	"The per-node and per-pod series (`karpenter_nodes_*`, `karpenter_pods_state` and the pods' ages) are written at\n" +
+	"each scrape from one small entry kept a node or pod (a node's labels escaped once, when they change), not held\n" +
+	"as gauge objects between scrapes: at 2,000 nodes and 20,000 pods a scrape takes about 0.1 s\n" +
+	"([benchmarks](benchmarks.md#metrics-scrape)). `/metrics` therefore answers in the Prometheus text format\n" +
+	"(0.0.4, gzip-compressed when accepted) whatever format the scraper asks for; Prometheus reads the format from\n" +
+	"the answer's `Content-Type`.\n"
 
 const footer = `
 ## Dashboards and alerts

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"bufio"
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -8,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -49,17 +53,20 @@ func (e *PodEntry) owner() string {
 // between scrapes.
 type Pods struct {
 	state, unbound, unstarted *prometheus.Desc
-	now                       func() time.Time
-	mu                        sync.Mutex
-	pods                      map[types.NamespacedName]*PodEntry
+	// stateLayout orders the labels of karpenter_pods_state.
+	stateLayout pairLayout
+	now         func() time.Time
+	mu          sync.Mutex
+	pods        map[types.NamespacedName]*PodEntry
 }
 
 // NewPods returns the collector, empty; now is the clock of the ages.
 func NewPods(now func() time.Time) *Pods {
+	stateLabels := []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone,
+		LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}
 	return &Pods{
-		state: prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"),
-			[]string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone, LabelArch,
-				LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}, nil),
+		state:       prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"), stateLabels, nil),
+		stateLayout: newLayout(stateLabels),
 		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", helpOf("karpenter_pods_unbound_time_seconds"),
 			[]string{LabelName, LabelNamespace}, nil),
 		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", helpOf("karpenter_pods_unstarted_time_seconds"),
@@ -112,16 +119,151 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 		return entries[i].Name < entries[j].Name
 	})
 	now := p.now()
+	count := len(entries)
 	for _, e := range entries {
-		ch <- prometheus.MustNewConstMetric(p.state, prometheus.GaugeValue, 1, e.Name, e.Namespace, e.owner(), e.Node,
-			strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch, e.CapacityType, e.InstanceType, e.Phase,
-			strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != ""))
-		age := now.Sub(e.Created).Seconds()
-		if e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) {
-			ch <- prometheus.MustNewConstMetric(p.unstarted, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		if unstarted(e) {
+			count++
 		}
-		if e.Phase == "Pending" && !e.Bound {
-			ch <- prometheus.MustNewConstMetric(p.unbound, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		if unbound(e) {
+			count++
 		}
 	}
+	// The pairs of a scrape: name and namespace are the entry's own strings, the other values shared by the pods
+	// that have them (a handful of nodes, node pools, zones and owners for thousands of pods).
+	out := make([]gaugeSeries, count)
+	next := func(desc *prometheus.Desc, labels []*dto.LabelPair, value float64) {
+		g := &out[0]
+		out = out[1:]
+		g.desc, g.labels, g.value = desc, labels, value
+		ch <- g
+	}
+	pool := newPairPool(&p.stateLayout)
+	k := len(p.stateLayout.names)
+	ptrs := make([]*dto.LabelPair, len(entries)*(k+2))
+	byIndex := make([]*dto.LabelPair, k)
+	for _, e := range entries {
+		byIndex[0] = pool.at(0, &e.Name)
+		byIndex[1] = pool.at(1, &e.Namespace)
+		for i, v := range []string{e.owner(), e.Node, strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch,
+			e.CapacityType, e.InstanceType, e.Phase, strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != "")} {
+			byIndex[2+i] = pool.shared(2+i, v)
+		}
+		next(p.state, p.stateLayout.sorted(ptrs[:k:k], byIndex), 1)
+		ptrs = ptrs[k:]
+		// name, namespace: the pairs of karpenter_pods_state, already in name order.
+		nameNamespace := ptrs[:2:2]
+		nameNamespace[0], nameNamespace[1] = byIndex[0], byIndex[1]
+		ptrs = ptrs[2:]
+		age := now.Sub(e.Created).Seconds()
+		if unstarted(e) {
+			next(p.unstarted, nameNamespace, age)
+		}
+		if unbound(e) {
+			next(p.unbound, nameNamespace, age)
+		}
+	}
+}
+
+// unstarted says whether a pod has a karpenter_pods_unstarted_time_seconds series: pending, or running and not
+// ready.
+func unstarted(e *PodEntry) bool { return e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) }
+
+// unbound says whether a pod has a karpenter_pods_unbound_time_seconds series: pending and not bound.
+func unbound(e *PodEntry) bool { return e.Phase == "Pending" && !e.Bound }
+
+// CollectOthers sends the series WriteText does not write: none.
+func (p *Pods) CollectOthers(chan<- prometheus.Metric) {}
+
+// TextFamilies are the names of the families WriteText writes, in name order.
+func (p *Pods) TextFamilies() []string {
+	return []string{"karpenter_pods_state", "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"}
+}
+
+// WriteText writes family (one of TextFamilies) as text exposition; nothing when it has no series.
+func (p *Pods) WriteText(w *bufio.Writer, family string) error {
+	p.mu.Lock()
+	entries := make([]*PodEntry, 0, len(p.pods))
+	for _, e := range p.pods {
+		entries = append(entries, e)
+	}
+	p.mu.Unlock()
+	now := p.now()
+	t := &textWriter{w: w}
+	if family != "karpenter_pods_state" {
+		has := unbound
+		if family == "karpenter_pods_unstarted_time_seconds" {
+			has = unstarted
+		}
+		entries = slices.DeleteFunc(entries, func(e *PodEntry) bool { return !has(e) })
+		if len(entries) == 0 {
+			return nil
+		}
+		slices.SortFunc(entries, func(a, b *PodEntry) int {
+			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+		})
+		t.header(family, helpOf(family))
+		for _, e := range entries {
+			t.str(family)
+			t.label('{', LabelName, e.Name)
+			t.label(',', LabelNamespace, e.Namespace)
+			t.byte('}')
+			t.value(now.Sub(e.Created).Seconds())
+		}
+		return t.err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	// The exposition's order: by the label values in label name order; name and namespace decide at the latest.
+	slices.SortFunc(entries, func(a, b *PodEntry) int {
+		return cmp.Or(strings.Compare(a.Arch, b.Arch), strings.Compare(a.CapacityType, b.CapacityType),
+			strings.Compare(a.InstanceType, b.InstanceType), cmp.Compare(boolLabel(a.NodePool != ""), boolLabel(b.NodePool != "")),
+			strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+	})
+	t.header(family, helpOf(family))
+	kinds := map[string]string{}
+	for _, e := range entries {
+		t.str(family)
+		t.label('{', LabelArch, e.Arch)
+		t.label(',', LabelCapacityType, e.CapacityType)
+		t.label(',', LabelInstanceType, e.InstanceType)
+		t.label(',', LabelManaged, boolLabel(e.NodePool != ""))
+		t.label(',', LabelName, e.Name)
+		t.label(',', LabelNamespace, e.Namespace)
+		t.label(',', LabelNode, e.Node)
+		t.label(',', LabelNodePool, e.NodePool)
+		// owner, as owner() spells it, without building the string.
+		t.str("," + LabelOwner + `="`)
+		if e.OwnerName != "" {
+			kind, ok := kinds[e.OwnerKind]
+			if !ok {
+				kind = strings.ToLower(e.OwnerKind)
+				kinds[e.OwnerKind] = kind
+			}
+			t.str("/apis/")
+			t.escaped(e.OwnerAPIVersion, true)
+			t.str("/namespaces/")
+			t.escaped(e.Namespace, true)
+			t.byte('/')
+			t.escaped(kind, true)
+			t.str("s/")
+			t.escaped(e.OwnerName, true)
+		}
+		t.byte('"')
+		t.label(',', LabelPhase, e.Phase)
+		t.label(',', LabelReady, boolLabel(e.Ready))
+		t.label(',', LabelScheduled, boolLabel(e.Node != ""))
+		t.label(',', LabelZone, e.Zone)
+		t.byte('}')
+		t.value(1)
+	}
+	return t.err
+}
+
+// boolLabel is a bool as a label value.
+func boolLabel(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
 }

@@ -127,7 +127,8 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 	// The run's own metrics live in a registry of its own, served on /metrics together with controller-runtime's
 	// process-wide one (its controller, workqueue and client metrics, Go and process collectors): a second run in
 	// one process (tests) starts with fresh series instead of sharing, or failing to register, the first's.
-	reg := prometheus.NewRegistry()
+	// metrics.Registry writes the per-node and per-pod families of a scrape from their entries.
+	reg := metrics.NewRegistry()
 	mgr, watch, err := newManager(cfg, s, opts.Getenv, opts.SkipControllerNameValidation, reg)
 	if err != nil {
 		return err
