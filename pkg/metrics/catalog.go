@@ -99,6 +99,7 @@ var catalog = []Info{
 	{"karpenter_cloudprovider_instance_type_offering_price_estimate", "gauge", "Cloud provider", "Hourly price in US dollars of each offering the cloud provider returned the last time a controller listed a NodePool's instance types. The series are made at each scrape", "instrumented provider", ""},
 	{"dovetail_cloudprovider_throttled_calls_total", "counter", "Cloud provider", "AWS call attempts answered with a throttling error, by AWS service ID and operation; every attempt counts, retries included", "AWS SDK middleware", dovetailOnly},
 
+	{"karpenter_build_info", "gauge", "Cluster identity and leader election", "Always 1, labelled with the binary's `version` (the module version it was built as, `unknown` for a build from a source tree), `goversion`, `goarch` and `commit` (the git commit, as `dovetail --version` prints it)", "metrics setup", ""},
 	{"dovetail_cluster_name_conflicts", "gauge", "Cluster identity and leader election", "Other clusters (distinct `dovetail.sh/cluster-uid` tags) whose instances or launch templates carry this cluster's name tag in the account, at the last check", "cluster.identity", dovetailOnly},
 	{"dovetail_leader_election_waiting", "gauge", "Cluster identity and leader election", "Leader Leases held and renewed by another autoscaler that keep this replica from leading: `holder_kind` is `karpenter` or `older-dovetail`; 0 when none", "leader-lease watch", dovetailOnly},
 }

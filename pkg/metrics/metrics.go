@@ -3,9 +3,12 @@ package metrics
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 // Label names shared by several metrics.
@@ -46,6 +49,11 @@ const (
 	LabelOperation = "operation"
 	// LabelHolderKind is who holds a leader Lease Dovetail waits on: karpenter or older-dovetail.
 	LabelHolderKind = "holder_kind"
+	// Labels of karpenter_build_info.
+	LabelVersion   = "version"
+	LabelGoVersion = "goversion"
+	LabelGoArch    = "goarch"
+	LabelCommit    = "commit"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -172,6 +180,8 @@ type Metrics struct {
 	// LeaderElectionWaiting is, by the kind of holder (karpenter, older-dovetail), how many leader Leases held
 	// by another autoscaler keep this replica from leading, at the last check.
 	LeaderElectionWaiting *prometheus.GaugeVec
+	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
+	BuildInfo *prometheus.GaugeVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -386,7 +396,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_leader_election_waiting",
 			Help: "Leader Leases held and renewed by another autoscaler (holder_kind karpenter or older-dovetail) that keep this replica from leading, at the last check; 0 when none.",
 		}, []string{LabelHolderKind}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_build_info", Help: helpOf("karpenter_build_info"),
+		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
+	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}

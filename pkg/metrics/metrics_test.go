@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 func names(t *testing.T, m *Metrics) []string {
@@ -143,5 +145,17 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	}
 	if got := prices["capacity_type=on-demand,instance_type=m5.large,zone=us-west-2a"]; got != 0.096 {
 		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
+	}
+}
+
+// TestBuildInfo: one series, 1, with the binary's Go version, architecture and commit.
+func TestBuildInfo(t *testing.T) {
+	m := NewForTest()
+	if n := testutil.CollectAndCount(m.BuildInfo); n != 1 {
+		t.Fatalf("karpenter_build_info has %d series, want 1", n)
+	}
+	got := testutil.ToFloat64(m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()))
+	if got != 1 {
+		t.Errorf("karpenter_build_info{goversion=%q} = %v, want 1", runtime.Version(), got)
 	}
 }
