@@ -120,6 +120,8 @@ type Metrics struct {
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
 	// returned for a NodePool, by instance type, capacity type and zone.
 	InstanceTypeOfferingPrice *OfferingPrices
+	// InstanceTypes are the CPU, memory and offering availability of the same instance types.
+	InstanceTypes *InstanceTypeGauges
 	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
 	NodeClaimsTerminationDuration *prometheus.HistogramVec
 	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
@@ -400,6 +402,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_build_info", Help: helpOf("karpenter_build_info"),
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
+	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {
 		return nil, err
