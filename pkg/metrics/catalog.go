@@ -60,8 +60,12 @@ var catalog = []Info{
 
 	{"operator_nodeclaim_status_condition_transition_seconds", "histogram", "Conditions", "Time a NodeClaim condition held `status` before it changed", "nodeclaim lifecycle, node and nodeclaim termination", "no node class and `nodepool` labels"},
 	{"operator_nodeclaim_status_condition_transitions_total", "counter", "Conditions", "NodeClaim condition changes, by the status and reason changed to", "nodeclaim lifecycle, node and nodeclaim termination", "no node class and `nodepool` labels"},
-	{"operator_status_condition_transition_seconds", "histogram", "Conditions", "Same as the NodeClaim histogram with `group=\"karpenter.sh\"`, `kind=\"NodeClaim\"` (the name Karpenter v1.0 used)", "as above", "NodeClaims only"},
-	{"operator_status_condition_transitions_total", "counter", "Conditions", "Same as the NodeClaim counter with `group` and `kind` (the name Karpenter v1.0 used)", "as above", "NodeClaims only"},
+	{"operator_status_condition_transition_seconds", "histogram", "Conditions", "Same as the per-kind histograms of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
+	{"operator_status_condition_transitions_total", "counter", "Conditions", "Same as the per-kind counters of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
+	{"operator_status_condition_count", "gauge", "Conditions", "Current conditions of every NodeClaim, NodePool and EC2NodeClass, 1 a condition, by `group`, `kind`, `name`, `namespace`, `type`, `status` and `reason` (the name Karpenter v1.0 used). The series are made at each scrape", "condition gauges (informer caches)", ""},
+	{"operator_status_condition_current_status_seconds", "gauge", "Conditions", "Time each of those conditions has held its current status (since its `lastTransitionTime`)", "condition gauges (informer caches)", ""},
+	{"operator_termination_current_time_seconds", "gauge", "Conditions", "Time since the deletion of each NodeClaim, NodePool and EC2NodeClass being deleted was requested", "condition gauges (informer caches)", ""},
+	{"operator_termination_duration_seconds", "histogram", "Conditions", "Time from the deletion request of a NodeClaim, NodePool or EC2NodeClass until it was gone, by `group` and `kind`", "condition watch", ""},
 
 	{"karpenter_pods_state", "gauge", "Pods and scheduling", "1 for every pod, labelled with its name, namespace, owner (the first owner reference as a path), node, whether it is bound, the node's NodePool, zone, architecture, capacity type and instance type, its phase, readiness and whether a NodePool manages its node. The series are made at each scrape from a small entry kept a pod", "pod metrics", ""},
 	{"karpenter_pods_unbound_time_seconds", "gauge", "Pods and scheduling", "Age of each pending pod not yet bound to a node", "pod metrics", ""},
@@ -107,12 +111,45 @@ var catalog = []Info{
 	{"dovetail_leader_election_waiting", "gauge", "Cluster identity and leader election", "Leader Leases held and renewed by another autoscaler that keep this replica from leading: `holder_kind` is `karpenter` or `older-dovetail`; 0 when none", "leader-lease watch", dovetailOnly},
 }
 
+// objectCatalog is the entries of the per-kind condition and termination metrics (ObjectConditions and
+// ObjectChanges), in the Conditions section.
+func objectCatalog() []Info {
+	var out []Info
+	for k := range numObjectKinds {
+		s := k.spec()
+		p, what := s.prefix(), "each "+s.kind
+		var labels string
+		if len(s.labelKeys) > 0 {
+			labels = "; labelled with the object's " + strings.Join(backquoted(s.labelKeys), ", ") + " labels"
+		}
+		out = append(out,
+			Info{p + "status_condition_count", "gauge", "Conditions", "Current conditions of " + what + ", 1 a condition (`type`, `status`, `reason`)" + labels + ". The series are made at each scrape", "condition gauges (informer caches)", ""},
+			Info{p + "status_condition_current_status_seconds", "gauge", "Conditions", "Time each condition of " + what + " has held its current status (since its `lastTransitionTime`)", "condition gauges (informer caches)", ""},
+			Info{p + "termination_current_time_seconds", "gauge", "Conditions", "Time since the deletion of " + what + " being deleted was requested", "condition gauges (informer caches)", ""},
+			Info{p + "termination_duration_seconds", "histogram", "Conditions", "Time from the deletion request of a " + s.kind + " until it was gone (0.5 s to 8192 s buckets)", "condition watch", ""})
+		if k != KindNodeClaim {
+			out = append(out,
+				Info{p + "status_condition_transitions_total", "counter", "Conditions", s.kind + " condition changes seen by the watch, by the `status` and `reason` changed to (a new condition counts)", "condition watch", ""},
+				Info{p + "status_condition_transition_seconds", "histogram", "Conditions", "Time a " + s.kind + " condition held `status` before it changed (0.5 s to 8192 s buckets)", "condition watch", ""})
+		}
+	}
+	return out
+}
+
+func backquoted(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = "`" + k + "`"
+	}
+	return out
+}
+
 // Catalog returns the page entries of every metric, in page order.
-func Catalog() []Info { return append([]Info(nil), catalog...) }
+func Catalog() []Info { return append(append([]Info(nil), catalog...), objectCatalog()...) }
 
 // helpOf is the catalog's meaning of a metric, its help text.
 func helpOf(name string) string {
-	for _, i := range catalog {
+	for _, i := range Catalog() {
 		if i.Name == name {
 			return stripMarkdown(i.Meaning) + "."
 		}

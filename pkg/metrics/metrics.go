@@ -182,6 +182,12 @@ type Metrics struct {
 	// LeaderElectionWaiting is, by the kind of holder (karpenter, older-dovetail), how many leader Leases held
 	// by another autoscaler keep this replica from leading, at the last check.
 	LeaderElectionWaiting *prometheus.GaugeVec
+	// ObjectConditions are the per-object condition and termination gauges of NodeClaims, NodePools, Nodes and
+	// EC2NodeClasses, made at each scrape from the listers the operator sets.
+	ObjectConditions *ObjectConditions
+	// ObjectChanges are the condition transition (NodePools, Nodes, EC2NodeClasses) and termination duration
+	// metrics of those kinds, recorded by RecordConditionChange and RecordTermination.
+	ObjectChanges *ObjectChanges
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -398,6 +404,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_leader_election_waiting",
 			Help: "Leader Leases held and renewed by another autoscaler (holder_kind karpenter or older-dovetail) that keep this replica from leading, at the last check; 0 when none.",
 		}, []string{LabelHolderKind}),
+		ObjectConditions: NewObjectConditions(time.Now),
+		ObjectChanges:    NewObjectChanges(),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_build_info", Help: helpOf("karpenter_build_info"),
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
