@@ -148,6 +148,14 @@ type Metrics struct {
 	// DisruptionDecisions counts the disruption controller's commands, by decision (delete, replace), reason
 	// and consolidation type (empty, single, multi; "" for drift).
 	DisruptionDecisions *prometheus.CounterVec
+	// DisruptionDecisionsByNodePool counts the same commands once for each NodePool of their candidates.
+	DisruptionDecisionsByNodePool *prometheus.CounterVec
+	// DisruptionFailedValidations counts the candidates of commands the disruption controller decided but did not
+	// start because the cluster had changed (their pods no longer fit, a replacement's NodePool was gone).
+	DisruptionFailedValidations *prometheus.CounterVec
+	// NodePoolNodesConsumingBudgets is, after each disruption pass, how many of a NodePool's nodes were being
+	// disrupted or deleted (taking room in its budgets), by reason.
+	NodePoolNodesConsumingBudgets *prometheus.GaugeVec
 	// DisruptionEligibleNodes is, after each disruption pass, how many nodes a method could have disrupted.
 	DisruptionEligibleNodes *prometheus.GaugeVec
 	// DisruptionEvaluationDuration is the time a disruption method took to decide.
@@ -337,6 +345,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_voluntary_disruption_decisions_total",
 			Help: "Voluntary disruption commands started, by decision (delete, replace), reason and consolidation type.",
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		DisruptionDecisionsByNodePool: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+			Help: helpOf("karpenter_voluntary_disruption_decisions_by_nodepool_total"),
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
+		DisruptionFailedValidations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_failed_validations_total",
+			Help: helpOf("karpenter_voluntary_disruption_failed_validations_total"),
+		}, []string{LabelConsolidationType}),
+		NodePoolNodesConsumingBudgets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_nodes_consuming_budgets",
+			Help: helpOf("karpenter_nodepools_nodes_consuming_budgets"),
+		}, []string{LabelNodePool, LabelReason}),
 		DisruptionEligibleNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_voluntary_disruption_eligible_nodes",
 			Help: "Nodes a voluntary disruption method could disrupt at its last evaluation, by reason.",
