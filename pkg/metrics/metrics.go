@@ -128,6 +128,8 @@ type Metrics struct {
 	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
 	// NodesDrained counts Nodes whose drain finished (every evictable pod gone).
 	NodesDrained *prometheus.CounterVec
+	// PodsDrained counts pods evicted while draining nodes, by the disruption reason of their node.
+	PodsDrained *prometheus.CounterVec
 	// PodsEvictionRequests counts eviction API calls by HTTP status code (200 for an accepted one).
 	PodsEvictionRequests *prometheus.CounterVec
 	// NodesLifetimeDuration is from a Node's creation to the removal of its termination finalizer.
@@ -306,6 +308,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodes_drained_total",
 			Help: "Nodes whose drain finished during termination, by owning NodePool.",
 		}, []string{LabelNodePool}),
+		PodsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_pods_drained_total", Help: helpOf("karpenter_pods_drained_total"),
+		}, []string{LabelReason}),
 		PodsEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_pods_eviction_requests_total",
 			Help: "Eviction API requests made while draining nodes, by HTTP response code.",
