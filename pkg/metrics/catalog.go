@@ -108,6 +108,8 @@ var catalog = []Info{
 	{"karpenter_cloudprovider_instance_type_cpu_cores", "gauge", "Cloud provider", "vCPUs of each instance type the cloud provider returned the last time a controller listed a NodePool's instance types. The series are made at each scrape", "instrumented provider", ""},
 	{"karpenter_cloudprovider_instance_type_memory_bytes", "gauge", "Cloud provider", "Memory in bytes of each of those instance types, as the cloud sells it (before the VM's overhead)", "instrumented provider", ""},
 	{"karpenter_cloudprovider_instance_type_offering_available", "gauge", "Cloud provider", "1 when an offering (instance type, capacity type, zone) of those instance types is available, 0 when the cloud recently had no capacity for it", "instrumented provider", ""},
+	{"karpenter_cloudprovider_batcher_batch_size", "histogram", "Cloud provider", "Requests each batching window collected into one call, by `batcher` (`create_fleet`: identical launches merged into one CreateFleet)", "AWS launch batcher", ""},
+	{"karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", "Cloud provider", "How long each batching window was open, by `batcher`", "AWS launch batcher", ""},
 	{"dovetail_cloudprovider_throttled_calls_total", "counter", "Cloud provider", "AWS call attempts answered with a throttling error, by AWS service ID and operation; every attempt counts, retries included", "AWS SDK middleware", dovetailOnly},
 
 	{"karpenter_build_info", "gauge", "Cluster identity and leader election", "Always 1, labelled with the binary's `version` (the module version it was built as, `unknown` for a build from a source tree), `goversion`, `goarch` and `commit` (the git commit, as `dovetail --version` prints it)", "metrics setup", ""},

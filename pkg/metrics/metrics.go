@@ -49,6 +49,8 @@ const (
 	LabelOperation = "operation"
 	// LabelHolderKind is who holds a leader Lease Dovetail waits on: karpenter or older-dovetail.
 	LabelHolderKind = "holder_kind"
+	// LabelBatcher names a batcher of cloud provider requests (create_fleet).
+	LabelBatcher = "batcher"
 	// Labels of karpenter_build_info.
 	LabelVersion   = "version"
 	LabelGoVersion = "goversion"
@@ -198,6 +200,10 @@ type Metrics struct {
 	// ObjectChanges are the condition transition (NodePools, Nodes, EC2NodeClasses) and termination duration
 	// metrics of those kinds, recorded by RecordConditionChange and RecordTermination.
 	ObjectChanges *ObjectChanges
+	// BatcherBatchSize and BatcherBatchTime are the requests each batching window of the cloud provider
+	// collected and how long it was open, by batcher; record them with ObserveBatch.
+	BatcherBatchSize *prometheus.HistogramVec
+	BatcherBatchTime *prometheus.HistogramVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -431,6 +437,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelHolderKind}),
 		ObjectConditions: NewObjectConditions(time.Now),
 		ObjectChanges:    NewObjectChanges(),
+		BatcherBatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "karpenter_cloudprovider_batcher_batch_size", Help: helpOf("karpenter_cloudprovider_batcher_batch_size"),
+			Buckets: []float64{1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250,
+				275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000},
+		}, []string{LabelBatcher}),
+		BatcherBatchTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "karpenter_cloudprovider_batcher_batch_time_seconds", Help: helpOf("karpenter_cloudprovider_batcher_batch_time_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelBatcher}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_build_info", Help: helpOf("karpenter_build_info"),
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
@@ -441,6 +456,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// ObserveBatch records one closed batching window of the cloud provider: the requests it collected and how long
+// it was open.
+func (m *Metrics) ObserveBatch(batcher string, size int, open time.Duration) {
+	m.BatcherBatchSize.WithLabelValues(batcher).Observe(float64(size))
+	m.BatcherBatchTime.WithLabelValues(batcher).Observe(open.Seconds())
 }
 
 // register registers every collector of m with reg. Each controller run has a registry of its own, so a name

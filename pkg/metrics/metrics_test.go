@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -157,5 +159,23 @@ func TestBuildInfo(t *testing.T) {
 	got := testutil.ToFloat64(m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()))
 	if got != 1 {
 		t.Errorf("karpenter_build_info{goversion=%q} = %v, want 1", runtime.Version(), got)
+	}
+}
+
+// TestObserveBatch: a closed window observes its size and open time under its batcher.
+func TestObserveBatch(t *testing.T) {
+	m := NewForTest()
+	m.ObserveBatch("create_fleet", 6, 300*time.Millisecond)
+	for name, h := range map[string]*prometheus.HistogramVec{"size": m.BatcherBatchSize, "time": m.BatcherBatchTime} {
+		if n := testutil.CollectAndCount(h); n != 1 {
+			t.Errorf("batch %s: %d series, want 1", name, n)
+		}
+	}
+	out, err := testutil.CollectAndFormat(m.BatcherBatchSize, expfmt.TypeTextPlain, "karpenter_cloudprovider_batcher_batch_size")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `karpenter_cloudprovider_batcher_batch_size_sum{batcher="create_fleet"} 6`) {
+		t.Errorf("batch size not observed under create_fleet:\n%s", out)
 	}
 }

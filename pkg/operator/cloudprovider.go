@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,8 @@ type cloudProviderOptions struct {
 	Clock      clock.Clock
 	// OnThrottle is called for every throttled AWS call attempt.
 	OnThrottle func(service, operation string)
+	// OnBatch is called as each batching window of the provider closes.
+	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
 	LaunchNotices *cloudprovider.LaunchNotices
 }
@@ -35,6 +38,7 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		KubeClient:    o.Reader,
 		Clock:         o.Clock,
 		OnThrottle:    o.OnThrottle,
+		OnBatch:       o.OnBatch,
 		LaunchNotices: o.LaunchNotices,
 	})
 	if err != nil {
