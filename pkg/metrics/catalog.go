@@ -75,6 +75,7 @@ var catalog = []Info{
 	{"karpenter_pods_startup_duration_seconds", "summary", "Pods and scheduling", "Time from a pod's creation until its first container started, for pods on nodes Dovetail launched", "pod metrics", "measured to the first container start, not to Ready"},
 	{"karpenter_scheduler_scheduling_duration_seconds", "histogram", "Pods and scheduling", "Duration of one scheduling pass over a batch of pending pods", "provisioning", ""},
 	{"karpenter_scheduler_queue_depth", "gauge", "Pods and scheduling", "Pending pods in the scheduling pass under way (0 between passes)", "provisioning", "no `scheduling_id` label"},
+	{"karpenter_scheduler_ignored_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass left out without trying to place them: pods asking for dynamic resource allocation while `IGNORE_DRA_REQUESTS` is true", "provisioning", "Karpenter also counts the pods its pod validation refuses for other reasons; Dovetail counts only these"},
 	{"karpenter_scheduler_unschedulable_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass could place on no node and no new NodeClaim", "provisioning", ""},
 	{"dovetail_provisioner_unschedulable_pods", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass could place nowhere, by the failing constraint: `Resources`, `Taints`, `Requirements`, `Limits`, `Offerings`, `TopologySpread`, `PodAffinity`, `Volumes`, `HostPorts`, `NoNodePool` or `Other`", "provisioning", dovetailOnly},
 

@@ -117,6 +117,9 @@ type Metrics struct {
 	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
 	ClusterStateSynced       prometheus.Gauge
 	ClusterStateUnsyncedTime prometheus.Gauge
+	// SchedulerIgnoredPods is, at the last provisioning pass, the pending pods it left out (pods asking for
+	// dynamic resource allocation with IGNORE_DRA_REQUESTS=true).
+	SchedulerIgnoredPods prometheus.Gauge
 	// SchedulerUnschedulablePods is, after each provisioning pass, the pods it could place nowhere.
 	SchedulerUnschedulablePods *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
@@ -295,6 +298,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		ClusterStateUnsyncedTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_cluster_state_unsynced_time_seconds", Help: helpOf("karpenter_cluster_state_unsynced_time_seconds"),
+		}),
+		SchedulerIgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_ignored_pods_count", Help: helpOf("karpenter_scheduler_ignored_pods_count"),
 		}),
 		SchedulerUnschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_unschedulable_pods_count", Help: helpOf("karpenter_scheduler_unschedulable_pods_count"),
