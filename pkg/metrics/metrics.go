@@ -117,6 +117,9 @@ type Metrics struct {
 	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
 	ClusterStateSynced       prometheus.Gauge
 	ClusterStateUnsyncedTime prometheus.Gauge
+	// PodsSchedulingDecisionDuration is, for each pending pod, the time from when the provisioner first saw it
+	// until a provisioning pass first decided where it goes (or that it fits nowhere).
+	PodsSchedulingDecisionDuration prometheus.Histogram
 	// SchedulerIgnoredPods is, at the last provisioning pass, the pending pods it left out (pods asking for
 	// dynamic resource allocation with IGNORE_DRA_REQUESTS=true).
 	SchedulerIgnoredPods prometheus.Gauge
@@ -298,6 +301,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		ClusterStateUnsyncedTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_cluster_state_unsynced_time_seconds", Help: helpOf("karpenter_cluster_state_unsynced_time_seconds"),
+		}),
+		PodsSchedulingDecisionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_scheduling_decision_duration_seconds",
+			Help:    helpOf("karpenter_pods_scheduling_decision_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
 		}),
 		SchedulerIgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_ignored_pods_count", Help: helpOf("karpenter_scheduler_ignored_pods_count"),
