@@ -9,6 +9,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/controllers/capacitybuffer"
 	clusteridentity "github.com/dovetail/dovetail/pkg/controllers/cluster/identity"
+	"github.com/dovetail/dovetail/pkg/controllers/conditionmetrics"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
@@ -59,6 +60,7 @@ func New(d deps.Deps) []Named {
 		{hash.Name, hash.NewController(d)},
 		{counter.Name, counter.NewController(d)},
 		{nodemetrics.Name, nodemetrics.NewController(d)},
+		{conditionmetrics.Name, conditionmetrics.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).

@@ -40,6 +40,7 @@ var catalog = []Info{
 	{"karpenter_nodes_terminated_total", "counter", "NodeClaims and nodes", "Nodes whose termination finished", "node termination", "no `zone` label"},
 	{"karpenter_nodes_termination_duration_seconds", "summary", "NodeClaims and nodes", "Time from a Node's deletion request to the removal of its finalizer", "node termination", ""},
 	{"karpenter_nodes_drained_total", "counter", "NodeClaims and nodes", "Nodes whose drain finished (NodeClaim condition `Drained` became True with reason `Drained`); a Node without a NodeClaim is not counted", "node termination", ""},
+	{"karpenter_pods_drained_total", "counter", "NodeClaims and nodes", "Pods evicted (eviction accepted) while draining nodes; `reason` is the reason of the NodeClaim's `DisruptionReason` condition (`Drifted`, `Underutilized`, ...) or `Forceful Termination` when the node was deleted otherwise", "node termination", ""},
 	{"karpenter_pods_eviction_requests_total", "counter", "NodeClaims and nodes", "Eviction API requests made while draining, by HTTP status code (`200` accepted, `429` refused by a PodDisruptionBudget, `404` pod gone, ...); requests without an answer are not counted", "node termination", ""},
 	{"karpenter_nodes_lifetime_duration_seconds", "histogram", "NodeClaims and nodes", "Time from a Node's creation to the end of its termination", "node termination", ""},
 	{"dovetail_nodeclaims_launch_duration_seconds", "histogram", "NodeClaims and nodes", "Time from NodeClaim creation until its instance was launched (condition `Launched`)", "nodeclaim lifecycle", dovetailOnly},
@@ -60,8 +61,12 @@ var catalog = []Info{
 
 	{"operator_nodeclaim_status_condition_transition_seconds", "histogram", "Conditions", "Time a NodeClaim condition held `status` before it changed", "nodeclaim lifecycle, node and nodeclaim termination", "no node class and `nodepool` labels"},
 	{"operator_nodeclaim_status_condition_transitions_total", "counter", "Conditions", "NodeClaim condition changes, by the status and reason changed to", "nodeclaim lifecycle, node and nodeclaim termination", "no node class and `nodepool` labels"},
-	{"operator_status_condition_transition_seconds", "histogram", "Conditions", "Same as the NodeClaim histogram with `group=\"karpenter.sh\"`, `kind=\"NodeClaim\"` (the name Karpenter v1.0 used)", "as above", "NodeClaims only"},
-	{"operator_status_condition_transitions_total", "counter", "Conditions", "Same as the NodeClaim counter with `group` and `kind` (the name Karpenter v1.0 used)", "as above", "NodeClaims only"},
+	{"operator_status_condition_transition_seconds", "histogram", "Conditions", "Same as the per-kind histograms of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
+	{"operator_status_condition_transitions_total", "counter", "Conditions", "Same as the per-kind counters of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
+	{"operator_status_condition_count", "gauge", "Conditions", "Current conditions of every NodeClaim, NodePool and EC2NodeClass, 1 a condition, by `group`, `kind`, `name`, `namespace`, `type`, `status` and `reason` (the name Karpenter v1.0 used). The series are made at each scrape", "condition gauges (informer caches)", ""},
+	{"operator_status_condition_current_status_seconds", "gauge", "Conditions", "Time each of those conditions has held its current status (since its `lastTransitionTime`)", "condition gauges (informer caches)", ""},
+	{"operator_termination_current_time_seconds", "gauge", "Conditions", "Time since the deletion of each NodeClaim, NodePool and EC2NodeClass being deleted was requested", "condition gauges (informer caches)", ""},
+	{"operator_termination_duration_seconds", "histogram", "Conditions", "Time from the deletion request of a NodeClaim, NodePool or EC2NodeClass until it was gone, by `group` and `kind`", "condition watch", ""},
 
 	{"karpenter_pods_state", "gauge", "Pods and scheduling", "1 for every pod, labelled with its name, namespace, owner (the first owner reference as a path), node, whether it is bound, the node's NodePool, zone, architecture, capacity type and instance type, its phase, readiness and whether a NodePool manages its node. The series are made at each scrape from a small entry kept a pod", "pod metrics", ""},
 	{"karpenter_pods_unbound_time_seconds", "gauge", "Pods and scheduling", "Age of each pending pod not yet bound to a node", "pod metrics", ""},
@@ -70,6 +75,8 @@ var catalog = []Info{
 	{"karpenter_pods_startup_duration_seconds", "summary", "Pods and scheduling", "Time from a pod's creation until its first container started, for pods on nodes Dovetail launched", "pod metrics", "measured to the first container start, not to Ready"},
 	{"karpenter_scheduler_scheduling_duration_seconds", "histogram", "Pods and scheduling", "Duration of one scheduling pass over a batch of pending pods", "provisioning", ""},
 	{"karpenter_scheduler_queue_depth", "gauge", "Pods and scheduling", "Pending pods in the scheduling pass under way (0 between passes)", "provisioning", "no `scheduling_id` label"},
+	{"karpenter_pods_scheduling_decision_duration_seconds", "histogram", "Pods and scheduling", "Time from when the provisioner first saw a pending pod until a provisioning pass first decided on it (a place on a node or a new NodeClaim, or that it fits nowhere); once a pod", "provisioning", ""},
+	{"karpenter_scheduler_ignored_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass left out without trying to place them: pods asking for dynamic resource allocation while `IGNORE_DRA_REQUESTS` is true", "provisioning", "Karpenter also counts the pods its pod validation refuses for other reasons; Dovetail counts only these"},
 	{"karpenter_scheduler_unschedulable_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass could place on no node and no new NodeClaim", "provisioning", ""},
 	{"dovetail_provisioner_unschedulable_pods", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass could place nowhere, by the failing constraint: `Resources`, `Taints`, `Requirements`, `Limits`, `Offerings`, `TopologySpread`, `PodAffinity`, `Volumes`, `HostPorts`, `NoNodePool` or `Other`", "provisioning", dovetailOnly},
 
@@ -83,6 +90,9 @@ var catalog = []Info{
 	{"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "histogram", "Disruption", "Time a disruption pass took to decide, by the reason of the command it chose (`none` when none) and consolidation type", "disruption", "one observation a pass, not one a method"},
 	{"karpenter_voluntary_disruption_queue_failures_total", "counter", "Disruption", "Commands abandoned after they started (replacement not initialized in time, candidate changed)", "disruption", ""},
 	{"karpenter_voluntary_disruption_consolidation_timeouts_total", "counter", "Disruption", "Consolidation searches that ran out of time and used the best result so far", "disruption", ""},
+	{"karpenter_voluntary_disruption_decisions_by_nodepool_total", "counter", "Disruption", "Disruption commands started, counted once for each NodePool of their candidates, by decision, reason and consolidation type", "disruption", ""},
+	{"karpenter_voluntary_disruption_failed_validations_total", "counter", "Disruption", "Candidates of commands decided but not started because the cluster had changed since the decision (their pods no longer fit on the nodes there are, or a replacement's NodePool is gone), by consolidation type (`\"\"` for drift)", "disruption", ""},
+	{"karpenter_nodepools_nodes_consuming_budgets", "gauge", "NodePools", "Nodes of the NodePool being disrupted or deleted at the last disruption pass, which take room in its disruption budgets; the same figure for every reason", "disruption", ""},
 	{"karpenter_nodepools_allowed_disruptions", "gauge", "Disruption", "How many more of the NodePool's nodes may be disrupted now under its budgets", "disruption", ""},
 	{"dovetail_disruption_savings_dollars_per_hour", "gauge", "Disruption", "Sum of the hourly savings ($/h) of the consolidation commands the last disruption pass decided (drift commands not counted; 0 when it decided none)", "disruption", dovetailOnly},
 	{"dovetail_disruption_evictions_per_dollar", "gauge", "Disruption", "The last pass's evictions divided by its savings in $/h; 0 when it saves nothing", "disruption", dovetailOnly},
@@ -98,18 +108,57 @@ var catalog = []Info{
 	{"karpenter_cloudprovider_duration_seconds", "histogram", "Cloud provider", "Duration of every cloud provider call (`Create`, `Delete`, `Get`, `List`, `GetInstanceTypes`, `IsDrifted`)", "instrumented provider", ""},
 	{"karpenter_cloudprovider_errors_total", "counter", "Cloud provider", "Errors of those calls; `error` is `InsufficientCapacityError`, `NotFoundError`, `ThrottledError`, `NodeClassNotReadyError`, `ContextError` or `Other`", "instrumented provider", "error values are Dovetail's error kinds"},
 	{"karpenter_cloudprovider_instance_type_offering_price_estimate", "gauge", "Cloud provider", "Hourly price in US dollars of each offering the cloud provider returned the last time a controller listed a NodePool's instance types. The series are made at each scrape", "instrumented provider", ""},
+	{"karpenter_cloudprovider_instance_type_cpu_cores", "gauge", "Cloud provider", "vCPUs of each instance type the cloud provider returned the last time a controller listed a NodePool's instance types. The series are made at each scrape", "instrumented provider", ""},
+	{"karpenter_cloudprovider_instance_type_memory_bytes", "gauge", "Cloud provider", "Memory in bytes of each of those instance types, as the cloud sells it (before the VM's overhead)", "instrumented provider", ""},
+	{"karpenter_cloudprovider_instance_type_offering_available", "gauge", "Cloud provider", "1 when an offering (instance type, capacity type, zone) of those instance types is available, 0 when the cloud recently had no capacity for it", "instrumented provider", ""},
+	{"karpenter_cloudprovider_batcher_batch_size", "histogram", "Cloud provider", "Requests each batching window collected into one call, by `batcher` (`create_fleet`: identical launches merged into one CreateFleet)", "AWS launch batcher", ""},
+	{"karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", "Cloud provider", "How long each batching window was open, by `batcher`", "AWS launch batcher", ""},
 	{"dovetail_cloudprovider_throttled_calls_total", "counter", "Cloud provider", "AWS call attempts answered with a throttling error, by AWS service ID and operation; every attempt counts, retries included", "AWS SDK middleware", dovetailOnly},
 
+	{"karpenter_build_info", "gauge", "Cluster identity and leader election", "Always 1, labelled with the binary's `version` (the module version it was built as, `unknown` for a build from a source tree), `goversion`, `goarch` and `commit` (the git commit, as `dovetail --version` prints it)", "metrics setup", ""},
 	{"dovetail_cluster_name_conflicts", "gauge", "Cluster identity and leader election", "Other clusters (distinct `dovetail.sh/cluster-uid` tags) whose instances or launch templates carry this cluster's name tag in the account, at the last check", "cluster.identity", dovetailOnly},
 	{"dovetail_leader_election_waiting", "gauge", "Cluster identity and leader election", "Leader Leases held and renewed by another autoscaler that keep this replica from leading: `holder_kind` is `karpenter` or `older-dovetail`; 0 when none", "leader-lease watch", dovetailOnly},
 }
 
+// objectCatalog is the entries of the per-kind condition and termination metrics (ObjectConditions and
+// ObjectChanges), in the Conditions section.
+func objectCatalog() []Info {
+	var out []Info
+	for k := range numObjectKinds {
+		s := k.spec()
+		p, what := s.prefix(), "each "+s.kind
+		var labels string
+		if len(s.labelKeys) > 0 {
+			labels = "; labelled with the object's " + strings.Join(backquoted(s.labelKeys), ", ") + " labels"
+		}
+		out = append(out,
+			Info{p + "status_condition_count", "gauge", "Conditions", "Current conditions of " + what + ", 1 a condition (`type`, `status`, `reason`)" + labels + ". The series are made at each scrape", "condition gauges (informer caches)", ""},
+			Info{p + "status_condition_current_status_seconds", "gauge", "Conditions", "Time each condition of " + what + " has held its current status (since its `lastTransitionTime`)", "condition gauges (informer caches)", ""},
+			Info{p + "termination_current_time_seconds", "gauge", "Conditions", "Time since the deletion of " + what + " being deleted was requested", "condition gauges (informer caches)", ""},
+			Info{p + "termination_duration_seconds", "histogram", "Conditions", "Time from the deletion request of a " + s.kind + " until it was gone (0.5 s to 8192 s buckets)", "condition watch", ""})
+		if k != KindNodeClaim {
+			out = append(out,
+				Info{p + "status_condition_transitions_total", "counter", "Conditions", s.kind + " condition changes seen by the watch, by the `status` and `reason` changed to (a new condition counts)", "condition watch", ""},
+				Info{p + "status_condition_transition_seconds", "histogram", "Conditions", "Time a " + s.kind + " condition held `status` before it changed (0.5 s to 8192 s buckets)", "condition watch", ""})
+		}
+	}
+	return out
+}
+
+func backquoted(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = "`" + k + "`"
+	}
+	return out
+}
+
 // Catalog returns the page entries of every metric, in page order.
-func Catalog() []Info { return append([]Info(nil), catalog...) }
+func Catalog() []Info { return append(append([]Info(nil), catalog...), objectCatalog()...) }
 
 // helpOf is the catalog's meaning of a metric, its help text.
 func helpOf(name string) string {
-	for _, i := range catalog {
+	for _, i := range Catalog() {
 		if i.Name == name {
 			return stripMarkdown(i.Meaning) + "."
 		}

@@ -3,9 +3,12 @@ package metrics
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 // Label names shared by several metrics.
@@ -46,6 +49,13 @@ const (
 	LabelOperation = "operation"
 	// LabelHolderKind is who holds a leader Lease Dovetail waits on: karpenter or older-dovetail.
 	LabelHolderKind = "holder_kind"
+	// LabelBatcher names a batcher of cloud provider requests (create_fleet).
+	LabelBatcher = "batcher"
+	// Labels of karpenter_build_info.
+	LabelVersion   = "version"
+	LabelGoVersion = "goversion"
+	LabelGoArch    = "goarch"
+	LabelCommit    = "commit"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -107,17 +117,27 @@ type Metrics struct {
 	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
 	ClusterStateSynced       prometheus.Gauge
 	ClusterStateUnsyncedTime prometheus.Gauge
+	// PodsSchedulingDecisionDuration is, for each pending pod, the time from when the provisioner first saw it
+	// until a provisioning pass first decided where it goes (or that it fits nowhere).
+	PodsSchedulingDecisionDuration prometheus.Histogram
+	// SchedulerIgnoredPods is, at the last provisioning pass, the pending pods it left out (pods asking for
+	// dynamic resource allocation with IGNORE_DRA_REQUESTS=true).
+	SchedulerIgnoredPods prometheus.Gauge
 	// SchedulerUnschedulablePods is, after each provisioning pass, the pods it could place nowhere.
 	SchedulerUnschedulablePods *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
 	// returned for a NodePool, by instance type, capacity type and zone.
 	InstanceTypeOfferingPrice *OfferingPrices
+	// InstanceTypes are the CPU, memory and offering availability of the same instance types.
+	InstanceTypes *InstanceTypeGauges
 	// NodeClaimsTerminationDuration is from a NodeClaim's deletion request to the removal of its finalizer.
 	NodeClaimsTerminationDuration *prometheus.HistogramVec
 	// NodeClaimsInstanceTerminationDuration is from the InstanceTerminating condition to the instance being gone.
 	NodeClaimsInstanceTerminationDuration *prometheus.HistogramVec
 	// NodesDrained counts Nodes whose drain finished (every evictable pod gone).
 	NodesDrained *prometheus.CounterVec
+	// PodsDrained counts pods evicted while draining nodes, by the disruption reason of their node.
+	PodsDrained *prometheus.CounterVec
 	// PodsEvictionRequests counts eviction API calls by HTTP status code (200 for an accepted one).
 	PodsEvictionRequests *prometheus.CounterVec
 	// NodesLifetimeDuration is from a Node's creation to the removal of its termination finalizer.
@@ -138,6 +158,14 @@ type Metrics struct {
 	// DisruptionDecisions counts the disruption controller's commands, by decision (delete, replace), reason
 	// and consolidation type (empty, single, multi; "" for drift).
 	DisruptionDecisions *prometheus.CounterVec
+	// DisruptionDecisionsByNodePool counts the same commands once for each NodePool of their candidates.
+	DisruptionDecisionsByNodePool *prometheus.CounterVec
+	// DisruptionFailedValidations counts the candidates of commands the disruption controller decided but did not
+	// start because the cluster had changed (their pods no longer fit, a replacement's NodePool was gone).
+	DisruptionFailedValidations *prometheus.CounterVec
+	// NodePoolNodesConsumingBudgets is, after each disruption pass, how many of a NodePool's nodes were being
+	// disrupted or deleted (taking room in its budgets), by reason.
+	NodePoolNodesConsumingBudgets *prometheus.GaugeVec
 	// DisruptionEligibleNodes is, after each disruption pass, how many nodes a method could have disrupted.
 	DisruptionEligibleNodes *prometheus.GaugeVec
 	// DisruptionEvaluationDuration is the time a disruption method took to decide.
@@ -174,6 +202,18 @@ type Metrics struct {
 	LeaderElectionWaiting *prometheus.GaugeVec
 	// InstanceStatusUnhealthy is karpenter_interruption_instance_status_unhealthy_total (interruption.instancestatus).
 	InstanceStatusUnhealthy *prometheus.CounterVec
+	// ObjectConditions are the per-object condition and termination gauges of NodeClaims, NodePools, Nodes and
+	// EC2NodeClasses, made at each scrape from the listers the operator sets.
+	ObjectConditions *ObjectConditions
+	// ObjectChanges are the condition transition (NodePools, Nodes, EC2NodeClasses) and termination duration
+	// metrics of those kinds, recorded by RecordConditionChange and RecordTermination.
+	ObjectChanges *ObjectChanges
+	// BatcherBatchSize and BatcherBatchTime are the requests each batching window of the cloud provider
+	// collected and how long it was open, by batcher; record them with ObserveBatch.
+	BatcherBatchSize *prometheus.HistogramVec
+	BatcherBatchTime *prometheus.HistogramVec
+	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
+	BuildInfo *prometheus.GaugeVec
 }
 
 // New builds the metrics and registers them with reg (the operator passes controller-runtime's
@@ -264,6 +304,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ClusterStateUnsyncedTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_cluster_state_unsynced_time_seconds", Help: helpOf("karpenter_cluster_state_unsynced_time_seconds"),
 		}),
+		PodsSchedulingDecisionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_scheduling_decision_duration_seconds",
+			Help:    helpOf("karpenter_pods_scheduling_decision_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}),
+		SchedulerIgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_ignored_pods_count", Help: helpOf("karpenter_scheduler_ignored_pods_count"),
+		}),
 		SchedulerUnschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_unschedulable_pods_count", Help: helpOf("karpenter_scheduler_unschedulable_pods_count"),
 		}, []string{LabelController}),
@@ -282,6 +330,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodes_drained_total",
 			Help: "Nodes whose drain finished during termination, by owning NodePool.",
 		}, []string{LabelNodePool}),
+		PodsDrained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_pods_drained_total", Help: helpOf("karpenter_pods_drained_total"),
+		}, []string{LabelReason}),
 		PodsEvictionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_pods_eviction_requests_total",
 			Help: "Eviction API requests made while draining nodes, by HTTP response code.",
@@ -321,6 +372,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_voluntary_disruption_decisions_total",
 			Help: "Voluntary disruption commands started, by decision (delete, replace), reason and consolidation type.",
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		DisruptionDecisionsByNodePool: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+			Help: helpOf("karpenter_voluntary_disruption_decisions_by_nodepool_total"),
+		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
+		DisruptionFailedValidations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_failed_validations_total",
+			Help: helpOf("karpenter_voluntary_disruption_failed_validations_total"),
+		}, []string{LabelConsolidationType}),
+		NodePoolNodesConsumingBudgets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_nodes_consuming_budgets",
+			Help: helpOf("karpenter_nodepools_nodes_consuming_budgets"),
+		}, []string{LabelNodePool, LabelReason}),
 		DisruptionEligibleNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_voluntary_disruption_eligible_nodes",
 			Help: "Nodes a voluntary disruption method could disrupt at its last evaluation, by reason.",
@@ -388,12 +451,35 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_leader_election_waiting",
 			Help: "Leader Leases held and renewed by another autoscaler (holder_kind karpenter or older-dovetail) that keep this replica from leading, at the last check; 0 when none.",
 		}, []string{LabelHolderKind}),
+		ObjectConditions: NewObjectConditions(time.Now),
+		ObjectChanges:    NewObjectChanges(),
+		BatcherBatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "karpenter_cloudprovider_batcher_batch_size", Help: helpOf("karpenter_cloudprovider_batcher_batch_size"),
+			Buckets: []float64{1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250,
+				275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000},
+		}, []string{LabelBatcher}),
+		BatcherBatchTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "karpenter_cloudprovider_batcher_batch_time_seconds", Help: helpOf("karpenter_cloudprovider_batcher_batch_time_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelBatcher}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_build_info", Help: helpOf("karpenter_build_info"),
+		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
+	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
+	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// ObserveBatch records one closed batching window of the cloud provider: the requests it collected and how long
+// it was open.
+func (m *Metrics) ObserveBatch(batcher string, size int, open time.Duration) {
+	m.BatcherBatchSize.WithLabelValues(batcher).Observe(float64(size))
+	m.BatcherBatchTime.WithLabelValues(batcher).Observe(open.Seconds())
 }
 
 // register registers every collector of m with reg. Each controller run has a registry of its own, so a name

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/version"
 )
 
 func names(t *testing.T, m *Metrics) []string {
@@ -143,5 +147,35 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	}
 	if got := prices["capacity_type=on-demand,instance_type=m5.large,zone=us-west-2a"]; got != 0.096 {
 		t.Errorf("price estimate of m5.large on-demand = %v, want 0.096 (all: %v)", got, prices)
+	}
+}
+
+// TestBuildInfo: one series, 1, with the binary's Go version, architecture and commit.
+func TestBuildInfo(t *testing.T) {
+	m := NewForTest()
+	if n := testutil.CollectAndCount(m.BuildInfo); n != 1 {
+		t.Fatalf("karpenter_build_info has %d series, want 1", n)
+	}
+	got := testutil.ToFloat64(m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()))
+	if got != 1 {
+		t.Errorf("karpenter_build_info{goversion=%q} = %v, want 1", runtime.Version(), got)
+	}
+}
+
+// TestObserveBatch: a closed window observes its size and open time under its batcher.
+func TestObserveBatch(t *testing.T) {
+	m := NewForTest()
+	m.ObserveBatch("create_fleet", 6, 300*time.Millisecond)
+	for name, h := range map[string]*prometheus.HistogramVec{"size": m.BatcherBatchSize, "time": m.BatcherBatchTime} {
+		if n := testutil.CollectAndCount(h); n != 1 {
+			t.Errorf("batch %s: %d series, want 1", name, n)
+		}
+	}
+	out, err := testutil.CollectAndFormat(m.BatcherBatchSize, expfmt.TypeTextPlain, "karpenter_cloudprovider_batcher_batch_size")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `karpenter_cloudprovider_batcher_batch_size_sum{batcher="create_fleet"} 6`) {
+		t.Errorf("batch size not observed under create_fleet:\n%s", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,8 @@ type cloudProviderOptions struct {
 	Clock      clock.Clock
 	// OnThrottle is called for every throttled AWS call attempt.
 	OnThrottle func(service, operation string)
+	// OnBatch is called as each batching window of the provider closes.
+	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
 	LaunchNotices *cloudprovider.LaunchNotices
 	// Kube reads the API server's version and the kube-dns Service (uncached).
@@ -68,6 +71,7 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		KubeClient:    o.Reader,
 		Clock:         o.Clock,
 		OnThrottle:    o.OnThrottle,
+		OnBatch:       o.OnBatch,
 		LaunchNotices: o.LaunchNotices,
 		ServerVersion: version,
 		KubeDNS:       dns,

@@ -281,7 +281,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}, LaunchNotices: notices, Kube: kube})
+		}, OnBatch: m.ObserveBatch, LaunchNotices: notices, Kube: kube})
 	if err != nil {
 		return deps.Deps{}, err
 	}

@@ -34,3 +34,13 @@ func Commit() string {
 	}
 	return rev
 }
+
+// Version is the version of the main module the binary was built as: a release tag when it was built from the
+// module proxy's copy, else "unknown" (a build from a source tree records no version).
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
+		return "unknown"
+	}
+	return info.Main.Version
+}

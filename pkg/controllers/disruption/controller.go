@@ -386,6 +386,7 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 		for r, n := range allowed {
 			// An unlimited allowance is reported as the NodePool's node count: all of them may go.
 			m.NodePoolAllowedDisruptions.WithLabelValues(pool, strings.ToLower(string(r))).Set(float64(min(n, snap.NodeCounts[pool])))
+			m.NodePoolNodesConsumingBudgets.WithLabelValues(pool, strings.ToLower(string(r))).Set(float64(snap.Disrupting[pool]))
 		}
 	}
 	for _, t := range res.TimedOut {

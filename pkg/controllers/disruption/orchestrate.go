@@ -81,6 +81,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 	for _, plan := range cmd.Replacements {
 		if st.NodePools[plan.NodePool] == nil {
 			logger.Info("not starting disruption: the nodepool of its replacement is gone", "nodepool", plan.NodePool, "nodeclaims", candidateNames(cmd.Candidates))
+			c.deps.Metrics.DisruptionFailedValidations.WithLabelValues(cmd.ConsolidationType).Add(float64(len(candidates)))
 			return nil, nil
 		}
 		r.Launch = append(r.Launch, launchOf(plan))
@@ -94,6 +95,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 		}
 		if why != "" {
 			logger.Info("not starting disruption: its pods do not fit on the nodes there are now", "nodeclaims", candidateNames(cmd.Candidates), "why", why)
+			c.deps.Metrics.DisruptionFailedValidations.WithLabelValues(cmd.ConsolidationType).Add(float64(len(candidates)))
 			return nil, nil
 		}
 	}
@@ -123,6 +125,13 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 	c.announceConsolidation(st, cmd, candidates)
+	pools := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		if !pools[cand.NodePool] {
+			pools[cand.NodePool] = true
+			c.deps.Metrics.DisruptionDecisionsByNodePool.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType, cand.NodePool).Inc()
+		}
+	}
 
 	in := &InProgress{Record: r}
 	errs := c.forEach(ctx, len(candidates), func(i int) error { return c.markCandidate(ctx, candidates[i], raw) })

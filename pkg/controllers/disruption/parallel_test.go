@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -122,6 +123,10 @@ func TestCommandsRunInParallel(t *testing.T) {
 	}
 	if !nc.DeletionTimestamp.IsZero() || recordID(t, e, secondCandidate) != secondID {
 		t.Errorf("%s: deleted or lost its command while its replacement is not initialized", secondCandidate)
+	}
+	// Two drift commands of NodePool default, counted once each by NodePool.
+	if got := testutil.ToFloat64(e.Deps.Metrics.DisruptionDecisionsByNodePool.WithLabelValues("replace", "drifted", "", "default")); got != 2 {
+		t.Errorf("voluntary_disruption_decisions_by_nodepool_total{replace,drifted,default} = %v, want 2", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -9,6 +10,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // TestRecordEfficiency: the efficiency gauges follow the last pass, evictions per dollar is 0 without savings.
@@ -64,5 +66,45 @@ func TestRecordBalancedScores(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(m.ConsolidationScore); got != 2 {
 		t.Errorf("%d score series, want 2 (approved and rejected)", got)
+	}
+}
+
+// TestRecordNodesConsumingBudgets: after a pass, each NodePool's nodes being disrupted are reported for every
+// reason its budgets were computed for.
+func TestRecordNodesConsumingBudgets(t *testing.T) {
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Metrics: m})
+	snap := &core.Snapshot{Disrupting: map[string]int{"web": 2}, NodeCounts: map[string]int{"web": 5, "batch": 1}}
+	res := &core.Result{Allowed: map[string]map[karpv1.DisruptionReason]int{
+		"web":   {karpv1.DisruptionReasonDrifted: 1, karpv1.DisruptionReasonEmpty: 3},
+		"batch": {karpv1.DisruptionReasonDrifted: 1},
+	}}
+	c.record(res, snap, 0)
+	for _, tc := range []struct {
+		pool, reason string
+		want         float64
+	}{{"web", "drifted", 2}, {"web", "empty", 2}, {"batch", "drifted", 0}} {
+		if got := testutil.ToFloat64(m.NodePoolNodesConsumingBudgets.WithLabelValues(tc.pool, tc.reason)); got != tc.want {
+			t.Errorf("nodes_consuming_budgets{%s,%s} = %v, want %v", tc.pool, tc.reason, got, tc.want)
+		}
+	}
+}
+
+// TestReplacementNodePoolGoneFailsValidation: a command whose replacement's NodePool is gone since the decision
+// does not start, and its candidates count as failed validations of its consolidation type.
+func TestReplacementNodePoolGoneFailsValidation(t *testing.T) {
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Metrics: m})
+	st := &state{View: &View{Claims: []karpv1.NodeClaim{{}, {}}, NodePools: map[string]*karpv1.NodePool{}}}
+	st.Claims[0].Name, st.Claims[1].Name = "a", "b"
+	cmd := &core.Command{Reason: karpv1.DisruptionReasonUnderutilized, Decision: "replace", ConsolidationType: "multi",
+		Candidates:   []*core.Candidate{{NodeClaim: "a", NodePool: "web"}, {NodeClaim: "b", NodePool: "web"}},
+		Replacements: []*scheduling.NodeClaimPlan{{NodePool: "gone"}}}
+	s, err := c.prepare(context.Background(), st, nil, cmd)
+	if err != nil || s != nil {
+		t.Fatalf("prepare = %v, %v; want no command and no error", s, err)
+	}
+	if got := testutil.ToFloat64(m.DisruptionFailedValidations.WithLabelValues("multi")); got != 2 {
+		t.Errorf("failed_validations_total{multi} = %v, want 2 (one a candidate)", got)
 	}
 }

@@ -74,6 +74,8 @@ type Controller struct {
 	// restored is set once the first pass with pending pods took its placement from the NodeClaims'
 	// annotations (restorePlacement).
 	restored bool
+	// decisions times each pending pod's first scheduling decision.
+	decisions *decisionTimes
 }
 
 // createdClaim is a NodeClaim as created, and when.
@@ -103,6 +105,7 @@ func NewController(d deps.Deps) *Controller {
 		unschedulableCodes: map[string]bool{},
 		plans:              plans,
 		surplusSince:       map[string]time.Time{},
+		decisions:          newDecisionTimes(),
 	}
 }
 
@@ -183,6 +186,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if !IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}
+	c.decisions.ack(pod.UID, c.deps.Clock.Now())
 	c.batcher.Trigger()
 	return reconcile.Result{RequeueAfter: pendingRequeue}, nil
 }
@@ -193,6 +197,8 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
+	// Pods the trigger sees from now on may be missing from this pass's snapshot (see decisionTimes.decide).
+	passStart := c.deps.Clock.Now()
 	// The virtual pods of CapacityBuffers (none when the gate is off): placed after the real pods, on the room
 	// those leave, so a buffer never delays a real pod.
 	virtual := c.deps.Buffers.Pods()
@@ -207,8 +213,10 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	// Pods asking for dynamic resource allocation are left out (IGNORE_DRA_REQUESTS=true); apply tells them why.
 	var held []*corev1.Pod
 	in.Pods, held = withoutDRARequests(in.Pods)
+	c.deps.Metrics.SchedulerIgnoredPods.Set(float64(len(held)))
 	if len(in.Pods) == 0 && len(virtual) == 0 && len(held) == 0 {
 		c.placement = placement{}
+		c.decisions.decide(nil, passStart, c.deps.Clock.Now())
 		c.recordUnschedulable(solver.Plan{})
 		c.plans.SetPlanned(nil)
 		c.plans.ForgetNominatedExcept(nil)
@@ -239,6 +247,9 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		buffers = c.solver.Solve(ctx, rest)
 	}
 	c.deps.Metrics.SchedulingDuration.WithLabelValues(Name).Observe(c.deps.Clock.Since(start).Seconds())
+	for _, d := range c.decisions.decide(in.Pods, passStart, c.deps.Clock.Now()) {
+		c.deps.Metrics.PodsSchedulingDecisionDuration.Observe(d.Seconds())
+	}
 	logger.V(1).Info("computed plan", "pods", len(in.Pods), "pinned", len(in.Pinned), "new-nodeclaims", len(plan.NewNodeClaims),
 		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable),
 		"buffer-pods", len(virtual), "buffer-new-nodeclaims", len(buffers.NewNodeClaims), "buffer-unplaced", len(buffers.Unschedulable))

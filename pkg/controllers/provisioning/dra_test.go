@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -72,6 +73,9 @@ func TestPodsWithDRAClaimsAreNotProvisionedFor(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("only the DRA pod %v: no FailedScheduling event naming the DRA claims among %q", only, events)
+				}
+				if got := testutil.ToFloat64(c.deps.Metrics.SchedulerIgnoredPods); got != 1 {
+					t.Errorf("only the DRA pod %v: karpenter_scheduler_ignored_pods_count = %v, want 1", only, got)
 				}
 			}
 		})

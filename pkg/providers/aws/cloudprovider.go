@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,9 @@ type Options struct {
 	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
 	// throttling error (the operator counts them in dovetail_cloudprovider_throttled_calls_total).
 	OnThrottle func(service, operation string)
+	// OnBatch, when set, is called as each batching window of the provider closes, with the batcher's name
+	// (create_fleet), the requests it collected and how long it was open.
+	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchBatch is the window in which identical launches are merged into one CreateFleet call (nil:
 	// instance.DefaultBatchWindow). Its clock is its own (default: the real clock), not Clock.
 	LaunchBatch *instance.BatchWindow
@@ -144,6 +148,9 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	window := instance.DefaultBatchWindow
 	if opts.LaunchBatch != nil {
 		window = *opts.LaunchBatch
+	}
+	if window.Observed == nil && opts.OnBatch != nil {
+		window.Observed = func(size int, open time.Duration) { opts.OnBatch("create_fleet", size, open) }
 	}
 	if window.Waiting == nil && opts.LaunchNotices != nil {
 		window.Waiting = opts.LaunchNotices.Waiting

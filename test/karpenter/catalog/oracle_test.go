@@ -104,7 +104,7 @@ func TestSameAsKarpenter(t *testing.T) {
 	var missing []string
 	for name := range theirs {
 		if (strings.HasPrefix(name, "karpenter_") || strings.HasPrefix(name, "operator_")) && !registered[name] {
-			missing = append(missing, name)
+			missing = append(missing, fmt.Sprintf("%s %s %v", name, theirs[name].typ, theirs[name].labels))
 		}
 	}
 	sort.Strings(missing)

@@ -56,7 +56,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 	// Why each pod still holds the node, for the Drained condition.
 	held := map[*corev1.Pod]string{}
 	for _, pod := range plan.Evict {
-		next, reason, err := c.evict(ctx, node, pod)
+		next, reason, err := c.evict(ctx, node, pod, drainReason(nc))
 		if err != nil {
 			return drainResult{}, err
 		}
@@ -184,4 +184,19 @@ func podCount(n int) string {
 		return "1 pod"
 	}
 	return fmt.Sprintf("%d pods", n)
+}
+
+// drainReason is the reason label of karpenter_pods_drained_total for the pods of a NodeClaim's node: the reason
+// of its DisruptionReason condition when that is True (a voluntary disruption), "Forceful Termination" otherwise
+// (a deletion by a user or by node repair), "" without a NodeClaim.
+func drainReason(nc *karpv1.NodeClaim) string {
+	if nc == nil {
+		return ""
+	}
+	for _, c := range nc.Status.Conditions {
+		if c.Type == karpv1.ConditionTypeDisruptionReason && c.Status == metav1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return "Forceful Termination"
 }

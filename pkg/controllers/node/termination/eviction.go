@@ -20,8 +20,9 @@ import (
 )
 
 // evict asks the Eviction API to evict the pod, unless a previous refusal's backoff has not run out. After a
-// refusal it returns when to try again and why the pod is held (nil and "" when it need not be retried).
-func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (*time.Time, string, error) {
+// refusal it returns when to try again and why the pod is held (nil and "" when it need not be retried). An
+// accepted eviction counts in karpenter_pods_drained_total under drained (see drainReason).
+func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, drained string) (*time.Time, string, error) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	b, waiting := c.backoffs[pod.UID]
@@ -50,6 +51,9 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	logger := log.FromContext(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
 	switch {
 	case err == nil:
+		if c.metrics != nil {
+			c.metrics.PodsDrained.WithLabelValues(drained).Inc()
+		}
 		c.clearBackoff(pod)
 		logger.Info("evicted pod")
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonEvicted, "Evicted pod: node %s is being terminated", node.Name)

@@ -64,5 +64,9 @@ func TestEvictionSlotsTakenRetriesThePodLater(t *testing.T) {
 	if got := testutil.ToFloat64(h.metrics.PodsEvictionRequests.WithLabelValues("200")); got != 1 {
 		t.Errorf("karpenter_pods_eviction_requests_total{code=200} = %v, want 1", got)
 	}
+	// The NodeClaim was deleted without a disruption: a forceful termination.
+	if got := testutil.ToFloat64(h.metrics.PodsDrained.WithLabelValues("Forceful Termination")); got != 1 {
+		t.Errorf("karpenter_pods_drained_total{reason=Forceful Termination} = %v, want 1", got)
+	}
 	h.settle(5)
 }

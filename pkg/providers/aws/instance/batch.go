@@ -28,6 +28,9 @@ type BatchWindow struct {
 	// Waiting, when set, returns how many launches are known to be on their way (NodeClaims created and not
 	// yet launched): while it is above zero the window stays open past Idle, until Max.
 	Waiting func() int
+	// Observed, when set, is called as each window closes with the requests it collected and how long it was
+	// open.
+	Observed func(size int, open time.Duration)
 }
 
 // DefaultBatchWindow is the window the provider uses unless told otherwise: identical launches arriving less
@@ -167,6 +170,9 @@ func (b *batcher) collect(ctx context.Context, key string, fb *fleetBatch) {
 	b.sealLocked(key, fb)
 	reqs := fb.reqs
 	b.mu.Unlock()
+	if b.window.Observed != nil {
+		b.window.Observed(len(reqs), clk.Since(start))
+	}
 
 	in := reqs[0].full
 	merged := len(reqs) > 1

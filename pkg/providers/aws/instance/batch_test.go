@@ -120,7 +120,14 @@ func TestBatcherMergesIdenticalRequestsWithinTheWindow(t *testing.T) {
 func TestBatcherClosesAtMaxWhileRequestsKeepArriving(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	f := &fakeFleet{limit: 100}
-	b := newBatcher(BatchWindow{Idle: 100 * time.Millisecond, Max: 300 * time.Millisecond, Size: 100, Clock: clk}, f.call)
+	var observed []string
+	var mu sync.Mutex
+	b := newBatcher(BatchWindow{Idle: 100 * time.Millisecond, Max: 300 * time.Millisecond, Size: 100, Clock: clk,
+		Observed: func(size int, open time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			observed = append(observed, fmt.Sprintf("%d %v", size, open))
+		}}, f.call)
 	var wg sync.WaitGroup
 	launch := func() {
 		wg.Add(1)
@@ -141,6 +148,12 @@ func TestBatcherClosesAtMaxWhileRequestsKeepArriving(t *testing.T) {
 	wg.Wait()
 	if d := cmp.Diff([]int32{6}, f.calledSnapshot()); d != "" {
 		t.Errorf("CreateFleet capacities (-want +got):\n%s", d)
+	}
+	// The window is observed once: six requests, open for its 300 ms.
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]string{"6 300ms"}, observed); d != "" {
+		t.Errorf("observed windows (-want +got):\n%s", d)
 	}
 }
 

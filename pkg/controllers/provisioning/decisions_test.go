@@ -1,0 +1,82 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+func podUID(uid string) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.UID = types.UID(uid)
+	return p
+}
+
+// TestDecisionTimes: a pod is observed once, from when it was first seen to the first pass that had it; a pod
+// the trigger did not see is not observed; pods no longer pending are forgotten, but not pods seen after the
+// pass began.
+func TestDecisionTimes(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	d := newDecisionTimes()
+	d.ack("a", t0)
+	d.ack("a", t0.Add(time.Second)) // seen again: the first sighting counts
+	got := d.decide([]*corev1.Pod{podUID("a"), podUID("unseen")}, t0, t0.Add(3*time.Second))
+	if diff := cmp.Diff([]time.Duration{3 * time.Second}, got); diff != "" {
+		t.Errorf("first pass (-want +got):\n%s", diff)
+	}
+	d.ack("a", t0.Add(4*time.Second)) // still pending, decided: not seen anew
+	d.ack("late", t0.Add(6*time.Second))
+	if got := d.decide([]*corev1.Pod{podUID("a")}, t0.Add(5*time.Second), t0.Add(7*time.Second)); len(got) != 0 {
+		t.Errorf("second pass observed %v, want nothing (a decided before, late not in the pass)", got)
+	}
+	if _, ok := d.seen["late"]; !ok {
+		t.Error("a pod seen after the pass began was forgotten")
+	}
+	d.decide(nil, t0.Add(10*time.Second), t0.Add(10*time.Second))
+	if len(d.seen) != 0 || len(d.decided) != 0 {
+		t.Errorf("entries of pods no longer pending kept: seen %v decided %v", d.seen, d.decided)
+	}
+}
+
+// TestSchedulingDecisionObserved: a pending pod the trigger saw is observed once when a pass decides on it.
+func TestSchedulingDecisionObserved(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
+	c, _ := newTestController(api)
+	if _, err := c.reconcilePod(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.Schedule(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := histogramCount(t, c); n != 1 {
+		t.Errorf("karpenter_pods_scheduling_decision_duration_seconds has %d observations after two passes, want 1", n)
+	}
+}
+
+func histogramCount(t *testing.T, c *Controller) uint64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := c.deps.Metrics.PodsSchedulingDecisionDuration.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
