@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestDashboardQueriesFindData(t *testing.T) {
 	st, at := load(t, scrapesPath())
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 5e7, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	t.Cleanup(func() { _ = engine.Close() })
-	var empty []string
+	var empty, arrived []string
 	for _, q := range Queries {
 		qry, err := engine.NewInstantQuery(context.Background(), st, nil, q.Expr, at)
 		if err != nil {
@@ -95,11 +96,27 @@ func TestDashboardQueriesFindData(t *testing.T) {
 			n = 1
 		}
 		qry.Close()
+		if metric, ok := NotYet[q.Name]; ok {
+			if n > 0 {
+				arrived = append(arrived, q.Name+"\t"+metric)
+			} else {
+				t.Logf("%s: no data, as expected: Dovetail does not serve %s yet", q.Name, metric)
+			}
+			continue
+		}
 		if n == 0 {
 			empty = append(empty, q.Name+"\t"+q.Expr)
 			continue
 		}
 		t.Logf("%s: %d series", q.Name, n)
+	}
+	for name := range NotYet {
+		if !slices.ContainsFunc(Queries, func(q Query) bool { return q.Name == name }) {
+			t.Errorf("NotYet names %q, which is not a query", name)
+		}
+	}
+	if len(arrived) > 0 {
+		t.Errorf("queries marked NotYet find data now; remove them from NotYet (queries.go):\n%s", strings.Join(arrived, "\n"))
 	}
 	if len(empty) > 0 {
 		t.Errorf("%d of %d dashboard queries return no data on %s:\n%s", len(empty), len(Queries), scrapesPath(),

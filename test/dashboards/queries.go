@@ -55,7 +55,7 @@ var Queries = []Query{
 	{"registration time p90 (Registered condition)", `histogram_quantile(0.9, sum by (le) (rate(operator_nodeclaim_status_condition_transition_seconds_bucket{type="Registered"}[10m])))`},
 	{"nodeclaim condition transitions", `sum by (type, status) (increase(operator_nodeclaim_status_condition_transitions_total[10m]))`},
 	{"nodeclaims by condition", `sum by (type, status) (operator_nodeclaim_status_condition_count)`},
-	{"alert: a nodeclaim condition Unknown for long", `max by (type) (operator_nodeclaim_status_condition_current_status_seconds{status="Unknown"}) >= 0`},
+	{"alert: a nodeclaim condition in its status for long", `max by (type, status) (operator_nodeclaim_status_condition_current_status_seconds) >= 0`},
 	{"alert: nodepool not ready", `operator_nodepool_status_condition_count{type="Ready"}`},
 	{"alert: ec2nodeclass not ready", `operator_ec2nodeclass_status_condition_count{type="Ready"}`},
 	{"deprecated condition count by kind", `sum by (kind, type) (operator_status_condition_count)`},
@@ -94,4 +94,12 @@ var Queries = []Query{
 	{"work queue depth", `sum by (name) (workqueue_depth)`},
 	// leader_election_master_status is left out: the local stack runs without leader election.
 	{"API server requests by code", `sum by (code) (rate(client_go_request_total[5m]))`},
+}
+
+// NotYet are the queries reading a metric Dovetail does not serve yet, by query name, with that metric: such a query
+// must return nothing (so the entry is removed the day the metric arrives) instead of data.
+var NotYet = map[string]string{
+	"instance launch failures by reason and zone": "karpenter_cloudprovider_instance_launch_failures_total",
+	"AWS API calls by service and action":         "aws_sdk_go_request_total",
+	"API server requests by code":                 "client_go_request_total",
 }

@@ -58,6 +58,7 @@ var unscrapedMetrics = map[string]string{
 	"karpenter_nodepools_cost_tracker_errors_total":               "needs the NodePool cost tracker to fail",
 	"karpenter_voluntary_disruption_consolidation_timeouts_total": "needs a consolidation search that runs out of time",
 	"karpenter_voluntary_disruption_failed_validations_total":     "needs a disruption candidate that changes during validation",
+	"karpenter_consolidation_score":                               "needs a NodePool with consolidationPolicy: Balanced",
 	"karpenter_voluntary_disruption_queue_failures_total":         "needs a replacement that never initializes",
 	// Node repair waits out a toleration (20 s here) on top of the launch; repair_test.go covers it.
 	"karpenter_nodeclaims_unhealthy_disrupted_total": "needs node repair",
@@ -79,6 +80,53 @@ var unscrapedMetrics = map[string]string{
 	"operator_nodepool_termination_duration_seconds": "a NodePool is never seen terminating",
 }
 
+// notYetMetrics are the Karpenter metrics Dovetail does not serve yet (docs/metrics.md, "Differences from
+// Karpenter"), and notYetLabels the Karpenter labels its metrics still lack, as "metric/label". They are reported,
+// not failed; one that is served now fails the test until it is taken off these lists, so they only shrink.
+var notYetMetrics = map[string]bool{
+	"aws_sdk_go_request_attempt_duration_seconds":                   true,
+	"aws_sdk_go_request_attempt_total":                              true,
+	"aws_sdk_go_request_duration_seconds":                           true,
+	"aws_sdk_go_request_retry_count":                                true,
+	"aws_sdk_go_request_total":                                      true,
+	"client_go_request_duration_seconds":                            true,
+	"client_go_request_total":                                       true,
+	"controller_runtime_reconcile_timeouts_total":                   true,
+	"karpenter_cloudprovider_instance_launch_failures_total":        true,
+	"karpenter_ec2nodeclasses_userdata_bytes":                       true,
+	"karpenter_nodepools_cost_total":                                true,
+	"karpenter_pods_disruption_initiated_total":                     true,
+	"karpenter_pods_provisioning_bound_duration_seconds":            true,
+	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": true,
+	"karpenter_pods_provisioning_startup_duration_seconds":          true,
+	"karpenter_pods_provisioning_unbound_time_seconds":              true,
+	"karpenter_pods_provisioning_unstarted_time_seconds":            true,
+	"karpenter_scheduler_pending_pods_by_effective_zone_count":      true,
+	"operator_ec2nodeclass_status_condition_transition_seconds":     true,
+}
+
+var notYetLabels = map[string]bool{
+	"karpenter_cloudprovider_errors_total/nodepool":                                         true,
+	"karpenter_nodeclaims_created_total/min_values_relaxed":                                 true,
+	"karpenter_nodeclaims_disrupted_total/consolidation_policy":                             true,
+	"karpenter_nodeclaims_disrupted_total/termination_mode":                                 true,
+	"karpenter_nodeclaims_terminated_total/capacity_type":                                   true,
+	"karpenter_nodeclaims_terminated_total/zone":                                            true,
+	"karpenter_nodes_created_total/zone":                                                    true,
+	"karpenter_nodes_terminated_total/zone":                                                 true,
+	"karpenter_pods_bound_duration_seconds/dynamic_resources":                               true,
+	"karpenter_pods_unbound_time_seconds/dynamic_resources":                                 true,
+	"karpenter_scheduler_queue_depth/scheduling_id":                                         true,
+	"operator_node_status_condition_transition_seconds/to_status":                           true,
+	"operator_nodeclaim_status_condition_transition_seconds/karpenter_k8s_aws_ec2nodeclass": true,
+	"operator_nodeclaim_status_condition_transition_seconds/karpenter_sh_nodepool":          true,
+	"operator_nodeclaim_status_condition_transition_seconds/to_status":                      true,
+	"operator_nodeclaim_status_condition_transitions_total/karpenter_k8s_aws_ec2nodeclass":  true,
+	"operator_nodeclaim_status_condition_transitions_total/karpenter_sh_nodepool":           true,
+	"operator_nodepool_status_condition_transition_seconds/to_status":                       true,
+	"operator_status_condition_transition_seconds/to_status":                                true,
+}
+
 // transientMetrics are Karpenter metrics whose series exist only for moments (while an object terminates, while a
 // scheduling pass runs): the scenario's terminations and passes take about a second, so a scrape every 5 seconds
 // may miss them. When a scrape has one, its labels and type are checked like the others'; it is not required.
@@ -89,6 +137,9 @@ var transientMetrics = map[string]bool{
 	"operator_ec2nodeclass_termination_current_time_seconds": true,
 	"operator_nodepool_termination_current_time_seconds":     true,
 	"karpenter_scheduler_unfinished_work_seconds":            true,
+	// Counted when a consolidation move is decided; the scenario's scale-in may end in an emptiness deletion the last
+	// scrape misses.
+	"karpenter_consolidation_moves_total": true,
 }
 
 // scrapeMarker starts each scrape in the scrapes file (test/dashboards reads it: scrapes.go).
@@ -367,7 +418,7 @@ func checkKarpenterMetrics(t *testing.T, bodies []string) {
 			types[name] = strings.ToLower(fam.GetType().String())
 		}
 	}
-	var missing, labelGaps, typeGaps []string
+	var missing, labelGaps, typeGaps, notYet, arrived []string
 	for _, m := range list.Metrics {
 		if _, ok := unscrapedMetrics[m.Name]; ok {
 			continue
@@ -376,13 +427,26 @@ func checkKarpenterMetrics(t *testing.T, bodies []string) {
 		if !ok && transientMetrics[m.Name] {
 			continue
 		}
+		if notYetMetrics[m.Name] {
+			if ok {
+				arrived = append(arrived, m.Name)
+			} else {
+				notYet = append(notYet, m.Name)
+			}
+			continue
+		}
 		if !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s, %s; labels %s)", m.Name, m.Type, strings.Join(m.Versions, " "), strings.Join(m.Labels, ",")))
 			continue
 		}
 		var lacking []string
 		for _, l := range m.Labels {
-			if !labels[l] {
+			switch {
+			case notYetLabels[m.Name+"/"+l] && labels[l]:
+				arrived = append(arrived, m.Name+"/"+l)
+			case notYetLabels[m.Name+"/"+l]:
+				notYet = append(notYet, m.Name+"/"+l)
+			case !labels[l]:
 				lacking = append(lacking, l)
 			}
 		}
@@ -394,6 +458,12 @@ func checkKarpenterMetrics(t *testing.T, bodies []string) {
 		}
 	}
 	missing, labelGaps, typeGaps = dedupe(missing), dedupe(labelGaps), dedupe(typeGaps)
+	if notYet = dedupe(notYet); len(notYet) > 0 {
+		t.Logf("%d Karpenter metrics and labels not served yet (notYetMetrics, notYetLabels):\n  %s", len(notYet), strings.Join(notYet, "\n  "))
+	}
+	if arrived = dedupe(arrived); len(arrived) > 0 {
+		t.Errorf("served now, take them off notYetMetrics / notYetLabels:\n  %s", strings.Join(arrived, "\n  "))
+	}
 	if len(missing)+len(labelGaps)+len(typeGaps) > 0 {
 		t.Errorf("the controller's scrape does not serve Karpenter's metrics as Karpenter does:\n"+
 			"%d metrics missing:\n  %s\n%d metrics without some of Karpenter's labels:\n  %s\n%d metrics of another type:\n  %s",
