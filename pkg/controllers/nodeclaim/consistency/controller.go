@@ -56,7 +56,8 @@ func NewController(d deps.Deps) *Controller {
 
 // Register watches NodeClaims.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return builder.ControllerManagedBy(m).Named(Name).For(&karpv1.NodeClaim{}).Complete(c)
+	// A status patch that meets a newer NodeClaim (optimistic lock) is retried, not logged as a reconciler error.
+	return builder.ControllerManagedBy(m).Named(Name).For(&karpv1.NodeClaim{}).Complete(deps.RetryTransient(c))
 }
 
 // Issues lists where the Node falls short of the NodeClaim: for each resource the NodeClaim requests (non-zero)
