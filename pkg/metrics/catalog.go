@@ -113,6 +113,11 @@ var catalog = []Info{
 	{"karpenter_cloudprovider_instance_type_offering_available", "gauge", "Cloud provider", "1 when an offering (instance type, capacity type, zone) of those instance types is available, 0 when the cloud recently had no capacity for it", "instrumented provider", ""},
 	{"karpenter_cloudprovider_batcher_batch_size", "histogram", "Cloud provider", "Requests each batching window collected into one call, by `batcher` (`create_fleet`: identical launches merged into one CreateFleet)", "AWS launch batcher", ""},
 	{"karpenter_cloudprovider_batcher_batch_time_seconds", "histogram", "Cloud provider", "How long each batching window was open, by `batcher`", "AWS launch batcher", ""},
+	{"aws_sdk_go_request_total", "counter", "Cloud provider", "AWS API operations that returned, by AWS service ID (`service`), `action` and `code`, the HTTP status of the last attempt (`-1` when it got no answer)", "AWS SDK middleware", ""},
+	{"aws_sdk_go_request_duration_seconds", "histogram", "Cloud provider", "Time an AWS API operation took, retries and their waits included", "AWS SDK middleware", ""},
+	{"aws_sdk_go_request_retry_count", "histogram", "Cloud provider", "Attempts beyond the first that an AWS API operation made", "AWS SDK middleware", ""},
+	{"aws_sdk_go_request_attempt_total", "counter", "Cloud provider", "HTTP attempts of AWS API operations; `code` is the attempt's own HTTP status (`-1` without an answer)", "AWS SDK middleware", ""},
+	{"aws_sdk_go_request_attempt_duration_seconds", "histogram", "Cloud provider", "Time each HTTP attempt of an AWS API operation took, from signing to the parsed answer; `code` is the operation's (last attempt's) status, as in Karpenter", "AWS SDK middleware", "Karpenter times from sending to the parsed answer, without signing"},
 	{"dovetail_cloudprovider_throttled_calls_total", "counter", "Cloud provider", "AWS call attempts answered with a throttling error, by AWS service ID and operation; every attempt counts, retries included", "AWS SDK middleware", dovetailOnly},
 
 	{"karpenter_build_info", "gauge", "Cluster identity and leader election", "Always 1, labelled with the binary's `version` (the module version it was built as, `unknown` for a build from a source tree), `goversion`, `goarch` and `commit` (the git commit, as `dovetail --version` prints it)", "metrics setup", ""},

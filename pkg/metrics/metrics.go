@@ -212,6 +212,14 @@ type Metrics struct {
 	// collected and how long it was open, by batcher; record them with ObserveBatch.
 	BatcherBatchSize *prometheus.HistogramVec
 	BatcherBatchTime *prometheus.HistogramVec
+	// AWSRequests, AWSRequestDuration and AWSRequestRetries are recorded once per AWS operation,
+	// AWSRequestAttempts and AWSRequestAttemptDuration once per HTTP attempt of it; record them with
+	// ObserveAWSCall.
+	AWSRequests               *prometheus.CounterVec
+	AWSRequestDuration        *prometheus.HistogramVec
+	AWSRequestRetries         *prometheus.HistogramVec
+	AWSRequestAttempts        *prometheus.CounterVec
+	AWSRequestAttemptDuration *prometheus.HistogramVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -467,6 +475,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
+	newAWSSDKMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -25,6 +26,8 @@ type cloudProviderOptions struct {
 	Clock      clock.Clock
 	// OnThrottle is called for every throttled AWS call attempt.
 	OnThrottle func(service, operation string)
+	// OnCall is called as every AWS operation returns.
+	OnCall func(sdk.Call)
 	// OnBatch is called as each batching window of the provider closes.
 	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
@@ -71,6 +74,7 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		KubeClient:    o.Reader,
 		Clock:         o.Clock,
 		OnThrottle:    o.OnThrottle,
+		OnCall:        o.OnCall,
 		OnBatch:       o.OnBatch,
 		LaunchNotices: o.LaunchNotices,
 		ServerVersion: version,

@@ -39,6 +39,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/overlay"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -281,6 +282,12 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
+		}, OnCall: func(c sdk.Call) {
+			attempts := make([]metrics.AWSAttempt, len(c.Attempts))
+			for i, a := range c.Attempts {
+				attempts[i] = metrics.AWSAttempt{Code: a.Code, Duration: a.Duration}
+			}
+			m.ObserveAWSCall(c.Service, c.Operation, c.Code, c.Duration, attempts)
 		}, OnBatch: m.ObserveBatch, LaunchNotices: notices, Kube: kube})
 	if err != nil {
 		return deps.Deps{}, err

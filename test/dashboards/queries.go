@@ -100,6 +100,5 @@ var Queries = []Query{
 // must return nothing (so the entry is removed the day the metric arrives) instead of data.
 var NotYet = map[string]string{
 	"instance launch failures by reason and zone": "karpenter_cloudprovider_instance_launch_failures_total",
-	"AWS API calls by service and action":         "aws_sdk_go_request_total",
 	"API server requests by code":                 "client_go_request_total",
 }

@@ -59,6 +59,9 @@ type Options struct {
 	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
 	// throttling error (the operator counts them in dovetail_cloudprovider_throttled_calls_total).
 	OnThrottle func(service, operation string)
+	// OnCall, when set, is called as every AWS operation returns, with its attempts (the operator records the
+	// aws_sdk_go_request_* metrics from it).
+	OnCall func(sdk.Call)
 	// OnBatch, when set, is called as each batching window of the provider closes, with the batcher's name
 	// (create_fleet), the requests it collected and how long it was open.
 	OnBatch func(batcher string, size int, open time.Duration)
@@ -133,6 +136,7 @@ func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error)
 		return nil, fmt.Errorf("aws cloud provider: no AWS region: set AWS_REGION")
 	}
 	sdk.CountThrottles(&cfg, opts.OnThrottle)
+	sdk.ObserveCalls(&cfg, opts.OnCall)
 	p := newWithClients(opts, sdk.NewClients(cfg))
 	if opts.Settings.AWSFeatureEnabled(settings.AWSFeatureNodeClassCEL) {
 		env, err := kubeletcel.New()
