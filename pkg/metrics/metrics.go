@@ -220,6 +220,11 @@ type Metrics struct {
 	AWSRequestRetries         *prometheus.HistogramVec
 	AWSRequestAttempts        *prometheus.CounterVec
 	AWSRequestAttemptDuration *prometheus.HistogramVec
+	// ClientGoRequests and ClientGoRequestDuration are the API server requests of the controller's clients, by
+	// answer and by resource; the operator forwards client-go's request metrics to CountKubeResult and
+	// RecordKubeRequest.
+	ClientGoRequests        *prometheus.CounterVec
+	ClientGoRequestDuration *prometheus.HistogramVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -476,6 +481,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
 	newAWSSDKMetrics(m)
+	newClientGoMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

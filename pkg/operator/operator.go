@@ -139,6 +139,7 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 		return err
 	}
 	d.Namespace = controllerNamespace(opts.Getenv)
+	defer forwardKubeRequests(d.Metrics)()
 	watch.Logger = logger.WithName("leader-lease")
 	watch.Recorder = d.Recorder
 	watch.Waiting = d.Metrics.LeaderElectionWaiting

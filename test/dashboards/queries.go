@@ -100,5 +100,4 @@ var Queries = []Query{
 // must return nothing (so the entry is removed the day the metric arrives) instead of data.
 var NotYet = map[string]string{
 	"instance launch failures by reason and zone": "karpenter_cloudprovider_instance_launch_failures_total",
-	"API server requests by code":                 "client_go_request_total",
 }
