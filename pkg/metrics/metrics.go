@@ -225,6 +225,11 @@ type Metrics struct {
 	// RecordKubeRequest.
 	ClientGoRequests        *prometheus.CounterVec
 	ClientGoRequestDuration *prometheus.HistogramVec
+	// InstanceLaunchFailures counts the errors of CreateFleet answers (one per offering not launched), and
+	// InstanceTerminationFailures the failed TerminateInstances calls; record them with CountLaunchFailure and
+	// CountTerminationFailure.
+	InstanceLaunchFailures      *prometheus.CounterVec
+	InstanceTerminationFailures *prometheus.CounterVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -482,6 +487,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
 	newAWSSDKMetrics(m)
 	newClientGoMetrics(m)
+	newInstanceFailureMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

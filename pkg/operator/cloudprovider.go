@@ -28,6 +28,10 @@ type cloudProviderOptions struct {
 	OnThrottle func(service, operation string)
 	// OnCall is called as every AWS operation returns.
 	OnCall func(sdk.Call)
+	// OnLaunchFailure and OnTerminationFailure are called for every CreateFleet error and failed
+	// TerminateInstances call.
+	OnLaunchFailure      func(capacityType, reason, zone, zoneID string)
+	OnTerminationFailure func(zone, zoneID string)
 	// OnBatch is called as each batching window of the provider closes.
 	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
@@ -69,16 +73,18 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		version, dns = serverVersion(o.Kube), kubeDNS(o.Kube)
 	}
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
-		Settings:      o.Settings,
-		ClusterUID:    o.ClusterUID,
-		KubeClient:    o.Reader,
-		Clock:         o.Clock,
-		OnThrottle:    o.OnThrottle,
-		OnCall:        o.OnCall,
-		OnBatch:       o.OnBatch,
-		LaunchNotices: o.LaunchNotices,
-		ServerVersion: version,
-		KubeDNS:       dns,
+		Settings:             o.Settings,
+		ClusterUID:           o.ClusterUID,
+		KubeClient:           o.Reader,
+		Clock:                o.Clock,
+		OnThrottle:           o.OnThrottle,
+		OnCall:               o.OnCall,
+		OnBatch:              o.OnBatch,
+		OnLaunchFailure:      o.OnLaunchFailure,
+		OnTerminationFailure: o.OnTerminationFailure,
+		LaunchNotices:        o.LaunchNotices,
+		ServerVersion:        version,
+		KubeDNS:              dns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

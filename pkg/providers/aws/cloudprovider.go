@@ -62,6 +62,12 @@ type Options struct {
 	// OnCall, when set, is called as every AWS operation returns, with its attempts (the operator records the
 	// aws_sdk_go_request_* metrics from it).
 	OnCall func(sdk.Call)
+	// OnLaunchFailure, when set, is called for every error of a CreateFleet answer, with the launch's capacity
+	// type, the reason (Karpenter's launch-failure reasons), the offering's zone and zone ID.
+	OnLaunchFailure func(capacityType, reason, zone, zoneID string)
+	// OnTerminationFailure, when set, is called for every TerminateInstances call that fails, with the zone and
+	// zone ID of the NodeClaim's instance.
+	OnTerminationFailure func(zone, zoneID string)
 	// OnBatch, when set, is called as each batching window of the provider closes, with the batcher's name
 	// (create_fleet), the requests it collected and how long it was open.
 	OnBatch func(batcher string, size int, open time.Duration)
@@ -96,6 +102,8 @@ type CloudProvider struct {
 	notices      *cloudprovider.LaunchNotices
 	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
 	overlay cloudprovider.InstanceTypeOverlay
+	// onTerminationFailure is Options.OnTerminationFailure.
+	onTerminationFailure func(zone, zoneID string)
 	// cel evaluates the kubelet CEL expressions of node classes; nil while the NodeClassCEL gate is off.
 	cel *kubeletcel.Env
 }
@@ -161,22 +169,27 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	}
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
+	instances := instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window)
+	if f := opts.OnLaunchFailure; f != nil {
+		instances.OnLaunchFailure = func(l instance.LaunchFailure) { f(l.CapacityType, l.Reason, l.Zone, l.ZoneID) }
+	}
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
 	return &CloudProvider{
-		kube:          opts.KubeClient,
-		settings:      opts.Settings,
-		cluster:       cluster,
-		clients:       clients,
-		clock:         opts.Clock,
-		unavailable:   cache,
-		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
-		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
-		drifted:       newDriftInstances(opts.Clock),
-		userData:      newUserDataMemo(),
-		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
-		resolver:      resolve.New(clients, cluster, opts.Clock),
-		reservations:  capacityreservation.NewTracker(),
-		notices:       opts.LaunchNotices,
+		kube:                 opts.KubeClient,
+		settings:             opts.Settings,
+		cluster:              cluster,
+		clients:              clients,
+		clock:                opts.Clock,
+		unavailable:          cache,
+		instanceTypes:        instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
+		instances:            instances,
+		onTerminationFailure: opts.OnTerminationFailure,
+		drifted:              newDriftInstances(opts.Clock),
+		userData:             newUserDataMemo(),
+		templates:            launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
+		resolver:             resolve.New(clients, cluster, opts.Clock),
+		reservations:         capacityreservation.NewTracker(),
+		notices:              opts.LaunchNotices,
 		clusterInfo: &clusterInfoSource{
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,

@@ -1,0 +1,29 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestCountInstanceFailures(t *testing.T) {
+	m := NewForTest()
+	m.CountLaunchFailure("spot", "LaunchFailed", "us-west-2a", "usw2-az1")
+	m.CountLaunchFailure("spot", "LaunchFailed", "us-west-2a", "usw2-az1")
+	m.CountTerminationFailure("us-west-2b", "usw2-az2")
+	want := `
+# HELP karpenter_cloudprovider_instance_launch_failures_total ` + helpOf("karpenter_cloudprovider_instance_launch_failures_total") + `
+# TYPE karpenter_cloudprovider_instance_launch_failures_total counter
+karpenter_cloudprovider_instance_launch_failures_total{capacity_type="spot",reason="LaunchFailed",zone="us-west-2a",zone_id="usw2-az1"} 2
+# HELP karpenter_cloudprovider_instance_termination_failures_total ` + helpOf("karpenter_cloudprovider_instance_termination_failures_total") + `
+# TYPE karpenter_cloudprovider_instance_termination_failures_total counter
+karpenter_cloudprovider_instance_termination_failures_total{zone="us-west-2b",zone_id="usw2-az2"} 1
+`
+	if err := testutil.CollectAndCompare(m.InstanceLaunchFailures, strings.NewReader(want), "karpenter_cloudprovider_instance_launch_failures_total"); err != nil {
+		t.Error(err)
+	}
+	if err := testutil.CollectAndCompare(m.InstanceTerminationFailures, strings.NewReader(want), "karpenter_cloudprovider_instance_termination_failures_total"); err != nil {
+		t.Error(err)
+	}
+}
