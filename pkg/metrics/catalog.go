@@ -32,12 +32,12 @@ const dovetailOnly = "Dovetail only"
 
 // catalog lists every metric pkg/metrics registers. A test checks that the two agree.
 var catalog = []Info{
-	{"karpenter_nodeclaims_created_total", "counter", "NodeClaims and nodes", "NodeClaims created; `reason` is `provisioned` for pending pods", "provisioning", "no `min_values_relaxed` label"},
-	{"karpenter_nodeclaims_terminated_total", "counter", "NodeClaims and nodes", "NodeClaims whose termination finished", "nodeclaim termination", "no `capacity_type` and `zone` labels"},
+	{"karpenter_nodeclaims_created_total", "counter", "NodeClaims and nodes", "NodeClaims created; `reason` is `provisioned` for pending pods and a static NodePool's replicas, the disruption reason (`drifted`, `underutilized`, ...) for a replacement; `min_values_relaxed` is the NodeClaim's `karpenter.sh/nodeclaim-min-values-relaxed` annotation (`false` without one)", "provisioning, disruption, static nodepool", ""},
+	{"karpenter_nodeclaims_terminated_total", "counter", "NodeClaims and nodes", "NodeClaims whose termination finished, by the NodeClaim's NodePool, `capacity_type` and `zone` labels", "nodeclaim termination", ""},
 	{"karpenter_nodeclaims_termination_duration_seconds", "histogram", "NodeClaims and nodes", "Time from a NodeClaim's deletion request to the removal of its finalizer", "nodeclaim termination", ""},
 	{"karpenter_nodeclaims_instance_termination_duration_seconds", "histogram", "NodeClaims and nodes", "Time from the request to terminate the instance (condition `InstanceTerminating`) until the cloud no longer reports it", "nodeclaim termination", ""},
-	{"karpenter_nodes_created_total", "counter", "NodeClaims and nodes", "Nodes that registered for a NodeClaim", "nodeclaim lifecycle", "no `zone` label"},
-	{"karpenter_nodes_terminated_total", "counter", "NodeClaims and nodes", "Nodes whose termination finished", "node termination", "no `zone` label"},
+	{"karpenter_nodes_created_total", "counter", "NodeClaims and nodes", "Nodes that registered for a NodeClaim, by the NodeClaim's NodePool and `zone` labels", "nodeclaim lifecycle", ""},
+	{"karpenter_nodes_terminated_total", "counter", "NodeClaims and nodes", "Nodes whose termination finished, by the Node's NodePool and `zone` labels", "node termination", ""},
 	{"karpenter_nodes_termination_duration_seconds", "summary", "NodeClaims and nodes", "Time from a Node's deletion request to the removal of its finalizer", "node termination", ""},
 	{"karpenter_nodes_drained_total", "counter", "NodeClaims and nodes", "Nodes whose drain finished (NodeClaim condition `Drained` became True with reason `Drained`); a Node without a NodeClaim is not counted", "node termination", ""},
 	{"karpenter_pods_drained_total", "counter", "NodeClaims and nodes", "Pods evicted (eviction accepted) while draining nodes; `reason` is the reason of the NodeClaim's `DisruptionReason` condition (`Drifted`, `Underutilized`, ...) or `Forceful Termination` when the node was deleted otherwise", "node termination", ""},
@@ -74,7 +74,7 @@ var catalog = []Info{
 	{"karpenter_pods_bound_duration_seconds", "histogram", "Pods and scheduling", "Time from a pod's creation until it was bound to a node (its PodScheduled condition became True), for pods seen unbound", "pod metrics", ""},
 	{"karpenter_pods_startup_duration_seconds", "summary", "Pods and scheduling", "Time from a pod's creation until its first container started, for pods on nodes Dovetail launched", "pod metrics", "measured to the first container start, not to Ready"},
 	{"karpenter_scheduler_scheduling_duration_seconds", "histogram", "Pods and scheduling", "Duration of one scheduling pass over a batch of pending pods", "provisioning", ""},
-	{"karpenter_scheduler_queue_depth", "gauge", "Pods and scheduling", "Pending pods in the scheduling pass under way (0 between passes)", "provisioning", "no `scheduling_id` label"},
+	{"karpenter_scheduler_queue_depth", "gauge", "Pods and scheduling", "Pending pods in the scheduling pass under way; `scheduling_id` is a fresh UUID each pass. A pass drops the series of the earlier ones, and its own reads 0 once it ends", "provisioning", ""},
 	{"karpenter_pods_scheduling_decision_duration_seconds", "histogram", "Pods and scheduling", "Time from when the provisioner first saw a pending pod until a provisioning pass first decided on it (a place on a node or a new NodeClaim, or that it fits nowhere); once a pod", "provisioning", ""},
 	{"karpenter_scheduler_ignored_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass left out without trying to place them: pods asking for dynamic resource allocation while `IGNORE_DRA_REQUESTS` is true", "provisioning", "Karpenter also counts the pods its pod validation refuses for other reasons; Dovetail counts only these"},
 	{"karpenter_scheduler_unschedulable_pods_count", "gauge", "Pods and scheduling", "Pending pods the last provisioning pass could place on no node and no new NodeClaim", "provisioning", ""},

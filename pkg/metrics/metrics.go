@@ -56,6 +56,10 @@ const (
 	LabelGoVersion = "goversion"
 	LabelGoArch    = "goarch"
 	LabelCommit    = "commit"
+	// LabelSchedulingID names one scheduling pass (a fresh UUID each pass).
+	LabelSchedulingID = "scheduling_id"
+	// LabelMinValuesRelaxed is "true" when a NodeClaim was created with its NodePool's minValues relaxed.
+	LabelMinValuesRelaxed = "min_values_relaxed"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -240,20 +244,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_created_total",
-			Help: "NodeClaims created, by reason and owning NodePool.",
-		}, []string{LabelReason, LabelNodePool}),
+			Help: "NodeClaims created, by reason, owning NodePool and whether minValues were relaxed for them.",
+		}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed}),
 		NodeClaimsTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_terminated_total",
-			Help: "NodeClaims whose termination finished, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "NodeClaims whose termination finished, by owning NodePool, capacity type and zone.",
+		}, []string{LabelNodePool, LabelCapacityType, LabelZone}),
 		NodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodes_created_total",
-			Help: "Nodes registered for a NodeClaim, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "Nodes registered for a NodeClaim, by owning NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
 		NodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodes_terminated_total",
-			Help: "Nodes whose termination finished, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "Nodes whose termination finished, by owning NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
 		NodesTerminationDuration: prometheus.NewSummaryVec(prometheus.SummaryOpts{
 			Name:       "karpenter_nodes_termination_duration_seconds",
 			Help:       "Time from a Node's deletion request to the removal of its finalizer.",
@@ -266,8 +270,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelController}),
 		SchedulerQueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_queue_depth",
-			Help: "Pending pods in the scheduling pass under way.",
-		}, []string{LabelController}),
+			Help: "Pending pods in the scheduling pass under way, by controller and pass (scheduling_id).",
+		}, []string{LabelController, LabelSchedulingID}),
 		PodsUnschedulable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dovetail_provisioner_unschedulable_pods",
 			Help: "Pending pods the last provisioning pass could place on no existing node and no new NodeClaim, by reason (the failing constraint).",

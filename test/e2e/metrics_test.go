@@ -99,16 +99,10 @@ var notYetMetrics = map[string]bool{
 
 var notYetLabels = map[string]bool{
 	"karpenter_cloudprovider_errors_total/nodepool":                                         true,
-	"karpenter_nodeclaims_created_total/min_values_relaxed":                                 true,
 	"karpenter_nodeclaims_disrupted_total/consolidation_policy":                             true,
 	"karpenter_nodeclaims_disrupted_total/termination_mode":                                 true,
-	"karpenter_nodeclaims_terminated_total/capacity_type":                                   true,
-	"karpenter_nodeclaims_terminated_total/zone":                                            true,
-	"karpenter_nodes_created_total/zone":                                                    true,
-	"karpenter_nodes_terminated_total/zone":                                                 true,
 	"karpenter_pods_bound_duration_seconds/dynamic_resources":                               true,
 	"karpenter_pods_unbound_time_seconds/dynamic_resources":                                 true,
-	"karpenter_scheduler_queue_depth/scheduling_id":                                         true,
 	"operator_node_status_condition_transition_seconds/to_status":                           true,
 	"operator_nodeclaim_status_condition_transition_seconds/karpenter_k8s_aws_ec2nodeclass": true,
 	"operator_nodeclaim_status_condition_transition_seconds/karpenter_sh_nodepool":          true,

@@ -416,7 +416,7 @@ func (c *Controller) finish(ctx context.Context, node *corev1.Node) error {
 	c.prune()
 	if c.metrics != nil {
 		pool := node.Labels[karpv1.NodePoolLabelKey]
-		c.metrics.NodesTerminated.WithLabelValues(pool).Inc()
+		c.metrics.CountNodeTerminated(node)
 		c.metrics.NodesTerminationDuration.WithLabelValues(pool).
 			Observe(c.clock.Since(node.DeletionTimestamp.Time).Seconds())
 		c.metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
