@@ -27,3 +27,19 @@ karpenter_cloudprovider_instance_termination_failures_total{zone="us-west-2b",zo
 		t.Error(err)
 	}
 }
+
+func TestUserDataBytes(t *testing.T) {
+	m := NewForTest()
+	m.SetUserDataBytes("default", 1200)
+	m.SetUserDataBytes("gpu", 900)
+	m.SetUserDataBytes("default", 1300)
+	m.DeleteUserDataBytes("gpu")
+	want := `
+# HELP karpenter_ec2nodeclasses_userdata_bytes ` + helpOf("karpenter_ec2nodeclasses_userdata_bytes") + `
+# TYPE karpenter_ec2nodeclasses_userdata_bytes gauge
+karpenter_ec2nodeclasses_userdata_bytes{nodeclass="default"} 1300
+`
+	if err := testutil.CollectAndCompare(m.EC2NodeClassUserDataBytes, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}

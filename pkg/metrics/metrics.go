@@ -234,6 +234,9 @@ type Metrics struct {
 	// CountTerminationFailure.
 	InstanceLaunchFailures      *prometheus.CounterVec
 	InstanceTerminationFailures *prometheus.CounterVec
+	// EC2NodeClassUserDataBytes is the user data size of the launch template last created for each EC2NodeClass;
+	// record it with SetUserDataBytes and DeleteUserDataBytes.
+	EC2NodeClassUserDataBytes *prometheus.GaugeVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -366,13 +369,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelNodePool}),
 		NodeClaimConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_nodeclaim_status_condition_transition_seconds",
-			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type and the status it left.",
+			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type and the status it left, and the NodeClaim's EC2NodeClass and NodePool labels.",
 			Buckets: durationBuckets,
-		}, []string{LabelConditionType, LabelConditionStatus}),
+		}, append([]string{LabelConditionType, LabelConditionStatus}, KindNodeClaim.spec().extraLabels()...)),
 		NodeClaimConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_nodeclaim_status_condition_transitions_total",
-			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to.",
-		}, []string{LabelConditionType, LabelConditionStatus, LabelReason}),
+			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to, and the NodeClaim's EC2NodeClass and NodePool labels.",
+		}, append([]string{LabelConditionType, LabelConditionStatus, LabelReason}, KindNodeClaim.spec().extraLabels()...)),
 		ConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_status_condition_transition_seconds",
 			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type and the status it left.",

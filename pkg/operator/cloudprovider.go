@@ -32,6 +32,9 @@ type cloudProviderOptions struct {
 	// TerminateInstances call.
 	OnLaunchFailure      func(capacityType, reason, zone, zoneID string)
 	OnTerminationFailure func(zone, zoneID string)
+	// OnUserData and OnNodeClassTemplatesDeleted follow the launch templates' user data sizes.
+	OnUserData                  func(nodeClass string, bytes int)
+	OnNodeClassTemplatesDeleted func(nodeClass string)
 	// OnBatch is called as each batching window of the provider closes.
 	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
@@ -73,18 +76,20 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		version, dns = serverVersion(o.Kube), kubeDNS(o.Kube)
 	}
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
-		Settings:             o.Settings,
-		ClusterUID:           o.ClusterUID,
-		KubeClient:           o.Reader,
-		Clock:                o.Clock,
-		OnThrottle:           o.OnThrottle,
-		OnCall:               o.OnCall,
-		OnBatch:              o.OnBatch,
-		OnLaunchFailure:      o.OnLaunchFailure,
-		OnTerminationFailure: o.OnTerminationFailure,
-		LaunchNotices:        o.LaunchNotices,
-		ServerVersion:        version,
-		KubeDNS:              dns,
+		Settings:                    o.Settings,
+		ClusterUID:                  o.ClusterUID,
+		KubeClient:                  o.Reader,
+		Clock:                       o.Clock,
+		OnThrottle:                  o.OnThrottle,
+		OnCall:                      o.OnCall,
+		OnBatch:                     o.OnBatch,
+		OnLaunchFailure:             o.OnLaunchFailure,
+		OnTerminationFailure:        o.OnTerminationFailure,
+		OnUserData:                  o.OnUserData,
+		OnNodeClassTemplatesDeleted: o.OnNodeClassTemplatesDeleted,
+		LaunchNotices:               o.LaunchNotices,
+		ServerVersion:               version,
+		KubeDNS:                     dns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

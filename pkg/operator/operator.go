@@ -289,7 +289,8 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 				attempts[i] = metrics.AWSAttempt{Code: a.Code, Duration: a.Duration}
 			}
 			m.ObserveAWSCall(c.Service, c.Operation, c.Code, c.Duration, attempts)
-		}, OnBatch: m.ObserveBatch, OnLaunchFailure: m.CountLaunchFailure, OnTerminationFailure: m.CountTerminationFailure, LaunchNotices: notices, Kube: kube})
+		}, OnBatch: m.ObserveBatch, OnLaunchFailure: m.CountLaunchFailure, OnTerminationFailure: m.CountTerminationFailure,
+		OnUserData: m.SetUserDataBytes, OnNodeClassTemplatesDeleted: m.DeleteUserDataBytes, LaunchNotices: notices, Kube: kube})
 	if err != nil {
 		return deps.Deps{}, err
 	}

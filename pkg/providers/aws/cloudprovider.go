@@ -68,6 +68,11 @@ type Options struct {
 	// OnTerminationFailure, when set, is called for every TerminateInstances call that fails, with the zone and
 	// zone ID of the NodeClaim's instance.
 	OnTerminationFailure func(zone, zoneID string)
+	// OnUserData, when set, is called as a launch template is created, with its EC2NodeClass and the size in
+	// bytes of its user data (before base64); OnNodeClassTemplatesDeleted once an EC2NodeClass's launch templates
+	// are deleted (the node class is going).
+	OnUserData                  func(nodeClass string, bytes int)
+	OnNodeClassTemplatesDeleted func(nodeClass string)
 	// OnBatch, when set, is called as each batching window of the provider closes, with the batcher's name
 	// (create_fleet), the requests it collected and how long it was open.
 	OnBatch func(batcher string, size int, open time.Duration)
@@ -170,6 +175,8 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
 	instances := instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window)
+	templates := launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock)
+	templates.OnUserData, templates.OnDeleted = opts.OnUserData, opts.OnNodeClassTemplatesDeleted
 	if f := opts.OnLaunchFailure; f != nil {
 		instances.OnLaunchFailure = func(l instance.LaunchFailure) { f(l.CapacityType, l.Reason, l.Zone, l.ZoneID) }
 	}
@@ -186,7 +193,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 		onTerminationFailure: opts.OnTerminationFailure,
 		drifted:              newDriftInstances(opts.Clock),
 		userData:             newUserDataMemo(),
-		templates:            launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
+		templates:            templates,
 		resolver:             resolve.New(clients, cluster, opts.Clock),
 		reservations:         capacityreservation.NewTracker(),
 		notices:              opts.LaunchNotices,
