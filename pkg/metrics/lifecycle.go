@@ -45,3 +45,18 @@ func (m *Metrics) StartSchedulingPass(controller string, pods int) (done func())
 	depth.Set(float64(pods))
 	return func() { depth.Set(0) }
 }
+
+// SetNodePoolCost sets karpenter_nodepools_cost_total of a NodePool: the sum of the hourly prices of the offerings
+// its NodeClaims run on (instance type, capacity type and zone labels), priced from the instance types the cloud
+// provider last returned for the NodePool (NodeOverlay prices included). A NodeClaim not launched yet, or whose
+// offering is not among those, adds nothing.
+func (m *Metrics) SetNodePoolCost(nodePool string, claims []karpv1.NodeClaim) {
+	var cost float64
+	for i := range claims {
+		l := claims[i].Labels
+		if price, ok := m.InstanceTypeOfferingPrice.Price(nodePool, l[corev1.LabelInstanceTypeStable], l[karpv1.CapacityTypeLabelKey], l[corev1.LabelTopologyZone]); ok {
+			cost += price
+		}
+	}
+	m.NodePoolCost.WithLabelValues(nodePool).Set(cost)
+}

@@ -1,15 +1,18 @@
 package metrics
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 )
 
 // TestLifecycleCounters: the created and terminated counters carry Karpenter's labels, read from the objects.
@@ -82,4 +85,24 @@ func queueDepths(t *testing.T, m *Metrics) (map[string][]float64, map[string]boo
 		}
 	}
 	return byController, ids
+}
+
+// TestSetNodePoolCost: the NodePool's NodeClaims are priced from the instance types last returned for it; one not
+// launched, or on an unknown offering, adds nothing.
+func TestSetNodePoolCost(t *testing.T) {
+	m := NewForTest()
+	m.InstanceTypeOfferingPrice.Record("default", []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: []cloudprovider.Offering{
+		{CapacityType: "spot", Zone: "us-west-2a", Price: 0.04}, {CapacityType: "on-demand", Zone: "us-west-2a", Price: 0.096},
+	}}})
+	claim := func(instanceType, capacityType, zone string) karpv1.NodeClaim {
+		return karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{corev1.LabelInstanceTypeStable: instanceType,
+			karpv1.CapacityTypeLabelKey: capacityType, corev1.LabelTopologyZone: zone}}}
+	}
+	m.SetNodePoolCost("default", []karpv1.NodeClaim{
+		claim("m5.large", "spot", "us-west-2a"), claim("m5.large", "spot", "us-west-2a"), claim("m5.large", "on-demand", "us-west-2a"),
+		claim("m5.large", "spot", "us-west-2b"), {},
+	})
+	if got, want := testutil.ToFloat64(m.NodePoolCost.WithLabelValues("default")), 0.176; math.Abs(got-want) > 1e-9 {
+		t.Errorf("karpenter_nodepools_cost_total{nodepool=default} = %v, want %v", got, want)
+	}
 }

@@ -111,6 +111,8 @@ type Metrics struct {
 	CloudProviderThrottledCalls *prometheus.CounterVec
 	NodePoolUsage               *prometheus.GaugeVec
 	NodePoolLimit               *prometheus.GaugeVec
+	// NodePoolCost is the hourly price of a NodePool's NodeClaims; set it with SetNodePoolCost.
+	NodePoolCost *prometheus.GaugeVec
 	// Nodes holds the per-node series (karpenter_nodes_allocatable, _total_*, _system_overhead,
 	// _current_lifetime_seconds) and karpenter_cluster_utilization_percent, set by the node metrics controller.
 	Nodes *Nodes
@@ -316,6 +318,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
+		NodePoolCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_cost_total", Help: helpOf("karpenter_nodepools_cost_total"),
+		}, []string{LabelNodePool}),
 		Nodes: NewNodes(time.Now),
 		Pods:  NewPods(time.Now),
 		PodsBoundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
