@@ -59,7 +59,7 @@ var catalog = []Info{
 	{"karpenter_cluster_state_synced", "gauge", "Node resources and cluster", "1 when the controller's view of Nodes, NodeClaims and pods is synced with the API server (its informer caches), else 0", "node metrics", "Karpenter compares its cluster state with the API server; Dovetail reads its informer caches, which are synced once they list"},
 	{"karpenter_cluster_state_unsynced_time_seconds", "gauge", "Node resources and cluster", "How long the view has not been synced (0 when synced)", "node metrics", "see `karpenter_cluster_state_synced`"},
 
-	{"operator_nodeclaim_status_condition_transition_seconds", "histogram", "Conditions", "Time a NodeClaim condition held `status` before it changed, with the NodeClaim's `karpenter.k8s.aws/ec2nodeclass` and `karpenter.sh/nodepool` labels", "nodeclaim lifecycle, node and nodeclaim termination", "no `to_status` label (Karpenter v1.15)"},
+	{"operator_nodeclaim_status_condition_transition_seconds", "histogram", "Conditions", "Time a NodeClaim condition held `status` before it changed to `to_status` (the label of Karpenter v1.15, served for v1.14 too), with the NodeClaim's `karpenter.k8s.aws/ec2nodeclass` and `karpenter.sh/nodepool` labels", "nodeclaim lifecycle, node and nodeclaim termination", ""},
 	{"operator_nodeclaim_status_condition_transitions_total", "counter", "Conditions", "NodeClaim condition changes, by the status and reason changed to, with the NodeClaim's `karpenter.k8s.aws/ec2nodeclass` and `karpenter.sh/nodepool` labels", "nodeclaim lifecycle, node and nodeclaim termination", ""},
 	{"operator_status_condition_transition_seconds", "histogram", "Conditions", "Same as the per-kind histograms of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
 	{"operator_status_condition_transitions_total", "counter", "Conditions", "Same as the per-kind counters of NodeClaims, NodePools and EC2NodeClasses with `group` and `kind` (the name Karpenter v1.0 used)", "as above; condition watch", ""},
@@ -150,7 +150,7 @@ func objectCatalog() []Info {
 		if k != KindNodeClaim {
 			out = append(out,
 				Info{p + "status_condition_transitions_total", "counter", "Conditions", s.kind + " condition changes seen by the watch, by the `status` and `reason` changed to (a new condition counts)", "condition watch", ""},
-				Info{p + "status_condition_transition_seconds", "histogram", "Conditions", "Time a " + s.kind + " condition held `status` before it changed (0.5 s to 8192 s buckets)", "condition watch", ""})
+				Info{p + "status_condition_transition_seconds", "histogram", "Conditions", "Time a " + s.kind + " condition held `status` before it changed to `to_status` (0.5 s to 8192 s buckets)", "condition watch", ""})
 		}
 	}
 	return out

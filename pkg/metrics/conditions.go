@@ -44,8 +44,8 @@ func (m *Metrics) RecordNodeClaimConditions(labels map[string]string, created ti
 			// time) may disagree by a little; never observe a negative time.
 			held = 0
 		}
-		m.NodeClaimConditionDuration.WithLabelValues(append([]string{cur.Type, string(prevStatus)}, extra...)...).Observe(held)
-		m.ConditionDuration.WithLabelValues(nodeClaimGroup, nodeClaimKind, cur.Type, string(prevStatus)).Observe(held)
+		m.NodeClaimConditionDuration.WithLabelValues(append([]string{cur.Type, string(prevStatus), string(cur.Status)}, extra...)...).Observe(held)
+		m.ConditionDuration.WithLabelValues(nodeClaimGroup, nodeClaimKind, cur.Type, string(prevStatus), string(cur.Status)).Observe(held)
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	LabelKind            = "kind"
 	LabelConditionType   = "type"
 	LabelConditionStatus = "status"
+	// LabelToStatus is the status a condition changed to, on the transition-time histograms (Karpenter v1.15).
+	LabelToStatus = "to_status"
 	// Labels of the disruption metrics.
 	LabelCapacityType      = "capacity_type"
 	LabelDecision          = "decision"
@@ -374,18 +376,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelNodePool}),
 		NodeClaimConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_nodeclaim_status_condition_transition_seconds",
-			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type and the status it left, and the NodeClaim's EC2NodeClass and NodePool labels.",
+			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type, the status it left and the one it changed to, and the NodeClaim's EC2NodeClass and NodePool labels.",
 			Buckets: durationBuckets,
-		}, append([]string{LabelConditionType, LabelConditionStatus}, KindNodeClaim.spec().extraLabels()...)),
+		}, append([]string{LabelConditionType, LabelConditionStatus, LabelToStatus}, KindNodeClaim.spec().extraLabels()...)),
 		NodeClaimConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_nodeclaim_status_condition_transitions_total",
 			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to, and the NodeClaim's EC2NodeClass and NodePool labels.",
 		}, append([]string{LabelConditionType, LabelConditionStatus, LabelReason}, KindNodeClaim.spec().extraLabels()...)),
 		ConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_status_condition_transition_seconds",
-			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type and the status it left.",
+			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type, the status it left and the one it changed to.",
 			Buckets: durationBuckets,
-		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus}),
+		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelToStatus}),
 		ConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_status_condition_transitions_total",
 			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",

@@ -96,15 +96,11 @@ var notYetMetrics = map[string]bool{
 }
 
 var notYetLabels = map[string]bool{
-	"karpenter_cloudprovider_errors_total/nodepool":                    true,
-	"karpenter_nodeclaims_disrupted_total/consolidation_policy":        true,
-	"karpenter_nodeclaims_disrupted_total/termination_mode":            true,
-	"karpenter_pods_bound_duration_seconds/dynamic_resources":          true,
-	"karpenter_pods_unbound_time_seconds/dynamic_resources":            true,
-	"operator_node_status_condition_transition_seconds/to_status":      true,
-	"operator_nodeclaim_status_condition_transition_seconds/to_status": true,
-	"operator_nodepool_status_condition_transition_seconds/to_status":  true,
-	"operator_status_condition_transition_seconds/to_status":           true,
+	"karpenter_cloudprovider_errors_total/nodepool":             true,
+	"karpenter_nodeclaims_disrupted_total/consolidation_policy": true,
+	"karpenter_nodeclaims_disrupted_total/termination_mode":     true,
+	"karpenter_pods_bound_duration_seconds/dynamic_resources":   true,
+	"karpenter_pods_unbound_time_seconds/dynamic_resources":     true,
 }
 
 // transientMetrics are Karpenter metrics whose series exist only for moments (while an object terminates, while a
