@@ -93,3 +93,16 @@ func TestTerminationFailureReported(t *testing.T) {
 		})
 	}
 }
+
+func TestProviderIDZone(t *testing.T) {
+	for id, want := range map[string]string{
+		"aws:///us-west-2a/i-0123": "us-west-2a",
+		"aws:///i-0123":            "",
+		"kwok://node-1":            "",
+		"":                         "",
+	} {
+		if got := ProviderIDZone(id); got != want {
+			t.Errorf("ProviderIDZone(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
