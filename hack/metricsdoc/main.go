@@ -67,15 +67,16 @@ not a bill: no savings plans, reserved-instance discounts, EBS volumes or data t
 - While a NodeClaim waits for its Node, Dovetail sets ` + "`Registered`" + ` and ` + "`Initialized`" + ` to ` + "`False`" + ` with a reason naming
   what is missing, where Karpenter leaves them ` + "`Unknown`" + `; the condition metrics therefore split the wait. Dovetail
   keeps the three ` + "`dovetail_nodeclaims_*_duration_seconds`" + ` histograms, which measure each phase from creation.
-- Karpenter metrics not exported yet: the per-kind status and termination collectors of NodePools, Nodes and
-  EC2NodeClasses and ` + "`operator_*_status_condition_count`" + ` / ` + "`_current_status_seconds`" + `; the pods' provisioning
-  variants (` + "`karpenter_pods_provisioning_*`" + `, ` + "`karpenter_pods_scheduling_decision_duration_seconds`" + `) and
-  ` + "`karpenter_pods_drained_total`" + `; the cloud provider's instance-type, launch-failure and batcher metrics;
-  ` + "`karpenter_scheduler_unfinished_work_seconds`" + `, ` + "`_pending_pods_by_effective_zone_count`" + `, ` + "`_ignored_pods_count`" + `;
-  ` + "`karpenter_voluntary_disruption_decisions_by_nodepool_total`" + `, ` + "`_failed_validations_total`" + `;
-  ` + "`karpenter_nodepools_nodes_consuming_budgets`" + `, ` + "`_cost_total`" + `, ` + "`_cost_tracker_errors_total`" + `;
-  ` + "`karpenter_build_info`" + `; ` + "`client_go_request_*`" + ` and ` + "`aws_sdk_go_request_*`" + `; Karpenter v1.15's
-  ` + "`karpenter_pods_disruption_initiated_total`" + ` and ` + "`karpenter_ec2nodeclasses_userdata_bytes`" + `.
+- Karpenter metrics not exported yet: ` + "`karpenter_pods_provisioning_*`" + ` (the bound and startup histograms and the
+  undecided, unbound and unstarted time gauges of the pods that triggered provisioning);
+  ` + "`karpenter_scheduler_pending_pods_by_effective_zone_count`" + `; ` + "`karpenter_nodepools_cost_tracker_errors_total`" + `;
+  ` + "`controller_runtime_reconcile_timeouts_total`" + ` (controller-runtime v0.23 registers it; Dovetail is built with v0.22,
+  and neither Karpenter nor Dovetail sets a reconcile timeout, so Karpenter's series stay 0); Karpenter v1.15's
+  ` + "`karpenter_pods_disruption_initiated_total`" + ` and the ` + "`consolidation_policy`" + `, ` + "`termination_mode`" + ` and
+  ` + "`dynamic_resources`" + ` labels; the ` + "`nodepool`" + ` label of ` + "`karpenter_cloudprovider_errors_total`" + `.
+  ` + "`operator_ec2nodeclass_status_condition_transition_seconds`" + ` is registered but
+  observed only when an EC2NodeClass condition changes status after it was first written, which the end-to-end
+  scenario does not cause.
 - The nodepool counter counts a NodePool at most about once a second, so ` + "`karpenter_nodepools_usage`" + ` follows
   NodeClaims within about a second; the node series are counted every 5 seconds, as Karpenter does.
 `

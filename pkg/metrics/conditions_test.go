@@ -21,6 +21,9 @@ func cond(t string, status metav1.ConditionStatus, reason string, at time.Durati
 	return metav1.Condition{Type: t, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(t0.Add(at))}
 }
 
+// ncLabels are the labels of the NodeClaim whose conditions TestRecordNodeClaimConditions records.
+var ncLabels = map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "karpenter.sh/nodepool": "pool-a", "other": "x"}
+
 // observations lists "status/type count sum" (labels in name order) for every series of a histogram vector.
 func observations(t *testing.T, h *prometheus.HistogramVec) []string {
 	t.Helper()
@@ -91,7 +94,7 @@ func TestRecordNodeClaimConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewForTest()
-			m.RecordNodeClaimConditions(t0, tc.before, tc.after)
+			m.RecordNodeClaimConditions(ncLabels, t0, tc.before, tc.after)
 			if diff := cmp.Diff(tc.wantDurations, observations(t, m.NodeClaimConditionDuration)); diff != "" {
 				t.Errorf("operator_nodeclaim_status_condition_transition_seconds (-want +got):\n%s", diff)
 			}
@@ -102,7 +105,7 @@ func TestRecordNodeClaimConditions(t *testing.T) {
 				t.Errorf("transition series = %d, want %d", got, want)
 			}
 			for k, want := range tc.wantTransitions {
-				if got := testutil.ToFloat64(m.NodeClaimConditionTransitions.WithLabelValues(k[0], k[1], k[2])); got != want {
+				if got := testutil.ToFloat64(m.NodeClaimConditionTransitions.WithLabelValues(k[0], k[1], k[2], "default", "pool-a")); got != want {
 					t.Errorf("operator_nodeclaim_status_condition_transitions_total%v = %v, want %v", k, got, want)
 				}
 				if got := testutil.ToFloat64(m.ConditionTransitions.WithLabelValues("karpenter.sh", "NodeClaim", k[0], k[1], k[2])); got != want {

@@ -27,6 +27,8 @@ const (
 	LabelKind            = "kind"
 	LabelConditionType   = "type"
 	LabelConditionStatus = "status"
+	// LabelToStatus is the status a condition changed to, on the transition-time histograms (Karpenter v1.15).
+	LabelToStatus = "to_status"
 	// Labels of the disruption metrics.
 	LabelCapacityType      = "capacity_type"
 	LabelDecision          = "decision"
@@ -56,6 +58,10 @@ const (
 	LabelGoVersion = "goversion"
 	LabelGoArch    = "goarch"
 	LabelCommit    = "commit"
+	// LabelSchedulingID names one scheduling pass (a fresh UUID each pass).
+	LabelSchedulingID = "scheduling_id"
+	// LabelMinValuesRelaxed is "true" when a NodeClaim was created with its NodePool's minValues relaxed.
+	LabelMinValuesRelaxed = "min_values_relaxed"
 )
 
 // Reasons for karpenter_nodeclaims_created_total.
@@ -107,6 +113,8 @@ type Metrics struct {
 	CloudProviderThrottledCalls *prometheus.CounterVec
 	NodePoolUsage               *prometheus.GaugeVec
 	NodePoolLimit               *prometheus.GaugeVec
+	// NodePoolCost is the hourly price of a NodePool's NodeClaims; set it with SetNodePoolCost.
+	NodePoolCost *prometheus.GaugeVec
 	// Nodes holds the per-node series (karpenter_nodes_allocatable, _total_*, _system_overhead,
 	// _current_lifetime_seconds) and karpenter_cluster_utilization_percent, set by the node metrics controller.
 	Nodes *Nodes
@@ -212,6 +220,27 @@ type Metrics struct {
 	// collected and how long it was open, by batcher; record them with ObserveBatch.
 	BatcherBatchSize *prometheus.HistogramVec
 	BatcherBatchTime *prometheus.HistogramVec
+	// AWSRequests, AWSRequestDuration and AWSRequestRetries are recorded once per AWS operation,
+	// AWSRequestAttempts and AWSRequestAttemptDuration once per HTTP attempt of it; record them with
+	// ObserveAWSCall.
+	AWSRequests               *prometheus.CounterVec
+	AWSRequestDuration        *prometheus.HistogramVec
+	AWSRequestRetries         *prometheus.HistogramVec
+	AWSRequestAttempts        *prometheus.CounterVec
+	AWSRequestAttemptDuration *prometheus.HistogramVec
+	// ClientGoRequests and ClientGoRequestDuration are the API server requests of the controller's clients, by
+	// answer and by resource; the operator forwards client-go's request metrics to CountKubeResult and
+	// RecordKubeRequest.
+	ClientGoRequests        *prometheus.CounterVec
+	ClientGoRequestDuration *prometheus.HistogramVec
+	// InstanceLaunchFailures counts the errors of CreateFleet answers (one per offering not launched), and
+	// InstanceTerminationFailures the failed TerminateInstances calls; record them with CountLaunchFailure and
+	// CountTerminationFailure.
+	InstanceLaunchFailures      *prometheus.CounterVec
+	InstanceTerminationFailures *prometheus.CounterVec
+	// EC2NodeClassUserDataBytes is the user data size of the launch template last created for each EC2NodeClass;
+	// record it with SetUserDataBytes and DeleteUserDataBytes.
+	EC2NodeClassUserDataBytes *prometheus.GaugeVec
 	// BuildInfo is 1, labelled with the binary's version, Go version, architecture and commit; New sets it.
 	BuildInfo *prometheus.GaugeVec
 }
@@ -222,20 +251,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_created_total",
-			Help: "NodeClaims created, by reason and owning NodePool.",
-		}, []string{LabelReason, LabelNodePool}),
+			Help: "NodeClaims created, by reason, owning NodePool and whether minValues were relaxed for them.",
+		}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed}),
 		NodeClaimsTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_terminated_total",
-			Help: "NodeClaims whose termination finished, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "NodeClaims whose termination finished, by owning NodePool, capacity type and zone.",
+		}, []string{LabelNodePool, LabelCapacityType, LabelZone}),
 		NodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodes_created_total",
-			Help: "Nodes registered for a NodeClaim, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "Nodes registered for a NodeClaim, by owning NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
 		NodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodes_terminated_total",
-			Help: "Nodes whose termination finished, by owning NodePool.",
-		}, []string{LabelNodePool}),
+			Help: "Nodes whose termination finished, by owning NodePool and zone.",
+		}, []string{LabelNodePool, LabelZone}),
 		NodesTerminationDuration: prometheus.NewSummaryVec(prometheus.SummaryOpts{
 			Name:       "karpenter_nodes_termination_duration_seconds",
 			Help:       "Time from a Node's deletion request to the removal of its finalizer.",
@@ -248,8 +277,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelController}),
 		SchedulerQueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_queue_depth",
-			Help: "Pending pods in the scheduling pass under way.",
-		}, []string{LabelController}),
+			Help: "Pending pods in the scheduling pass under way, by controller and pass (scheduling_id).",
+		}, []string{LabelController, LabelSchedulingID}),
 		PodsUnschedulable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dovetail_provisioner_unschedulable_pods",
 			Help: "Pending pods the last provisioning pass could place on no existing node and no new NodeClaim, by reason (the failing constraint).",
@@ -291,6 +320,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_limit",
 			Help: "Limits set on a NodePool, by resource type.",
 		}, []string{LabelNodePool, LabelResourceType}),
+		NodePoolCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_nodepools_cost_total", Help: helpOf("karpenter_nodepools_cost_total"),
+		}, []string{LabelNodePool}),
 		Nodes: NewNodes(time.Now),
 		Pods:  NewPods(time.Now),
 		PodsBoundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -344,18 +376,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelNodePool}),
 		NodeClaimConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_nodeclaim_status_condition_transition_seconds",
-			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type and the status it left.",
+			Help:    "Time a NodeClaim condition spent in a status before it changed, by condition type, the status it left and the one it changed to, and the NodeClaim's EC2NodeClass and NodePool labels.",
 			Buckets: durationBuckets,
-		}, []string{LabelConditionType, LabelConditionStatus}),
+		}, append([]string{LabelConditionType, LabelConditionStatus, LabelToStatus}, KindNodeClaim.spec().extraLabels()...)),
 		NodeClaimConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_nodeclaim_status_condition_transitions_total",
-			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to.",
-		}, []string{LabelConditionType, LabelConditionStatus, LabelReason}),
+			Help: "NodeClaim condition changes, by condition type and the status and reason it changed to, and the NodeClaim's EC2NodeClass and NodePool labels.",
+		}, append([]string{LabelConditionType, LabelConditionStatus, LabelReason}, KindNodeClaim.spec().extraLabels()...)),
 		ConditionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "operator_status_condition_transition_seconds",
-			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type and the status it left.",
+			Help:    "Time a condition spent in a status before it changed, by object group and kind, condition type, the status it left and the one it changed to.",
 			Buckets: durationBuckets,
-		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus}),
+		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelToStatus}),
 		ConditionTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_status_condition_transitions_total",
 			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",
@@ -467,6 +499,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
+	newAWSSDKMetrics(m)
+	newClientGoMetrics(m)
+	newInstanceFailureMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

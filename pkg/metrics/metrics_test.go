@@ -36,8 +36,8 @@ func names(t *testing.T, m *Metrics) []string {
 // New on one registry is refused with the field's name.
 func TestRunsHaveRegistriesOfTheirOwn(t *testing.T) {
 	first, second := NewForTest(), NewForTest()
-	second.NodeClaimsCreated.WithLabelValues("provisioned", "default").Inc()
-	if got := testutil.ToFloat64(first.NodeClaimsCreated.WithLabelValues("provisioned", "default")); got != 0 {
+	second.NodeClaimsCreated.WithLabelValues("provisioned", "default", "false").Inc()
+	if got := testutil.ToFloat64(first.NodeClaimsCreated.WithLabelValues("provisioned", "default", "false")); got != 0 {
 		t.Errorf("first run's counter = %v after the second run counted 1, want 0", got)
 	}
 	reg := prometheus.NewRegistry()

@@ -238,9 +238,9 @@ func NewObjectChanges() *ObjectChanges {
 			}, append([]string{LabelConditionType, LabelConditionStatus, LabelReason}, extra...))
 			r.transitionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 				Name:    s.prefix() + "status_condition_transition_seconds",
-				Help:    "Time a " + s.kind + " condition held a status before it changed, by condition type and the status it left.",
+				Help:    "Time a " + s.kind + " condition held a status before it changed, by condition type, the status it left and the one it changed to.",
 				Buckets: conditionBuckets,
-			}, append([]string{LabelConditionType, LabelConditionStatus}, extra...))
+			}, append([]string{LabelConditionType, LabelConditionStatus, LabelToStatus}, extra...))
 		}
 		o.kinds[k] = r
 	}
@@ -298,9 +298,9 @@ func (m *Metrics) RecordConditionChange(k ObjectKind, labels map[string]string, 
 			continue
 		}
 		held := max(cur.LastTransitionTime.Sub(prev.LastTransitionTime.Time).Seconds(), 0)
-		r.transitionSeconds.WithLabelValues(append([]string{cur.Type, string(prev.Status)}, extra...)...).Observe(held)
+		r.transitionSeconds.WithLabelValues(append([]string{cur.Type, string(prev.Status), string(cur.Status)}, extra...)...).Observe(held)
 		if s.kindLabelled {
-			m.ConditionDuration.WithLabelValues(s.group, s.kind, cur.Type, string(prev.Status)).Observe(held)
+			m.ConditionDuration.WithLabelValues(s.group, s.kind, cur.Type, string(prev.Status), string(cur.Status)).Observe(held)
 		}
 	}
 }

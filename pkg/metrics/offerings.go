@@ -40,6 +40,24 @@ func (o *OfferingPrices) Record(nodePool string, its []*cloudprovider.InstanceTy
 	o.last[nodePool] = its
 }
 
+// Price is the hourly price of an offering among the instance types last returned for the NodePool (false when
+// none of them has it).
+func (o *OfferingPrices) Price(nodePool, instanceType, capacityType, zone string) (float64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, it := range o.last[nodePool] {
+		if it.Name != instanceType {
+			continue
+		}
+		for _, off := range it.Offerings {
+			if off.CapacityType == capacityType && off.Zone == zone {
+				return off.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // Describe implements prometheus.Collector.
 func (o *OfferingPrices) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -25,6 +26,15 @@ type cloudProviderOptions struct {
 	Clock      clock.Clock
 	// OnThrottle is called for every throttled AWS call attempt.
 	OnThrottle func(service, operation string)
+	// OnCall is called as every AWS operation returns.
+	OnCall func(sdk.Call)
+	// OnLaunchFailure and OnTerminationFailure are called for every CreateFleet error and failed
+	// TerminateInstances call.
+	OnLaunchFailure      func(capacityType, reason, zone, zoneID string)
+	OnTerminationFailure func(zone, zoneID string)
+	// OnUserData and OnNodeClassTemplatesDeleted follow the launch templates' user data sizes.
+	OnUserData                  func(nodeClass string, bytes int)
+	OnNodeClassTemplatesDeleted func(nodeClass string)
 	// OnBatch is called as each batching window of the provider closes.
 	OnBatch func(batcher string, size int, open time.Duration)
 	// LaunchNotices are the launches the provisioner announces (shared with deps.Deps).
@@ -66,15 +76,20 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 		version, dns = serverVersion(o.Kube), kubeDNS(o.Kube)
 	}
 	cp, err := aws.NewCloudProvider(ctx, aws.Options{
-		Settings:      o.Settings,
-		ClusterUID:    o.ClusterUID,
-		KubeClient:    o.Reader,
-		Clock:         o.Clock,
-		OnThrottle:    o.OnThrottle,
-		OnBatch:       o.OnBatch,
-		LaunchNotices: o.LaunchNotices,
-		ServerVersion: version,
-		KubeDNS:       dns,
+		Settings:                    o.Settings,
+		ClusterUID:                  o.ClusterUID,
+		KubeClient:                  o.Reader,
+		Clock:                       o.Clock,
+		OnThrottle:                  o.OnThrottle,
+		OnCall:                      o.OnCall,
+		OnBatch:                     o.OnBatch,
+		OnLaunchFailure:             o.OnLaunchFailure,
+		OnTerminationFailure:        o.OnTerminationFailure,
+		OnUserData:                  o.OnUserData,
+		OnNodeClassTemplatesDeleted: o.OnNodeClassTemplatesDeleted,
+		LaunchNotices:               o.LaunchNotices,
+		ServerVersion:               version,
+		KubeDNS:                     dns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)

@@ -39,6 +39,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/overlay"
+	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -138,6 +139,7 @@ func Run(ctx context.Context, s *settings.Settings, opts Options) error {
 		return err
 	}
 	d.Namespace = controllerNamespace(opts.Getenv)
+	defer forwardKubeRequests(d.Metrics)()
 	watch.Logger = logger.WithName("leader-lease")
 	watch.Recorder = d.Recorder
 	watch.Waiting = d.Metrics.LeaderElectionWaiting
@@ -281,7 +283,14 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	cp, err := newCloudProvider(ctx, cloudProviderOptions{Settings: s, ClusterUID: uid, Reader: mgr.GetClient(), Clock: clk,
 		OnThrottle: func(service, operation string) {
 			m.CloudProviderThrottledCalls.WithLabelValues(service, operation).Inc()
-		}, OnBatch: m.ObserveBatch, LaunchNotices: notices, Kube: kube})
+		}, OnCall: func(c sdk.Call) {
+			attempts := make([]metrics.AWSAttempt, len(c.Attempts))
+			for i, a := range c.Attempts {
+				attempts[i] = metrics.AWSAttempt{Code: a.Code, Duration: a.Duration}
+			}
+			m.ObserveAWSCall(c.Service, c.Operation, c.Code, c.Duration, attempts)
+		}, OnBatch: m.ObserveBatch, OnLaunchFailure: m.CountLaunchFailure, OnTerminationFailure: m.CountTerminationFailure,
+		OnUserData: m.SetUserDataBytes, OnNodeClassTemplatesDeleted: m.DeleteUserDataBytes, LaunchNotices: notices, Kube: kube})
 	if err != nil {
 		return deps.Deps{}, err
 	}

@@ -98,8 +98,4 @@ var Queries = []Query{
 
 // NotYet are the queries reading a metric Dovetail does not serve yet, by query name, with that metric: such a query
 // must return nothing (so the entry is removed the day the metric arrives) instead of data.
-var NotYet = map[string]string{
-	"instance launch failures by reason and zone": "karpenter_cloudprovider_instance_launch_failures_total",
-	"AWS API calls by service and action":         "aws_sdk_go_request_total",
-	"API server requests by code":                 "client_go_request_total",
-}
+var NotYet = map[string]string{}

@@ -232,7 +232,7 @@ func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress
 			continue
 		}
 		created = append(created, nc.Name)
-		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(strings.ToLower(string(r.Reason)), np.Name).Inc()
+		c.deps.Metrics.CountNodeClaimCreated(strings.ToLower(string(r.Reason)), np.Name, nc)
 	}
 	if len(created) > 0 {
 		for _, nc := range cmd.Candidates {

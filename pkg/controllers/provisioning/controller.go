@@ -208,8 +208,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(float64(len(in.Pods)))
-	defer c.deps.Metrics.SchedulerQueueDepth.WithLabelValues(Name).Set(0)
+	defer c.deps.Metrics.StartSchedulingPass(Name, len(in.Pods))()
 	// Pods asking for dynamic resource allocation are left out (IGNORE_DRA_REQUESTS=true); apply tells them why.
 	var held []*corev1.Pod
 	in.Pods, held = withoutDRARequests(in.Pods)
@@ -317,7 +316,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 		c.created[nc.Name] = createdClaim{nodeClaim: nc.DeepCopy(), at: c.deps.Clock.Now()}
 		c.createdMu.Unlock()
 		created = append(created, nc.Name)
-		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, nn.NodePool.Name).Inc()
+		c.deps.Metrics.CountNodeClaimCreated(metrics.ReasonProvisioned, nn.NodePool.Name, nc)
 		real, virtual := splitVirtual(nn.Pods)
 		logger.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", nn.NodePool.Name, "pods", len(real),
 			"buffer-pods", len(virtual), "instance-types", len(nn.InstanceTypes), "requests", resourceString(nc.Spec.Resources.Requests))

@@ -59,6 +59,20 @@ type Options struct {
 	// OnThrottle, when set, is called with the service and operation of every AWS call attempt answered with a
 	// throttling error (the operator counts them in dovetail_cloudprovider_throttled_calls_total).
 	OnThrottle func(service, operation string)
+	// OnCall, when set, is called as every AWS operation returns, with its attempts (the operator records the
+	// aws_sdk_go_request_* metrics from it).
+	OnCall func(sdk.Call)
+	// OnLaunchFailure, when set, is called for every error of a CreateFleet answer, with the launch's capacity
+	// type, the reason (Karpenter's launch-failure reasons), the offering's zone and zone ID.
+	OnLaunchFailure func(capacityType, reason, zone, zoneID string)
+	// OnTerminationFailure, when set, is called for every TerminateInstances call that fails, with the zone and
+	// zone ID of the NodeClaim's instance.
+	OnTerminationFailure func(zone, zoneID string)
+	// OnUserData, when set, is called as a launch template is created, with its EC2NodeClass and the size in
+	// bytes of its user data (before base64); OnNodeClassTemplatesDeleted once an EC2NodeClass's launch templates
+	// are deleted (the node class is going).
+	OnUserData                  func(nodeClass string, bytes int)
+	OnNodeClassTemplatesDeleted func(nodeClass string)
 	// OnBatch, when set, is called as each batching window of the provider closes, with the batcher's name
 	// (create_fleet), the requests it collected and how long it was open.
 	OnBatch func(batcher string, size int, open time.Duration)
@@ -93,6 +107,8 @@ type CloudProvider struct {
 	notices      *cloudprovider.LaunchNotices
 	// overlay, when set, rewrites the instance types Create launches from as the cluster's NodeOverlays say.
 	overlay cloudprovider.InstanceTypeOverlay
+	// onTerminationFailure is Options.OnTerminationFailure.
+	onTerminationFailure func(zone, zoneID string)
 	// cel evaluates the kubelet CEL expressions of node classes; nil while the NodeClassCEL gate is off.
 	cel *kubeletcel.Env
 }
@@ -133,6 +149,7 @@ func NewCloudProvider(ctx context.Context, opts Options) (*CloudProvider, error)
 		return nil, fmt.Errorf("aws cloud provider: no AWS region: set AWS_REGION")
 	}
 	sdk.CountThrottles(&cfg, opts.OnThrottle)
+	sdk.ObserveCalls(&cfg, opts.OnCall)
 	p := newWithClients(opts, sdk.NewClients(cfg))
 	if opts.Settings.AWSFeatureEnabled(settings.AWSFeatureNodeClassCEL) {
 		env, err := kubeletcel.New()
@@ -157,22 +174,29 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	}
 	cluster := tags.Cluster{Name: opts.Settings.ClusterName, UID: opts.ClusterUID}
 	cache := unavailable.New(opts.Clock, unavailable.DefaultTTL)
+	instances := instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window)
+	templates := launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock)
+	templates.OnUserData, templates.OnDeleted = opts.OnUserData, opts.OnNodeClassTemplatesDeleted
+	if f := opts.OnLaunchFailure; f != nil {
+		instances.OnLaunchFailure = func(l instance.LaunchFailure) { f(l.CapacityType, l.Reason, l.Zone, l.ZoneID) }
+	}
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
 	return &CloudProvider{
-		kube:          opts.KubeClient,
-		settings:      opts.Settings,
-		cluster:       cluster,
-		clients:       clients,
-		clock:         opts.Clock,
-		unavailable:   cache,
-		instanceTypes: instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
-		instances:     instance.NewProvider(clients.EC2, cluster, cache, opts.Clock, window),
-		drifted:       newDriftInstances(opts.Clock),
-		userData:      newUserDataMemo(),
-		templates:     launchtemplate.NewProvider(clients.EC2, cluster, opts.Clock),
-		resolver:      resolve.New(clients, cluster, opts.Clock),
-		reservations:  capacityreservation.NewTracker(),
-		notices:       opts.LaunchNotices,
+		kube:                 opts.KubeClient,
+		settings:             opts.Settings,
+		cluster:              cluster,
+		clients:              clients,
+		clock:                opts.Clock,
+		unavailable:          cache,
+		instanceTypes:        instancetype.NewProvider(clients.EC2, prices, cache, opts.Clock, 0),
+		instances:            instances,
+		onTerminationFailure: opts.OnTerminationFailure,
+		drifted:              newDriftInstances(opts.Clock),
+		userData:             newUserDataMemo(),
+		templates:            templates,
+		resolver:             resolve.New(clients, cluster, opts.Clock),
+		reservations:         capacityreservation.NewTracker(),
+		notices:              opts.LaunchNotices,
 		clusterInfo: &clusterInfoSource{
 			eks: clients.EKS, name: opts.Settings.ClusterName,
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,

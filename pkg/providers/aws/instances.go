@@ -54,7 +54,16 @@ func (p *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
 		return err
 	}
-	return p.instances.Terminate(ctx, id)
+	if p.onTerminationFailure == nil {
+		return p.instances.Terminate(ctx, id)
+	}
+	return p.instances.TerminateReporting(ctx, id, func() {
+		zone := nodeClaim.Labels[corev1.LabelTopologyZone]
+		if zone == "" {
+			zone = instance.ProviderIDZone(nodeClaim.Status.ProviderID)
+		}
+		p.onTerminationFailure(zone, nodeClaim.Labels[awsv1.LabelTopologyZoneID])
+	})
 }
 
 var _ cloudprovider.Adopter = (*CloudProvider)(nil)

@@ -416,7 +416,7 @@ func (c *Controller) finish(ctx context.Context, node *corev1.Node) error {
 	c.prune()
 	if c.metrics != nil {
 		pool := node.Labels[karpv1.NodePoolLabelKey]
-		c.metrics.NodesTerminated.WithLabelValues(pool).Inc()
+		c.metrics.CountNodeTerminated(node)
 		c.metrics.NodesTerminationDuration.WithLabelValues(pool).
 			Observe(c.clock.Since(node.DeletionTimestamp.Time).Seconds())
 		c.metrics.NodesLifetimeDuration.WithLabelValues(pool).Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
@@ -437,7 +437,7 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", t, nc.Name, err)
 	}
 	if c.metrics != nil {
-		c.metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
+		c.metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
 		// A node is counted once: on its first transition to Drained=True/Drained. A node whose pods came back
 		// is marked PodsReturned (see drainedBefore) and is not counted when it drains again; the mark lives in
 		// the API, so a restarted controller does not count it again either.

@@ -184,7 +184,7 @@ func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeCla
 	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 	}
-	c.deps.Metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, stored.Status.Conditions, nc.Status.Conditions)
+	c.deps.Metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, stored.Status.Conditions, nc.Status.Conditions)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,7 @@ func TestPhaseMetrics(t *testing.T) {
 		{karpv1.ConditionTypeRegistered, "True", karpv1.ReasonRegistered},
 		{karpv1.ConditionTypeInitialized, "True", karpv1.ReasonInitialized},
 	} {
-		if got := testutil.ToFloat64(m.NodeClaimConditionTransitions.WithLabelValues(tc.condition, tc.status, tc.reason)); got != 1 {
+		if got := test.Sum(t, m.NodeClaimConditionTransitions, prometheus.Labels{"type": tc.condition, "status": tc.status, "reason": tc.reason}); got != 1 {
 			t.Errorf("operator_nodeclaim_status_condition_transitions_total{type=%q,status=%q,reason=%q} = %v, want 1",
 				tc.condition, tc.status, tc.reason, got)
 		}
@@ -48,12 +49,12 @@ func TestPhaseMetrics(t *testing.T) {
 		{karpv1.ConditionTypeRegistered, "Unknown"},
 		{karpv1.ConditionTypeRegistered, "False"},
 	} {
-		if got := test.HistogramCount(t, m.NodeClaimConditionDuration, series[0], series[1]); got != 1 {
+		if got := uint64(test.Sum(t, m.NodeClaimConditionDuration, prometheus.Labels{"type": series[0], "status": series[1]})); got != 1 {
 			t.Errorf("operator_nodeclaim_status_condition_transition_seconds{type=%q,status=%q} has %d observations, want 1",
 				series[0], series[1], got)
 		}
 	}
-	if got := test.HistogramCount(t, m.NodeClaimConditionDuration, karpv1.ConditionTypeLaunched, "False"); got != 0 {
+	if got := uint64(test.Sum(t, m.NodeClaimConditionDuration, prometheus.Labels{"type": karpv1.ConditionTypeLaunched, "status": "False"})); got != 0 {
 		t.Errorf("Launched never was False, yet %d observations left False", got)
 	}
 	for _, d := range []struct {

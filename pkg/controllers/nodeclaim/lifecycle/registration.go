@@ -96,7 +96,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 		deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration on the nodepool")
 	}
 	c.deps.Metrics.NodeClaimRegistrationDuration.WithLabelValues(nc.NodePoolName()).Observe(c.since(nc).Seconds())
-	c.deps.Metrics.NodesCreated.WithLabelValues(nc.NodePoolName()).Inc()
+	c.deps.Metrics.CountNodeCreated(nc)
 	logger.Info("registered nodeclaim", "node", node.Name, "provider-id", nc.Status.ProviderID, "nominated-pods", nominated)
 	return reconcile.Result{}, false, nil
 }

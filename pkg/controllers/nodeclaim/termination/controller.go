@@ -176,7 +176,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 				if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("setting InstanceTerminating on nodeclaim %s: %w", nc.Name, err)
 				} else if err == nil && c.metrics != nil {
-					c.metrics.RecordNodeClaimConditions(nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
+					c.metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
 				}
 			}
 			return reconcile.Result{RequeueAfter: PollInterval}, nil

@@ -147,7 +147,7 @@ func TestUnregisteredClaimTerminatesInstance(t *testing.T) {
 	if d := f.cloud.Deleted(); !slices.Equal(d, []string{got.Status.ProviderID}) {
 		t.Errorf("terminated %v, want [%s]", d, got.Status.ProviderID)
 	}
-	if v := testutil.ToFloat64(f.metrics.NodeClaimsTerminated.WithLabelValues("pool-a")); v != 1 {
+	if v := testutil.ToFloat64(f.metrics.NodeClaimsTerminated); v != 1 {
 		t.Errorf("karpenter_nodeclaims_terminated_total = %v, want 1", v)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // time from that request until the cloud no longer reported the instance.
 func (c *Controller) recordTerminated(nc *karpv1.NodeClaim) {
 	pool := nc.Labels[karpv1.NodePoolLabelKey]
-	c.metrics.NodeClaimsTerminated.WithLabelValues(pool).Inc()
+	c.metrics.CountNodeClaimTerminated(nc)
 	if nc.DeletionTimestamp != nil {
 		c.metrics.NodeClaimsTerminationDuration.WithLabelValues(pool).Observe(seconds(c.clock.Since(nc.DeletionTimestamp.Time).Seconds()))
 	}

@@ -3,7 +3,7 @@ package termination_test
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -37,7 +37,7 @@ func TestTerminationDurations(t *testing.T) {
 			if got := test.HistogramCount(t, m.NodeClaimsInstanceTerminationDuration, "pool-a"); got != tc.wantInstance {
 				t.Errorf("karpenter_nodeclaims_instance_termination_duration_seconds{nodepool=pool-a} has %d observations, want %d", got, tc.wantInstance)
 			}
-			got := testutil.ToFloat64(m.NodeClaimConditionTransitions.WithLabelValues(karpv1.ConditionTypeInstanceTerminating, "True", "InstanceTerminating"))
+			got := test.Sum(t, m.NodeClaimConditionTransitions, prometheus.Labels{"type": karpv1.ConditionTypeInstanceTerminating, "status": "True", "reason": "InstanceTerminating"})
 			if uint64(got) != tc.wantTransition {
 				t.Errorf("operator_nodeclaim_status_condition_transitions_total{type=InstanceTerminating,status=True} = %v, want %d", got, tc.wantTransition)
 			}

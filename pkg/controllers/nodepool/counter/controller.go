@@ -166,11 +166,13 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, clai
 	for name, q := range np.Spec.Limits {
 		m.NodePoolLimit.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 	}
+	m.SetNodePoolCost(np.Name, claims)
 }
 
 func (c *Controller) forget(pool string) {
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
+	c.deps.Metrics.NodePoolCost.DeleteLabelValues(pool)
 }
 
 // Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly

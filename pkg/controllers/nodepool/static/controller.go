@@ -225,7 +225,7 @@ func (c *Controller) create(ctx context.Context, logger logr.Logger, np *karpv1.
 			errs = append(errs, fmt.Errorf("creating nodeclaim: %w", err))
 			continue
 		}
-		c.deps.Metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, np.Name).Inc()
+		c.deps.Metrics.CountNodeClaimCreated(metrics.ReasonProvisioned, np.Name, nc)
 		why, event := "scale-up", EventScaledUp
 		if i < plan.CreateForDrift {
 			why, event = "drift replacement", EventReplacing

@@ -57,6 +57,19 @@ func ParseProviderID(providerID string) (string, error) {
 	return id, nil
 }
 
+// ProviderIDZone is the zone of an aws:///<zone>/<id> provider ID ("" when it has none).
+func ProviderIDZone(providerID string) string {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return ""
+	}
+	zone, _, ok := strings.Cut(rest, "/")
+	if !ok {
+		return ""
+	}
+	return zone
+}
+
 // ErrLaunchTemplateNotFound says CreateFleet named a launch template that no longer exists.
 var ErrLaunchTemplateNotFound = errors.New("launch template not found")
 
@@ -75,6 +88,16 @@ type Provider struct {
 	owned map[string]time.Time
 
 	batcher *batcher
+
+	// OnLaunchFailure, when set, is called for every error of a CreateFleet answer (one an offering it could not
+	// launch). Set it before first use.
+	OnLaunchFailure func(LaunchFailure)
+}
+
+// LaunchFailure is one error of a CreateFleet answer: the launch's capacity type, the offering's zone and zone ID
+// (empty when the error names no override), and the reason (sdk.LaunchFailureReason).
+type LaunchFailure struct {
+	CapacityType, Zone, ZoneID, Reason string
 }
 
 // ConsistencyWindow is how long after a launch EC2 may still answer "instance not found" (its describe calls
@@ -230,6 +253,16 @@ func (p *Provider) createFleet(ctx context.Context, in *ec2.CreateFleetInput, re
 		c := byOverride[[2]string{o.instanceType, o.subnetID}]
 		if c.Zone == "" {
 			c.Zone = o.zone
+		}
+		if p.OnLaunchFailure != nil {
+			zone, zoneID := c.Zone, c.ZoneID
+			if o.zone != "" {
+				zone = o.zone
+			}
+			p.OnLaunchFailure(LaunchFailure{
+				CapacityType: r.CapacityType, Zone: zone, ZoneID: zoneID,
+				Reason: sdk.LaunchFailureReason(code, aws.ToString(e.ErrorMessage)),
+			})
 		}
 		switch {
 		case sdk.UnavailableOfferingCodes[code]:
@@ -413,6 +446,12 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 // termination and a NotFoundError once the instance is shutting down, terminated, unknown or not this cluster's.
 // Ownership is checked with DescribeInstances unless the instance was already seen carrying this cluster's UID.
 func (p *Provider) Terminate(ctx context.Context, id string) error {
+	return p.TerminateReporting(ctx, id, nil)
+}
+
+// TerminateReporting is Terminate, calling failed (when set) if the TerminateInstances call itself fails, whatever
+// the error (an instance EC2 does not know yet among them).
+func (p *Provider) TerminateReporting(ctx context.Context, id string, failed func()) error {
 	if !p.knownOwned(id) {
 		inst, err := p.Get(ctx, id)
 		if err != nil {
@@ -425,6 +464,9 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 	}
 	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
+		if failed != nil {
+			failed()
+		}
 		if sdk.IsNotFound(err) {
 			if p.notVisibleYet(id) {
 				return fmt.Errorf("instance %s was launched less than %s ago and is not visible yet: %w", id, ConsistencyWindow, err)

@@ -195,6 +195,12 @@ type Provider struct {
 
 	mu    sync.Mutex
 	known map[string]time.Time
+
+	// OnUserData, when set, is called as a launch template is created, with its node class and the size in bytes
+	// of its user data (before base64); OnDeleted after DeleteAll deleted a node class's templates. Set them
+	// before first use.
+	OnUserData func(nodeClass string, bytes int)
+	OnDeleted  func(nodeClass string)
 }
 
 // NewProvider returns a launch template provider.
@@ -244,6 +250,9 @@ func (p *Provider) create(ctx context.Context, name string, s Spec) error {
 		return sdk.Wrap(err, "creating launch template %s", name)
 	}
 	log.FromContext(ctx).Info("created launch template", "launch-template", name, "ec2nodeclass", s.NodeClass.Name, "image", s.ImageID)
+	if p.OnUserData != nil {
+		p.OnUserData(s.NodeClass.Name, len(s.UserData))
+	}
 	return nil
 }
 
@@ -294,5 +303,8 @@ func (p *Provider) DeleteAll(ctx context.Context, nodeClass string) (int, error)
 		log.FromContext(ctx).Info("deleted launch template", "launch-template", n, "ec2nodeclass", nodeClass)
 	}
 	p.Invalidate(names...)
+	if p.OnDeleted != nil {
+		p.OnDeleted(nodeClass)
+	}
 	return len(names), nil
 }
