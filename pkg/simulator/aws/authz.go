@@ -285,9 +285,14 @@ func (s *Simulator) ec2Checks(a *account, action string, p params) []authzCheck 
 		seenLT, seenSubnet := map[string]bool{}, map[string]bool{}
 		configs := p.list("LaunchTemplateConfigs")
 		if action == "RunInstances" {
+			// The subnet is named at the top level or by the first network interface.
+			subnet := p.get("SubnetId")
+			if subnet == "" {
+				subnet = p.get("NetworkInterface.1.SubnetId")
+			}
 			configs = []params{{"LaunchTemplateSpecification.LaunchTemplateId": p.get("LaunchTemplate.LaunchTemplateId"),
 				"LaunchTemplateSpecification.LaunchTemplateName": p.get("LaunchTemplate.LaunchTemplateName"),
-				"Overrides.1.SubnetId":                           p.get("SubnetId")}}
+				"Overrides.1.SubnetId":                           subnet}}
 		}
 		for _, cfg := range configs {
 			spec := cfg.sub("LaunchTemplateSpecification")
