@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -82,6 +83,8 @@ func TestDryRunLaunchUnderPolicies(t *testing.T) {
 				t.Fatalf("DryRunLaunch = %v, want ec2:%s denied", err, tc.denied)
 			case tc.denied != "" && denied.DeniedAction() != tc.denied:
 				t.Fatalf("DryRunLaunch denied %s (%v), want %s", denied.DeniedAction(), err, tc.denied)
+			case tc.denied != "" && !strings.HasPrefix(err.Error(), "UnauthorizedOperation: You are not authorized"):
+				t.Errorf("DryRunLaunch error %q, want EC2's code and message", err)
 			}
 			out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{})
 			if err != nil {

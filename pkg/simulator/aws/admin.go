@@ -350,6 +350,18 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Launches())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "PUT iam-policy/denied":
+		var d struct {
+			Actions []string `json:"actions"`
+		}
+		if !readAdmin(w, r, &d) {
+			return
+		}
+		s.DenyActions(d.Actions...)
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "DELETE iam-policy/denied":
+		s.DenyActions()
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":
 		s.SuspendIAMPolicy(strings.HasSuffix(path, "suspend"))
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())

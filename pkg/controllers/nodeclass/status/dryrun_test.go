@@ -27,7 +27,9 @@ import (
 // deniedError is a dry run refused for permissions.
 type deniedError struct{ action string }
 
-func (e *deniedError) Error() string        { return "UnauthorizedOperation: You are not authorized to perform this operation." }
+func (e *deniedError) Error() string {
+	return "UnauthorizedOperation: You are not authorized to perform this operation."
+}
 func (e *deniedError) DeniedAction() string { return e.action }
 
 // dryRunResolver answers DryRunLaunch with err and counts the calls.

@@ -2,12 +2,13 @@ package instance
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
@@ -20,7 +21,15 @@ type DeniedError struct {
 	Err    error
 }
 
-func (e *DeniedError) Error() string { return fmt.Sprintf("ec2:%s dry run denied: %v", e.Action, e.Err) }
+// Error is EC2's code and message ("UnauthorizedOperation: You are not authorized …"), or the whole error when it
+// is not an API error.
+func (e *DeniedError) Error() string {
+	var apiErr smithy.APIError
+	if errors.As(e.Err, &apiErr) {
+		return apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
+	}
+	return e.Err.Error()
+}
 func (e *DeniedError) Unwrap() error { return e.Err }
 
 // DeniedAction names the call refused.
