@@ -284,6 +284,9 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 	if t.NeuronInfo != nil {
 		for _, n := range t.NeuronInfo.NeuronDevices {
 			d := Device{Name: aws.ToString(n.Name), Manufacturer: "AWS", Count: int64(aws.ToInt32(n.Count))}
+			if n.CoreInfo != nil {
+				d.Cores = int64(aws.ToInt32(n.CoreInfo.Count))
+			}
 			if n.MemoryInfo != nil {
 				d.MemoryMiB = int64(aws.ToInt32(n.MemoryInfo.SizeInMiB))
 			}
@@ -305,6 +308,9 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		info.MaxENIs = int(aws.ToInt32(n.MaximumNetworkInterfaces))
 		info.IPv4PerENI = int(aws.ToInt32(n.Ipv4AddressesPerInterface))
 		info.EncryptionInTransit = aws.ToBool(n.EncryptionInTransitSupported)
+		if aws.ToBool(n.EfaSupported) && n.EfaInfo != nil {
+			info.MaxEFAInterfaces = int(aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces))
+		}
 		var gbps float64
 		for _, c := range n.NetworkCards {
 			gbps += aws.ToFloat64(c.BaselineBandwidthInGbps)
