@@ -43,6 +43,9 @@ type Info struct {
 	NitroEnclaves bool
 	// MaxEFAInterfaces is how many Elastic Fabric Adapters the type takes (0: no EFA).
 	MaxEFAInterfaces int
+	// BranchENIs is how many branch network interfaces (security groups for pods) a trunking-compatible type
+	// offers; 0 for the others.
+	BranchENIs int
 }
 
 // Device is a GPU or accelerator model on an instance type; MemoryMiB and Cores (NeuronCores of AWS Neuron
@@ -182,6 +185,7 @@ const (
 	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
 	ResourceGaudi      corev1.ResourceName = "habana.ai/gaudi"
 	ResourceEFA        corev1.ResourceName = "vpc.amazonaws.com/efa"
+	ResourcePodENI     corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
 	// ResourcePrivateIPv4Address is the secondary IPv4 addresses a Windows node gives pods.
 	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 )
@@ -242,6 +246,9 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 	}
 	if info.MaxEFAInterfaces > 0 {
 		add(capacity, ResourceEFA, int64(info.MaxEFAInterfaces))
+	}
+	if info.BranchENIs > 0 {
+		add(capacity, ResourcePodENI, int64(info.BranchENIs))
 	}
 	if s.OS == string(corev1.Windows) && info.IPv4PerENI > 1 {
 		// Windows pods take the primary interface's secondary addresses, handed out by the VPC resource controller.

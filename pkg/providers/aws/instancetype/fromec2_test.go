@@ -9,7 +9,8 @@ import (
 )
 
 // TestFromEC2ExtendedResources: the EFA interfaces, NeuronCores and Habana accelerators DescribeInstanceTypes
-// reports reach the capacity of the instance type.
+// reports reach the capacity of the instance type, and trunking-compatible types offer their branch interfaces as
+// vpc.amazonaws.com/pod-eni (figures as in Karpenter v1.14.3's table).
 func TestFromEC2ExtendedResources(t *testing.T) {
 	base := func(name string) ec2types.InstanceTypeInfo {
 		return ec2types.InstanceTypeInfo{
@@ -36,9 +37,11 @@ func TestFromEC2ExtendedResources(t *testing.T) {
 		in   ec2types.InstanceTypeInfo
 		want map[string]string
 	}{
-		{trn, map[string]string{"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2", "vpc.amazonaws.com/efa": "1"}},
-		{dl, map[string]string{"habana.ai/gaudi": "8"}},
-		{noEFA, map[string]string{}},
+		{trn, map[string]string{"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2", "vpc.amazonaws.com/efa": "1",
+			"vpc.amazonaws.com/pod-eni": "17"}},
+		{dl, map[string]string{"habana.ai/gaudi": "8", "vpc.amazonaws.com/pod-eni": "62"}},
+		{noEFA, map[string]string{"vpc.amazonaws.com/pod-eni": "38"}},
+		{base("c4.large"), map[string]string{}}, // Xen: not trunking-compatible
 	} {
 		shape, err := Compute(FromEC2(tc.in), Kubelet{}, Settings{VMMemoryOverheadPercent: 0.075})
 		if err != nil {

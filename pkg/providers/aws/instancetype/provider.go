@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws/pricing"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
@@ -258,6 +259,8 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		Name:       string(t.InstanceType),
 		Hypervisor: string(t.Hypervisor),
 		BareMetal:  aws.ToBool(t.BareMetal),
+		// EC2 does not report branch interfaces: they come from the VPC resource controller's table.
+		BranchENIs: catalog.BranchENIs(string(t.InstanceType)),
 	}
 	if t.VCpuInfo != nil {
 		info.VCPU = int64(aws.ToInt32(t.VCpuInfo.DefaultVCpus))
