@@ -111,3 +111,11 @@ func TestEncodeDeterministic(t *testing.T) {
 		t.Error("re-encoding the embedded catalog changes it: regenerate with go run ./hack/gen-catalog")
 	}
 }
+
+func TestBranchENIs(t *testing.T) {
+	for name, want := range map[string]int{"m5.large": 9, "m6g.large": 9, "c4.large": 0, "t3.micro": 0, "no.such": 0} {
+		if got := BranchENIs(name); got != want {
+			t.Errorf("BranchENIs(%s) = %d, want %d", name, got, want)
+		}
+	}
+}

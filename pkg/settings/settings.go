@@ -113,7 +113,7 @@ type Settings struct {
 	IgnoreDRARequests bool
 	// EKSControlPlane reads the Kubernetes version from EKS DescribeCluster instead of the API server.
 	EKSControlPlane bool
-	// DisableDryRun turns off dry-run validation of EC2NodeClasses (Dovetail does none yet either way).
+	// DisableDryRun turns off the launch dry runs that validate EC2NodeClasses (pkg/controllers/nodeclass/status).
 	DisableDryRun bool
 	// EnableZonalShift is always false: zonal shifts are not followed.
 	EnableZonalShift bool

@@ -202,7 +202,7 @@ func TestInstanceTypesFromSimulatorCatalog(t *testing.T) {
 	for k, v := range m5.Capacity {
 		got[string(k)] = v.String()
 	}
-	if d := cmp.Diff(map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi"}, got); d != "" {
+	if d := cmp.Diff(map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi", "vpc.amazonaws.com/pod-eni": "9"}, got); d != "" {
 		t.Errorf("m5.large capacity (-want +got):\n%s", d)
 	}
 	if m5.Labels[awsv1.LabelInstanceFamily] != "m5" || m5.Labels[corev1.LabelArchStable] != "amd64" {

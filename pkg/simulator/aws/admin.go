@@ -350,9 +350,49 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, http.StatusOK, s.Launches())
 	case route == "GET iam-policy":
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "PUT iam-policy/denied":
+		var d struct {
+			Actions []string `json:"actions"`
+		}
+		if !readAdmin(w, r, &d) {
+			return
+		}
+		s.DenyActions(d.Actions...)
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "DELETE iam-policy/denied":
+		s.DenyActions()
+		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
 	case route == "POST iam-policy/suspend", route == "POST iam-policy/resume":
 		s.SuspendIAMPolicy(strings.HasSuffix(path, "suspend"))
 		writeAdmin(w, http.StatusOK, s.IAMPolicyStatus())
+	case route == "GET zonal-shifts":
+		writeAdmin(w, http.StatusOK, s.ZonalShifts())
+	case route == "POST zonal-shifts":
+		var req struct {
+			AwayFrom  string `json:"awayFrom"`
+			ExpiresIn string `json:"expiresIn"`
+			Comment   string `json:"comment"`
+		}
+		if !readAdmin(w, r, &req) {
+			return
+		}
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, fmt.Errorf("expiresIn: %w", err))
+			return
+		}
+		zs, err := s.StartZonalShift(req.AwayFrom, d, req.Comment)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, zs)
+	case r.Method == http.MethodDelete && strings.HasPrefix(path, "zonal-shifts/"):
+		if !s.CancelZonalShift(strings.TrimPrefix(path, "zonal-shifts/")) {
+			adminError(w, http.StatusNotFound, fmt.Errorf("no zonal shift %s", strings.TrimPrefix(path, "zonal-shifts/")))
+			return
+		}
+		writeAdmin(w, http.StatusOK, s.ZonalShifts())
 	case route == "GET faults":
 		writeAdmin(w, http.StatusOK, s.GetFaults())
 	case route == "PUT faults":

@@ -27,6 +27,8 @@ type policyState struct {
 	byAccount map[string]*iampolicy.Policy
 	// suspended lets every call through until resumed (tests set up another principal's resources this way).
 	suspended bool
+	// denied are actions refused to every caller, policy or not (lower case; tests take one permission away).
+	denied map[string]bool
 }
 
 // IAMPolicyState is what the admin API reports about the enforced policy.
@@ -34,6 +36,8 @@ type IAMPolicyState struct {
 	Enforced  bool   `json:"enforced"`
 	Suspended bool   `json:"suspended"`
 	Digest    string `json:"digest,omitempty"`
+	// Denied are the actions refused to every caller (DenyActions).
+	Denied []string `json:"denied,omitempty"`
 }
 
 // IAMPolicyStatus reports whether a policy is set and enforced.
@@ -44,7 +48,31 @@ func (s *Simulator) IAMPolicyStatus() IAMPolicyState {
 	if len(s.policy.template) > 0 {
 		st.Digest = policyDigest(s.policy.template)
 	}
+	st.Denied = sortedKeys(s.policy.denied)
 	return st
+}
+
+// DenyActions refuses the actions (e.g. "ec2:RunInstances") to every caller, with or without a policy, as an
+// explicit deny would, until called again; no actions lifts the refusal. Suspending enforcement lifts it too.
+func (s *Simulator) DenyActions(actions ...string) {
+	denied := map[string]bool{}
+	for _, a := range actions {
+		denied[strings.ToLower(a)] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy.denied = denied
+	s.log.Info("IAM actions denied to every caller", "actions", actions)
+}
+
+// deniedActions returns the actions refused to every caller (nil while enforcement is suspended).
+func (s *Simulator) deniedActions() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy.suspended {
+		return nil
+	}
+	return s.policy.denied
 }
 
 // SuspendIAMPolicy stops (true) or restarts (false) enforcing the policy without forgetting it.
@@ -67,6 +95,7 @@ func (s *Simulator) SetIAMPolicy(template []byte, vars map[string]string) error 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	st.denied = s.policy.denied
 	s.policy = st
 	return nil
 }
@@ -116,7 +145,8 @@ func renderPolicy(template []byte, vars map[string]string) (*iampolicy.Policy, e
 // check is allowed. checksOf is called only when a policy is enforced. The first denied check names the action and resource in the error, as AWS does.
 func (s *Simulator) authorize(a *account, service string, checksOf func() []authzCheck) *apiError {
 	p, err := s.policyFor(a)
-	if p == nil && err == nil {
+	denied := s.deniedActions()
+	if p == nil && err == nil && len(denied) == 0 {
 		return nil
 	}
 	if err != nil {
@@ -124,6 +154,13 @@ func (s *Simulator) authorize(a *account, service string, checksOf func() []auth
 		return &apiError{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()}
 	}
 	for _, c := range checksOf() {
+		if denied[strings.ToLower(c.action)] {
+			s.log.Info("IAM action denied to every caller", "account", a.number, "action", c.action, "resource", c.resource)
+			return deniedError(a, service, c, iampolicy.ExplicitDeny)
+		}
+		if p == nil {
+			continue
+		}
 		d := p.Evaluate(iampolicy.Request{Action: c.action, Resource: c.resource, Context: c.ctx})
 		if d == iampolicy.Allowed {
 			continue
@@ -285,9 +322,14 @@ func (s *Simulator) ec2Checks(a *account, action string, p params) []authzCheck 
 		seenLT, seenSubnet := map[string]bool{}, map[string]bool{}
 		configs := p.list("LaunchTemplateConfigs")
 		if action == "RunInstances" {
+			// The subnet is named at the top level or by the first network interface.
+			subnet := p.get("SubnetId")
+			if subnet == "" {
+				subnet = p.get("NetworkInterface.1.SubnetId")
+			}
 			configs = []params{{"LaunchTemplateSpecification.LaunchTemplateId": p.get("LaunchTemplate.LaunchTemplateId"),
 				"LaunchTemplateSpecification.LaunchTemplateName": p.get("LaunchTemplate.LaunchTemplateName"),
-				"Overrides.1.SubnetId":                           p.get("SubnetId")}}
+				"Overrides.1.SubnetId":                           subnet}}
 		}
 		for _, cfg := range configs {
 			spec := cfg.sub("LaunchTemplateSpecification")

@@ -201,3 +201,53 @@ func TestIAMPolicyTemplateErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIAMDeniedActionsThroughAdminAPI: actions put on the denied list are refused to every caller, with no policy
+// enforced, as an explicit deny (dry runs included), until the list is cleared.
+func TestIAMDeniedActionsThroughAdminAPI(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := func(method, body string) IAMPolicyState {
+		req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+"/_awssim/iam-policy/denied", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st IAMPolicyState
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("admin %s denied: HTTP %d, %v", method, resp.StatusCode, err)
+		}
+		return st
+	}
+	dryRun := func() string {
+		_, err := e.ec2.RunInstances(ctx, &ec2.RunInstancesInput{DryRun: aws.Bool(true), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+			InstanceType: ec2types.InstanceTypeM5Large, ImageId: aws.String("ami-00000000000000001")})
+		code, _ := apiCode(t, err)
+		return code
+	}
+	if got := dryRun(); got != "DryRunOperation" {
+		t.Errorf("no policy: dry-run RunInstances = %s, want DryRunOperation", got)
+	}
+	if st := admin(http.MethodPut, `{"actions": ["ec2:RunInstances"]}`); st.Enforced || len(st.Denied) != 1 || st.Denied[0] != "ec2:runinstances" {
+		t.Errorf("after PUT denied: %+v", st)
+	}
+	_, err := e.ec2.RunInstances(ctx, &ec2.RunInstancesInput{DryRun: aws.Bool(true), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+		InstanceType: ec2types.InstanceTypeM5Large, ImageId: aws.String("ami-00000000000000001")})
+	if code, status := apiCode(t, err); code != "UnauthorizedOperation" || status != http.StatusForbidden ||
+		!strings.Contains(err.Error(), "explicit deny") {
+		t.Errorf("denied: dry-run RunInstances = %s (HTTP %d, %v), want UnauthorizedOperation with an explicit deny", code, status, err)
+	}
+	if _, err := e.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); err != nil {
+		t.Errorf("DescribeSubnets while RunInstances is denied: %v", err)
+	}
+	if st := admin(http.MethodDelete, ""); len(st.Denied) != 0 {
+		t.Errorf("after DELETE denied: %+v", st)
+	}
+	if got := dryRun(); got != "DryRunOperation" {
+		t.Errorf("cleared: dry-run RunInstances = %s, want DryRunOperation", got)
+	}
+}

@@ -90,6 +90,18 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 	}
 	for _, a := range t.Accelerators {
 		capacity["aws.amazon.com/neuron"] = *resource.NewQuantity(int64(a.Count), resource.DecimalSI)
+		// The Neuron device plugin also advertises the devices' NeuronCores.
+		if cores, _, ok := neuronCores(a.Name); ok {
+			capacity["aws.amazon.com/neuroncore"] = *resource.NewQuantity(int64(a.Count)*cores, resource.DecimalSI)
+		}
+	}
+	if n := catalog.BranchENIs(t.Name); n > 0 && osName == "linux" {
+		// Security groups for pods on: the VPC resource controller advertises the branch interfaces of trunking types.
+		capacity["vpc.amazonaws.com/pod-eni"] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	if osName == "windows" && t.IPv4PerENI > 1 {
+		// The VPC resource controller gives Windows nodes the secondary addresses of their primary interface.
+		capacity["vpc.amazonaws.com/PrivateIPv4Address"] = *resource.NewQuantity(int64(t.IPv4PerENI-1), resource.DecimalSI)
 	}
 
 	reserved := corev1.ResourceList{

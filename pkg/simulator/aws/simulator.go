@@ -125,6 +125,8 @@ type Simulator struct {
 	policy policyState
 	// callLog records mutating EC2 and IAM calls (GET /_awssim/calls).
 	callLog callLog
+	// zonalShifts are the cluster's ARC zonal shifts, expired ones included (zonalshift.go).
+	zonalShifts []ZonalShift
 }
 
 // New builds a Simulator, filling defaults and validating options.
@@ -279,6 +281,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/clusters/"):
 		s.serveEKS(w, r, acct)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/managedresources/"):
+		s.serveARCZonalShift(w, r, acct)
 	case strings.HasPrefix(target, "AmazonSSM."):
 		s.serveJSON(w, r, acct, "1.1", strings.TrimPrefix(target, "AmazonSSM."), s.ssmHandlers())
 	case strings.HasPrefix(target, "AWSPriceListService."):

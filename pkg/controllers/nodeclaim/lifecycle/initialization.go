@@ -65,7 +65,7 @@ var ephemeralTaintKeys = []string{
 }
 
 // NotInitialized returns a condition reason and a message naming exactly what keeps the Node from being
-// initialized, or "" when it is ready: Ready condition, startup and ephemeral taints, extended resources.
+// initialized, or "" when it is ready: Ready condition, startup and ephemeral taints, requested extended resources.
 func NotInitialized(nc *karpv1.NodeClaim, node *corev1.Node) (string, string) {
 	ready := false
 	for _, c := range node.Status.Conditions {
@@ -92,17 +92,11 @@ func NotInitialized(nc *karpv1.NodeClaim, node *corev1.Node) (string, string) {
 	if len(left) > 0 {
 		return karpv1.ReasonStartupTaintsExist, fmt.Sprintf("Node %s still has taint(s) %s", node.Name, strings.Join(left, ", "))
 	}
+	// Only the extended resources the NodeClaim's pods request must be registered, as in Karpenter: a type's
+	// capacity may name resources whose device plugin the cluster does not run (EFA, Windows IPAM), and the node
+	// serves the other pods without them.
 	var missing []string
-	expected := corev1.ResourceList{}
-	for name, q := range nc.Status.Allocatable {
-		expected[name] = q
-	}
 	for name, q := range nc.Spec.Resources.Requests {
-		if _, ok := expected[name]; !ok {
-			expected[name] = q
-		}
-	}
-	for name, q := range expected {
 		if !isExtended(name) || q.IsZero() {
 			continue
 		}

@@ -76,6 +76,8 @@ type Controller struct {
 	resolver  Resolver
 	intervals map[string]time.Duration
 	refreshed *refreshes
+	// validations keeps the launch dry runs' outcomes (dryrun.go).
+	validations *validations
 }
 
 // NewController returns the controller, taking the resolver from the cloud provider in d (unwrapping the
@@ -86,7 +88,7 @@ func NewController(d deps.Deps) *Controller {
 
 // New returns the controller with an explicit resolver (tests, other wiring).
 func New(d deps.Deps, r Resolver) *Controller {
-	return &Controller{deps: d, resolver: r, intervals: refreshIntervals(d.Settings), refreshed: &refreshes{}}
+	return &Controller{deps: d, resolver: r, intervals: refreshIntervals(d.Settings), refreshed: &refreshes{}, validations: &validations{}}
 }
 
 func resolverOf(cp cloudprovider.CloudProvider) Resolver {
@@ -132,6 +134,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.refreshed.forget(req.Name)
+			c.validations.forget(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -267,8 +270,8 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due ma
 			reason = karpv1.ReasonValidationFailed
 		}
 		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, reason, err.Error())
-	} else {
-		nc.SetTrue(awsv1.ConditionTypeValidationSucceeded, karpv1.ReasonValidationSucceeded)
+	} else if c.validateLaunch(ctx, nc) {
+		failed = true
 	}
 	var resolved []string
 	for _, part := range []string{partSubnets, partSecurityGroups, partAMIs, partOther} {
@@ -323,6 +326,7 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reco
 	if err := c.deps.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	c.validations.forget(nc.Name)
 	log.FromContext(ctx).Info("removed finalizer after cleaning up AWS resources")
 	return reconcile.Result{}, nil
 }

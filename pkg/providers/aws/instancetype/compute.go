@@ -41,14 +41,21 @@ type Info struct {
 	EncryptionInTransit  bool
 	// NitroEnclaves is true when the type supports Nitro Enclaves (the karpenter.k8s.aws/nitro-sandbox label).
 	NitroEnclaves bool
+	// MaxEFAInterfaces is how many Elastic Fabric Adapters the type takes (0: no EFA).
+	MaxEFAInterfaces int
+	// BranchENIs is how many branch network interfaces (security groups for pods) a trunking-compatible type
+	// offers; 0 for the others.
+	BranchENIs int
 }
 
-// Device is a GPU or accelerator model on an instance type; MemoryMiB is per device.
+// Device is a GPU or accelerator model on an instance type; MemoryMiB and Cores (NeuronCores of AWS Neuron
+// devices) are per device.
 type Device struct {
 	Name         string
 	Manufacturer string
 	Count        int64
 	MemoryMiB    int64
+	Cores        int64
 }
 
 // Kubelet holds the kubelet settings of an EC2NodeClass that change what a node offers. With CEL set (the
@@ -170,11 +177,17 @@ type Shape struct {
 	Overhead cloudprovider.Overhead
 }
 
-// Extended resource names reported by device plugins on AWS nodes.
+// Extended resource names reported by device plugins and the VPC resource controller on AWS nodes.
 const (
-	ResourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
-	ResourceAMDGPU    corev1.ResourceName = "amd.com/gpu"
-	ResourceNeuron    corev1.ResourceName = "aws.amazon.com/neuron"
+	ResourceNvidiaGPU  corev1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU     corev1.ResourceName = "amd.com/gpu"
+	ResourceNeuron     corev1.ResourceName = "aws.amazon.com/neuron"
+	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	ResourceGaudi      corev1.ResourceName = "habana.ai/gaudi"
+	ResourceEFA        corev1.ResourceName = "vpc.amazonaws.com/efa"
+	ResourcePodENI     corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
+	// ResourcePrivateIPv4Address is the secondary IPv4 addresses a Windows node gives pods.
+	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 )
 
 // DefaultEphemeralStorage is the root volume size used when the node class does not set one.
@@ -219,12 +232,27 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 			add(capacity, ResourceNvidiaGPU, g.Count)
 		case "amd":
 			add(capacity, ResourceAMDGPU, g.Count)
+		case "habana":
+			add(capacity, ResourceGaudi, g.Count)
 		}
 	}
 	for _, a := range info.Accelerators {
 		if strings.EqualFold(a.Manufacturer, "aws") {
 			add(capacity, ResourceNeuron, a.Count)
+			if a.Cores > 0 {
+				add(capacity, ResourceNeuronCore, a.Count*a.Cores)
+			}
 		}
+	}
+	if info.MaxEFAInterfaces > 0 {
+		add(capacity, ResourceEFA, int64(info.MaxEFAInterfaces))
+	}
+	if info.BranchENIs > 0 {
+		add(capacity, ResourcePodENI, int64(info.BranchENIs))
+	}
+	if s.OS == string(corev1.Windows) && info.IPv4PerENI > 1 {
+		// Windows pods take the primary interface's secondary addresses, handed out by the VPC resource controller.
+		add(capacity, ResourcePrivateIPv4Address, int64(info.IPv4PerENI-1))
 	}
 	kubeReserved, err := overlay(KubeReserved(info.VCPU, pods), kubelet.KubeReserved)
 	if err != nil {

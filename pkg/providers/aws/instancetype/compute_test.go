@@ -70,6 +70,28 @@ func TestComputeCapacity(t *testing.T) {
 			want:     map[string]string{"cpu": "4", "memory": "15155Mi", "pods": "58", "ephemeral-storage": "20Gi", "aws.amazon.com/neuron": "1"},
 		},
 		{
+			name: "trainium: neuron devices and their NeuronCores, EFA interfaces",
+			info: Info{Name: "trn1.2xlarge", Architectures: []string{"x86_64"}, VCPU: 8, MemoryMiB: 32768, MaxENIs: 4, IPv4PerENI: 15,
+				Accelerators: []Device{{Name: "Trainium", Manufacturer: "AWS", Count: 1, Cores: 2}}, MaxEFAInterfaces: 1},
+			settings: defaults,
+			want: map[string]string{"cpu": "8", "memory": "30310Mi", "pods": "58", "ephemeral-storage": "20Gi",
+				"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2", "vpc.amazonaws.com/efa": "1"},
+		},
+		{
+			name: "habana gaudi accelerators are GPUs of EC2",
+			info: Info{Name: "dl1.24xlarge", Architectures: []string{"x86_64"}, VCPU: 96, MemoryMiB: 786432, MaxENIs: 60, IPv4PerENI: 50,
+				GPUs: []Device{{Name: "Gaudi HL-205", Manufacturer: "Habana", Count: 8, MemoryMiB: 32768}}, MaxEFAInterfaces: 4},
+			settings: defaults,
+			want: map[string]string{"cpu": "96", "memory": "727449Mi", "pods": "2942", "ephemeral-storage": "20Gi",
+				"habana.ai/gaudi": "8", "vpc.amazonaws.com/efa": "4"},
+		},
+		{
+			name: "windows: secondary IPv4 addresses of the primary interface",
+			info: m5large(), settings: Settings{VMMemoryOverheadPercent: 0.075, OS: "windows"},
+			want: map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi",
+				"vpc.amazonaws.com/PrivateIPv4Address": "9"},
+		},
+		{
 			name: "no network figures: 110 pods", info: Info{Name: "x.large", VCPU: 1, MemoryMiB: 1024}, settings: defaults,
 			want: map[string]string{"cpu": "1", "memory": "947Mi", "pods": "110", "ephemeral-storage": "20Gi"},
 		},

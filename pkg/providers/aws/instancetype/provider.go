@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws/pricing"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
@@ -258,6 +259,8 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		Name:       string(t.InstanceType),
 		Hypervisor: string(t.Hypervisor),
 		BareMetal:  aws.ToBool(t.BareMetal),
+		// EC2 does not report branch interfaces: they come from the VPC resource controller's table.
+		BranchENIs: catalog.BranchENIs(string(t.InstanceType)),
 	}
 	if t.VCpuInfo != nil {
 		info.VCPU = int64(aws.ToInt32(t.VCpuInfo.DefaultVCpus))
@@ -284,6 +287,9 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 	if t.NeuronInfo != nil {
 		for _, n := range t.NeuronInfo.NeuronDevices {
 			d := Device{Name: aws.ToString(n.Name), Manufacturer: "AWS", Count: int64(aws.ToInt32(n.Count))}
+			if n.CoreInfo != nil {
+				d.Cores = int64(aws.ToInt32(n.CoreInfo.Count))
+			}
 			if n.MemoryInfo != nil {
 				d.MemoryMiB = int64(aws.ToInt32(n.MemoryInfo.SizeInMiB))
 			}
@@ -305,6 +311,9 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		info.MaxENIs = int(aws.ToInt32(n.MaximumNetworkInterfaces))
 		info.IPv4PerENI = int(aws.ToInt32(n.Ipv4AddressesPerInterface))
 		info.EncryptionInTransit = aws.ToBool(n.EncryptionInTransitSupported)
+		if aws.ToBool(n.EfaSupported) && n.EfaInfo != nil {
+			info.MaxEFAInterfaces = int(aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces))
+		}
 		var gbps float64
 		for _, c := range n.NetworkCards {
 			gbps += aws.ToFloat64(c.BaselineBandwidthInGbps)

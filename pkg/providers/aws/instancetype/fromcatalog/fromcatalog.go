@@ -23,6 +23,7 @@ func Info(t *catalog.InstanceType) instancetype.Info {
 		Hypervisor:           t.Hypervisor,
 		BareMetal:            t.BareMetal,
 		NitroEnclaves:        t.NitroEnclaves(),
+		BranchENIs:           catalog.BranchENIs(t.Name),
 	}
 	for _, g := range t.GPUs {
 		info.GPUs = append(info.GPUs, instancetype.Device{Name: g.Name, Manufacturer: g.Manufacturer, Count: int64(g.Count), MemoryMiB: g.MemoryMiB})
