@@ -25,7 +25,7 @@ bash hack/build-karpenter.sh
 echo "== end-to-end tests (local cluster + AWS simulator + controller)"
 scrapes="$(mktemp -d)/metrics-scrapes.prom"
 e2e_failed=0
-DOVETAIL_METRICS_SCRAPES_OUT="$scrapes" go test -tags e2e -p 1 -count 1 -timeout 30m ./test/e2e/... || e2e_failed=1
+DOVETAIL_METRICS_SCRAPES_OUT="$scrapes" go test -tags e2e -p 1 -count 1 -timeout 50m ./test/e2e/... || e2e_failed=1
 if [ -f "$scrapes" ]; then
   echo "== dashboard queries on the end-to-end test's scrapes"
   bash hack/test-karpenter-metrics.sh "$scrapes" || metrics_failed=1
