@@ -86,8 +86,9 @@ func New(d deps.Deps) []Named {
 		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}
-	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
-		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) && d.Settings.LegacyNodeRepair {
+		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise
+		// node repair is a method of the disruption controller.
 		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureReservedCapacity) {
