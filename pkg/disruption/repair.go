@@ -60,7 +60,7 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		if c.Repair.DrainBound == nil && !c.Repair.NodeClaimGracePeriod {
 			if s := blocker(c, d.snap.NodePools, d.snap.PodDisruptionBudgets, d.snap.Now); s != nil && (s.Reason == StayDoNotDisrupt || s.Reason == StayPDB) {
 				d.examined[c.NodeClaim] = true
-				d.stayf(c, s.Reason, "unhealthy (%s), but repair needs a termination grace period to drain past blocking pods: %s", c.Repair.Condition, s.Message)
+				d.stayf(c, StayRepairBlocked, "unhealthy (%s), but repair needs a termination grace period to drain past blocking pods: %s", c.Repair.Condition, s.Message)
 				continue
 			}
 		}
@@ -81,7 +81,7 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		}
 		d.examined[c.NodeClaim] = true
 		if sim.Unschedulable != "" {
-			d.stayf(c, StayPodsDoNotFit, "unhealthy (%s), but it cannot be replaced: %s", c.Repair.Condition, sim.Unschedulable)
+			d.stayf(c, StayRepairBlocked, "unhealthy (%s), but it cannot be replaced: %s", c.Repair.Condition, sim.Unschedulable)
 			continue
 		}
 		cmd := &Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionDelete, Candidates: []*Candidate{c},

@@ -105,7 +105,7 @@ func TestDecideRepair(t *testing.T) {
 				s.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{pdb("web", 0)}
 				return s
 			},
-			stays: map[string]disruption.StayReason{"a": disruption.StayPDB},
+			stays: map[string]disruption.StayReason{"a": disruption.StayRepairBlocked},
 		},
 		{
 			name: "the NodeClaim's terminationGracePeriod bounds the drain when the policy does not",

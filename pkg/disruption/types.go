@@ -162,6 +162,9 @@ const (
 	// StayReceiving: an earlier command of the same pass moves pods onto the node, so the pass does not disrupt it
 	// too; the next pass looks at it again.
 	StayReceiving StayReason = "ReceivesPods"
+	// StayRepairBlocked: node repair would replace the node, but cannot now (its pods fit nowhere, or its drain
+	// would have no bound past the pods that block it).
+	StayRepairBlocked StayReason = "RepairBlocked"
 	// StayScore: the node's NodePool has consolidationPolicy Balanced and the move's savings are not worth its
 	// disruption (score below 1/k).
 	StayScore StayReason = "ConsolidationScore"

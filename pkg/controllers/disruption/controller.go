@@ -447,7 +447,7 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	}
 	for _, s := range stays {
 		switch s.Reason {
-		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget:
+		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget, core.StayRepairBlocked:
 		case core.StayPolicy, core.StayNoCheaper, core.StayPodsDoNotFit, core.StaySpotToSpot:
 			seen[s.NodeClaim] = true
 			if last, ok := c.unconsolidatable[s.NodeClaim]; ok && last.message == s.Message && st.Now.Sub(last.at) < UnconsolidatableRepeat {

@@ -3,8 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -280,10 +278,6 @@ func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv
 	return &list.Items[0], nil
 }
 
-var upperRun = regexp.MustCompile(`([a-z0-9])([A-Z])`)
-
 // SnakeCase turns a condition type into the condition label's form: AcceleratedHardwareReady ->
 // accelerated_hardware_ready.
-func SnakeCase(s string) string {
-	return strings.ToLower(upperRun.ReplaceAllString(s, "${1}_${2}"))
-}
+func SnakeCase(s string) string { return repair.ConditionLabel(s) }
