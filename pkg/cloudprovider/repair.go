@@ -15,4 +15,8 @@ type RepairPolicy struct {
 	ConditionStatus corev1.ConditionStatus
 	// TolerationDuration is how long the condition must have held (since its lastTransitionTime) before repair.
 	TolerationDuration time.Duration
+	// TerminationGracePeriod bounds the drain of a node repaired as a disruption method (Karpenter v1.15): its pods
+	// are deleted when it ends, PodDisruptionBudgets or not. The NodeClaim's own terminationGracePeriod applies
+	// when shorter, and alone when this is nil. The legacy repair controller deletes every pod at once.
+	TerminationGracePeriod *time.Duration
 }

@@ -87,8 +87,13 @@ func New(d deps.Deps) []Named {
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
-		// Node repair: force-terminates nodes unhealthy past their cloud provider's toleration.
-		all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise
+		// node repair is a method of the disruption controller, and this controller repairs static NodePools' nodes.
+		if d.Settings.LegacyNodeRepair {
+			all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+		} else {
+			all = append(all, Named{nodehealth.Name, nodehealth.NewStaticController(d)})
+		}
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureReservedCapacity) {
 		// Reserved capacity: nodes in an ending Capacity Block are drained before EC2 reclaims it.

@@ -45,7 +45,7 @@ type decider struct {
 	pdbUsed map[*policyv1.PodDisruptionBudget]int
 }
 
-// Decide runs the methods in order (drift, emptiness, multi-node then single-node consolidation) and returns
+// Decide runs the methods in order (node repair, drift, emptiness, multi-node then single-node consolidation) and returns
 // every command they find within budgets (Result.Commands, candidates disjoint, each simulated on the cluster as
 // the earlier ones leave it), with why every other candidate stays. It is deterministic for a given snapshot,
 // except that a consolidation search cut short by its timeout keeps the commands found so far.
@@ -76,8 +76,15 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	if _, err := d.work.reserve(ctx, snap.Leaving, opts.Scheduling); err != nil {
 		return nil, err
 	}
+	// Node repair comes first, and takes nodes the other methods leave alone (see repair).
+	if err := d.repair(ctx, sortedCandidates(snap.Candidates)); err != nil {
+		return nil, err
+	}
 	var open []*Candidate
 	for _, c := range sortedCandidates(snap.Candidates) {
+		if d.taken[c.NodeClaim] {
+			continue
+		}
 		if s := blocker(c, snap.NodePools, snap.PodDisruptionBudgets, snap.Now); s != nil {
 			d.stay(*s)
 			d.examined[c.NodeClaim] = true
@@ -175,7 +182,7 @@ func (d *decider) accept(cmd *Command, sim *simulation) {
 	d.work.apply(cmd, sim)
 	d.result.Commands = append(d.result.Commands, cmd)
 	d.result.Evictions += cmd.Evictions
-	if cmd.Reason != karpv1.DisruptionReasonDrifted {
+	if cmd.Reason != karpv1.DisruptionReasonDrifted && cmd.Reason != karpv1.DisruptionReasonUnhealthy {
 		d.result.SavingsPerHour += cmd.Savings
 	}
 }
@@ -204,6 +211,12 @@ func (d *decider) budgets() error {
 		if err != nil {
 			return fmt.Errorf("computing disruption budgets: %w", err)
 		}
+		// Node repair's reason is counted apart: the budgets' other reasons (and their metrics) stay as they are.
+		repairs, err := AllowedRepairs(d.snap.NodePools[name], d.snap.Now, d.snap.NodeCounts[name], d.snap.Disrupting[name])
+		if err != nil {
+			return fmt.Errorf("computing disruption budgets: %w", err)
+		}
+		a[karpv1.DisruptionReasonUnhealthy] = repairs
 		d.allowed[name] = a
 		d.result.Allowed[name] = maps(a)
 	}

@@ -254,7 +254,7 @@ func describeCommand(c *Command, nodes []string) string {
 		}
 		fmt.Fprintf(&b, ", replaced by %s", strings.Join(types, ", "))
 	}
-	if c.Reason != karpv1.DisruptionReasonDrifted {
+	if c.Reason != karpv1.DisruptionReasonDrifted && c.Reason != karpv1.DisruptionReasonUnhealthy {
 		fmt.Fprintf(&b, ", saving $%.4f/h", c.Savings)
 	}
 	return b.String()

@@ -72,6 +72,8 @@ type Candidate struct {
 	Drifted string
 	// CreatedAt orders candidates of equal disruption cost (older first).
 	CreatedAt time.Time
+	// Repair is set when node repair replaces the node (see Repair); nil otherwise.
+	Repair *Repair
 }
 
 // Method names, as in the metrics' consolidation_type label and in events.
@@ -89,7 +91,7 @@ const (
 
 // Command is one disruption to carry out: taint and drain Candidates after launching Replacements.
 type Command struct {
-	// Reason is Drifted, Empty or Underutilized.
+	// Reason is Unhealthy (node repair), Drifted, Empty or Underutilized.
 	Reason karpv1.DisruptionReason
 	// ConsolidationType is empty, single or multi for consolidation, "" for drift.
 	ConsolidationType string
@@ -119,7 +121,11 @@ func (c *Command) Message() string {
 	for _, cand := range c.Candidates {
 		names = append(names, cand.Node)
 	}
-	return describeCommand(c, names)
+	msg := describeCommand(c, names)
+	if len(c.Candidates) == 1 && c.Candidates[0].Repair != nil && c.Reason == karpv1.DisruptionReasonUnhealthy {
+		msg += ": " + c.Candidates[0].Repair.Message
+	}
+	return msg
 }
 
 // Stay says why one candidate was left alone by a pass.
@@ -156,6 +162,9 @@ const (
 	// StayReceiving: an earlier command of the same pass moves pods onto the node, so the pass does not disrupt it
 	// too; the next pass looks at it again.
 	StayReceiving StayReason = "ReceivesPods"
+	// StayRepairBlocked: node repair would replace the node, but cannot now (its pods fit nowhere, or its drain
+	// would have no bound past the pods that block it).
+	StayRepairBlocked StayReason = "RepairBlocked"
 	// StayScore: the node's NodePool has consolidationPolicy Balanced and the move's savings are not worth its
 	// disruption (score below 1/k).
 	StayScore StayReason = "ConsolidationScore"

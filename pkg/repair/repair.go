@@ -6,6 +6,7 @@ package repair
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -230,4 +231,12 @@ func WithTolerations(policies []cloudprovider.RepairPolicy, overrides map[string
 			strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
 	return out, nil
+}
+
+var upperRun = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+
+// ConditionLabel turns a condition type into the condition label of karpenter_nodeclaims_unhealthy_disrupted_total:
+// AcceleratedHardwareReady -> accelerated_hardware_ready.
+func ConditionLabel(s string) string {
+	return strings.ToLower(upperRun.ReplaceAllString(s, "${1}_${2}"))
 }

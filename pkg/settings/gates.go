@@ -42,13 +42,13 @@ type RemovedFeatureGate struct {
 // FeatureGates returns every gate FEATURE_GATES accepts, in Karpenter v1.15's order (its default string's).
 func FeatureGates() []FeatureGate {
 	return []FeatureGate{
-		{Name: FeatureNodeRepair, Since: "v1.14", Implemented: true, Doc: "implemented: unhealthy nodes are replaced ([repair](repair.md))"},
+		{Name: FeatureNodeRepair, Since: "v1.14", Implemented: true, Doc: "implemented: unhealthy nodes are replaced, by the disruption controller (replacement first, within the `Unhealthy` budgets), or by the legacy repair controller with `LEGACY_NODE_REPAIR` ([repair](repair.md))"},
 		{Name: FeatureReservedCapacity, Default: true, KarpenterDefault: true, Since: "v1.14", Implemented: true, Doc: "implemented: `capacityReservationSelectorTerms` select On-Demand Capacity Reservations and Capacity Blocks, launched first as `karpenter.sh/capacity-type: reserved` ([reserved capacity](reserved-capacity.md)); `false` ignores the terms and the EC2NodeClass says so (`CapacityReservationsReady` reason `ReservedCapacityDisabled`)"},
 		{Name: FeatureSpotToSpotConsolidation, Since: "v1.14", Implemented: true, Doc: "implemented: consolidation may replace spot nodes with cheaper spot nodes ([disruption](disruption.md))"},
 		{Name: FeatureNodeOverlay, Since: "v1.14", Implemented: true, Doc: "implemented: NodeOverlays change instance type prices and add extended resources ([NodeOverlay](nodeoverlay.md)); with it off, overlays are ignored and say so in their status"},
 		{Name: FeatureStaticCapacity, Since: "v1.14", Implemented: true, Doc: "implemented: a NodePool with `spec.replicas` keeps that many nodes ([static NodePools](static-nodepools.md))"},
 		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true, Doc: "implemented: `CapacityBuffer` objects (autoscaling.x-k8s.io/v1beta1) keep spare room for pods of a given shape ([capacity buffers](capacitybuffer.md)); off, buffers are ignored and the controller says so once in its log"},
-		{Name: FeatureTerminateFirstDrift, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: a drifted node may be terminated before its replacement is ready when the replacement cannot launch first); `true` is refused"},
+		{Name: FeatureTerminateFirstDrift, Since: "v1.15", Implemented: true, Doc: "implemented for static NodePools: a drifted node that `limits.nodes` leaves no room to replace first is deleted first, and the NodePool refills ([static NodePools](static-nodepools.md#what-dovetail-does)); not yet for nodes bound to a full capacity reservation"},
 		{Name: FeatureTerminateFirstRepair, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the same for unhealthy nodes under node repair); `true` is refused"},
 		{Name: FeaturePodDeletionCostManagement, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the controller sets `controller.kubernetes.io/pod-deletion-cost` on pods of nodes it plans to consolidate); `true` is refused"},
 	}

@@ -122,7 +122,7 @@ type Settings struct {
 	AMIRefreshInterval           time.Duration
 	SubnetRefreshInterval        time.Duration
 	SecurityGroupRefreshInterval time.Duration
-	// LegacyNodeRepair selects Karpenter v1.15's legacy node repair controller, which is the repair Dovetail has.
+	// LegacyNodeRepair selects the legacy node repair controller (node.health) instead of repair as a disruption method.
 	LegacyNodeRepair bool
 	// SchedulerConfig is SCHEDULER_CONFIG as given; it is accepted only when it asks for no default constraints.
 	SchedulerConfig string

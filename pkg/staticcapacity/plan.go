@@ -33,6 +33,9 @@ type Input struct {
 	// Allowed is how many more nodes each disruption reason may disrupt now (pkg/disruption.AllowedDisruptions,
 	// counting the deleting claims as disrupting).
 	Allowed map[karpv1.DisruptionReason]int
+	// TerminateFirst lets a drifted node that limits.nodes leaves no room to replace first be deleted before its
+	// replacement is created (the TerminateFirstDrift gate, with the NodePool ready to create the replacement).
+	TerminateFirst bool
 }
 
 // Deletion is a NodeClaim to delete and why.
@@ -40,6 +43,9 @@ type Deletion struct {
 	Name string
 	// Reason is Drifted for a drifted node whose replacement is up, empty otherwise (a scale-down).
 	Reason karpv1.DisruptionReason
+	// TerminateFirst says the node is deleted before its replacement exists (Input.TerminateFirst): the
+	// replacement is created once it is gone.
+	TerminateFirst bool
 }
 
 // Plan is what to do now.
@@ -101,6 +107,10 @@ func Decide(in Input) Plan {
 		switch {
 		case want == 0:
 			p.Waiting = fmt.Sprintf("the Drifted budget allows no disruption for the %d drifted nodes", drifted)
+		case p.Create < want && in.TerminateFirst:
+			// No room to replace first: the drifted nodes the room lacks go first, and the NodePool, below its
+			// replicas, refills.
+			p.Delete = terminateFirst(active, want-p.Create)
 		case p.Create < want:
 			p.Waiting = fmt.Sprintf("limits.nodes (%d) leaves no room to replace drifted nodes", *in.NodeLimit)
 		}
@@ -138,6 +148,20 @@ func Decide(in Input) Plan {
 		surplus--
 	}
 	return p
+}
+
+// terminateFirst picks n drifted claims to delete before their replacements exist, in deletion order (less).
+func terminateFirst(active []Claim, n int) []Deletion {
+	order := append([]Claim(nil), active...)
+	sort.SliceStable(order, func(i, j int) bool { return less(order[i], order[j]) })
+	var out []Deletion
+	for _, c := range order {
+		if len(out) == n || !c.Drifted {
+			break
+		}
+		out = append(out, Deletion{Name: c.Name, Reason: karpv1.DisruptionReasonDrifted, TerminateFirst: true})
+	}
+	return out
 }
 
 // fits reports whether a deletion for reason (Drifted, or "" for a scale-down that must fit every budget) is

@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 			"INTERRUPTION_QUEUE=dovetail",
 			// repair_test.go: node repair on, with the KernelReady toleration shortened to repairToleration. The
 			// other policies keep the provider's 30 minutes, longer than any scenario keeps a node NotReady.
-			// static_test.go: static NodePools. capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
-			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true",
+			// static_test.go: static NodePools (repairv115_test.go: drifted terminate-first at limits.nodes). capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
+			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true,TerminateFirstDrift=true",
 			"NODE_REPAIR_TOLERATIONS=KernelReady=20s",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},

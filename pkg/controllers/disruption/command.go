@@ -23,7 +23,7 @@ const (
 type Record struct {
 	// ID names the command (the replacements point at it).
 	ID string `json:"id"`
-	// Reason is Drifted, Empty or Underutilized; Decision is delete or replace; ConsolidationType is empty,
+	// Reason is Unhealthy, Drifted, Empty or Underutilized; Decision is delete or replace; ConsolidationType is empty,
 	// single, multi or "".
 	Reason            karpv1.DisruptionReason `json:"reason"`
 	Decision          string                  `json:"decision"`
@@ -49,6 +49,10 @@ type Record struct {
 	// Launched is when it last did; the replacement timeouts count from then.
 	Extra    int       `json:"extra,omitempty"`
 	Launched time.Time `json:"launched,omitempty"`
+	// Condition is, for node repair (reason Unhealthy), the node condition that made the node unhealthy, and
+	// DrainBound (a Go duration) the bound on its drain, stamped as its termination deadline when it is deleted.
+	Condition  string `json:"condition,omitempty"`
+	DrainBound string `json:"drainBound,omitempty"`
 }
 
 // since is when the command last launched replacements: its start, or its last extra launch.

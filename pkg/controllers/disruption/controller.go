@@ -110,6 +110,8 @@ type Controller struct {
 	examined map[string]time.Time
 	// inFlight says the last pass ended with commands in progress (the loop then polls faster).
 	inFlight bool
+	// repairNotices is the last node repair notice (held back, do-not-repair) per NodeClaim (markRepairs).
+	repairNotices map[string]announced
 }
 
 // recentRecord is a record written by this controller.
@@ -120,11 +122,17 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}}
+	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}, repairNotices: map[string]announced{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+	if RepairInLoop(c.deps.Settings) {
+		// A NODE_REPAIR_TOLERATIONS naming a condition no policy watches stops the start.
+		if _, err := c.repairPolicies(); err != nil {
+			return err
+		}
+	}
 	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
 		for {
@@ -176,6 +184,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	snap, err := BuildSnapshot(ctx, c.deps, st.View)
 	if err != nil {
+		return err
+	}
+	if err := c.markRepairs(ctx, st, snap); err != nil {
 		return err
 	}
 	chk := newDrainChecker(st, snap, DecisionOptions(c.deps.Settings).Scheduling)
@@ -436,7 +447,7 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	}
 	for _, s := range stays {
 		switch s.Reason {
-		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget:
+		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget, core.StayRepairBlocked:
 		case core.StayPolicy, core.StayNoCheaper, core.StayPodsDoNotFit, core.StaySpotToSpot:
 			seen[s.NodeClaim] = true
 			if last, ok := c.unconsolidatable[s.NodeClaim]; ok && last.message == s.Message && st.Now.Sub(last.at) < UnconsolidatableRepeat {

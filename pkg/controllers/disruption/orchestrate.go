@@ -25,6 +25,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	core "github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/repair"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -77,6 +78,12 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 		Message:           cmd.Message(),
 		Plan:              cmd.Plan,
 		Candidates:        len(candidates),
+	}
+	if rep := cmd.Candidates[0].Repair; cmd.Reason == karpv1.DisruptionReasonUnhealthy && rep != nil {
+		r.Condition = rep.Condition
+		if rep.DrainBound != nil {
+			r.DrainBound = rep.DrainBound.String()
+		}
 	}
 	for _, plan := range cmd.Replacements {
 		if st.NodePools[plan.NodePool] == nil {
@@ -652,6 +659,9 @@ func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, n
 	if nc.Status.NodeName != "" {
 		node = st.Nodes[nc.Status.NodeName]
 	}
+	if err := c.stampRepairDeadline(ctx, r, nc); err != nil {
+		return err
+	}
 	c.emitOnNodeAndClaim(node, nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting: "+r.Message)
 	if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
@@ -664,6 +674,10 @@ func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, n
 	c.recentMu.Unlock()
 	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
 		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	if r.Reason == karpv1.DisruptionReasonUnhealthy && r.Condition != "" {
+		c.deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(repair.ConditionLabel(r.Condition), nc.NodePoolName(),
+			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
+	}
 	log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
 	return nil
 }

@@ -3,8 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,10 +41,18 @@ const MetricReasonUnhealthy = karpv1.MetricReasonUnhealthy
 // Controller repairs unhealthy nodes.
 type Controller struct {
 	deps deps.Deps
+	// staticOnly limits the controller to the nodes of static NodePools (see NewStaticController).
+	staticOnly bool
 }
 
-// NewController returns the controller. controllers.New includes it only when the NodeRepair gate is on.
+// NewController returns the controller. controllers.New includes it when the NodeRepair gate is on with
+// LEGACY_NODE_REPAIR.
 func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+
+// NewStaticController returns the controller for the nodes of static NodePools only: with node repair a method of
+// the disruption controller (NodeRepair without LEGACY_NODE_REPAIR), a static NodePool's nodes are no disruption
+// candidates, and this controller repairs them as before; the static NodePool controller then refills the pool.
+func NewStaticController(d deps.Deps) *Controller { return &Controller{deps: d, staticOnly: true} }
 
 // Policies are the cloud provider's repair policies with NODE_REPAIR_TOLERATIONS applied; an override naming a
 // condition no policy watches is an error, so the controller does not start with a setting that does nothing.
@@ -124,6 +130,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nc, err := c.nodeClaimOf(ctx, node)
 	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, err
+	}
+	if c.staticOnly {
+		np := &karpv1.NodePool{}
+		if pool := nc.NodePoolName(); pool == "" || c.deps.Client.Get(ctx, client.ObjectKey{Name: pool}, np) != nil || !np.IsStatic() {
+			return reconcile.Result{}, nil
+		}
 	}
 	if node.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" || nc.Annotations[karpv1.DoNotRepairAnnotationKey] == "true" {
 		log.FromContext(ctx).V(1).Info("node unhealthy, repair blocked by annotation", "node", node.Name, "nodeclaim", nc.Name,
@@ -266,10 +278,6 @@ func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*karpv
 	return &list.Items[0], nil
 }
 
-var upperRun = regexp.MustCompile(`([a-z0-9])([A-Z])`)
-
 // SnakeCase turns a condition type into the condition label's form: AcceleratedHardwareReady ->
 // accelerated_hardware_ready.
-func SnakeCase(s string) string {
-	return strings.ToLower(upperRun.ReplaceAllString(s, "${1}_${2}"))
-}
+func SnakeCase(s string) string { return repair.ConditionLabel(s) }

@@ -29,6 +29,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/requirements"
+	"github.com/dovetail/dovetail/pkg/settings"
 	"github.com/dovetail/dovetail/pkg/staticcapacity"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
@@ -120,8 +121,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			continue
 		}
 		reason := "scale-down"
-		if d.Reason != "" {
+		if d.TerminateFirst {
+			reason = string(d.Reason) + ", terminate-first: limits.nodes leaves no room to replace it first"
+		} else if d.Reason != "" {
 			reason = string(d.Reason)
+		}
+		if d.Reason != "" {
 			c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(karpv1.DisruptionReasonDrifted)), np.Name, nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 		}
 		logger.Info("deleted nodeclaim of static nodepool", "nodeclaim", d.Name, "reason", reason, "replicas", in.Replicas)
@@ -170,6 +175,10 @@ func (c *Controller) input(ctx context.Context, np *karpv1.NodePool, claims []ka
 		return in, fmt.Errorf("reading disruption budgets: %w", err)
 	}
 	in.Allowed = allowed
+	// The replacement of a node terminated first is created by this controller, which creates for a NodePool that
+	// is ready only.
+	in.TerminateFirst = c.deps.Settings != nil && c.deps.Settings.FeatureEnabled(settings.FeatureTerminateFirstDrift) &&
+		np.IsTrue(karpv1.ConditionTypeReady) && np.DeletionTimestamp.IsZero()
 	return in, nil
 }
 
