@@ -42,9 +42,10 @@ type Controller struct {
 	previous []string
 }
 
-// NewController builds the controller; it does nothing unless the cloud provider follows zonal shifts.
+// NewController builds the controller; it does nothing unless the cloud provider (under its metrics and overlay
+// wrappers) follows zonal shifts.
 func NewController(d deps.Deps) *Controller {
-	w, _ := d.CloudProvider.(cloudprovider.ZonalShiftWatcher)
+	w, _ := cloudprovider.Find[cloudprovider.ZonalShiftWatcher](d.CloudProvider)
 	return &Controller{deps: d, watcher: w}
 }
 

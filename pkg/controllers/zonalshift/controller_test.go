@@ -40,6 +40,20 @@ func (f *fakeWatcher) NodePoolZones(context.Context, *karpv1.NodePool) ([]cloudp
 	return f.zones, nil
 }
 
+// wrapped decorates a cloud provider as the operator's metrics and overlay wrappers do.
+type wrapped struct{ cloudprovider.CloudProvider }
+
+func (w wrapped) Unwrap() cloudprovider.CloudProvider { return w.CloudProvider }
+
+// TestNewControllerFindsTheWatcherUnderWrappers: the operator hands controllers the provider wrapped in metrics
+// (and overlays); the controller must still find the zonal shift side.
+func TestNewControllerFindsTheWatcherUnderWrappers(t *testing.T) {
+	w := &fakeWatcher{}
+	if c := NewController(deps.Deps{CloudProvider: wrapped{wrapped{w}}}); c.watcher != w {
+		t.Errorf("watcher = %v, want the wrapped fake", c.watcher)
+	}
+}
+
 var zones = []cloudprovider.Zone{{Name: "us-west-2a", ID: "usw2-az1"}, {Name: "us-west-2b", ID: "usw2-az2"}}
 
 func TestAffected(t *testing.T) {
