@@ -408,6 +408,8 @@ func Labels(info Info, os string) map[string]string {
 	}
 	family, size, _ := strings.Cut(info.Name, ".")
 	l[awsv1.LabelInstanceFamily] = family
+	// Flex instances (c7i-flex, m7i-flex) are named so by their family, as Karpenter reads it.
+	l[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "-flex"))
 	if size != "" {
 		l[awsv1.LabelInstanceSize] = size
 	}

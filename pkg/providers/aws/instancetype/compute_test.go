@@ -213,6 +213,25 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceHypervisor:                   "nitro",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
 				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
+			},
+		},
+		{
+			name: "flex family",
+			info: Info{Name: "c7i-flex.large", Architectures: []string{"x86_64"}, VCPU: 2, MemoryMiB: 4096},
+			want: map[string]string{
+				"kubernetes.io/arch":                            "amd64",
+				"kubernetes.io/os":                              "linux",
+				"node.kubernetes.io/instance-type":              "c7i-flex.large",
+				awsv1.LabelInstanceCategory:                     "c",
+				awsv1.LabelInstanceFamily:                       "c7i-flex",
+				awsv1.LabelInstanceGeneration:                   "7",
+				awsv1.LabelInstanceSize:                         "large",
+				awsv1.LabelInstanceCPU:                          "2",
+				awsv1.LabelInstanceMemory:                       "4096",
+				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
+				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "true",
 			},
 		},
 		{
@@ -237,6 +256,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceGPUManufacturer:              "nvidia",
 				awsv1.LabelInstanceGPUCount:                     "1",
 				awsv1.LabelInstanceGPUMemory:                    "16384",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
 			},
 		},
 		{
@@ -255,6 +275,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceHypervisor:                   "",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
 				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
 			},
 		},
 	}
