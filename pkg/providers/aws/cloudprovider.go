@@ -299,6 +299,7 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 		VMMemoryOverheadPercent: p.settings.VMMemoryOverheadPercent,
 		ReservedENIs:            p.settings.ReservedENIs,
 		EphemeralStorage:        launchtemplate.EphemeralStorage(nc),
+		InstanceStoreRAID0:      instanceStoreRAID0(nc),
 	}
 	if awsv1.IsWindows(nc.AMIFamily()) {
 		s.OS = karpv1.OSWindows

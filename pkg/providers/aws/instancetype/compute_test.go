@@ -56,6 +56,17 @@ func TestComputeCapacity(t *testing.T) {
 			want:     map[string]string{"cpu": "2", "memory": "8Gi", "pods": "20", "ephemeral-storage": "100Gi"},
 		},
 		{
+			name:     "RAID0: instance store total replaces the root volume",
+			info:     func() Info { i := m5large(); i.Name, i.LocalNVMe, i.LocalStorageGB = "m5d.large", true, 75; return i }(),
+			settings: Settings{VMMemoryOverheadPercent: 0.075, EphemeralStorage: resource.MustParse("100Gi"), InstanceStoreRAID0: true},
+			want:     map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "75G"},
+		},
+		{
+			name: "RAID0 on a type without instance store keeps the root volume", info: m5large(),
+			settings: Settings{VMMemoryOverheadPercent: 0.075, EphemeralStorage: resource.MustParse("100Gi"), InstanceStoreRAID0: true},
+			want:     map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "100Gi"},
+		},
+		{
 			name: "nvidia GPUs and neuron devices become extended resources",
 			info: Info{Name: "g5.xlarge", Architectures: []string{"x86_64"}, VCPU: 4, MemoryMiB: 16384, MaxENIs: 4, IPv4PerENI: 15,
 				GPUs: []Device{{Name: "A10G", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 24576}}},
