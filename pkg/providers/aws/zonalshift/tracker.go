@@ -32,6 +32,9 @@ type Tracker struct {
 	expiry map[string]time.Time
 	// read is whether a GetManagedResource answer has been recorded.
 	read bool
+	// triedAt is when ensureRead last tried a first read, so a failing read is retried at most once per
+	// RefreshInterval rather than on every question.
+	triedAt time.Time
 }
 
 // New returns a tracker for the cluster with the given ARN; nothing is read until Update or the first question.
@@ -85,14 +88,16 @@ func (t *Tracker) Update(ctx context.Context) error {
 }
 
 // ensureRead reads the shifts once if nothing was read yet (a question before the first poll); a failure is
-// logged and leaves every zone usable until the next try.
+// logged and leaves every zone usable until the next try, at most once per RefreshInterval.
 func (t *Tracker) ensureRead(ctx context.Context) {
-	t.mu.RLock()
-	read := t.read
-	t.mu.RUnlock()
-	if read {
+	t.mu.Lock()
+	now := t.clock.Now()
+	if t.read || (!t.triedAt.IsZero() && now.Sub(t.triedAt) < RefreshInterval) {
+		t.mu.Unlock()
 		return
 	}
+	t.triedAt = now
+	t.mu.Unlock()
 	if err := t.Update(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "reading zonal shifts failed; no zone is treated as shifted until the next read")
 	}
