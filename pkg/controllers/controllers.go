@@ -35,6 +35,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 	conditionevents "github.com/dovetail/dovetail/pkg/controllers/status"
+	"github.com/dovetail/dovetail/pkg/controllers/zonalshift"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -85,6 +86,8 @@ func New(d deps.Deps) []Named {
 		{unavailableofferings.Name, unavailableofferings.NewController(d)},
 		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
+		// ARC zonal shifts (ENABLE_ZONAL_SHIFT=true; a no-op otherwise): NodePool events as zones shift and clear.
+		{zonalshift.Name, zonalshift.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise

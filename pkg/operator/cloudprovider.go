@@ -94,6 +94,12 @@ func newCloudProvider(ctx context.Context, o cloudProviderOptions) (cloudprovide
 	if err != nil {
 		return nil, fmt.Errorf("creating the AWS cloud provider: %w", err)
 	}
+	if o.Settings.EnableZonalShift {
+		// As Karpenter: with ENABLE_ZONAL_SHIFT=true the controller does not start unless ARC knows the cluster.
+		if err := cp.EnableZonalShift(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return cp, nil
 }
 

@@ -170,8 +170,6 @@ func TestParseErrors(t *testing.T) {
 			`FEATURE_GATES (--feature-gates) from env: feature gate Drift: value must be true or false, got "yes"`},
 		{"unknown AWS gate", nil, map[string]string{"CLUSTER_NAME": "a", "AWS_FEATURE_GATES": "NodeRepair=false"},
 			`AWS_FEATURE_GATES (--aws-feature-gates) from env: unknown feature gate "NodeRepair" (known: NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair)`},
-		{"zonal shift", nil, map[string]string{"CLUSTER_NAME": "a", "ENABLE_ZONAL_SHIFT": "true"},
-			"ENABLE_ZONAL_SHIFT (--enable-zonal-shift) from env: true is not supported yet: Dovetail does not follow EKS zonal shifts"},
 		{"DRA requests", nil, map[string]string{"CLUSTER_NAME": "a", "IGNORE_DRA_REQUESTS": "false"},
 			"IGNORE_DRA_REQUESTS (--ignore-dra-requests) from env: false is not supported: Dovetail cannot provision for dynamic resource allocation claims"},
 		{"cluster state observability", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"},

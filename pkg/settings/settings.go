@@ -115,7 +115,7 @@ type Settings struct {
 	EKSControlPlane bool
 	// DisableDryRun turns off the launch dry runs that validate EC2NodeClasses (pkg/controllers/nodeclass/status).
 	DisableDryRun bool
-	// EnableZonalShift is always false: zonal shifts are not followed.
+	// EnableZonalShift makes the AWS provider follow the cluster's ARC zonal shifts (no launches into a shifted zone).
 	EnableZonalShift bool
 	// AMIRefreshInterval, SubnetRefreshInterval and SecurityGroupRefreshInterval are how often an EC2NodeClass's
 	// AMIs, subnets and security groups are resolved again.

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			// static_test.go: static NodePools (repairv115_test.go: drifted terminate-first at limits.nodes). capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
 			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true,TerminateFirstDrift=true",
 			"NODE_REPAIR_TOLERATIONS=KernelReady=20s",
+			// zonalshift_test.go: ARC zonal shifts followed (the simulator knows the cluster; no shift unless a test starts one).
+			"ENABLE_ZONAL_SHIFT=true",
 		},
 		SimulatorFlags: []string{"--pending-duration=500ms", "--shutting-down-duration=1s"},
 	}}, &env))

@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
+	"github.com/dovetail/dovetail/pkg/providers/aws/zonalshift"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -109,6 +110,8 @@ type CloudProvider struct {
 	overlay cloudprovider.InstanceTypeOverlay
 	// onTerminationFailure is Options.OnTerminationFailure.
 	onTerminationFailure func(zone, zoneID string)
+	// zonalShifts follows the cluster's ARC zonal shifts; nil unless EnableZonalShift succeeded.
+	zonalShifts *zonalshift.Tracker
 	// cel evaluates the kubelet CEL expressions of node classes; nil while the NodeClassCEL gate is off.
 	cel *kubeletcel.Env
 }
@@ -286,7 +289,9 @@ func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2N
 			return it.Labels[awsv1.LabelNitroSandbox] != "true"
 		})
 	}
-	return p.withReservedOfferings(ctx, nc, its, zones), nil
+	its = p.withReservedOfferings(ctx, nc, its, zones)
+	// Offerings in a zone traffic is shifted away from (ENABLE_ZONAL_SHIFT) are unavailable until the shift ends.
+	return withoutShiftedZones(its, p.shiftedZoneNames(ctx, nc)), nil
 }
 
 func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Settings {
@@ -294,6 +299,7 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 		VMMemoryOverheadPercent: p.settings.VMMemoryOverheadPercent,
 		ReservedENIs:            p.settings.ReservedENIs,
 		EphemeralStorage:        launchtemplate.EphemeralStorage(nc),
+		InstanceStoreRAID0:      instanceStoreRAID0(nc),
 	}
 	if awsv1.IsWindows(nc.AMIFamily()) {
 		s.OS = karpv1.OSWindows

@@ -460,6 +460,7 @@ func (p *CloudProvider) bootstrap(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.Node
 	b := launchtemplate.Bootstrap{
 		Family: family, ClusterName: p.cluster.Name, Endpoint: info.Endpoint, CABundle: info.CABundle,
 		ServiceCIDR: info.ServiceCIDR, Kubelet: kc, Labels: NodeLabels(nodeClaim, capacityType), Taints: taints,
+		InstanceStoreRAID0: instanceStoreRAID0(nc),
 	}
 	if nc.Spec.UserData != nil {
 		b.UserData = *nc.Spec.UserData
@@ -554,4 +555,9 @@ func minValues(reqs []karpv1.NodeSelectorRequirementWithMinValues) map[string]in
 		}
 	}
 	return out
+}
+
+// instanceStoreRAID0 reports whether the node class asks for its instance store disks as one RAID0 array.
+func instanceStoreRAID0(nc *awsv1.EC2NodeClass) bool {
+	return nc.Spec.InstanceStorePolicy != nil && *nc.Spec.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0
 }

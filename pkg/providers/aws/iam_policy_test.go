@@ -61,12 +61,13 @@ func TestControllerPolicyCoversExactlyTheClientInterfaces(t *testing.T) {
 	// iam:PassRole is not an API call: AddRoleToInstanceProfile needs it for the node role.
 	called := map[string]bool{"iam:PassRole": true}
 	for prefix, iface := range map[string]reflect.Type{
-		"ec2":     reflect.TypeFor[sdk.EC2API](),
-		"ssm":     reflect.TypeFor[sdk.SSMAPI](),
-		"iam":     reflect.TypeFor[sdk.IAMAPI](),
-		"pricing": reflect.TypeFor[sdk.PricingAPI](),
-		"eks":     reflect.TypeFor[sdk.EKSAPI](),
-		"sqs":     reflect.TypeFor[sdk.SQSAPI](),
+		"ec2":             reflect.TypeFor[sdk.EC2API](),
+		"ssm":             reflect.TypeFor[sdk.SSMAPI](),
+		"iam":             reflect.TypeFor[sdk.IAMAPI](),
+		"pricing":         reflect.TypeFor[sdk.PricingAPI](),
+		"eks":             reflect.TypeFor[sdk.EKSAPI](),
+		"sqs":             reflect.TypeFor[sdk.SQSAPI](),
+		"arc-zonal-shift": reflect.TypeFor[sdk.ARCZonalShiftAPI](),
 	} {
 		for i := range iface.NumMethod() {
 			called[prefix+":"+iface.Method(i).Name] = true

@@ -51,6 +51,12 @@ func (p *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return cloudprovider.NewNotFoundError(err)
 	}
+	if zoneID := nodeClaim.Labels[awsv1.LabelTopologyZoneID]; p.isZoneIDShifted(ctx, zoneID) {
+		// As Karpenter: no TerminateInstances into a zone traffic is shifted away from (calls to an impaired zone
+		// would only be retried); the termination is tried again, and goes through once the shift ends.
+		return fmt.Errorf("instance %s is in zone %s (%s), which traffic is shifted away from: termination waits for the zonal shift to end",
+			id, nodeClaim.Labels[corev1.LabelTopologyZone], zoneID)
+	}
 	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
 		return err
 	}

@@ -82,6 +82,10 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(i.RootGiB)*1024*1024*1024, resource.BinarySI),
 	}
+	if b.InstanceStoreRAID0 && t.LocalStorageGB > 0 {
+		// The instance store disks, one RAID0 array, hold containerd, the kubelet and pod logs.
+		capacity[corev1.ResourceEphemeralStorage] = *resource.NewScaledQuantity(int64(t.LocalStorageGB), resource.Giga)
+	}
 	for _, g := range t.GPUs {
 		name := map[string]corev1.ResourceName{"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu"}[g.Manufacturer]
 		if name != "" {

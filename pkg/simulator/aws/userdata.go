@@ -34,6 +34,10 @@ type Bootstrap struct {
 	KubeReserved      map[string]string
 	SystemReserved    map[string]string
 	EvictionHard      map[string]string
+	// InstanceStoreRAID0 says the node makes its NVMe instance store one RAID0 array for ephemeral storage
+	// (NodeConfig instance.localStorage.strategy RAID0, bootstrap.sh --local-disks raid0, a Bottlerocket bootstrap
+	// command running "apiclient ephemeral-storage init").
+	InstanceStoreRAID0 bool
 }
 
 func isBase64(s string) bool {
@@ -138,6 +142,11 @@ type nodeConfig struct {
 			Config map[string]any `json:"config"`
 			Flags  []string       `json:"flags"`
 		} `json:"kubelet"`
+		Instance struct {
+			LocalStorage struct {
+				Strategy string `json:"strategy"`
+			} `json:"localStorage"`
+		} `json:"instance"`
 	} `json:"spec"`
 }
 
@@ -154,6 +163,9 @@ func mergeNodeConfig(b *Bootstrap, doc []byte) error {
 	}
 	if nc.Spec.Cluster.Name != "" {
 		b.ClusterName = nc.Spec.Cluster.Name
+	}
+	if nc.Spec.Instance.LocalStorage.Strategy == "RAID0" {
+		b.InstanceStoreRAID0 = true
 	}
 	if nc.Spec.Cluster.APIServerEndpoint != "" {
 		b.APIServerEndpoint = nc.Spec.Cluster.APIServerEndpoint
@@ -311,8 +323,11 @@ func parseShell(text string) Bootstrap {
 	if m := shellEndpointRE.FindStringSubmatch(text); m != nil {
 		b.APIServerEndpoint = strings.Trim(m[1], `'"`)
 	}
+	b.InstanceStoreRAID0 = shellRAID0RE.MatchString(text)
 	return b
 }
+
+var shellRAID0RE = regexp.MustCompile(`--local-disks[= ]['"]?raid0\b`)
 
 var shellEndpointRE = regexp.MustCompile(`--apiserver-endpoint[= ]('[^']*'|"[^"]*"|[^\s'"]+)`)
 
@@ -349,6 +364,7 @@ func mergeBootstrap(dst *Bootstrap, src Bootstrap) {
 	if src.MaxPods != nil {
 		dst.MaxPods = src.MaxPods
 	}
+	dst.InstanceStoreRAID0 = dst.InstanceStoreRAID0 || src.InstanceStoreRAID0
 }
 
 // parseBottlerocket reads the subset of Bottlerocket settings TOML that shapes a Node.
@@ -407,6 +423,10 @@ func parseBottlerocket(text string) (Bootstrap, error) {
 					return Bootstrap{}, fmt.Errorf("TOML line %d: %w", line, err)
 				}
 				b.Taints = append(b.Taints, t)
+			}
+		case strings.HasPrefix(table, "settings.bootstrap-commands.") && key == "commands":
+			if strings.Contains(strings.Join(strings.Fields(val), " "), `"ephemeral-storage", "init"`) {
+				b.InstanceStoreRAID0 = true
 			}
 		case full == "settings.kubernetes.max-pods":
 			n, err := strconv.Atoi(val)

@@ -164,6 +164,9 @@ type Settings struct {
 	ReservedENIs int
 	// EphemeralStorage is the size of the volume pods' ephemeral storage lives on; zero means 20Gi.
 	EphemeralStorage resource.Quantity
+	// InstanceStoreRAID0 (instanceStorePolicy: RAID0): types with instance store offer its total size as
+	// ephemeral storage instead of EphemeralStorage.
+	InstanceStoreRAID0 bool
 	// OS is the kubernetes.io/os value; empty means linux.
 	OS string
 	// WindowsBuild is the node.kubernetes.io/windows-build value of Windows nodes; empty for Linux.
@@ -214,6 +217,10 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 	storage := s.EphemeralStorage
 	if storage.IsZero() {
 		storage = defaultEphemeralStorage
+	}
+	if s.InstanceStoreRAID0 && info.LocalStorageGB > 0 {
+		// The disks' total as EC2 states it, in decimal gigabytes, as Karpenter counts it.
+		storage = *resource.NewScaledQuantity(info.LocalStorageGB, resource.Giga)
 	}
 	kubelet, err := resolveKubelet(info, kubelet, s.ReservedENIs)
 	if err != nil {
@@ -408,6 +415,8 @@ func Labels(info Info, os string) map[string]string {
 	}
 	family, size, _ := strings.Cut(info.Name, ".")
 	l[awsv1.LabelInstanceFamily] = family
+	// Flex instances (c7i-flex, m7i-flex) are named so by their family, as Karpenter reads it.
+	l[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "-flex"))
 	if size != "" {
 		l[awsv1.LabelInstanceSize] = size
 	}

@@ -56,6 +56,17 @@ func TestComputeCapacity(t *testing.T) {
 			want:     map[string]string{"cpu": "2", "memory": "8Gi", "pods": "20", "ephemeral-storage": "100Gi"},
 		},
 		{
+			name:     "RAID0: instance store total replaces the root volume",
+			info:     func() Info { i := m5large(); i.Name, i.LocalNVMe, i.LocalStorageGB = "m5d.large", true, 75; return i }(),
+			settings: Settings{VMMemoryOverheadPercent: 0.075, EphemeralStorage: resource.MustParse("100Gi"), InstanceStoreRAID0: true},
+			want:     map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "75G"},
+		},
+		{
+			name: "RAID0 on a type without instance store keeps the root volume", info: m5large(),
+			settings: Settings{VMMemoryOverheadPercent: 0.075, EphemeralStorage: resource.MustParse("100Gi"), InstanceStoreRAID0: true},
+			want:     map[string]string{"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "100Gi"},
+		},
+		{
 			name: "nvidia GPUs and neuron devices become extended resources",
 			info: Info{Name: "g5.xlarge", Architectures: []string{"x86_64"}, VCPU: 4, MemoryMiB: 16384, MaxENIs: 4, IPv4PerENI: 15,
 				GPUs: []Device{{Name: "A10G", Manufacturer: "NVIDIA", Count: 1, MemoryMiB: 24576}}},
@@ -213,6 +224,25 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceHypervisor:                   "nitro",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
 				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
+			},
+		},
+		{
+			name: "flex family",
+			info: Info{Name: "c7i-flex.large", Architectures: []string{"x86_64"}, VCPU: 2, MemoryMiB: 4096},
+			want: map[string]string{
+				"kubernetes.io/arch":                            "amd64",
+				"kubernetes.io/os":                              "linux",
+				"node.kubernetes.io/instance-type":              "c7i-flex.large",
+				awsv1.LabelInstanceCategory:                     "c",
+				awsv1.LabelInstanceFamily:                       "c7i-flex",
+				awsv1.LabelInstanceGeneration:                   "7",
+				awsv1.LabelInstanceSize:                         "large",
+				awsv1.LabelInstanceCPU:                          "2",
+				awsv1.LabelInstanceMemory:                       "4096",
+				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
+				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "true",
 			},
 		},
 		{
@@ -237,6 +267,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceGPUManufacturer:              "nvidia",
 				awsv1.LabelInstanceGPUCount:                     "1",
 				awsv1.LabelInstanceGPUMemory:                    "16384",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
 			},
 		},
 		{
@@ -255,6 +286,7 @@ func TestLabels(t *testing.T) {
 				awsv1.LabelInstanceHypervisor:                   "",
 				awsv1.LabelInstanceEncryptionInTransitSupported: "false",
 				awsv1.LabelNitroSandbox:                         "false",
+				awsv1.LabelInstanceCapabilityFlex:               "false",
 			},
 		},
 	}

@@ -49,6 +49,10 @@ type Bootstrap struct {
 	Taints []corev1.Taint
 	// UserData is the EC2NodeClass's own user data, merged with the generated part.
 	UserData string
+	// InstanceStoreRAID0 (instanceStorePolicy: RAID0) has the node combine its NVMe instance store disks into one
+	// RAID0 array for containerd, the kubelet and pod logs (AL2023 nodeadm, AL2 bootstrap.sh, Bottlerocket
+	// bootstrap commands; Windows and Custom have no such switch).
+	InstanceStoreRAID0 bool
 }
 
 // KubeletConfig is the kubelet configuration written into user data. Empty fields are left to the OS defaults.
@@ -129,8 +133,18 @@ type nodeConfig struct {
 }
 
 type nodeConfigSpec struct {
-	Cluster nodeConfigCluster `json:"cluster"`
-	Kubelet nodeConfigKubelet `json:"kubelet"`
+	Cluster  nodeConfigCluster   `json:"cluster"`
+	Kubelet  nodeConfigKubelet   `json:"kubelet"`
+	Instance *nodeConfigInstance `json:"instance,omitempty"`
+}
+
+// nodeConfigInstance is nodeadm's instance section: how the instance's local storage is set up.
+type nodeConfigInstance struct {
+	LocalStorage nodeConfigLocalStorage `json:"localStorage"`
+}
+
+type nodeConfigLocalStorage struct {
+	Strategy string `json:"strategy"`
 }
 
 type nodeConfigCluster struct {
@@ -173,6 +187,9 @@ func (b Bootstrap) al2023() (string, error) {
 			Kubelet: nodeConfigKubelet{Config: b.Kubelet, Flags: b.kubeletFlags()},
 		},
 	}
+	if b.InstanceStoreRAID0 {
+		doc.Spec.Instance = &nodeConfigInstance{LocalStorage: nodeConfigLocalStorage{Strategy: "RAID0"}}
+	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {
 		return "", fmt.Errorf("encoding NodeConfig: %w", err)
@@ -208,7 +225,11 @@ func (b Bootstrap) al2() (string, error) {
 		sb.WriteString(" --use-max-pods false")
 	}
 	args := b.kubeletExtraArgs()
-	fmt.Fprintf(&sb, " --kubelet-extra-args %s\n", shellQuote(strings.Join(args, " ")))
+	fmt.Fprintf(&sb, " --kubelet-extra-args %s", shellQuote(strings.Join(args, " ")))
+	if b.InstanceStoreRAID0 {
+		sb.WriteString(" --local-disks raid0")
+	}
+	sb.WriteString("\n")
 	user, err := userParts(b.UserData, "text/x-shellscript")
 	if err != nil {
 		return "", err
@@ -452,6 +473,13 @@ func (b Bootstrap) bottlerocket() (string, error) {
 	}
 	if b.Kubelet.CPUCFSQuota != nil {
 		doc.set(k, "cpu-cfs-quota-enforced", strconv.FormatBool(*b.Kubelet.CPUCFSQuota))
+	}
+	if b.InstanceStoreRAID0 {
+		// Bottlerocket builds the array and binds the container, kubelet and pod log directories onto it at boot.
+		t := `settings.bootstrap-commands."000-mount-instance-storage"`
+		doc.set(t, "commands", `[["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]]`)
+		doc.set(t, "mode", tomlString("always"))
+		doc.set(t, "essential", "true")
 	}
 	taints := map[string][]string{}
 	for _, t := range b.Taints {

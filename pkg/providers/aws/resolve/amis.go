@@ -163,16 +163,36 @@ func (r *Resolver) aliasImages(ctx context.Context, alias, k8sVersion string) ([
 	if err != nil {
 		return nil, err
 	}
+	_, version, _ := awsv1.AliasFamilyAndVersion(alias)
+	latest := version == awsv1.AliasVersionLatest
+	imgs, stale, err := r.aliasImagesOnce(ctx, alias, params, latest)
+	if err != nil || !stale {
+		return imgs, err
+	}
+	// A remembered "latest" parameter named an AMI that is now deprecated: AWS has released its successor, so the
+	// parameters are read again rather than kept for the rest of their day.
+	log.FromContext(ctx).Info("AMI alias named a deprecated AMI; reading its SSM parameters again", "alias", alias)
+	imgs, _, err = r.aliasImagesOnce(ctx, alias, params, latest)
+	return imgs, err
+}
+
+// aliasImagesOnce resolves the alias's parameters (remembered values first) to images. stale reports that a
+// remembered "latest" value named a deprecated image; those values have been forgotten.
+func (r *Resolver) aliasImagesOnce(ctx context.Context, alias string, params []AliasParameter, latest bool) ([]image, bool, error) {
 	reqsByID := map[string][][]corev1.NodeSelectorRequirement{}
 	var ids []string
+	cached := map[string]bool{}
 	for _, p := range params {
-		id, err := r.parameter(ctx, p.Path)
+		id, hit, err := r.aliasParameter(ctx, p.Path, latest)
 		if err != nil {
 			if sdk.IsNotFound(err) {
 				log.FromContext(ctx).V(1).Info("AMI alias parameter not found", "alias", alias, "parameter", p.Path)
 				continue
 			}
-			return nil, err
+			return nil, false, err
+		}
+		if hit {
+			cached[id] = true
 		}
 		if _, seen := reqsByID[id]; !seen {
 			ids = append(ids, id)
@@ -180,17 +200,28 @@ func (r *Resolver) aliasImages(ctx context.Context, alias, k8sVersion string) ([
 		reqsByID[id] = append(reqsByID[id], p.Requirements)
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	described, err := r.describeImages(ctx, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{filter("image-id", ids...)}})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	byID := map[string]ec2types.Image{}
 	for _, img := range described {
 		byID[aws.ToString(img.ImageId)] = img
 	}
 	now := r.clock.Now()
+	if latest {
+		deprecated := map[string]bool{}
+		for _, id := range ids {
+			if img, ok := byID[id]; ok && cached[id] && toImage(img, nil, now).ami.Deprecated {
+				deprecated[id] = true
+			}
+		}
+		if len(deprecated) > 0 && r.params.forgetLatest(deprecated) > 0 {
+			return nil, true, nil
+		}
+	}
 	var out []image
 	for _, id := range ids {
 		img, ok := byID[id]
@@ -202,11 +233,27 @@ func (r *Resolver) aliasImages(ctx context.Context, alias, k8sVersion string) ([
 			out = append(out, toImage(img, reqs, now))
 		}
 	}
-	return out, nil
+	return out, false, nil
+}
+
+// aliasParameter returns the value of an alias's SSM parameter, remembered for AliasParameterTTL; hit reports
+// that the remembered value was used.
+func (r *Resolver) aliasParameter(ctx context.Context, name string, latest bool) (value string, hit bool, err error) {
+	now := r.clock.Now()
+	if v, ok := r.params.get(name, now); ok {
+		return v, true, nil
+	}
+	v, err := r.parameter(ctx, name)
+	if err != nil {
+		return "", false, err
+	}
+	r.params.set(name, paramEntry{value: v, expires: now.Add(AliasParameterTTL), latest: latest})
+	log.FromContext(ctx).Info("discovered SSM parameter", "parameter", name, "value", v)
+	return v, false, nil
 }
 
 func (r *Resolver) ssmImages(ctx context.Context, name, family string) ([]image, error) {
-	id, err := r.parameter(ctx, name)
+	id, err := r.customParameter(ctx, name)
 	if err != nil {
 		if sdk.IsNotFound(err) {
 			return nil, nil
@@ -252,6 +299,21 @@ func imagesWithArch(imgs []ec2types.Image, family string, now time.Time) []image
 		out = append(out, toImage(img, reqs, now))
 	}
 	return out
+}
+
+// customParameter returns the value of an SSM parameter an amiSelectorTerm names, remembered for
+// CustomParameterTTL.
+func (r *Resolver) customParameter(ctx context.Context, name string) (string, error) {
+	now := r.clock.Now()
+	if v, ok := r.params.get(name, now); ok {
+		return v, nil
+	}
+	v, err := r.parameter(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	r.params.set(name, paramEntry{value: v, expires: now.Add(CustomParameterTTL)})
+	return v, nil
 }
 
 func (r *Resolver) parameter(ctx context.Context, name string) (string, error) {

@@ -21,11 +21,14 @@ type Resolver struct {
 	cluster tags.Cluster
 	region  string
 	clock   clock.Clock
+	// params remembers SSM parameter values (AliasParameterTTL, CustomParameterTTL).
+	params *paramCache
 }
 
 // New returns a Resolver.
 func New(clients *sdk.Clients, cluster tags.Cluster, clk clock.Clock) *Resolver {
-	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, cluster: cluster, region: clients.Region, clock: clk}
+	return &Resolver{ec2: clients.EC2, ssm: clients.SSM, iam: clients.IAM, cluster: cluster, region: clients.Region, clock: clk,
+		params: newParamCache()}
 }
 
 // NoMatchError says selector terms matched nothing; its message names the terms so a user can fix them.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -70,6 +71,11 @@ type SQSAPI interface {
 	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
+// ARCZonalShiftAPI is the part of the ARC zonal shift client the provider calls.
+type ARCZonalShiftAPI interface {
+	GetManagedResource(context.Context, *arczonalshift.GetManagedResourceInput, ...func(*arczonalshift.Options)) (*arczonalshift.GetManagedResourceOutput, error)
+}
+
 // Clients are the service clients of one account and region.
 type Clients struct {
 	Region  string
@@ -79,6 +85,7 @@ type Clients struct {
 	Pricing PricingAPI
 	EKS     EKSAPI
 	SQS     SQSAPI
+	ARC     ARCZonalShiftAPI
 }
 
 // LoadConfig loads the SDK configuration the standard way (environment, shared files, web identity), with
@@ -114,5 +121,6 @@ func NewClients(cfg aws.Config) *Clients {
 		}),
 		EKS: eks.NewFromConfig(cfg),
 		SQS: sqs.NewFromConfig(cfg),
+		ARC: arczonalshift.NewFromConfig(cfg),
 	}
 }
