@@ -31,7 +31,7 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	if opts.LeastAllocated && len(snap.NodePools) > 0 {
 		return nil, fmt.Errorf("least-allocated placement is for existing nodes only, but the snapshot has %d NodePools", len(snap.NodePools))
 	}
-	s := newSolver(ctx, snap, opts)
+	s := newSolver(ctx, withDefaultSpread(snap), opts)
 	plan, err := s.solve()
 	if err != nil {
 		return nil, err
