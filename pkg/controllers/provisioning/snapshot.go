@@ -181,6 +181,12 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
+	if d.Settings != nil && len(d.Settings.DefaultSpreadConstraints) > 0 {
+		in.DefaultSpread = d.Settings.DefaultSpreadConstraints
+		if in.SpreadSelectors, err = spreadSelectors(ctx, d, append(slices.Clip(in.Pods), volumePods...)); err != nil {
+			return in, err
+		}
+	}
 	return in, nil
 }
 
