@@ -397,3 +397,19 @@ func (c *cluster) storage(snap *scheduling.Snapshot) {
 		c.objects = append(c.objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{corev1.LabelMetadataName: ns}}})
 	}
 }
+
+// selectors adds the objects default topology spread selectors are deduced from.
+func (c *cluster) selectors(src scheduling.SelectorSources) {
+	for _, o := range src.Services {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.ReplicaSets {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.StatefulSets {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.ReplicationControllers {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+}
