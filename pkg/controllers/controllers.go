@@ -32,6 +32,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/readiness"
 	nodepoolstatic "github.com/dovetail/dovetail/pkg/controllers/nodepool/static"
 	unavailableofferings "github.com/dovetail/dovetail/pkg/controllers/offerings/unavailable"
+	"github.com/dovetail/dovetail/pkg/controllers/deletioncost"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 	conditionevents "github.com/dovetail/dovetail/pkg/controllers/status"
@@ -97,6 +98,10 @@ func New(d deps.Deps) []Named {
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.
 		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeaturePodDeletionCostManagement) {
+		// Pod deletion cost: ReplicaSets scale down the pods of the nodes disruption would take first.
+		all = append(all, Named{deletioncost.Name, deletioncost.NewController(d)})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		// CapacityBuffers: resolves buffers into virtual pods the provisioner keeps room for.
