@@ -50,7 +50,7 @@ func TestDeletionCosts(t *testing.T) {
 	drifted := cand("drifted", "default", 0.1, rsPod("drift-1"))
 	drifted.Drifted = "NodeClassDrift"
 	snap := &disruption.Snapshot{Now: now, Cluster: &scheduling.Snapshot{},
-		NodePools: map[string]*karpv1.NodePool{"default": pool, "limited": limited, "never": never},
+		NodePools:  map[string]*karpv1.NodePool{"default": pool, "limited": limited, "never": never},
 		NodeCounts: map[string]int{"default": 6, "limited": 2, "never": 1}, Disrupting: map[string]int{},
 		Candidates: []*disruption.Candidate{
 			deleting,

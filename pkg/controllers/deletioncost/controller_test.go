@@ -38,7 +38,7 @@ func TestReconcileWritesDeletionCosts(t *testing.T) {
 		name string
 		pods int
 	}{{"a", 3}, {"b", 1}} {
-		nc := test.NodeClaim("nc-"+n.name, "default").ProviderID("fake:///"+n.name).NodeName("node-"+n.name).Initialized(now.Add(-time.Hour)).Obj()
+		nc := test.NodeClaim("nc-"+n.name, "default").ProviderID("fake:///" + n.name).NodeName("node-" + n.name).Initialized(now.Add(-time.Hour)).Obj()
 		node := test.Node("node-"+n.name, "fake:///"+n.name).Offering("fake-large", fake.Zones[0], karpv1.CapacityTypeOnDemand).Ready(true).Obj()
 		objs = append(objs, nc, node)
 		for i := 0; i < n.pods; i++ {
