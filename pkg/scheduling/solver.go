@@ -491,14 +491,21 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 	if fail.set {
 		return attempt{topo: fail, permanent: fail.permanent()}
 	}
-	ptr := -1
+	ptr, volumesShort := -1, false
 	for i, o := range g.opts {
 		if Fits(n.used, c.req, o.t.avail) && s.withinLimits(n, o.t) {
+			if !typeTakesVolumes(o.t, n, c) {
+				volumesShort = true
+				continue
+			}
 			ptr = i
 			break
 		}
 	}
 	if ptr < 0 {
+		if volumesShort {
+			return attempt{reason: "volume attach limit"}
+		}
 		return attempt{reason: "resources"}
 	}
 	delta := g.opts[ptr].price - n.price()

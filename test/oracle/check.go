@@ -318,7 +318,8 @@ func waitForVolumeCaches(ctx context.Context, c *cluster, plugins []plugin) erro
 			if !st.IsSuccess() {
 				continue
 			}
-			if st := vb.filter.Filter(ctx, state, p, bare); slices.Contains(st.Reasons(), string(volumebinding.ErrReasonPVNotExist)) {
+			// a nil status is a pass (an unbound WaitForFirstConsumer claim)
+			if st := vb.filter.Filter(ctx, state, p, bare); st != nil && slices.Contains(st.Reasons(), string(volumebinding.ErrReasonPVNotExist)) {
 				return false, nil
 			}
 		}

@@ -138,7 +138,12 @@ func materialize(snap *scheduling.Snapshot, plan *scheduling.Plan) *cluster {
 			continue
 		}
 		known[n.Name] = true
-		c.addNode(n, nil)
+		// a new node attaches what its instance type attaches until its CSINode says otherwise
+		var limits map[string]int
+		if it := instanceType(snap, nc.NodePool, nc.InstanceType); it != nil {
+			limits = it.VolumeLimits
+		}
+		c.addNode(n, limits)
 		for _, p := range c.daemonPods(n) {
 			c.bind(p, n.Name)
 		}
