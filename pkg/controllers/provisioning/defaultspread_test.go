@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -54,5 +55,34 @@ func TestClusterInputDeducesSpreadSelectors(t *testing.T) {
 	}
 	if in.DefaultSpread != nil || in.SpreadSelectors != nil {
 		t.Errorf("without default constraints the input carries %v and %v", in.DefaultSpread, in.SpreadSelectors)
+	}
+}
+
+// TestClusterInputReadsCSINodeLimits: an existing node's attach limits come from its CSINode, per driver; a
+// driver without an allocatable count is not limited.
+func TestClusterInputReadsCSINodeLimits(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int32(10)
+	csi := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: &ten}},
+		{Name: "efs.csi.aws.com", NodeID: "i-1"},
+	}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), csi, node,
+		test.Pod("p").Requests("1", "1Gi").Unschedulable().Obj()).Build()
+	c, _ := newTestController(api)
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Nodes) != 1 {
+		t.Fatalf("%d nodes in the input, want 1", len(in.Nodes))
+	}
+	if d := cmp.Diff(map[string]int{"ebs.csi.aws.com": 10}, in.Nodes[0].VolumeLimits); d != "" {
+		t.Errorf("volume limits (-want +got):\n%s", d)
 	}
 }

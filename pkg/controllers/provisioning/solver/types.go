@@ -71,6 +71,8 @@ type ExistingNode struct {
 	Pods []*corev1.Pod
 	// NodeClaim is nil for nodes Dovetail did not launch.
 	NodeClaim *karpv1.NodeClaim
+	// VolumeLimits are the attach limits its CSINode reports, by CSI driver (nil without a CSINode).
+	VolumeLimits map[string]int
 }
 
 // Plan is a Solver's decision.

@@ -210,6 +210,7 @@ var ephemeralTaints = []string{
 // a status the kubelet has not reported yet: otherwise every pod meant for it would launch another node.
 func stateNode(n solver.ExistingNode) *scheduling.StateNode {
 	sn := adapt.Node(n.Node, n.Pods)
+	sn.VolumeLimits = n.VolumeLimits
 	nc := n.NodeClaim
 	if nc == nil {
 		return sn
