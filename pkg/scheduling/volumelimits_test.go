@@ -47,7 +47,7 @@ func TestNewNodeVolumeLimits(t *testing.T) {
 					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &sc.Name}})
 			}
 			snap := &scheduling.Snapshot{Pods: pods, NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()},
-				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": tc.types},
+				InstanceTypes:          map[string][]*cloudprovider.InstanceType{"default": tc.types},
 				PersistentVolumeClaims: pvcs, StorageClasses: []*storagev1.StorageClass{sc}}
 			plan, err := scheduling.Solve(context.Background(), snap, scheduling.Options{})
 			if err != nil {
@@ -82,7 +82,7 @@ func TestNewNodeVolumeLimits(t *testing.T) {
 				Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &sc.Name}})
 		}
 		snap := &scheduling.Snapshot{Pods: pods, NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()},
-			InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": {big, bigger}},
+			InstanceTypes:          map[string][]*cloudprovider.InstanceType{"default": {big, bigger}},
 			PersistentVolumeClaims: pvcs, StorageClasses: []*storagev1.StorageClass{sc}}
 		plan, err := scheduling.Solve(context.Background(), snap, scheduling.Options{})
 		if err != nil {
