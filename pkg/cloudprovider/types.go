@@ -32,6 +32,9 @@ type InstanceType struct {
 	// CapacityOverlays names, for each resource a NodeOverlay added to Capacity, the overlay that added it
 	// (nil when no overlay applies).
 	CapacityOverlays map[corev1.ResourceName]string
+	// VolumeLimits are how many volumes of each CSI driver a new node of this type can attach (what its CSINode
+	// will report as allocatable), used until the node has a CSINode; drivers absent are not limited.
+	VolumeLimits map[string]int
 }
 
 // Overhead is the capacity a Node holds back from pods.

@@ -10,6 +10,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/capacitybuffer"
 	clusteridentity "github.com/dovetail/dovetail/pkg/controllers/cluster/identity"
 	"github.com/dovetail/dovetail/pkg/controllers/conditionmetrics"
+	"github.com/dovetail/dovetail/pkg/controllers/deletioncost"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
@@ -105,6 +106,10 @@ func New(d deps.Deps) []Named {
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.
 		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d)})
+	}
+	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeaturePodDeletionCostManagement) {
+		// Pod deletion cost: ReplicaSets scale down the pods of the nodes disruption would take first.
+		all = append(all, Named{deletioncost.Name, deletioncost.NewController(d)})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		// CapacityBuffers: resolves buffers into virtual pods the provisioner keeps room for.

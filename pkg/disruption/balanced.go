@@ -24,10 +24,15 @@ const podDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 // EvictionCost is how costly evicting the pod is, as Karpenter rates it: 1, plus its karpenter.sh/disruption-cost
 // annotation (or, without it, its controller.kubernetes.io/pod-deletion-cost) divided by 2^27, plus its priority
 // divided by 2^25, kept within [-10, 10]. An annotation that is not an int32 is ignored.
-func EvictionCost(p *corev1.Pod) float64 {
+func EvictionCost(p *corev1.Pod) float64 { return evictionCost(p, false) }
+
+// evictionCost is EvictionCost; with managed (the PodDeletionCostManagement gate on) the controller writes
+// controller.kubernetes.io/pod-deletion-cost itself, so only karpenter.sh/disruption-cost is read, as in Karpenter
+// v1.15.
+func evictionCost(p *corev1.Pod, managed bool) float64 {
 	cost := 1.0
 	v, ok := p.Annotations[karpv1.DisruptionCostAnnotationKey]
-	if !ok {
+	if !ok && !managed {
 		v, ok = p.Annotations[podDeletionCostAnnotation]
 	}
 	if ok {
@@ -43,11 +48,14 @@ func EvictionCost(p *corev1.Pod) float64 {
 
 // NodeDisruptionCost is what disrupting a node costs for Balanced scoring: 1 for the node itself (so that an
 // empty node costs something), plus the eviction cost of each pod that would move, negative costs counting 0.
-func NodeDisruptionCost(pods []*corev1.Pod) float64 {
+func NodeDisruptionCost(pods []*corev1.Pod) float64 { return nodeDisruptionCost(pods, false) }
+
+// nodeDisruptionCost is NodeDisruptionCost reading the annotations as evictionCost does.
+func nodeDisruptionCost(pods []*corev1.Pod, managed bool) float64 {
 	cost := 1.0
 	for _, p := range pods {
 		if Reschedulable(p) {
-			cost += math.Max(0, EvictionCost(p))
+			cost += math.Max(0, evictionCost(p, managed))
 		}
 	}
 	return cost

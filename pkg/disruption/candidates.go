@@ -117,9 +117,18 @@ func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *policyv1.
 	return nil
 }
 
-// sortByCost orders candidates: fewer pods to move first, then cheaper-to-lose (older) nodes, then name.
-func sortByCost(cs []*Candidate) {
+// sortByCost orders candidates: cheapest to disrupt first (nodeDisruptionCost: the pods' disruption-cost or
+// pod-deletion-cost annotations and priorities, 1 for a pod without them), then fewer pods to move, then
+// cheaper-to-lose (older) nodes, then name. managed is the PodDeletionCostManagement gate (see evictionCost).
+func sortByCost(cs []*Candidate, managed bool) {
+	cost := make(map[*Candidate]float64, len(cs))
+	for _, c := range cs {
+		cost[c] = nodeDisruptionCost(c.Pods, managed)
+	}
 	sort.SliceStable(cs, func(i, j int) bool {
+		if cost[cs[i]] != cost[cs[j]] {
+			return cost[cs[i]] < cost[cs[j]]
+		}
 		a, b := len(cs[i].reschedulablePods()), len(cs[j].reschedulablePods())
 		if a != b {
 			return a < b

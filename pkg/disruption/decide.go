@@ -327,7 +327,7 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 	if cs := d.take(empty, karpv1.DisruptionReasonDrifted, len(empty)); len(cs) > 0 {
 		d.accept(&Command{Reason: karpv1.DisruptionReasonDrifted, Decision: DecisionDelete, Candidates: cs, Savings: totalPrice(cs)}, nil)
 	}
-	sortByCost(drifted)
+	sortByCost(drifted, d.opts.PodDeletionCostManagement)
 	decided := 0
 	for i, c := range drifted {
 		if d.opts.MaxDriftCommands > 0 && decided == d.opts.MaxDriftCommands {
@@ -443,7 +443,7 @@ func (d *decider) underutilized(open []*Candidate) []*Candidate {
 	}
 	out := d.consolidatable(busy, true)
 	d.result.Eligible[karpv1.DisruptionReasonUnderutilized] = len(out)
-	sortByCost(out)
+	sortByCost(out, d.opts.PodDeletionCostManagement)
 	sort.SliceStable(out, func(i, j int) bool {
 		return d.snap.Examined[out[i].NodeClaim].Before(d.snap.Examined[out[j].NodeClaim])
 	})
@@ -510,7 +510,7 @@ func (d *decider) deleteScoreTooLow(c *Candidate) bool {
 	if np == nil || np.Spec.Disruption.ConsolidationPolicy != PolicyBalanced {
 		return false
 	}
-	s := ScoreMove(c.NodePool, c.Price, NodeDisruptionCost(c.Pods), d.totals[c.NodePool], BalancedK)
+	s := ScoreMove(c.NodePool, c.Price, nodeDisruptionCost(c.Pods, d.opts.PodDeletionCostManagement), d.totals[c.NodePool], BalancedK)
 	if s.Approved {
 		return false
 	}

@@ -229,4 +229,7 @@ type Options struct {
 	// simulation, and a pass starts only so many commands (the controller's start window); the drifted nodes left
 	// out stay with StayNotExamined until a later pass.
 	MaxDriftCommands int
+	// PodDeletionCostManagement is Karpenter v1.15's gate: the controller writes controller.kubernetes.io/
+	// pod-deletion-cost, so the ranking reads only karpenter.sh/disruption-cost.
+	PodDeletionCostManagement bool
 }

@@ -143,7 +143,7 @@ func Explain(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts
 
 	alone := *snap
 	alone.Pods = []*corev1.Pod{pod}
-	s := newSolver(ctx, &alone, opts)
+	s := newSolver(ctx, withDefaultSpread(&alone), opts)
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}

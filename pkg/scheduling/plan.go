@@ -42,7 +42,7 @@ func (s *solver) nodeClaimPlan(n *candidate) *NodeClaimPlan {
 	// the fitting options, cheapest first: up to MaxInstanceTypes, more while minValues needs them
 	opts := make([]sigOpt, 0, min(s.opts.MaxInstanceTypes, len(g.opts)-n.ptr))
 	for _, o := range g.opts[n.ptr:] {
-		if !n.used.LessEq(o.t.avail) || !s.optionWithinLimits(n, o.t) {
+		if !n.used.LessEq(o.t.avail) || !s.optionWithinLimits(n, o.t) || !typeTakesVolumes(o.t, n, nil) {
 			continue
 		}
 		if len(opts) >= s.opts.MaxInstanceTypes {

@@ -31,7 +31,7 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	if opts.LeastAllocated && len(snap.NodePools) > 0 {
 		return nil, fmt.Errorf("least-allocated placement is for existing nodes only, but the snapshot has %d NodePools", len(snap.NodePools))
 	}
-	s := newSolver(ctx, snap, opts)
+	s := newSolver(ctx, withDefaultSpread(snap), opts)
 	plan, err := s.solve()
 	if err != nil {
 		return nil, err
@@ -491,14 +491,21 @@ func (s *solver) try(c *class, n *candidate, grow bool) attempt {
 	if fail.set {
 		return attempt{topo: fail, permanent: fail.permanent()}
 	}
-	ptr := -1
+	ptr, volumesShort := -1, false
 	for i, o := range g.opts {
 		if Fits(n.used, c.req, o.t.avail) && s.withinLimits(n, o.t) {
+			if !typeTakesVolumes(o.t, n, c) {
+				volumesShort = true
+				continue
+			}
 			ptr = i
 			break
 		}
 	}
 	if ptr < 0 {
+		if volumesShort {
+			return attempt{reason: "volume attach limit"}
+		}
 		return attempt{reason: "resources"}
 	}
 	delta := g.opts[ptr].price - n.price()

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -27,6 +28,11 @@ type Snapshot struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// DefaultSpread are the cluster's default topology spread constraints (SCHEDULER_CONFIG), without selectors.
+	// A pending pod without constraints of its own takes them, with its selector from SpreadSelectors; a pod
+	// absent from SpreadSelectors (nothing selects it) takes none, as in the kube-scheduler.
+	DefaultSpread   []corev1.TopologySpreadConstraint
+	SpreadSelectors map[types.NamespacedName]*metav1.LabelSelector
 }
 
 // StateNode is an existing Node or an in-flight NodeClaim as the scheduler sees it.

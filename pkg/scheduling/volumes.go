@@ -123,3 +123,26 @@ func (s *solver) volumesFit(n *candidate, c *class) bool {
 	}
 	return true
 }
+
+// typeTakesVolumes reports whether a new node of type t takes the volumes n attaches plus those c adds (c may be
+// nil), under the type's per-driver attach limits (InstanceType.VolumeLimits).
+func typeTakesVolumes(t *itInfo, n *candidate, c *class) bool {
+	if t.it == nil || len(t.it.VolumeLimits) == 0 {
+		return true
+	}
+	var extra map[string]int
+	if c != nil && len(c.volumes) > 0 {
+		extra = map[string]int{}
+		for _, u := range c.volumes {
+			if !n.volumes[u.id] {
+				extra[u.driver]++
+			}
+		}
+	}
+	for d, lim := range t.it.VolumeLimits {
+		if n.volCount[d]+extra[d] > lim {
+			return false
+		}
+	}
+	return true
+}

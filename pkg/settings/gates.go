@@ -50,7 +50,7 @@ func FeatureGates() []FeatureGate {
 		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true, Doc: "implemented: `CapacityBuffer` objects (autoscaling.x-k8s.io/v1beta1) keep spare room for pods of a given shape ([capacity buffers](capacitybuffer.md)); off, buffers are ignored and the controller says so once in its log"},
 		{Name: FeatureTerminateFirstDrift, Since: "v1.15", Implemented: true, Doc: "implemented for static NodePools: a drifted node that `limits.nodes` leaves no room to replace first is deleted first, and the NodePool refills ([static NodePools](static-nodepools.md#what-dovetail-does)); not yet for nodes bound to a full capacity reservation"},
 		{Name: FeatureTerminateFirstRepair, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the same for unhealthy nodes under node repair); `true` is refused"},
-		{Name: FeaturePodDeletionCostManagement, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the controller sets `controller.kubernetes.io/pod-deletion-cost` on pods of nodes it plans to consolidate); `true` is refused"},
+		{Name: FeaturePodDeletionCostManagement, Since: "v1.15", Implemented: true, Doc: "implemented: every minute the controller writes `controller.kubernetes.io/pod-deletion-cost` on the ReplicaSet pods of its nodes in the order disruption would take them (nodes being deleted lowest), so a scale-down empties those nodes first, and consolidation then reads only `karpenter.sh/disruption-cost` ([disruption](disruption.md#pod-deletion-cost))"},
 	}
 }
 

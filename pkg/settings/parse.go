@@ -282,8 +282,8 @@ func Options() []Option {
 			apply:     boolInto(func(s *Settings) *bool { return &s.LegacyNodeRepair })},
 		{Env: "SCHEDULER_CONFIG", Flag: "scheduler-config", Since: "v1.15",
 			Doc:       "Karpenter v1.15: YAML or JSON with the kube-scheduler behaviour the scheduling simulation mirrors (`podTopologySpread.defaultConstraints`).",
-			Karpenter: "empty, or a document without default constraints, is accepted (unknown fields refused, as in Karpenter); default constraints are refused at startup: Dovetail's scheduling does not apply them yet",
-			Usage:     "YAML or JSON with the kube-scheduler behaviour to mirror (podTopologySpread.defaultConstraints). Only a document without default constraints is accepted: Dovetail does not apply them yet.",
+			Karpenter: "same document and checks (unknown fields, a `labelSelector` or `matchLabelKeys`, repeated key and policy refused); the default constraints go to pods without their own, with the selector the kube-scheduler deduces from the Services, ReplicaSet, StatefulSet or ReplicationController selecting the pod ([scheduling](scheduling.md#default-topology-spread))",
+			Usage:     "YAML or JSON with the kube-scheduler behaviour to mirror: podTopologySpread.defaultConstraints, given to pods without topology spread constraints of their own, with selectors deduced as the kube-scheduler deduces them.",
 			apply:     applySchedulerConfig},
 
 		// Dovetail's own.

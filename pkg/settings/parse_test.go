@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func env(m map[string]string) func(string) string {
@@ -123,6 +124,10 @@ func TestParseSources(t *testing.T) {
 			func(s *Settings) any { return s.KarpenterService }, "karpenter"},
 		{"scheduler config without constraints", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread: {}"},
 			func(s *Settings) any { return s.SchedulerConfig }, "podTopologySpread: {}"},
+		{"scheduler config with default constraints", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n  - {maxSkew: 3, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}\n"},
+			func(s *Settings) any { return s.DefaultSpreadConstraints }, []corev1.TopologySpreadConstraint{
+				{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule},
+				{MaxSkew: 3, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.ScheduleAnyway}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,8 +199,14 @@ func TestParseErrors(t *testing.T) {
 			`CPU_REQUESTS (--cpu-requests) from env: must be an integer number of millicores, got "1.5"`},
 		{"scheduler config unknown field", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpreads: {}"},
 			"SCHEDULER_CONFIG (--scheduler-config) from env: not a scheduler configuration: error unmarshaling JSON: while decoding JSON: json: unknown field \"podTopologySpreads\""},
-		{"scheduler config default constraints", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n"},
-			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints are not supported yet: Dovetail's scheduling does not apply default topology spread constraints"},
+		{"scheduler config default constraint with a selector", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n    labelSelector: {matchLabels: {app: a}}\n"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints[0]: labelSelector must not be set: the selector is deduced for each pod from the Services and controller selecting it"},
+		{"scheduler config default constraint repeated", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n  - {maxSkew: 2, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints[1]: repeats [0] (topologyKey \"topology.kubernetes.io/zone\", whenUnsatisfiable DoNotSchedule)"},
+		{"scheduler config default constraint skew", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 0, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints[0]: maxSkew 0 must be greater than 0"},
+		{"scheduler config default constraint policy", nil, map[string]string{"CLUSTER_NAME": "a", "SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: Maybe}\n"},
+			"SCHEDULER_CONFIG (--scheduler-config) from env: podTopologySpread.defaultConstraints[0]: whenUnsatisfiable \"Maybe\" must be DoNotSchedule or ScheduleAnyway"},
 		{"bad gate value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "SpotToSpotConsolidation=on"},
 			`FEATURE_GATES (--feature-gates) from env: feature gate SpotToSpotConsolidation: value must be true or false, got "on"`},
 		{"gate without value", nil, map[string]string{"CLUSTER_NAME": "a", "FEATURE_GATES": "NodeRepair"},

@@ -2,8 +2,10 @@ package settings
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -15,20 +17,55 @@ type schedulerConfig struct {
 	} `json:"podTopologySpread,omitempty"`
 }
 
-// applySchedulerConfig accepts an empty SCHEDULER_CONFIG, or a well-formed one that asks for no default topology
-// spread constraints; default constraints are refused, since Dovetail's scheduling does not apply them yet.
+// applySchedulerConfig parses SCHEDULER_CONFIG. Its podTopologySpread.defaultConstraints are checked as the
+// kube-scheduler checks its PodTopologySpread arguments (a config one accepts the other accepts) and kept in
+// DefaultSpreadConstraints, which scheduling applies to pods without constraints of their own.
 func applySchedulerConfig(s *Settings, v string) error {
-	if v == "" {
-		s.SchedulerConfig = ""
+	s.SchedulerConfig, s.DefaultSpreadConstraints = "", nil
+	if strings.TrimSpace(v) == "" {
 		return nil
 	}
 	var c schedulerConfig
 	if err := yaml.UnmarshalStrict([]byte(v), &c); err != nil {
 		return fmt.Errorf("not a scheduler configuration: %w", err)
 	}
-	if c.PodTopologySpread != nil && len(c.PodTopologySpread.DefaultConstraints) > 0 {
-		return fmt.Errorf("podTopologySpread.defaultConstraints are not supported yet: Dovetail's scheduling does not apply default topology spread constraints")
+	var constraints []corev1.TopologySpreadConstraint
+	if c.PodTopologySpread != nil {
+		constraints = c.PodTopologySpread.DefaultConstraints
+	}
+	for i, tsc := range constraints {
+		if err := checkDefaultConstraint(tsc); err != nil {
+			return fmt.Errorf("podTopologySpread.defaultConstraints[%d]: %w", i, err)
+		}
+		for j := 0; j < i; j++ {
+			if constraints[j].TopologyKey == tsc.TopologyKey && constraints[j].WhenUnsatisfiable == tsc.WhenUnsatisfiable {
+				return fmt.Errorf("podTopologySpread.defaultConstraints[%d]: repeats [%d] (topologyKey %q, whenUnsatisfiable %s)",
+					i, j, tsc.TopologyKey, tsc.WhenUnsatisfiable)
+			}
+		}
 	}
 	s.SchedulerConfig = v
+	s.DefaultSpreadConstraints = constraints
+	return nil
+}
+
+// checkDefaultConstraint refuses what the kube-scheduler refuses in a default constraint: the selector is
+// deduced for each pod, so none may be given.
+func checkDefaultConstraint(tsc corev1.TopologySpreadConstraint) error {
+	switch {
+	case tsc.MaxSkew <= 0:
+		return fmt.Errorf("maxSkew %d must be greater than 0", tsc.MaxSkew)
+	case tsc.TopologyKey == "":
+		return fmt.Errorf("topologyKey is required")
+	case tsc.WhenUnsatisfiable != corev1.DoNotSchedule && tsc.WhenUnsatisfiable != corev1.ScheduleAnyway:
+		return fmt.Errorf("whenUnsatisfiable %q must be %s or %s", tsc.WhenUnsatisfiable, corev1.DoNotSchedule, corev1.ScheduleAnyway)
+	case tsc.LabelSelector != nil:
+		return fmt.Errorf("labelSelector must not be set: the selector is deduced for each pod from the Services and controller selecting it")
+	case len(tsc.MatchLabelKeys) > 0:
+		return fmt.Errorf("matchLabelKeys must not be set: the kube-scheduler ignores it in default constraints")
+	}
+	if errs := validation.IsQualifiedName(tsc.TopologyKey); len(errs) > 0 {
+		return fmt.Errorf("topologyKey %q: %s", tsc.TopologyKey, strings.Join(errs, "; "))
+	}
 	return nil
 }

@@ -2,6 +2,8 @@ package settings
 
 import (
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Preference policies: whether preferred pod affinities are honoured (relaxed one at a time) or ignored.
@@ -124,8 +126,11 @@ type Settings struct {
 	SecurityGroupRefreshInterval time.Duration
 	// LegacyNodeRepair selects the legacy node repair controller (node.health) instead of repair as a disruption method.
 	LegacyNodeRepair bool
-	// SchedulerConfig is SCHEDULER_CONFIG as given; it is accepted only when it asks for no default constraints.
+	// SchedulerConfig is SCHEDULER_CONFIG as given.
 	SchedulerConfig string
+	// DefaultSpreadConstraints are SCHEDULER_CONFIG's podTopologySpread.defaultConstraints: scheduling gives them,
+	// with a selector deduced as the kube-scheduler deduces it, to pods without constraints of their own.
+	DefaultSpreadConstraints []corev1.TopologySpreadConstraint
 
 	// Warnings are things about the settings the operator should hear once at start (e.g. a feature gate that
 	// Karpenter removed and that does nothing); they are not errors.

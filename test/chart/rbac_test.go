@@ -558,8 +558,13 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 // unexercised are the ClusterRole's permissions the scenario of TestControllerRBACCoversCalls does not reach,
 // each with the code path that needs it. Keep it short: a permission here is one the test cannot vouch for.
 var unexercised = map[string]string{
-	"delete pods":  "the drain deletes pods whose terminationGracePeriod ended instead of evicting them (node/termination drain.go)",
-	"update nodes": "disruption taints its candidates with get and update through the API server (disruption/orchestrate.go)",
+	"delete pods":                  "the drain deletes pods whose terminationGracePeriod ended instead of evicting them (node/termination drain.go)",
+	"update nodes":                 "disruption taints its candidates with get and update through the API server (disruption/orchestrate.go)",
+	"list services":                "SCHEDULER_CONFIG default topology spread deduces pod selectors from Services and ReplicationControllers (provisioning/defaultspread.go); the scenario sets no default constraints",
+	"watch services":               "SCHEDULER_CONFIG default topology spread deduces pod selectors from Services and ReplicationControllers (provisioning/defaultspread.go); the scenario sets no default constraints",
+	"get replicationcontrollers":   "SCHEDULER_CONFIG default topology spread deduces pod selectors from Services and ReplicationControllers (provisioning/defaultspread.go); the scenario sets no default constraints",
+	"list replicationcontrollers":  "SCHEDULER_CONFIG default topology spread deduces pod selectors from Services and ReplicationControllers (provisioning/defaultspread.go); the scenario sets no default constraints",
+	"watch replicationcontrollers": "SCHEDULER_CONFIG default topology spread deduces pod selectors from Services and ReplicationControllers (provisioning/defaultspread.go); the scenario sets no default constraints",
 }
 
 // sometimes are permissions the scenario uses in some runs and not in others, by timing: neither their use nor

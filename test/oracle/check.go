@@ -31,6 +31,11 @@ type Options struct {
 	// its planned node passing PreFilter and Filter given the existing pods and the planned pods bound before it
 	// (see replay). Pods left over when no order is found are violations.
 	Order bool
+	// Selectors are the Services, ReplicaSets, StatefulSets and ReplicationControllers the PodTopologySpread plugin
+	// deduces the selectors of the snapshot's default constraints (Snapshot.DefaultSpread) from, on its own. With
+	// DefaultSpread set, the plugin runs with those constraints (defaultingType List), as a kube-scheduler given the
+	// same SCHEDULER_CONFIG does; without, with no default constraints.
+	Selectors scheduling.SelectorSources
 }
 
 // Check materializes the cluster plan produces from snap and runs the upstream filters for every placed pod
@@ -41,7 +46,7 @@ type Options struct {
 func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan, opts Options) ([]Violation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, l, plugins, err := setup(ctx, snap, plan)
+	c, l, plugins, err := setup(ctx, snap, plan, opts.Selectors)
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +82,13 @@ func Check(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 }
 
 // setup materializes the cluster and builds the plugins on it; cancel ctx to stop their informers.
-func setup(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) (*cluster, *lister, []plugin, error) {
+func setup(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan, sel scheduling.SelectorSources) (*cluster, *lister, []plugin, error) {
 	c := materialize(snap, plan)
+	if len(snap.DefaultSpread) > 0 {
+		c.selectors(sel)
+	}
 	l := newLister(c)
-	plugins, err := newPlugins(ctx, c, l)
+	plugins, err := newPlugins(ctx, c, l, snap.DefaultSpread)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -99,7 +107,7 @@ func setup(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan
 func Placeable(ctx context.Context, snap *scheduling.Snapshot, plan *scheduling.Plan) ([]Violation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, l, plugins, err := setup(ctx, snap, plan)
+	c, l, plugins, err := setup(ctx, snap, plan, scheduling.SelectorSources{})
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +318,8 @@ func waitForVolumeCaches(ctx context.Context, c *cluster, plugins []plugin) erro
 			if !st.IsSuccess() {
 				continue
 			}
-			if st := vb.filter.Filter(ctx, state, p, bare); slices.Contains(st.Reasons(), string(volumebinding.ErrReasonPVNotExist)) {
+			// a nil status is a pass (an unbound WaitForFirstConsumer claim)
+			if st := vb.filter.Filter(ctx, state, p, bare); st != nil && slices.Contains(st.Reasons(), string(volumebinding.ErrReasonPVNotExist)) {
 				return false, nil
 			}
 		}

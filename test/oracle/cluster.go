@@ -138,7 +138,12 @@ func materialize(snap *scheduling.Snapshot, plan *scheduling.Plan) *cluster {
 			continue
 		}
 		known[n.Name] = true
-		c.addNode(n, nil)
+		// a new node attaches what its instance type attaches until its CSINode says otherwise
+		var limits map[string]int
+		if it := instanceType(snap, nc.NodePool, nc.InstanceType); it != nil {
+			limits = it.VolumeLimits
+		}
+		c.addNode(n, limits)
 		for _, p := range c.daemonPods(n) {
 			c.bind(p, n.Name)
 		}
@@ -395,5 +400,21 @@ func (c *cluster) storage(snap *scheduling.Snapshot) {
 	sort.Strings(nss)
 	for _, ns := range nss {
 		c.objects = append(c.objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{corev1.LabelMetadataName: ns}}})
+	}
+}
+
+// selectors adds the objects default topology spread selectors are deduced from.
+func (c *cluster) selectors(src scheduling.SelectorSources) {
+	for _, o := range src.Services {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.ReplicaSets {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.StatefulSets {
+		c.objects = append(c.objects, o.DeepCopy())
+	}
+	for _, o := range src.ReplicationControllers {
+		c.objects = append(c.objects, o.DeepCopy())
 	}
 }

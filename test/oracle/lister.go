@@ -3,6 +3,7 @@ package oracle
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -132,6 +133,14 @@ func addToStore(inf informers.SharedInformerFactory, o runtime.Object) error {
 		err = inf.Storage().V1().StorageClasses().Informer().GetStore().Add(x)
 	case *storagev1.CSINode:
 		err = inf.Storage().V1().CSINodes().Informer().GetStore().Add(x)
+	case *corev1.Service:
+		err = inf.Core().V1().Services().Informer().GetStore().Add(x)
+	case *corev1.ReplicationController:
+		err = inf.Core().V1().ReplicationControllers().Informer().GetStore().Add(x)
+	case *appsv1.ReplicaSet:
+		err = inf.Apps().V1().ReplicaSets().Informer().GetStore().Add(x)
+	case *appsv1.StatefulSet:
+		err = inf.Apps().V1().StatefulSets().Informer().GetStore().Add(x)
 	default:
 		return fmt.Errorf("no informer for %T", o)
 	}

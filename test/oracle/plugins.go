@@ -2,7 +2,9 @@ package oracle
 
 import (
 	"context"
+
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,7 +89,7 @@ type plugin struct {
 // cluster's objects from a fake clientset. The informers are started only when a pod mounts a volume (the volume
 // binder reads claims and volumes through informer events); otherwise the objects are put straight into the
 // informers' stores. Cancel ctx to stop the informers.
-func newPlugins(ctx context.Context, c *cluster, l framework.SharedLister) ([]plugin, error) {
+func newPlugins(ctx context.Context, c *cluster, l framework.SharedLister, defaultSpread []corev1.TopologySpreadConstraint) ([]plugin, error) {
 	// the plugins' parallel loops report to the scheduler's metrics, which must exist (Register runs once)
 	metrics.Register()
 	client := fake.NewClientset(c.objects...)
@@ -104,6 +106,11 @@ func newPlugins(ctx context.Context, c *cluster, l framework.SharedLister) ([]pl
 		args, err := defaultedArgs(f)
 		if err != nil {
 			return nil, err
+		}
+		if a, ok := args.(*config.PodTopologySpreadArgs); ok && len(defaultSpread) > 0 {
+			// as the kube-scheduler reads SCHEDULER_CONFIG's podTopologySpread section
+			a.DefaultConstraints = defaultSpread
+			a.DefaultingType = config.ListDefaulting
 		}
 		p, err := f.new(ctx, args, h, fts)
 		if err != nil {

@@ -346,6 +346,7 @@ func DecisionOptions(s *settings.Settings) core.Options {
 		WholeClusterMinCandidates: WholeClusterMinCandidates,
 		MaxDriftCommands:          DriftCommandsPerPass,
 		Scheduling:                adapter.New(s).Options,
+		PodDeletionCostManagement: s.FeatureEnabled(settings.FeaturePodDeletionCostManagement),
 	}
 }
 

@@ -181,6 +181,12 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
+	if d.Settings != nil && len(d.Settings.DefaultSpreadConstraints) > 0 {
+		in.DefaultSpread = d.Settings.DefaultSpreadConstraints
+		if in.SpreadSelectors, err = spreadSelectors(ctx, d, append(slices.Clip(in.Pods), volumePods...)); err != nil {
+			return in, err
+		}
+	}
 	return in, nil
 }
 
@@ -205,10 +211,14 @@ func nodes(ctx context.Context, d deps.Deps, pods []corev1.Pod, claims []karpv1.
 			byProviderID[id] = &claims[i]
 		}
 	}
+	limits, err := volumeLimits(ctx, d)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]solver.ExistingNode, 0, len(nodeList.Items))
 	for i := range nodeList.Items {
 		n := &nodeList.Items[i]
-		out = append(out, solver.ExistingNode{Node: n, Pods: bound[n.Name], NodeClaim: byProviderID[n.Spec.ProviderID]})
+		out = append(out, solver.ExistingNode{Node: n, Pods: bound[n.Name], NodeClaim: byProviderID[n.Spec.ProviderID], VolumeLimits: limits[n.Name]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node.Name < out[j].Node.Name })
 	return out, nil
@@ -371,4 +381,28 @@ func minAllocatable(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType, mem
 // type has no label for are skipped: erring towards more types only lowers minAllocatable.
 func typeLabelsAllowed(it *cloudprovider.InstanceType, reqs []corev1.NodeSelectorRequirement) bool {
 	return requirements.Matches(reqs, it.Labels, func(key string) bool { _, ok := it.Labels[key]; return ok })
+}
+
+// volumeLimits returns, by node name, the attach limits each CSINode reports per driver (drivers without an
+// allocatable count are not limited), as the kube-scheduler's NodeVolumeLimits reads them.
+func volumeLimits(ctx context.Context, d deps.Deps) (map[string]map[string]int, error) {
+	list := &storagev1.CSINodeList{}
+	// Read only: the counts are copied out.
+	if err := d.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing csinodes: %w", err)
+	}
+	out := map[string]map[string]int{}
+	for i := range list.Items {
+		cn := &list.Items[i]
+		for _, drv := range cn.Spec.Drivers {
+			if drv.Allocatable == nil || drv.Allocatable.Count == nil {
+				continue
+			}
+			if out[cn.Name] == nil {
+				out[cn.Name] = map[string]int{}
+			}
+			out[cn.Name][drv.Name] = int(*drv.Allocatable.Count)
+		}
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -38,6 +39,10 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// DefaultSpread are SCHEDULER_CONFIG's default topology spread constraints; SpreadSelectors hold, for each pod
+	// (namespace/name) that would take them, the selector deduced from the Services and controller selecting it.
+	DefaultSpread   []corev1.TopologySpreadConstraint
+	SpreadSelectors map[string]*metav1.LabelSelector
 }
 
 // NodePoolOption is a NodePool with its instance types and its current usage.
@@ -66,6 +71,8 @@ type ExistingNode struct {
 	Pods []*corev1.Pod
 	// NodeClaim is nil for nodes Dovetail did not launch.
 	NodeClaim *karpv1.NodeClaim
+	// VolumeLimits are the attach limits its CSINode reports, by CSI driver (nil without a CSINode).
+	VolumeLimits map[string]int
 }
 
 // Plan is a Solver's decision.

@@ -6,8 +6,11 @@ package adapter
 import (
 	"context"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -105,6 +108,16 @@ func snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 		PersistentVolumeClaims: in.PersistentVolumeClaims,
 		PersistentVolumes:      in.PersistentVolumes,
 		StorageClasses:         in.StorageClasses,
+		DefaultSpread:          in.DefaultSpread,
+	}
+	if len(in.DefaultSpread) > 0 && len(in.SpreadSelectors) > 0 {
+		snap.SpreadSelectors = make(map[types.NamespacedName]*metav1.LabelSelector, len(in.SpreadSelectors))
+		// Every pod's: the disruption simulation plans the pods of the nodes it may move with this snapshot.
+		for key, sel := range in.SpreadSelectors {
+			if ns, name, ok := strings.Cut(key, "/"); ok && sel != nil {
+				snap.SpreadSelectors[types.NamespacedName{Namespace: ns, Name: name}] = sel
+			}
+		}
 	}
 	pools := map[string]solver.NodePoolOption{}
 	for _, o := range in.NodePools {
@@ -197,6 +210,7 @@ var ephemeralTaints = []string{
 // a status the kubelet has not reported yet: otherwise every pod meant for it would launch another node.
 func stateNode(n solver.ExistingNode) *scheduling.StateNode {
 	sn := adapt.Node(n.Node, n.Pods)
+	sn.VolumeLimits = n.VolumeLimits
 	nc := n.NodeClaim
 	if nc == nil {
 		return sn

@@ -1,0 +1,88 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// TestClusterInputDeducesSpreadSelectors: with SCHEDULER_CONFIG's default constraints, the scheduler's input
+// carries them and each pending pod's selector, deduced from the Services and the controller selecting it.
+func TestClusterInputDeducesSpreadSelectors(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"hash": "1"}}}}
+	web := test.Pod("web-a").Requests("1", "1Gi").OwnedBy("apps/v1", "ReplicaSet", "web-1").Unschedulable().Obj()
+	web.Labels = map[string]string{"app": "web", "hash": "1"}
+	own := test.Pod("own").Requests("1", "1Gi").Spread(corev1.LabelHostname, 1, corev1.DoNotSchedule, map[string]string{"app": "web"}).Unschedulable().Obj()
+	own.Labels = map[string]string{"app": "web"}
+	lone := test.Pod("lone").Requests("1", "1Gi").OwnedBy("batch/v1", "Job", "j").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), svc, rs, web, own, lone).Build()
+	c, _ := newTestController(api)
+	defaults := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}
+	c.deps.Settings.DefaultSpreadConstraints = defaults
+
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(defaults, in.DefaultSpread); d != "" {
+		t.Errorf("default spread (-want +got):\n%s", d)
+	}
+	want := map[string]*metav1.LabelSelector{"default/web-a": {MatchLabels: map[string]string{"app": "web"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hash", Operator: metav1.LabelSelectorOpIn, Values: []string{"1"}}}}}
+	if d := cmp.Diff(want, in.SpreadSelectors); d != "" {
+		t.Errorf("selectors (-want +got):\n%s", d)
+	}
+
+	c.deps.Settings.DefaultSpreadConstraints = nil
+	if in, _, err = c.snapshot(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if in.DefaultSpread != nil || in.SpreadSelectors != nil {
+		t.Errorf("without default constraints the input carries %v and %v", in.DefaultSpread, in.SpreadSelectors)
+	}
+}
+
+// TestClusterInputReadsCSINodeLimits: an existing node's attach limits come from its CSINode, per driver; a
+// driver without an allocatable count is not limited.
+func TestClusterInputReadsCSINodeLimits(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int32(10)
+	csi := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: &ten}},
+		{Name: "efs.csi.aws.com", NodeID: "i-1"},
+	}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), csi, node,
+		test.Pod("p").Requests("1", "1Gi").Unschedulable().Obj()).Build()
+	c, _ := newTestController(api)
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Nodes) != 1 {
+		t.Fatalf("%d nodes in the input, want 1", len(in.Nodes))
+	}
+	if d := cmp.Diff(map[string]int{"ebs.csi.aws.com": 10}, in.Nodes[0].VolumeLimits); d != "" {
+		t.Errorf("volume limits (-want +got):\n%s", d)
+	}
+}
