@@ -27,6 +27,8 @@ type Snapshot struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// DRA, when set, makes pods' resource claims count (see DRA); nil leaves claims out of the solve.
+	DRA *DRA
 }
 
 // StateNode is an existing Node or an in-flight NodeClaim as the scheduler sees it.
