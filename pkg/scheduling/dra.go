@@ -66,7 +66,7 @@ type draPass struct {
 	// typeFit caches new-node fits by instance type, modelFit by device signature (see typeNodeSig).
 	typeFit  map[string][]int
 	modelFit map[string][]int
-	failed  map[types.NamespacedName]string
+	failed   map[types.NamespacedName]string
 	// overlap[i][j]: shapes i and j both fit some node, so they may compete for its devices.
 	overlap [][]bool
 	// fitTypes[i] are the instance types on which shape i fits at least once (new or existing nodes); anyType[i]
