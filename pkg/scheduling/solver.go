@@ -31,9 +31,16 @@ func Solve(ctx context.Context, snap *Snapshot, opts Options) (*Plan, error) {
 	if opts.LeastAllocated && len(snap.NodePools) > 0 {
 		return nil, fmt.Errorf("least-allocated placement is for existing nodes only, but the snapshot has %d NodePools", len(snap.NodePools))
 	}
-	s := newSolver(ctx, withDefaultSpread(snap), opts)
+	snap, claims, err := prepareDRA(ctx, withDefaultSpread(snap))
+	if err != nil {
+		return nil, err
+	}
+	s := newSolver(ctx, snap, opts)
 	plan, err := s.solve()
 	if err != nil {
+		return nil, err
+	}
+	if err := claims.finish(plan); err != nil {
 		return nil, err
 	}
 	plan.Duration = time.Since(start)

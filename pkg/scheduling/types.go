@@ -33,6 +33,8 @@ type Snapshot struct {
 	// absent from SpreadSelectors (nothing selects it) takes none, as in the kube-scheduler.
 	DefaultSpread   []corev1.TopologySpreadConstraint
 	SpreadSelectors map[types.NamespacedName]*metav1.LabelSelector
+	// DRA, when set, makes pods' resource claims count (see DRA); nil leaves claims out of the solve.
+	DRA *DRA
 }
 
 // StateNode is an existing Node or an in-flight NodeClaim as the scheduler sees it.

@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Solver turns a snapshot of pending pods and capacity into a plan.
@@ -43,6 +44,11 @@ type Input struct {
 	// (namespace/name) that would take them, the selector deduced from the Services and controller selecting it.
 	DefaultSpread   []corev1.TopologySpreadConstraint
 	SpreadSelectors map[string]*metav1.LabelSelector
+	// DRA is what pods' resource claims are planned against; nil when IGNORE_DRA_REQUESTS=true.
+	DRA *scheduling.DRA
+	// DRAProblem, when set, says why resource claims cannot be planned this pass (device model overrides that do
+	// not validate): pods with claims are unschedulable with it.
+	DRAProblem string
 }
 
 // NodePoolOption is a NodePool with its instance types and its current usage.
