@@ -36,7 +36,9 @@ func NewAllocator(classes []*resourcev1.DeviceClass) *Allocator {
 	return &Allocator{classes: l, cache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: true})}
 }
 
-type classLister struct{ byName map[string]*resourcev1.DeviceClass }
+type classLister struct {
+	byName map[string]*resourcev1.DeviceClass
+}
 
 func (l classLister) List() ([]*resourcev1.DeviceClass, error) {
 	out := make([]*resourcev1.DeviceClass, 0, len(l.byName))

@@ -33,9 +33,11 @@ import (
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	karpv1alpha1 "github.com/dovetail/dovetail/api/karpenter/v1alpha1"
+	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/dra/devices"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/overlay"
@@ -316,7 +318,16 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	if s.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		buffers = deps.NewBuffers()
 	}
+	var deviceModels *devices.Source
+	if !s.IgnoreDRARequests {
+		cat, err := catalog.Load()
+		if err != nil {
+			return deps.Deps{}, fmt.Errorf("loading the instance type catalog for DRA device models: %w", err)
+		}
+		deviceModels = devices.NewSource(cat, s.AWSFeatureEnabled(settings.AWSFeatureDRANVIDIAGPU), s.AWSFeatureEnabled(settings.AWSFeatureDRAEFA))
+	}
 	d := deps.Deps{
+		DeviceModels:         deviceModels,
 		NameConflicts:        conflicts,
 		UnavailableOfferings: refused,
 		Namespace:            DefaultNamespace,

@@ -279,7 +279,7 @@ func (p *draPass) existingNode(sn *StateNode, d *DRA, r *claimResolver) (*dra.No
 		return node, nil
 	}
 	for _, c := range d.Claims {
-		if c != nil && c.Status.Allocation != nil {
+		if c != nil && c.Status.Allocation != nil && !r.released[c.Namespace+"/"+c.Name] {
 			node.Reserve(c.Status.Allocation.Devices.Results)
 		}
 	}

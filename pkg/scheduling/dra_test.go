@@ -83,7 +83,7 @@ func solveDRA(t *testing.T, tc draCase) *scheduling.Plan {
 	models := draModels(t)
 	snap := &scheduling.Snapshot{Pods: tc.pods, Nodes: tc.nodes, NodePools: []*scheduling.NodePool{test.SchedNodePool("default").Obj()},
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": draTypes()},
-		DRA: &scheduling.DRA{Claims: tc.claims, ClaimTemplates: draTemplates, DeviceClasses: draClasses, Slices: tc.slices, Models: models}}
+		DRA:           &scheduling.DRA{Claims: tc.claims, ClaimTemplates: draTemplates, DeviceClasses: draClasses, Slices: tc.slices, Models: models}}
 	plan, err := scheduling.Solve(context.Background(), snap, scheduling.Options{Bound: scheduling.BoundNone})
 	if err != nil {
 		t.Fatalf("Solve: %v", err)

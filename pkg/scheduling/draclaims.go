@@ -16,11 +16,14 @@ type claimResolver struct {
 	slicesByNode map[string][]*resourcev1.ResourceSlice
 	// firstUser is, for each unallocated claim that several pending pods name, the pod that plans it.
 	firstUser map[string]types.NamespacedName
+	// released are the claims generated for bound pods that the solve moves (a disruption simulation): the pod's
+	// replacement gets a new claim from the template, so their devices count as free.
+	released map[string]bool
 }
 
 func newClaimResolver(d *DRA, snap *Snapshot) *claimResolver {
 	r := &claimResolver{claims: map[string]*resourcev1.ResourceClaim{}, templates: map[string]*resourcev1.ResourceClaimTemplate{},
-		slicesByNode: map[string][]*resourcev1.ResourceSlice{}, firstUser: map[string]types.NamespacedName{}}
+		slicesByNode: map[string][]*resourcev1.ResourceSlice{}, firstUser: map[string]types.NamespacedName{}, released: map[string]bool{}}
 	for _, c := range d.Claims {
 		if c != nil {
 			r.claims[c.Namespace+"/"+c.Name] = c
@@ -52,6 +55,13 @@ func newClaimResolver(d *DRA, snap *Snapshot) *claimResolver {
 	for _, p := range snap.Pods {
 		if p == nil {
 			continue
+		}
+		if p.Spec.NodeName != "" {
+			for _, st := range p.Status.ResourceClaimStatuses {
+				if st.ResourceClaimName != nil && fromTemplate(p, st.Name) {
+					r.released[p.Namespace+"/"+*st.ResourceClaimName] = true
+				}
+			}
 		}
 		for _, pc := range p.Spec.ResourceClaims {
 			if pc.ResourceClaimName != nil {
@@ -93,7 +103,7 @@ func (r *claimResolver) resolve(p *corev1.Pod) (need []*resourcev1.ResourceClaim
 			}
 		case pc.ResourceClaimTemplateName != nil:
 			names = append(names, fmt.Sprintf("%s (ResourceClaimTemplate %s)", pc.Name, *pc.ResourceClaimTemplateName))
-			if g, ok := generated[pc.Name]; ok {
+			if g, ok := generated[pc.Name]; ok && p.Spec.NodeName == "" {
 				c = r.claims[p.Namespace+"/"+g]
 			}
 			if c == nil {
@@ -142,4 +152,14 @@ func allocationNode(sel *corev1.NodeSelector) string {
 		}
 	}
 	return ""
+}
+
+// fromTemplate reports whether the pod claim named podClaim comes from a ResourceClaimTemplate.
+func fromTemplate(p *corev1.Pod, podClaim string) bool {
+	for _, pc := range p.Spec.ResourceClaims {
+		if pc.Name == podClaim {
+			return pc.ResourceClaimTemplateName != nil
+		}
+	}
+	return false
 }

@@ -66,8 +66,8 @@ func RemovedFeatureGates() []RemovedFeatureGate {
 func AWSFeatureGates() []FeatureGate {
 	return []FeatureGate{
 		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Implemented: true, Doc: "implemented: `spec.kubelet` `maxPods`, `kubeReserved` and `systemReserved` may be CEL expressions, evaluated per instance type with `vcpus`, `memory_mib`, `default_enis`, `ips_per_eni`, `max_pods`, `instance_type`, `min` and `max` ([API](api.md#karpenter-v115)); off, an EC2NodeClass holding an expression is not ready (`ValidationSucceeded=False`, reason `KubeletExpressionsDisabled`)"},
-		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Doc: "not implemented yet (the NVIDIA GPU DRA driver's devices counted when sizing nodes); `true` is refused"},
-		{Name: AWSFeatureDRAEFA, Since: "v1.15", Doc: "not implemented yet (the EFA DRA devices counted when sizing nodes); `true` is refused"},
+		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with NVIDIA GPUs carry the devices the NVIDIA GPU DRA driver (`gpu.nvidia.com`) publishes, MIG partitions included, and claims are planned against them ([DRA](dra.md))"},
+		{Name: AWSFeatureDRAEFA, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with EFA carry the EFA interfaces the dranet driver (`dra.net`) publishes, on the PCIe roots of their GPUs ([DRA](dra.md))"},
 		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Doc: "not implemented yet (node repair reboots a node in place for GPU faults a reboot clears); `true` is refused"},
 	}
 }

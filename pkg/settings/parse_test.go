@@ -93,6 +93,11 @@ func TestParseSources(t *testing.T) {
 			"FEATURE_GATES":     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
 			"AWS_FEATURE_GATES": "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false"},
 			func(s *Settings) any { return s.FeatureGates }, defaultFeatureGates()},
+		{"DRA requests planned for", nil, map[string]string{"CLUSTER_NAME": "a", "IGNORE_DRA_REQUESTS": "false",
+			"AWS_FEATURE_GATES": "DRANVIDIAGPU=true,DRAEFA=true"},
+			func(s *Settings) any {
+				return []bool{s.IgnoreDRARequests, s.AWSFeatureEnabled(AWSFeatureDRANVIDIAGPU), s.AWSFeatureEnabled(AWSFeatureDRAEFA)}
+			}, []bool{false, true, true}},
 		{"log paths", []string{"--log-output-paths=stderr, /var/log/dovetail.log"}, map[string]string{"CLUSTER_NAME": "a"},
 			func(s *Settings) any { return s.LogOutputPaths }, []string{"stderr", "/var/log/dovetail.log"}},
 		{"empty log level is info", []string{"--log-level="}, map[string]string{"CLUSTER_NAME": "a"},
@@ -172,8 +177,6 @@ func TestParseErrors(t *testing.T) {
 			`AWS_FEATURE_GATES (--aws-feature-gates) from env: unknown feature gate "NodeRepair" (known: NodeClassCEL, DRANVIDIAGPU, DRAEFA, RebootForRepair)`},
 		{"zonal shift", nil, map[string]string{"CLUSTER_NAME": "a", "ENABLE_ZONAL_SHIFT": "true"},
 			"ENABLE_ZONAL_SHIFT (--enable-zonal-shift) from env: true is not supported yet: Dovetail does not follow EKS zonal shifts"},
-		{"DRA requests", nil, map[string]string{"CLUSTER_NAME": "a", "IGNORE_DRA_REQUESTS": "false"},
-			"IGNORE_DRA_REQUESTS (--ignore-dra-requests) from env: false is not supported: Dovetail cannot provision for dynamic resource allocation claims"},
 		{"cluster state observability", nil, map[string]string{"CLUSTER_NAME": "a", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"},
 			"DISABLE_CLUSTER_STATE_OBSERVABILITY (--disable-cluster-state-observability) from env: true is not supported yet: Dovetail's cluster-state metrics and condition events cannot be turned off"},
 		{"refresh below a minute", nil, map[string]string{"CLUSTER_NAME": "a", "AMI_REFRESH_INTERVAL": "30s"},

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/dra/devices"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/overlay"
 	"github.com/dovetail/dovetail/pkg/settings"
@@ -60,4 +61,7 @@ type Deps struct {
 	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait
 	// for their launches and merge them (nil: nothing is noted).
 	LaunchNotices *cloudprovider.LaunchNotices
+	// DeviceModels gives the DRA devices of instance types; nil when IGNORE_DRA_REQUESTS=true (pods with resource
+	// claims are then not provisioned for).
+	DeviceModels *devices.Source
 }

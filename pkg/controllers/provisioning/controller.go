@@ -209,9 +209,11 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		return err
 	}
 	defer c.deps.Metrics.StartSchedulingPass(Name, len(in.Pods))()
-	// Pods asking for dynamic resource allocation are left out (IGNORE_DRA_REQUESTS=true); apply tells them why.
+	// Pods asking for dynamic resource allocation are left out with IGNORE_DRA_REQUESTS=true; apply tells them why.
 	var held []*corev1.Pod
-	in.Pods, held = withoutDRARequests(in.Pods)
+	if c.deps.DeviceModels == nil {
+		in.Pods, held = withoutDRARequests(in.Pods)
+	}
 	c.deps.Metrics.SchedulerIgnoredPods.Set(float64(len(held)))
 	if len(in.Pods) == 0 && len(virtual) == 0 && len(held) == 0 {
 		c.placement = placement{}

@@ -181,6 +181,11 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}
+	if d.DeviceModels != nil {
+		if in.DRA, in.DRAProblem, err = draInput(ctx, d); err != nil {
+			return in, err
+		}
+	}
 	return in, nil
 }
 

@@ -285,7 +285,8 @@ func TestValidation(t *testing.T) {
 		{name: "memory limit -1", env: map[string]string{"MEMORY_LIMIT": "-1"}},
 		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, dovetailDiffers: "zonal shift is not implemented"},
 		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}},
-		{name: "DRA requests", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, dovetailDiffers: "DRA is not implemented"},
+		{name: "DRA requests", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}},
+		{name: "DRA gates", env: map[string]string{"IGNORE_DRA_REQUESTS": "false", "AWS_FEATURE_GATES": "DRANVIDIAGPU=true,DRAEFA=true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

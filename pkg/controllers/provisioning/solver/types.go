@@ -9,6 +9,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Solver turns a snapshot of pending pods and capacity into a plan.
@@ -38,6 +39,11 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// DRA is what pods' resource claims are planned against; nil when IGNORE_DRA_REQUESTS=true.
+	DRA *scheduling.DRA
+	// DRAProblem, when set, says why resource claims cannot be planned this pass (device model overrides that do
+	// not validate): pods with claims are unschedulable with it.
+	DRAProblem string
 }
 
 // NodePoolOption is a NodePool with its instance types and its current usage.

@@ -34,8 +34,23 @@ var _ solver.Solver = Scheduler{}
 // Solve implements solver.Solver. A scheduling error makes every pod unschedulable with that error as reason.
 func (s Scheduler) Solve(ctx context.Context, in solver.Input) solver.Plan {
 	snap, pools, pinned := snapshot(in)
-	plan, err := scheduling.Solve(ctx, snap, s.Options)
 	out := solver.Plan{Existing: map[string]string{}, Unschedulable: map[string]string{}, UnschedulableCodes: map[string]string{}}
+	if in.DRAProblem != "" {
+		// Claims cannot be planned this pass: their pods wait with the reason, the others are planned.
+		kept := make([]*corev1.Pod, 0, len(snap.Pods))
+		for _, p := range snap.Pods {
+			if p != nil && len(p.Spec.ResourceClaims) > 0 {
+				out.Unschedulable[solver.PodKey(p)] = in.DRAProblem
+				out.UnschedulableCodes[solver.PodKey(p)] = string(scheduling.ReasonOther)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		cp := *snap
+		cp.Pods = kept
+		snap = &cp
+	}
+	plan, err := scheduling.Solve(ctx, snap, s.Options)
 	if err != nil {
 		for _, p := range in.Pods {
 			out.Unschedulable[solver.PodKey(p)] = "scheduling failed: " + err.Error()
@@ -105,6 +120,7 @@ func snapshot(in solver.Input) (*scheduling.Snapshot, map[string]solver.NodePool
 		PersistentVolumeClaims: in.PersistentVolumeClaims,
 		PersistentVolumes:      in.PersistentVolumes,
 		StorageClasses:         in.StorageClasses,
+		DRA:                    in.DRA,
 	}
 	pools := map[string]solver.NodePoolOption{}
 	for _, o := range in.NodePools {
