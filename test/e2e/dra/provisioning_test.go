@@ -136,7 +136,6 @@ func checkOnOwnDevices(t *testing.T, pods []corev1.Pod, types ...string) map[str
 // TestGPUClaimsGetNodesWithThatGPU: a Deployment whose pods each claim one NVIDIA L4 gets nodes that carry L4s
 // (the g6 and gr6 families), and its pods run on them with their claims allocated there.
 func TestGPUClaimsGetNodesWithThatGPU(t *testing.T) {
-	t.Skip(needsClaimProvisioning)
 	const pool = "draproduct"
 	setupPool(t, pool, framework.PoolOptions{Categories: []string{"c", "m", "g", "p"}})
 	ctx := context.Background()
@@ -155,7 +154,6 @@ func TestGPUClaimsGetNodesWithThatGPU(t *testing.T) {
 // TestGPUsAndEFAOnOnePCIeRoot: a claim for two GPUs and one EFA interface under one PCIe root lands on a type
 // that has them so (its devices share the resource.kubernetes.io/pcieRoot value).
 func TestGPUsAndEFAOnOnePCIeRoot(t *testing.T) {
-	t.Skip(needsClaimProvisioning)
 	const pool = "drapcie"
 	setupPool(t, pool, framework.PoolOptions{Categories: []string{"g", "p"}})
 	ctx := context.Background()
@@ -191,7 +189,6 @@ func TestGPUsAndEFAOnOnePCIeRoot(t *testing.T) {
 // TestMIGClaimsPackOnOneNode: pods that each claim one 1g.5gb MIG partition of an A100 pack onto one node (a
 // p4d.24xlarge offers 56 such partitions), each pod on a partition of its own.
 func TestMIGClaimsPackOnOneNode(t *testing.T) {
-	t.Skip(needsClaimProvisioning)
 	const pool = "dramig"
 	setupPool(t, pool, framework.PoolOptions{Categories: []string{"g", "p"}})
 	ctx := context.Background()
@@ -227,7 +224,6 @@ func TestMIGClaimsPackOnOneNode(t *testing.T) {
 // replacement must carry an L4 (a g6) rather than be the cheapest node for the pod's CPU and memory. At no
 // point is the pod bound to a node without its device.
 func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
-	t.Skip(needsClaimProvisioning)
 	const pool = "draconsolidate"
 	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, ConsolidateAfter: "0s",
 		Budgets: []map[string]any{{"nodes": "100%"}}})
