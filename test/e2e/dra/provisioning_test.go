@@ -18,13 +18,12 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// needsClaimProvisioning is why the scenarios that provision for claims do not run yet: they need the
-// controller to accept IGNORE_DRA_REQUESTS=false with AWS_FEATURE_GATES DRANVIDIAGPU and DRAEFA (today it refuses
-// to start) and the provisioning controller to feed pods' claims, the DeviceClasses and the ResourceSlices into
-// the scheduling snapshot (Snapshot.DRA). Remove the t.Skip calls when it does.
-const needsClaimProvisioning = "needs the controller to provision for claims: IGNORE_DRA_REQUESTS=false with AWS gates " +
-	"DRANVIDIAGPU/DRAEFA accepted at startup, and the provisioning controller feeding claims, DeviceClasses and " +
-	"ResourceSlices into the scheduling snapshot"
+// needsClaimAwareConsolidation is why the consolidation scenario does not run yet: the disruption planner does not
+// account for claims. Observed 2026-11-29 (merge of the provisioning for claims, f067944): once the pool allows
+// g6.xlarge, the g6.12xlarge of a pod claiming one L4 stays Consolidatable for two minutes and is never replaced
+// (the pod stays on its device, so nothing unsafe happened, but no replacement carrying an L4 is proposed either).
+const needsClaimAwareConsolidation = "needs the disruption planner (consolidation simulations) to account for pods' " +
+	"resource claims: no replacement carrying the claimed L4 is proposed for a g6.12xlarge once cheaper g6 types are allowed"
 
 // setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, and on cleanup deletes
 // the namespace, then the NodePool, and waits until its NodeClaims are gone.
@@ -224,6 +223,7 @@ func TestMIGClaimsPackOnOneNode(t *testing.T) {
 // replacement must carry an L4 (a g6) rather than be the cheapest node for the pod's CPU and memory. At no
 // point is the pod bound to a node without its device.
 func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
+	t.Skip(needsClaimAwareConsolidation)
 	const pool = "draconsolidate"
 	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, ConsolidateAfter: "0s",
 		Budgets: []map[string]any{{"nodes": "100%"}}})
