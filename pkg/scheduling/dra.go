@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -62,9 +63,16 @@ type draPass struct {
 	podNeed map[types.NamespacedName]*podClaims
 	// nodes are the existing nodes' device states after their own pods' claims, by node name.
 	nodes map[string]*dra.Node
-	// typeFit caches new-node fits by instance type and shape.
-	typeFit map[string][]int
-	failed  map[types.NamespacedName]string
+	// typeFit caches new-node fits by instance type, modelFit by device signature (see typeNodeSig).
+	typeFit  map[string][]int
+	modelFit map[string][]int
+	failed   map[types.NamespacedName]string
+	// overlap[i][j]: shapes i and j both fit some node, so they may compete for its devices.
+	overlap [][]bool
+	// fitTypes[i] are the instance types on which shape i fits at least once (new or existing nodes); anyType[i]
+	// says an existing node without an instance-type label fits it.
+	fitTypes []map[string]bool
+	anyType  []bool
 }
 
 // podClaims is what a pending pod needs from DRA.
@@ -93,7 +101,7 @@ func prepareDRA(ctx context.Context, snap *Snapshot) (*Snapshot, *draPass, error
 	}
 	d := snap.DRA
 	pass := &draPass{ctx: ctx, alloc: dra.NewAllocator(d.DeviceClasses), models: d.Models, podNeed: map[types.NamespacedName]*podClaims{},
-		nodes: map[string]*dra.Node{}, typeFit: map[string][]int{}, failed: map[types.NamespacedName]string{}}
+		nodes: map[string]*dra.Node{}, typeFit: map[string][]int{}, modelFit: map[string][]int{}, failed: map[types.NamespacedName]string{}}
 	r := newClaimResolver(d, snap)
 
 	out := *snap
@@ -180,6 +188,8 @@ func prepareDRA(ctx context.Context, snap *Snapshot) (*Snapshot, *draPass, error
 				if err != nil {
 					return nil, nil, err
 				}
+				pass.noteOverlaps(fits)
+				pass.noteTypes(fits, it.Name)
 				cp := *it
 				cp.Capacity = it.Capacity.DeepCopy()
 				for i, sh := range pass.shapes {
@@ -211,32 +221,43 @@ func prepareDRA(ctx context.Context, snap *Snapshot) (*Snapshot, *draPass, error
 		if cp.Allocatable == nil {
 			cp.Allocatable = corev1.ResourceList{}
 		}
-		for _, sh := range pass.shapes {
+		fits := make([]int, len(pass.shapes))
+		for i, sh := range pass.shapes {
 			k := 0
 			if !node.Empty() {
 				if k, err = node.Fit(ctx, sh.claims, maxShapeFit); err != nil {
 					return nil, nil, fmt.Errorf("fitting claims %s on node %s: %w", sh.names, sn.Name, err)
 				}
 			}
+			fits[i] = k
 			cp.Allocatable[sh.dim] = *resource.NewQuantity(int64(k), resource.DecimalSI)
 		}
+		pass.noteOverlaps(fits)
+		pass.noteTypes(fits, sn.Labels[corev1.LabelInstanceTypeStable])
 		out.Nodes = append(out.Nodes, &cp)
 	}
+	out.Pods = pass.constrain(out.Pods)
 	return &out, pass, nil
 }
 
-// fitType returns, per shape, how many pods of it a new node of the instance type fits by devices.
+// fitType returns, per shape, how many pods of it a new node of the instance type fits by devices. Types whose
+// models publish the same devices (most sizes of a family) share one answer.
 func (p *draPass) fitType(it *cloudprovider.InstanceType) ([]int, error) {
 	if f, ok := p.typeFit[it.Name]; ok {
 		return f, nil
 	}
+	max := maxShapeFit
+	if q, ok := it.Capacity[corev1.ResourcePods]; ok && int(q.Value()) < max {
+		max = int(q.Value())
+	}
+	node, sig := p.typeNodeSig(it.Name)
+	key := fmt.Sprintf("%d/%s", max, sig)
+	if f, ok := p.modelFit[key]; ok {
+		p.typeFit[it.Name] = f
+		return f, nil
+	}
 	fits := make([]int, len(p.shapes))
-	node := p.typeNode(it.Name)
 	if !node.Empty() {
-		max := maxShapeFit
-		if q, ok := it.Capacity[corev1.ResourcePods]; ok && int(q.Value()) < max {
-			max = int(q.Value())
-		}
 		for i, sh := range p.shapes {
 			k, err := node.Fit(p.ctx, sh.claims, max)
 			if err != nil {
@@ -246,7 +267,21 @@ func (p *draPass) fitType(it *cloudprovider.InstanceType) ([]int, error) {
 		}
 	}
 	p.typeFit[it.Name] = fits
+	p.modelFit[key] = fits
 	return fits, nil
+}
+
+// typeNodeSig is typeNode with a signature of its devices: two types with one signature fit the same claims.
+func (p *draPass) typeNodeSig(instanceType string) (*dra.Node, string) {
+	const probe = "dovetail-model"
+	var specs []resourcev1.ResourceSliceSpec
+	if p.models != nil && instanceType != "" {
+		for _, s := range p.models.Slices(instanceType, probe) {
+			specs = append(specs, s.Spec)
+		}
+	}
+	b, _ := json.Marshal(specs)
+	return p.typeNode(instanceType), string(b)
 }
 
 // typeNode is an empty node of the instance type, with the devices of its model. Each type gets its own node and
@@ -329,4 +364,137 @@ func pinPod(p *corev1.Pod, node string, snap *Snapshot) *corev1.Pod {
 	}
 	c.Spec.NodeSelector[corev1.LabelHostname] = host
 	return &c
+}
+
+// shapeLabel labels the solver's copies of claim pods with their shape, for the anti-affinity that keeps shapes
+// competing for the same devices on separate nodes.
+const shapeLabel = "claims.dra.dovetail.sh/shape"
+
+// noteOverlaps records which shapes fit one node together.
+func (p *draPass) noteOverlaps(fits []int) {
+	if p.overlap == nil {
+		p.overlap = make([][]bool, len(p.shapes))
+		for i := range p.overlap {
+			p.overlap[i] = make([]bool, len(p.shapes))
+		}
+	}
+	for i := range fits {
+		for j := range fits {
+			if i != j && fits[i] > 0 && fits[j] > 0 {
+				p.overlap[i][j] = true
+			}
+		}
+	}
+}
+
+// noteTypes records the instance type of a node (or a new node's type) on which the shapes with fits > 0 fit.
+func (p *draPass) noteTypes(fits []int, instanceType string) {
+	if p.fitTypes == nil {
+		p.fitTypes = make([]map[string]bool, len(p.shapes))
+		p.anyType = make([]bool, len(p.shapes))
+		for i := range p.fitTypes {
+			p.fitTypes[i] = map[string]bool{}
+		}
+	}
+	for i, k := range fits {
+		switch {
+		case k == 0:
+		case instanceType == "":
+			p.anyType[i] = true
+		default:
+			p.fitTypes[i][instanceType] = true
+		}
+	}
+}
+
+// constrain prepares the solver's copies of claim pods. A pod whose shape fits no instance type and no existing
+// node is left out with a reason naming its claims. The others get a required node affinity to the instance types
+// their claims fit on (the planner then never weighs the others), and their shape label with a required
+// anti-affinity, on the hostname, to the pods of the shapes they overlap with: the planner counts each shape's
+// devices on their own, which holds only for nodes with one shape. The plan is checked afterwards in any case
+// (see finish).
+func (p *draPass) constrain(pods []*corev1.Pod) []*corev1.Pod {
+	index := map[*draShape]int{}
+	for i, sh := range p.shapes {
+		index[sh] = i
+	}
+	if p.fitTypes == nil {
+		p.noteTypes(make([]int, len(p.shapes)), "")
+	}
+	out := pods[:0]
+	for _, pod := range pods {
+		if pod == nil {
+			out = append(out, pod)
+			continue
+		}
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		need := p.podNeed[key]
+		if need == nil {
+			out = append(out, pod)
+			continue
+		}
+		i := index[need.shape]
+		if len(p.fitTypes[i]) == 0 && !p.anyType[i] {
+			p.failed[key] = "no instance type of the NodePools has devices for resource claims " + need.shape.names +
+				", and no existing node has them free"
+			continue
+		}
+		out = append(out, pod)
+		if !p.anyType[i] {
+			restrictTypes(pod, p.fitTypes[i])
+		}
+		labels := make(map[string]string, len(pod.Labels)+1)
+		for k, v := range pod.Labels {
+			labels[k] = v
+		}
+		labels[shapeLabel] = fmt.Sprint(i)
+		pod.Labels = labels
+		var others []string
+		for j := range p.shapes {
+			if p.overlap != nil && p.overlap[i][j] {
+				others = append(others, fmt.Sprint(j))
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		a := &corev1.Affinity{}
+		if pod.Spec.Affinity != nil {
+			a = pod.Spec.Affinity.DeepCopy()
+		}
+		if a.PodAntiAffinity == nil {
+			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+			corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: shapeLabel, Operator: metav1.LabelSelectorOpIn, Values: others}}}})
+		pod.Spec.Affinity = a
+	}
+	return out
+}
+
+// restrictTypes ANDs "instance type in allowed" into the pod's required node affinity.
+func restrictTypes(pod *corev1.Pod, allowed map[string]bool) {
+	names := make([]string, 0, len(allowed))
+	for n := range allowed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	req := corev1.NodeSelectorRequirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names}
+	a := &corev1.Affinity{}
+	if pod.Spec.Affinity != nil {
+		a = pod.Spec.Affinity.DeepCopy()
+	}
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	sel := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if sel == nil || len(sel.NodeSelectorTerms) == 0 {
+		sel = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	for t := range sel.NodeSelectorTerms {
+		sel.NodeSelectorTerms[t].MatchExpressions = append(sel.NodeSelectorTerms[t].MatchExpressions, req)
+	}
+	a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = sel
+	pod.Spec.Affinity = a
 }

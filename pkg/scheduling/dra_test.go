@@ -153,6 +153,20 @@ func TestDRAProvisioning(t *testing.T) {
 			want:    map[string]string{"p1": "0/gpu1.b/a/on-demand", "p2": "unschedulable"},
 			reasons: map[string]string{"p2": "shared with pod default/p1"}},
 	}
+	// A pod being moved off node-0 (a disruption simulation): its generated claim, allocated there, is released;
+	// the pod goes to the node with a free device of its product, not to the one without devices.
+	moving := test.SchedPod("moving").Requests("500m", "1Gi").ClaimTemplate("gpu", "one-a").Obj()
+	moving.Spec.NodeName = "node-0"
+	generated := "moving-gpu-x1"
+	moving.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &generated}}
+	cases = append(cases, draCase{name: "a moved pod gets a new claim where devices are free",
+		pods: []*corev1.Pod{moving},
+		nodes: []*scheduling.StateNode{test.SchedNode("node-1", "16", "64Gi").Zone("a").Obj(),
+			test.SchedNode("node-2", "16", "64Gi").Zone("a").Obj()},
+		slices: append(slicesOf(draModels(t), "gpu4.a", "node-0"), slicesOf(draModels(t), "gpu4.a", "node-2")...),
+		claims: []*resourcev1.ResourceClaim{test.AllocatedClaim("default", generated, "node-0", "gpu.nvidia.com", "gpu-0"),
+			test.AllocatedClaim("default", "others", "node-2", "gpu.nvidia.com", "gpu-0", "gpu-1", "gpu-2")},
+		want: map[string]string{"moving": "node/node-2"}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := solveDRA(t, tc)

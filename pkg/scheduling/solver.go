@@ -869,7 +869,12 @@ func (s *solver) bestGrowth(c *class) *growItem {
 	var best *growItem
 	found := 0
 	for _, n := range s.order {
-		if s.refused[n.idx] == s.stamp || !Fits(n.used, c.req, n.sig.maxAvl) {
+		if s.refused[n.idx] == s.stamp {
+			continue
+		}
+		if !Fits(n.used, c.req, n.sig.maxAvl) {
+			// its largest option has no room left for c: none will while this batch only adds pods
+			s.refused[n.idx] = s.stamp
 			continue
 		}
 		a := s.try(c, n, true)

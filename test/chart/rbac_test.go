@@ -318,6 +318,7 @@ func TestControllerRBACCoversCalls(t *testing.T) {
 		"--cluster-name=dovetail", "--cluster-endpoint=https://127.0.0.1:6443", "--interruption-queue=dovetail",
 		"--batch-idle-duration=100ms", "--batch-max-duration=1s",
 		"--feature-gates=NodeRepair=true,StaticCapacity=true,SpotToSpotConsolidation=true,NodeOverlay=true,CapacityBuffer=true",
+		"--ignore-dra-requests=false", "--aws-feature-gates=DRANVIDIAGPU=true,DRAEFA=true",
 		fmt.Sprintf("--metrics-port=%d", metricsPort), fmt.Sprintf("--health-probe-port=%d", test.FreePort(t)),
 	}, func(string) string { return "" })
 	if err != nil {
