@@ -20,9 +20,9 @@ import (
 
 // needsClaimAwareConsolidation is why the consolidation scenario does not run yet. Observed 2026-11-29 with the
 // provisioning for claims merged (commit 66971a2, whose disruption simulations count a moved pod's claims as
-// released), twice: once the pool allows
-// g6.xlarge, the g6.12xlarge of a pod claiming one L4 stays Consolidatable for two minutes and is never replaced
-// (the pod stays on its device, so nothing unsafe happened, but no replacement carrying an L4 is proposed either).
+// released), twice: once the pool allows g6.xlarge, the g6.12xlarge of a pod claiming one L4 stays Consolidatable
+// for two minutes and is never replaced (the pod stays on its device, so nothing unsafe happened, but no
+// replacement carrying an L4 is proposed either).
 const needsClaimAwareConsolidation = "needs consolidation to replace a claim pod's node by a cheaper one carrying " +
 	"its device: no replacement is proposed for a g6.12xlarge whose pod claims one L4 once g6.xlarge is allowed"
 
