@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		}}, &env))
 }
 
-// startController starts the controller (once; later calls find it running) and applies the DeviceClasses.
+// startController starts the controller with controllerEnv; once it runs, later calls leave it be.
 func startController(t *testing.T) {
 	t.Helper()
 	if err := env.StartController(context.Background()); err != nil {
