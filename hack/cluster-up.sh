@@ -88,7 +88,9 @@ wait_for "etcd" 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 # KEP-5278 (alpha in 1.34): the kube-scheduler tries a pending pod's status.nominatedNodeName first and keeps room
 # there for it; Dovetail nominates pods whose planned node exists (docs/provisioning.md). The API server clears
 # the nomination when the pod is bound.
-feature_gates=NominatedNodeNameForExpectation=true,ClearingNominatedNodeNameAfterBinding=true
+# DRAPartitionableDevices (alpha in 1.34): the API server keeps, and the kube-scheduler's DRA plugin honours, the
+# shared counters of partitionable devices (a GPU and its MIG partitions, docs/simulator.md).
+feature_gates=NominatedNodeNameForExpectation=true,ClearingNominatedNodeNameAfterBinding=true,DRAPartitionableDevices=true
 log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 launch kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \

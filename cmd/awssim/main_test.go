@@ -149,6 +149,8 @@ func TestBadServeFlags(t *testing.T) {
 		{"serve", "--listen", "nonsense"},
 		{"serve", "--kubernetes-version", "v2"},
 		{"serve", "--other-cluster-kubeconfig", "/nonexistent"},
+		{"serve", "--dra-drivers", "amd.com/gpu"},
+		{"serve", "--dra-device-models", "/nonexistent"},
 	}
 	for _, args := range tests {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

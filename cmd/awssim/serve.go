@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/dovetail/dovetail/pkg/catalog"
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
 	"github.com/dovetail/dovetail/pkg/simulator/aws/kube"
 )
@@ -46,6 +47,8 @@ type serveOptions struct {
 	iamPolicy         string
 	iamPolicyVars     []string
 	otherClusters     []string
+	draDrivers        []string
+	draDeviceModels   string
 }
 
 func newServeCommand() *cobra.Command {
@@ -81,6 +84,8 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&o.responseDelay, "response-delay", 0, "real-time pause before each response, to model network latency (0: none)")
 	f.StringVar(&o.iamPolicy, "iam-policy", "", "IAM policy file (JSON, ${VAR} placeholders allowed) every call is authorized against; empty allows everything")
 	f.StringArrayVar(&o.otherClusters, "other-cluster-kubeconfig", nil, "kubeconfig of a further cluster sharing the simulated account (repeatable): instances whose user data names its API server (the kubeconfig's server) get their Nodes there; needs --kubeconfig")
+	f.StringSliceVar(&o.draDrivers, "dra-drivers", nil, "DRA drivers whose ResourceSlices each Node gets from its instance type's device model: gpu.nvidia.com (NVIDIA GPUs, MIG partitions), dra.net (EFA interfaces); empty: none")
+	f.StringVar(&o.draDeviceModels, "dra-device-models", "", "device model overrides file (the models.yaml document of Dovetail's dovetail-dra-device-models ConfigMap) adding or replacing models per instance type")
 	f.StringArrayVar(&o.iamPolicyVars, "iam-policy-var", nil, "KEY=VALUE filling a ${KEY} placeholder of --iam-policy (repeatable); CLUSTER_UID defaults to the kube-system namespace UID of --kubeconfig")
 	return cmd
 }
@@ -155,6 +160,12 @@ func (o *serveOptions) run(ctx context.Context) error {
 		ResponseDelay: o.responseDelay,
 		Timing: awssim.Timing{Pending: o.pending, ShuttingDown: o.shuttingDown, TerminatedRetention: o.retention,
 			UninitializedTaintDelayMin: tmin, UninitializedTaintDelayMax: tmax, Tick: o.tick},
+	}
+	if opts.Catalog, err = catalog.Load(); err != nil {
+		return fmt.Errorf("loading instance catalog: %w", err)
+	}
+	if opts.Devices, err = deviceModels(opts.Catalog, o.draDrivers, o.draDeviceModels); err != nil {
+		return err
 	}
 	if o.clusterCAFile != "" {
 		ca, err := os.ReadFile(o.clusterCAFile)

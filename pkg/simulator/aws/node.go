@@ -5,6 +5,7 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dovetail/dovetail/pkg/catalog"
@@ -158,6 +159,10 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 			allocatable[name] = *resource.NewQuantity(0, q.Format)
 		}
 	}
+	var slices []resourcev1.ResourceSlice
+	if s.opts.Devices != nil {
+		slices = s.opts.Devices.Slices(i.Type, i.PrivateDNS)
+	}
 	return NodeSpec{
 		Name:        i.PrivateDNS,
 		ProviderID:  fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID),
@@ -172,6 +177,7 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 			{Type: corev1.NodeHostName, Address: i.PrivateDNS},
 			{Type: corev1.NodeInternalDNS, Address: i.PrivateDNS},
 		},
+		ResourceSlices: slices,
 	}, nil
 }
 

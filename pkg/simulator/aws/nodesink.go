@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +17,13 @@ type NodeSink interface {
 	DeleteNode(ctx context.Context, name string) error
 	// RemoveTaint removes a taint (by key) from a Node, as the cloud controller manager does.
 	RemoveTaint(ctx context.Context, name, key string) error
+}
+
+// DeviceModels answers which ResourceSlices the DRA drivers on a node of an instance type publish (pkg/dra/devices
+// implements it).
+type DeviceModels interface {
+	// Slices returns the ResourceSlices of node nodeName of type instanceType; none for a type without devices.
+	Slices(instanceType, nodeName string) []resourcev1.ResourceSlice
 }
 
 // UninitializedTaintKey is the taint the cloud controller manager removes once it has initialized a Node.
@@ -35,6 +43,9 @@ type NodeSpec struct {
 	Capacity    corev1.ResourceList
 	Allocatable corev1.ResourceList
 	Addresses   []corev1.NodeAddress
+	// ResourceSlices are the slices the node's DRA drivers publish once the Node exists (spec.nodeName set to
+	// Name); the sink removes them with the Node.
+	ResourceSlices []resourcev1.ResourceSlice
 }
 
 // Node builds the corev1.Node for the spec (status included; callers creating it must set the status

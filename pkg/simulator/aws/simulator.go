@@ -51,6 +51,9 @@ type Options struct {
 	Timing Timing
 	// Catalog is the instance catalog (default: catalog.Load()).
 	Catalog *catalog.Catalog
+	// Devices, when set, gives the ResourceSlices the DRA drivers of a node would publish; the Node of each
+	// instance then carries them (NodeSpec.ResourceSlices). Nil: Nodes carry no ResourceSlices.
+	Devices DeviceModels
 	// Logger receives simulator logs (default: discard).
 	Logger *slog.Logger
 	// ResponseDelay is a real-time pause before each response is sent, to model network latency (default

@@ -23,8 +23,8 @@ var _ awssim.NodeSink = (*NodeSink)(nil)
 // New returns a NodeSink using client.
 func New(client kubernetes.Interface) *NodeSink { return &NodeSink{client: client} }
 
-// CreateNode creates the Node and sets its status (capacity, allocatable, addresses). Creating a Node that
-// already exists with the same providerID is not an error.
+// CreateNode creates the Node, sets its status (capacity, allocatable, addresses) and publishes its
+// ResourceSlices. Creating a Node that already exists with the same providerID is not an error.
 func (n *NodeSink) CreateNode(ctx context.Context, spec awssim.NodeSpec) error {
 	want := spec.Node()
 	created, err := n.client.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
@@ -40,9 +40,16 @@ func (n *NodeSink) CreateNode(ctx context.Context, spec awssim.NodeSpec) error {
 	} else if err != nil {
 		return fmt.Errorf("creating node %s: %w", want.Name, err)
 	}
-	if statusMatches(created.Status, want.Status) {
-		return nil
+	if !statusMatches(created.Status, want.Status) {
+		if err := n.setStatus(ctx, want); err != nil {
+			return err
+		}
 	}
+	return n.publishSlices(ctx, created, spec.ResourceSlices)
+}
+
+// setStatus writes want's status (capacity, allocatable, addresses, node info, a first Ready condition) on the Node.
+func (n *NodeSink) setStatus(ctx context.Context, want *corev1.Node) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := n.client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
@@ -92,8 +99,11 @@ func statusMatches(have, want corev1.NodeStatus) bool {
 	return true
 }
 
-// DeleteNode deletes the Node; a missing Node is not an error.
+// DeleteNode deletes the Node's ResourceSlices and the Node; a missing Node is not an error.
 func (n *NodeSink) DeleteNode(ctx context.Context, name string) error {
+	if err := n.withdrawSlices(ctx, name); err != nil {
+		return err
+	}
 	err := n.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting node %s: %w", name, err)
