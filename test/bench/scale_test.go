@@ -265,6 +265,7 @@ type scaleMeter struct {
 	memory   func() map[string]any
 	cpu      func() float64
 	requests float64
+	aws      [2]float64 // AWS calls: all, DescribeInstances
 	passes   map[string][2]float64 // histogram name -> sum, count at the start
 }
 
@@ -276,6 +277,7 @@ func startMeter(t *testing.T) *scaleMeter {
 	m := &scaleMeter{t: t, passes: map[string][2]float64{}}
 	m.memory, m.cpu = measuredPhase(t)
 	m.requests = metricSum(t, "client_go_request_total")
+	m.aws = awsCalls(t)
 	for _, h := range scaleHistograms {
 		m.passes[h] = [2]float64{metricSum(t, h+"_sum"), metricSum(t, h+"_count")}
 	}
@@ -292,6 +294,17 @@ func metricSum(t *testing.T, name string) float64 {
 	return v
 }
 
+// awsCalls returns the AWS calls the controller made so far: all, and DescribeInstances.
+func awsCalls(t *testing.T) [2]float64 {
+	t.Helper()
+	all := metricSum(t, "aws_sdk_go_request_total")
+	describe, err := env.MetricSum(context.Background(), "aws_sdk_go_request_total", map[string]string{"action": "DescribeInstances"})
+	if err != nil {
+		t.Logf("metric aws_sdk_go_request_total: %v", err)
+	}
+	return [2]float64{all, describe}
+}
+
 // stop ends the phase and returns its figures: seconds, controller cores and CPU seconds, RSS and peak RSS
 // (MiB), API requests per second, passes of each histogram with their mean seconds, each stack process's cores,
 // and the limit.
@@ -303,6 +316,9 @@ func (m *scaleMeter) stop() map[string]any {
 	f["controllerCPUSeconds"] = round3(cpu)
 	f["controllerCores"] = round3(cpu / elapsed)
 	f["apiRequestsPerSecond"] = round3((metricSum(m.t, "client_go_request_total") - m.requests) / elapsed)
+	aws := awsCalls(m.t)
+	f["awsCallsPerMinute"] = round3((aws[0] - m.aws[0]) / elapsed * 60)
+	f["describeInstancesPerMinute"] = round3((aws[1] - m.aws[1]) / elapsed * 60)
 	for _, h := range scaleHistograms {
 		sum, count := metricSum(m.t, h+"_sum")-m.passes[h][0], metricSum(m.t, h+"_count")-m.passes[h][1]
 		short := strings.TrimSuffix(strings.TrimPrefix(h, "karpenter_"), "_seconds")
