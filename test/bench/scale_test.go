@@ -189,9 +189,10 @@ func buildScaleCluster(t *testing.T, nodes int) *podTracker {
 	}
 	t.Logf("bench-scale setup: %d NodeClaims created in %.0f s", nodes, time.Since(created).Seconds())
 	lastLog := time.Now()
-	if err := framework.Poll(ctx, time.Duration(max(1, nodes/1000))*30*time.Minute, 5*time.Second, func(ctx context.Context) (bool, string, error) {
+	if err := framework.Poll(ctx, time.Duration(max(1, nodes/1000))*30*time.Minute, 15*time.Second, func(ctx context.Context) (bool, string, error) {
 		claims, err := env.NodeClaims(ctx, scalePool)
 		if err != nil {
+			t.Logf("bench-scale setup: +%.0fs listing NodeClaims: %v", time.Since(created).Seconds(), err)
 			return false, "", err
 		}
 		left := uninitializedClaims(claims)
