@@ -377,11 +377,17 @@ func phaseLine(t *testing.T, phase string, f map[string]any) {
 	t.Logf("bench-scale phase=%s%s", phase, b.String())
 }
 
-// restPhase: nothing to do for rest (consolidation on, with nothing to consolidate). At its end: a /metrics
+// restPhase: nothing to do for rest (consolidation on, with nothing to consolidate), measured from 90 s after
+// consolidation is turned on. At its end: a /metrics
 // scrape's time and size, and, with BENCH_SCALE_OUT, a 30 s CPU profile and a heap profile.
 func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
 	t.Helper()
 	setDisruption(t, scalePool, "30s", "10%")
+	// consolidateAfter passes for the nodes one after the other: the first passes after it announce each node's
+	// verdict once. What is measured is the cluster after that.
+	settle := 90 * time.Second
+	t.Logf("bench-scale rest: consolidation on; measuring after %s", settle)
+	time.Sleep(settle)
 	m := startMeter(t)
 	deadline := time.Now().Add(rest)
 	for time.Now().Before(deadline) {
