@@ -278,7 +278,7 @@ type scaleMeter struct {
 	memory   func() map[string]any
 	cpu      func() float64
 	requests float64
-	aws      [2]float64 // AWS calls: all, DescribeInstances
+	aws      [2]float64            // AWS calls: all, DescribeInstances
 	passes   map[string][2]float64 // histogram name -> sum, count at the start
 }
 
