@@ -137,6 +137,12 @@ bench-stack: control-plane build ## Local-stack benchmarks: scale-outs (1,000 po
 	done; \
 	if [ -n "$$failed" ]; then echo "bench-stack: failed:$$failed"; exit 1; fi
 
+.PHONY: bench-scale
+bench-scale: control-plane build ## A cluster of BENCH_SCALE_NODES (5,000) nodes and 10 pods each: the controller at rest, provisioning, consolidation, drift (docs/benchmarks.md).
+	DOVETAIL_BENCH_PORT_BASE=$${DOVETAIL_BENCH_PORT_BASE:-20200} DOVETAIL_MEMORY_LIMIT=$${DOVETAIL_MEMORY_LIMIT:-1GiB} \
+	DOVETAIL_ENV="ENABLE_PROFILING=true $${DOVETAIL_ENV:-}" \
+		$(GO) test -tags bench -p 1 -count 1 -timeout $${BENCH_SCALE_TIMEOUT:-6h} -v -run '^TestScale$$' ./test/bench/
+
 .PHONY: bench-metrics
 bench-metrics: ## Metrics scrape at 2,000 nodes and 20,000 pods, as served and as gathered: time, bytes, allocations, heap held (docs/benchmarks.md).
 	$(GO) test -run '^$$' -bench BenchmarkScrape -benchtime 5x -count 1 ./pkg/metrics/

@@ -75,8 +75,11 @@ func (d *decider) unlessSettled(m func(context.Context, []*Candidate) error) fun
 		if wc := d.result.WholeCluster; wc != nil && wc.Settled {
 			for _, c := range d.underutilized(open) {
 				d.examined[c.NodeClaim] = true
-				d.stayf(c, StayNoCheaper, "the consolidatable nodes cost $%.4f/h, within %.0f%% of the cheapest plan found for their pods ($%.4f/h)",
-					wc.CurrentCost, wholeMinGain*100, wc.TargetCost)
+				// The message names no cluster-wide figure: it is the node's Unconsolidatable event, repeated only
+				// when it changes, and a total that moves with every other node made each pass announce it anew on
+				// every node (two events a node a pass while nodes came and went).
+				d.stayf(c, StayNoCheaper, "the cheapest plan found for the pods of the consolidatable nodes saves less than %.0f%%",
+					wholeMinGain*100)
 			}
 			return nil
 		}

@@ -384,4 +384,25 @@ func TestWholeClusterSettled(t *testing.T) {
 			t.Errorf("stay of %s: %s %q, want NoCheaper naming the cheapest plan", s.NodeClaim, s.Reason, s.Message)
 		}
 	}
+	// The message is the node's Unconsolidatable event, announced again whenever it changes: a settled node's
+	// must not change when other nodes join the cluster.
+	bigger := wcWorld(nil,
+		wcNode{name: "n0", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("a", "web", "3")}},
+		wcNode{name: "n1", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("b", "web", "3")}},
+		wcNode{name: "n2", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("c", "web", "3")}})
+	res2, err := disruption.Decide(context.Background(), bigger, disruption.Options{WholeCluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	message := func(r *disruption.Result, claim string) string {
+		for _, s := range r.Stays {
+			if s.NodeClaim == claim {
+				return s.Message
+			}
+		}
+		return ""
+	}
+	if a, b := message(res, "n0"), message(res2, "n0"); a == "" || a != b {
+		t.Errorf("n0's stay message changed with another node in the cluster: %q, then %q", a, b)
+	}
 }

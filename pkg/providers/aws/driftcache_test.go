@@ -28,7 +28,7 @@ func TestDriftInstancesRemembered(t *testing.T) {
 	}
 	get := func(id string) error {
 		t.Helper()
-		inst, err := d.get(context.Background(), id, describe)
+		inst, err := d.get(context.Background(), id, describe, nil)
 		if err == nil && inst.ID != id {
 			t.Fatalf("got instance %s for %s", inst.ID, id)
 		}
@@ -66,22 +66,94 @@ func TestDriftInstancesRemembered(t *testing.T) {
 	}
 }
 
-// TestDriftInstancesKeepWhatDriftCompares: a remembered description holds the image, subnet and security groups
-// (what Drift compares) and nothing else of the instance.
+// TestDriftInstancesKeepWhatDriftCompares: a remembered description holds the image, subnet, security groups and
+// capacity reservation (what Drift compares) and nothing else of the instance.
 func TestDriftInstancesKeepWhatDriftCompares(t *testing.T) {
 	d := newDriftInstances(clocktesting.NewFakeClock(time.Now()))
 	full := &instance.Instance{ID: "i-a", Type: "m5.large", Zone: "us-west-2a", SubnetID: "subnet-1", ImageID: "ami-1",
 		CapacityType: "spot", State: "running", LaunchTime: time.Now(), PrivateDNSName: "ip-10-0-0-1.ec2.internal",
-		SecurityGroupIDs: []string{"sg-1", "sg-2"}, Tags: map[string]string{"Name": "x", "karpenter.sh/nodepool": "default"}}
+		SecurityGroupIDs: []string{"sg-1", "sg-2"}, Tags: map[string]string{"Name": "x", "karpenter.sh/nodepool": "default"},
+		CapacityReservationID: "cr-1"}
 	describe := func(context.Context, string) (*instance.Instance, error) { return full, nil }
-	want := instance.Instance{ID: "i-a", SubnetID: "subnet-1", ImageID: "ami-1", SecurityGroupIDs: []string{"sg-1", "sg-2"}}
+	want := instance.Instance{ID: "i-a", SubnetID: "subnet-1", ImageID: "ami-1", SecurityGroupIDs: []string{"sg-1", "sg-2"},
+		CapacityReservationID: "cr-1"}
 	for i := range 2 {
-		got, err := d.get(context.Background(), "i-a", describe)
+		got, err := d.get(context.Background(), "i-a", describe, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, *got); diff != "" {
 			t.Errorf("call %d (-want +got):\n%s", i+1, diff)
 		}
+	}
+}
+
+// TestDriftInstancesListed: the drift checks of a whole cluster cost one listing per DriftInstanceTTL, not a
+// description per instance; an instance the listing did not return (launched since, or not this cluster's) is
+// described on its own; a failed listing is not retried before the TTL, its instances described meanwhile.
+func TestDriftInstancesListed(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	d := newDriftInstances(clk)
+	cluster := map[string]string{"i-1": "ami-1", "i-2": "ami-1", "i-3": "ami-2"}
+	var lists, describes int
+	listFails := false
+	list := func(context.Context) ([]*instance.Instance, error) {
+		lists++
+		if listFails {
+			return nil, errors.New("throttled")
+		}
+		var out []*instance.Instance
+		for id, ami := range cluster {
+			out = append(out, &instance.Instance{ID: id, ImageID: ami, Type: "m5.large"})
+		}
+		return out, nil
+	}
+	describe := func(_ context.Context, id string) (*instance.Instance, error) {
+		describes++
+		return &instance.Instance{ID: id, ImageID: "ami-9"}, nil
+	}
+	images := func(ids ...string) []string {
+		t.Helper()
+		var out []string
+		for _, id := range ids {
+			inst, err := d.get(context.Background(), id, describe, list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, inst.ImageID)
+		}
+		return out
+	}
+	type calls struct{ Lists, Describes int }
+	steps := []struct {
+		name   string
+		step   time.Duration
+		fail   bool
+		ids    []string
+		images []string
+		calls  calls
+	}{
+		{"first checks: one listing", 0, false, []string{"i-1", "i-2", "i-3", "i-1"}, []string{"ami-1", "ami-1", "ami-2", "ami-1"}, calls{1, 0}},
+		{"an instance the listing missed is described", time.Minute, false, []string{"i-4", "i-4"}, []string{"ami-9", "ami-9"}, calls{1, 1}},
+		{"after the TTL: listed again", DriftInstanceTTL, false, []string{"i-1", "i-2", "i-3"}, []string{"ami-1", "ami-1", "ami-2"}, calls{2, 1}},
+		{"failed listing: described one by one", DriftInstanceTTL, true, []string{"i-1", "i-2"}, []string{"ami-9", "ami-9"}, calls{3, 3}},
+		{"not listed again before the TTL", time.Minute, false, []string{"i-3"}, []string{"ami-9"}, calls{3, 4}},
+	}
+	for _, s := range steps {
+		clk.Step(s.step)
+		listFails = s.fail
+		if s.name == "an instance the listing missed is described" {
+			cluster["i-4"] = "ami-3" // launched after the listing
+		}
+		got := images(s.ids...)
+		if diff := cmp.Diff(s.images, got); diff != "" {
+			t.Errorf("%s: images (-want +got):\n%s", s.name, diff)
+		}
+		if diff := cmp.Diff(s.calls, calls{lists, describes}); diff != "" {
+			t.Errorf("%s: calls (-want +got):\n%s", s.name, diff)
+		}
+	}
+	if inst, _ := d.fresh("i-1"); inst != nil && inst.Type != "" {
+		t.Errorf("a listed instance kept more than Drift compares: %+v", inst)
 	}
 }

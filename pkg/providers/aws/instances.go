@@ -145,7 +145,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	if err := p.adoptFor(ctx, nodeClaim, id); err != nil {
 		return "", err
 	}
-	inst, err := p.drifted.get(ctx, id, p.instances.Get)
+	inst, err := p.drifted.get(ctx, id, p.instances.Get, p.instances.List)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,644 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/test/e2e/framework"
+)
+
+// Knobs of TestScale (make bench-scale), all optional:
+//   - BENCH_SCALE_NODES (5000): nodes of the base cluster; it runs 10 pods a node.
+//   - BENCH_SCALE_PHASES (rest,provision,consolidate,drift): the phases to run, in that order.
+//   - BENCH_SCALE_REST (10m): how long the at-rest phase lasts.
+//   - BENCH_SCALE_PROVISION_PODS (2000): pending pods of the provisioning phase.
+//   - BENCH_SCALE_QUIET (3m): the consolidation phase ends once this long passed without a node draining.
+//   - BENCH_SCALE_OUT: a folder for the controller's CPU and heap profiles (taken at the end of the rest phase).
+const (
+	scaleNamespace = "scale"     // the base cluster's pods
+	scalePool      = "scale"     // its NodePool: m5.xlarge on-demand only, 10 pods a node
+	growNamespace  = "scale-out" // the provisioning phase's pods
+	growPool       = "scale-out" // their NodePool: the example's
+	scaleApps      = 50          // Deployments the base cluster's pods belong to
+	podsPerNode    = 10
+)
+
+// scalePodCPU: 10 pods fill an m5.xlarge (3,920m allocatable) and an 11th does not fit, so the base cluster
+// holds nothing to consolidate until pods go.
+const scalePodCPU, scalePodMemory = "370m", "1Gi"
+
+// TestScale: a cluster of N nodes and 10·N pods, then the controller measured phase by phase. The cluster is
+// built without provisioning passes: N NodeClaims are created as the provisioner would write them (their
+// instances launched by the controller in the simulator, a few CreateFleet calls a batch) and 50 Deployments of
+// 10·N pods are placed by the kube-scheduler on the Nodes kwok runs. Each phase prints one line `bench-scale
+// phase=...` with its figures and the CPU of each process of the stack (cores over the phase), and names the
+// process that limited it: the one that used the most CPU, or the machine when its 2 cores were busy.
+func TestScale(t *testing.T) {
+	nodes := benchCount(t, "BENCH_SCALE_NODES", 5000, 10)
+	growPods := benchCount(t, "BENCH_SCALE_PROVISION_PODS", 2000, 11)
+	rest := benchDuration(t, "BENCH_SCALE_REST", 10*time.Minute)
+	quiet := benchDuration(t, "BENCH_SCALE_QUIET", 3*time.Minute)
+	phases, err := scalePhases(os.Getenv("BENCH_SCALE_PHASES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv("BENCH_SCALE_OUT")
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	t.Logf("bench-scale: %d nodes, %d pods, phases %v, machine %+v", nodes, nodes*podsPerNode, phases, describeMachine())
+
+	tracker := buildScaleCluster(t, nodes)
+	t.Logf("bench-scale setup: %d nodes and %d pods Running %.0f s after start", nodes, nodes*podsPerNode, time.Since(start).Seconds())
+	figures := map[string]any{"nodes": nodes, "pods": nodes * podsPerNode}
+	for _, p := range phases {
+		var f map[string]any
+		switch p {
+		case "rest":
+			f = restPhase(t, rest, out)
+		case "provision":
+			f = provisionPhase(t, growPods)
+		case "consolidate":
+			f = consolidatePhase(t, tracker, nodes, quiet)
+		case "drift":
+			f = driftPhase(t, tracker, nodes)
+		}
+		figures[p] = f
+	}
+	report(t, result{Name: "scale", Figures: figures, Targets: map[string]any{
+		"rest.controllerCores": "< 0.05", "rest.controllerRSSMiB": "< 600", "provision.meanPassSeconds": "< 2",
+		"provision.secondsToAllRunning": "< 300", "consolidate.meanDecisionSeconds": "< 3", "drift.seconds": "< 3600 at 5,000 nodes",
+	}})
+}
+
+func benchDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s must be a positive duration such as 10m, got %q", name, v)
+	}
+	return d
+}
+
+// scalePhases parses BENCH_SCALE_PHASES: a comma-separated subset of the four phases (all when empty), run in
+// their fixed order.
+func scalePhases(v string) ([]string, error) {
+	all := []string{"rest", "provision", "consolidate", "drift"}
+	if strings.TrimSpace(v) == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(all, p) {
+			return nil, fmt.Errorf("BENCH_SCALE_PHASES: unknown phase %q (want a subset of %s)", p, strings.Join(all, ","))
+		}
+		want[p] = true
+	}
+	var out []string
+	for _, p := range all {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// buildScaleCluster creates the base NodePool (no disruption allowed while the cluster is built), its N
+// NodeClaims, and once they are initialized the Deployments of 10·N pods; it returns a tracker of those pods
+// once all run.
+func buildScaleCluster(t *testing.T, nodes int) *podTracker {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range []string{scaleNamespace, growNamespace} {
+		if err := framework.EnsureNamespace(ctx, env.Client, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := framework.NodePool(scalePool, framework.PoolOptions{InstanceTypes: []string{"m5.xlarge"}, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "Never", Budgets: []map[string]any{{"nodes": "0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "NodePool" {
+			unstructured.RemoveNestedField(o.Object, "spec", "limits")
+		}
+	}
+	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.Poll(ctx, 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		nc := &awsv1.EC2NodeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: scalePool}, nc); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(nc.Status.Conditions, "Ready")
+		return ready != nil && ready.Status == metav1.ConditionTrue, "EC2NodeClass not Ready", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	np := &karpv1.NodePool{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: scalePool}, np); err != nil {
+		t.Fatal(err)
+	}
+	// The NodeClaim the provisioner writes for 10 of the pods below on an m5.xlarge.
+	cpu := resource.MustParse(scalePodCPU)
+	cpu.SetMilli(cpu.MilliValue() * podsPerNode)
+	mem := resource.MustParse(scalePodMemory)
+	mem.Set(mem.Value() * podsPerNode)
+	created := time.Now()
+	if err := parallelDo(ctx, nodes, 16, func(int) error {
+		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: np.Spec.Template.Spec.Requirements,
+			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem,
+				corev1.ResourcePods: *resource.NewQuantity(podsPerNode, resource.DecimalSI)}})
+		return env.Client.Create(ctx, nc)
+	}); err != nil {
+		t.Fatalf("creating NodeClaims: %v", err)
+	}
+	t.Logf("bench-scale setup: %d NodeClaims created in %.0f s", nodes, time.Since(created).Seconds())
+	lastLog := time.Now()
+	if err := framework.Poll(ctx, time.Duration(max(1, nodes/1000))*30*time.Minute, 15*time.Second, func(ctx context.Context) (bool, string, error) {
+		claims, err := cachedClaims(ctx, scalePool)
+		if err != nil {
+			t.Logf("bench-scale setup: +%.0fs listing NodeClaims: %v", time.Since(created).Seconds(), err)
+			return false, "", err
+		}
+		left := uninitializedClaims(claims)
+		status := fmt.Sprintf("%d of %d NodeClaims initialized", len(claims)-left, nodes)
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			t.Logf("bench-scale setup: +%.0fs %s", time.Since(created).Seconds(), status)
+		}
+		return len(claims) >= nodes && left == 0, status, nil
+	}); err != nil {
+		t.Fatalf("NodeClaims not initialized: %v", err)
+	}
+	t.Logf("bench-scale setup: %d NodeClaims initialized %.0f s after their creation", nodes, time.Since(created).Seconds())
+
+	tracker, err := trackPods(ctx, scaleNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tracker.Stop)
+	total := nodes * podsPerNode
+	tracker.expect(total)
+	applied := time.Now()
+	for i := range scaleApps {
+		replicas := total / scaleApps
+		if i < total%scaleApps {
+			replicas++
+		}
+		d := deployment(scaleNamespace, fmt.Sprintf("app-%02d", i), "base", scalePool, int32(replicas), scalePodCPU, scalePodMemory)
+		if err := env.Client.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllRunning(t, tracker, total, applied, time.Duration(max(1, total/10000))*30*time.Minute)
+	return tracker
+}
+
+// cachedClaims lists the pool's NodeClaims from the API server's watch cache (resourceVersion 0): on a loaded
+// 2-core machine the cache falls seconds behind etcd and a consistent list waits for it, often past the API
+// server's 60 s timeout; the benchmark's polls can take a state a little old instead.
+func cachedClaims(ctx context.Context, pool string) ([]karpv1.NodeClaim, error) {
+	l := &karpv1.NodeClaimList{}
+	if err := env.Client.List(ctx, l, client.MatchingLabels{karpv1.NodePoolLabelKey: pool},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims of %s: %w", pool, err)
+	}
+	return l.Items, nil
+}
+
+// parallelDo runs f(0..n-1) on workers goroutines and returns the first error.
+func parallelDo(ctx context.Context, n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// scaleMeter measures one phase: the controller's CPU, memory and API requests, each stack process's CPU, and
+// two of the controller's histograms (provisioning and disruption passes).
+type scaleMeter struct {
+	t        *testing.T
+	started  time.Time
+	memory   func() map[string]any
+	cpu      func() float64
+	requests float64
+	aws      [2]float64            // AWS calls: all, DescribeInstances
+	passes   map[string][2]float64 // histogram name -> sum, count at the start
+}
+
+var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
+	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds"}
+
+func startMeter(t *testing.T) *scaleMeter {
+	t.Helper()
+	m := &scaleMeter{t: t, passes: map[string][2]float64{}}
+	m.memory, m.cpu = measuredPhase(t)
+	m.requests = metricSum(t, "client_go_request_total")
+	m.aws = awsCalls(t)
+	for _, h := range scaleHistograms {
+		m.passes[h] = [2]float64{metricSum(t, h+"_sum"), metricSum(t, h+"_count")}
+	}
+	m.started = time.Now()
+	return m
+}
+
+func metricSum(t *testing.T, name string) float64 {
+	t.Helper()
+	v, err := env.MetricSum(context.Background(), name, nil)
+	if err != nil {
+		t.Logf("metric %s: %v", name, err)
+	}
+	return v
+}
+
+// awsCalls returns the AWS calls the controller made so far: all, and DescribeInstances.
+func awsCalls(t *testing.T) [2]float64 {
+	t.Helper()
+	all := metricSum(t, "aws_sdk_go_request_total")
+	describe, err := env.MetricSum(context.Background(), "aws_sdk_go_request_total", map[string]string{"action": "DescribeInstances"})
+	if err != nil {
+		t.Logf("metric aws_sdk_go_request_total: %v", err)
+	}
+	return [2]float64{all, describe}
+}
+
+// stop ends the phase and returns its figures: seconds, controller cores and CPU seconds, RSS and peak RSS
+// (MiB), API requests per second, passes of each histogram with their mean seconds, each stack process's cores,
+// and the limit.
+func (m *scaleMeter) stop() map[string]any {
+	elapsed := time.Since(m.started).Seconds()
+	cpu := m.cpu()
+	f := m.memory()
+	f["seconds"] = round3(elapsed)
+	f["controllerCPUSeconds"] = round3(cpu)
+	f["controllerCores"] = round3(cpu / elapsed)
+	f["apiRequestsPerSecond"] = round3((metricSum(m.t, "client_go_request_total") - m.requests) / elapsed)
+	aws := awsCalls(m.t)
+	f["awsCallsPerMinute"] = round3((aws[0] - m.aws[0]) / elapsed * 60)
+	f["describeInstancesPerMinute"] = round3((aws[1] - m.aws[1]) / elapsed * 60)
+	for _, h := range scaleHistograms {
+		sum, count := metricSum(m.t, h+"_sum")-m.passes[h][0], metricSum(m.t, h+"_count")-m.passes[h][1]
+		short := strings.TrimSuffix(strings.TrimPrefix(h, "karpenter_"), "_seconds")
+		f[short+"_count"] = count
+		if count > 0 {
+			f[short+"_meanSeconds"] = round3(sum / count)
+		}
+	}
+	f["limit"] = limitOf(f)
+	return f
+}
+
+// limitOf names what limited a phase: "machine" when its 2 cores were busy (≥ 90%), then the process with the
+// most CPU.
+func limitOf(f map[string]any) string {
+	shares, _ := f["stackCPUCores"].(map[string]float64)
+	top, most := "", -1.0
+	for name, c := range shares {
+		if c > most || (c == most && name < top) {
+			top, most = name, c
+		}
+	}
+	if busy, ok := f["machineBusyCores"].(float64); ok && busy >= 0.9*float64(nproc()) {
+		return fmt.Sprintf("machine (%.2f of %d cores busy; most: %s %.2f)", busy, nproc(), top, most)
+	}
+	return fmt.Sprintf("%s (%.2f cores)", top, most)
+}
+
+// phaseLine prints the phase's one line.
+func phaseLine(t *testing.T, phase string, f map[string]any) {
+	t.Helper()
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range f {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%v", k, f[k])
+	}
+	t.Logf("bench-scale phase=%s%s", phase, b.String())
+}
+
+// restPhase: nothing to do for rest (consolidation on, with nothing to consolidate), measured from 90 s after
+// consolidation is turned on. At its end: a /metrics
+// scrape's time and size, and, with BENCH_SCALE_OUT, a 30 s CPU profile and a heap profile.
+func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
+	t.Helper()
+	setDisruption(t, scalePool, "30s", "10%")
+	// consolidateAfter passes for the nodes one after the other: the first passes after it announce each node's
+	// verdict once. What is measured is the cluster after that.
+	settle := 90 * time.Second
+	t.Logf("bench-scale rest: consolidation on; measuring after %s", settle)
+	time.Sleep(settle)
+	m := startMeter(t)
+	deadline := time.Now().Add(rest)
+	for time.Now().Before(deadline) {
+		time.Sleep(min(time.Minute, time.Until(deadline))) // a fixed-length measurement, not a wait for state
+		t.Logf("bench-scale rest: +%.0fs of %s", time.Since(m.started).Seconds(), rest)
+	}
+	f := m.stop()
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", env.PortBase+88)
+	took, size, err := timedGet(url, io.Discard)
+	if err != nil {
+		t.Errorf("scraping %s: %v", url, err)
+	}
+	f["scrapeSeconds"], f["scrapeBytes"] = round3(took.Seconds()), size
+	if claims, err := cachedClaims(context.Background(), scalePool); err == nil {
+		f["disrupting"] = disruptingClaims(claims)
+	}
+	if out != "" {
+		profile(t, out)
+	}
+	phaseLine(t, "rest", f)
+	return f
+}
+
+func timedGet(url string, w io.Writer) (time.Duration, int64, error) {
+	start := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	n, err := io.Copy(w, resp.Body)
+	return time.Since(start), n, err
+}
+
+// profile saves a 30 s CPU profile and a heap profile of the controller (ENABLE_PROFILING=true) in out and logs
+// the top of each.
+func profile(t *testing.T, out string) {
+	t.Helper()
+	base := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", env.PortBase+88)
+	for _, p := range []struct{ file, path, index string }{
+		{"cpu.pprof", "profile?seconds=30", "cpu"}, {"heap.pprof", "heap", "inuse_space"}} {
+		path := filepath.Join(out, p.file)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = timedGet(base+p.path, f)
+		f.Close()
+		if err != nil {
+			t.Logf("profile %s: %v (is ENABLE_PROFILING=true set in DOVETAIL_ENV?)", p.path, err)
+			continue
+		}
+		top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", "-sample_index="+p.index,
+			filepath.Join(env.RepoRoot, "bin", "dovetail"), path).CombinedOutput()
+		if err == nil {
+			t.Logf("bench-scale %s (%s):\n%s", p.file, path, top)
+		}
+	}
+}
+
+// provisionPhase: pods of the mix of Karpenter's performance suite (hostname-spread, large and do-not-disrupt
+// pods, 500 : 500 : 100) applied at once into the cluster on a NodePool of their own.
+func provisionPhase(t *testing.T, total int) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := framework.NodePool(growPool, framework.PoolOptions{ConsolidateAfter: "Never", Budgets: []map[string]any{{"nodes": "0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "NodePool" {
+			unstructured.RemoveNestedField(o.Object, "spec", "limits")
+		}
+	}
+	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := trackPods(ctx, growNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tracker.Stop()
+	tracker.expect(total)
+	dnd := total / 11
+	spread := (total - dnd) / 2
+	big := total - dnd - spread
+	m := startMeter(t)
+	s := deployment(growNamespace, "spread", "grow", growPool, int32(spread), "900m", "3174Mi")
+	s.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+	}}
+	b := deployment(growNamespace, "big", "grow", growPool, int32(big), "3500m", "28Gi")
+	d := deployment(growNamespace, "dnd", "grow", growPool, int32(dnd), "900m", "3174Mi")
+	d.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	applied := time.Now()
+	for _, dep := range []client.Object{s, b, d} {
+		if err := env.Client.Create(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllRunning(t, tracker, total, applied, 30*time.Minute)
+	at, _ := tracker.allRunning()
+	f := m.stop()
+	f["podsPending"] = total
+	f["secondsToAllRunning"] = round3(at.Sub(applied).Seconds())
+	if claims, err := cachedClaims(ctx, growPool); err == nil {
+		f["nodesLaunched"] = len(claims)
+	}
+	phaseLine(t, "provision", f)
+	return f
+}
+
+// consolidatePhase: 30 % of the base cluster's pods deleted (every Deployment scaled to 70 %), consolidation on
+// with a 10 % budget; it ends once quiet passed without a node draining.
+func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.Duration) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	setDisruption(t, scalePool, "30s", "10%")
+	before, err := cachedClaims(ctx, scalePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := nodes * podsPerNode
+	kept := 0
+	m := startMeter(t)
+	for i := range scaleApps {
+		replicas := total / scaleApps
+		if i < total%scaleApps {
+			replicas++
+		}
+		k := replicas * 7 / 10
+		kept += k
+		scale(t, scaleNamespace, fmt.Sprintf("app-%02d", i), int32(k))
+	}
+	tracker.expect(kept)
+	start := time.Now()
+	lastDrain, lastLog := start, start
+	maxNotRunning := 0
+	if err := framework.Poll(ctx, 2*time.Hour, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+		claims, err := cachedClaims(ctx, scalePool)
+		if err != nil {
+			return false, "", err
+		}
+		d := disruptingClaims(claims)
+		if d > 0 {
+			lastDrain = time.Now()
+		}
+		pods, running, _ := tracker.counts()
+		maxNotRunning = max(maxNotRunning, pods-running)
+		status := fmt.Sprintf("%d nodes, %d disrupting, %d pods, %d Running, %.0fs since a node drained", len(claims), d, pods, running, time.Since(lastDrain).Seconds())
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			t.Logf("bench-scale consolidate: +%.0fs %s", time.Since(start).Seconds(), status)
+		}
+		return time.Since(lastDrain) >= quiet, status, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := m.stop()
+	after, err := cachedClaims(ctx, scalePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f["nodesBefore"], f["nodesAfter"] = len(before), len(after)
+	f["secondsToLastDrain"] = round3(lastDrain.Sub(start).Seconds())
+	f["maxPodsNotRunning"] = maxNotRunning
+	phaseLine(t, "consolidate", f)
+	return f
+}
+
+// driftPhase: the base NodePool's template changed (every node drifts) with a 10 % budget; it ends when no
+// drifted NodeClaim is left and none is being disrupted.
+func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	before, err := cachedClaims(ctx, scalePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]bool{}
+	for i := range before {
+		old[before[i].Name] = true
+	}
+	pods, _, _ := tracker.counts()
+	tracker.expect(pods)
+	tracker.armMin()
+	m := startMeter(t)
+	np := &karpv1.NodePool{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: scalePool}, np); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(np.DeepCopy())
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+	// Drift replaces; consolidation must not take nodes away meanwhile.
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("Never")
+	if np.Spec.Template.Annotations == nil {
+		np.Spec.Template.Annotations = map[string]string{}
+	}
+	np.Spec.Template.Annotations["dovetail.test/revision"] = "2"
+	if err := env.Client.Patch(ctx, np, patch); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lastLog := start
+	maxNotRunning, replaced := 0, 0
+	var perMinute []int
+	if err := framework.Poll(ctx, time.Duration(max(1, nodes/500))*30*time.Minute, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+		claims, err := cachedClaims(ctx, scalePool)
+		if err != nil {
+			return false, "", err
+		}
+		left := 0
+		for i := range claims {
+			if old[claims[i].Name] {
+				left++
+			}
+		}
+		replaced = len(before) - left
+		for minute := int(time.Since(start).Minutes()); len(perMinute) <= minute; {
+			perMinute = append(perMinute, replaced)
+		}
+		pods, running, _ := tracker.counts()
+		maxNotRunning = max(maxNotRunning, pods-running)
+		d := disruptingClaims(claims)
+		status := fmt.Sprintf("%d of %d drifted nodes left, %d disrupting, %d of %d pods Running", left, len(before), d, running, pods)
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			t.Logf("bench-scale drift: +%.0fs %s", time.Since(start).Seconds(), status)
+		}
+		return left == 0 && d == 0, status, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	f := m.stop()
+	mostUnschedulable, _ := tracker.waitedForRoom()
+	f["nodesDrifted"] = len(before)
+	f["driftSeconds"] = round3(took.Seconds())
+	f["nodesPerMinute"] = round3(float64(len(before)) / took.Minutes())
+	f["maxPodsNotRunning"] = maxNotRunning
+	f["maxPodsUnschedulable"] = mostUnschedulable
+	if replaced > 0 {
+		f["controllerCPUSecondsPerNode"] = round3(f["controllerCPUSeconds"].(float64) / float64(replaced))
+	}
+	if claims, err := cachedClaims(ctx, scalePool); err == nil {
+		f["nodesAfter"] = len(claims)
+	}
+	phaseLine(t, "drift", f)
+	return f
+}
