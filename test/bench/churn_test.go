@@ -4,6 +4,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +75,7 @@ func (c *churn) observe(claims []karpv1.NodeClaim, now time.Time) {
 // less after).
 func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 	launched, deleted, short := 0, 0, 0
+	var shortNames []string
 	for name, born := range c.created {
 		if !c.before[name] {
 			launched++
@@ -84,6 +87,7 @@ func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 		deleted++
 		if !c.before[name] && gone.Sub(born) < shortLived {
 			short++
+			shortNames = append(shortNames, fmt.Sprintf("%s (%s)", name, gone.Sub(born).Round(time.Second)))
 		}
 	}
 	evictions, err := env.MetricSum(ctx, "karpenter_pods_eviction_requests_total", nil)
@@ -94,6 +98,7 @@ func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	sort.Strings(shortNames)
 	var events corev1.EventList
 	if err := env.Client.List(ctx, &events, client.MatchingFields{"reason": "DisruptionAborted"}); err != nil {
 		return nil, err
@@ -112,6 +117,7 @@ func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 		"nodesDeleted":            deleted,
 		"nodesLivedUnder2m":       short,
 		"disruptionAbortedEvents": aborted,
+		"shortLivedNodeClaims":    shortNames,
 		"podEvictions":            evicted,
 		"dollarsPerHourSaved":     round3(saved),
 		"evictionsPerNodeRemove":  0.0,
