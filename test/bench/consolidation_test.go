@@ -95,10 +95,10 @@ func uninitializedClaims(claims []karpv1.NodeClaim) int {
 }
 
 // idlePasses is how many disruption passes have found nothing to do, from the controller's
-// karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram (method "none").
+// karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram (reason "none").
 func idlePasses(ctx context.Context) (float64, error) {
 	return env.MetricSum(ctx, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count",
-		map[string]string{"method": "none"})
+		map[string]string{"reason": "none"})
 }
 
 // scaleInMix is Karpenter's performance suite's "basic" workload.

@@ -2,9 +2,11 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	core "github.com/dovetail/dovetail/pkg/disruption"
@@ -30,6 +32,8 @@ type drainChecker struct {
 	unboundCopies map[*corev1.Pod]*corev1.Pod
 	// held are the moving pods that keep their room without moving yet (hold): they are not on their way.
 	held map[*corev1.Pod]bool
+	// coming are the extra nodes the commands before in the pass planned (extra), with the pods planned on them.
+	coming []*scheduling.StateNode
 }
 
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
@@ -131,7 +135,26 @@ func (k *drainChecker) extra(ctx context.Context, cmd *InProgress) ([]*schedulin
 		return nil, "", nil
 	}
 	q, _, _ := k.question(cmd)
-	return core.ExtraCapacity(ctx, q, k.opts)
+	q.Coming = k.coming
+	plans, why, err := core.ExtraCapacity(ctx, q, k.opts)
+	if err != nil || len(plans) == 0 {
+		return plans, why, err
+	}
+	// The commands checked after it in the pass count this capacity as coming, with the pods it was planned for.
+	byKey := map[types.NamespacedName]*corev1.Pod{}
+	for _, p := range append(append([]*corev1.Pod(nil), q.Pending...), q.Moving...) {
+		byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	for _, plan := range plans {
+		var pods []*corev1.Pod
+		for _, key := range plan.Pods {
+			if p := byKey[key]; p != nil {
+				pods = append(pods, p)
+			}
+		}
+		k.coming = append(k.coming, core.PlannedNode(k.cluster, plan, fmt.Sprintf("coming-%d", len(k.coming)), pods))
+	}
+	return plans, why, nil
 }
 
 // fitRounds bounds the checks fitting makes.
