@@ -32,7 +32,8 @@ type drainChecker struct {
 	unboundCopies map[*corev1.Pod]*corev1.Pod
 	// held are the moving pods that keep their room without moving yet (hold): they are not on their way.
 	held map[*corev1.Pod]bool
-	// coming are the extra nodes the commands before in the pass planned (extra), with the pods planned on them.
+	// coming are the extra nodes on their way: launched by earlier passes and not initialized yet (empty), and
+	// planned by the commands before in the pass (extra), with the pods planned on them.
 	coming []*scheduling.StateNode
 }
 
@@ -55,9 +56,20 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	}
 	usable, unusable := map[string]bool{}, map[string]bool{}
 	for _, cmd := range st.inProgress {
+		extra := map[string]bool{}
+		for _, l := range cmd.Record.Launch {
+			extra[l.Name] = l.Extra
+		}
 		for _, nc := range cmd.Replacements {
 			if nc.Status.NodeName != "" && nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp.IsZero() {
 				usable[nc.Status.NodeName] = true
+				continue
+			}
+			// Extra capacity launched in an earlier pass and still on its way is coming: no other command
+			// launches again for the pods it was launched for.
+			if extra[nc.Name] && nc.DeletionTimestamp.IsZero() && len(nc.Status.Allocatable) > 0 {
+				k.coming = append(k.coming, &scheduling.StateNode{Name: nc.Name, Labels: nc.Labels, Allocatable: nc.Status.Allocatable,
+					NodePool: nc.Labels[karpv1.NodePoolLabelKey], Taints: nc.Spec.Taints})
 			}
 		}
 	}

@@ -401,6 +401,7 @@ func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainCheck
 			return false, nil // the decision's NodePools are the cache's: gone meanwhile
 		}
 		l := launchOf(plan)
+		l.Extra = true
 		r.Launch = append(r.Launch, l)
 		names = append(names, l.Name)
 	}
