@@ -54,11 +54,17 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	if snap.Cluster == nil {
 		return k
 	}
+	podsByKey := map[string]*corev1.Pod{}
+	for i := range st.Pods {
+		podsByKey[st.Pods[i].Namespace+"/"+st.Pods[i].Name] = &st.Pods[i]
+	}
 	usable, unusable := map[string]bool{}, map[string]bool{}
 	for _, cmd := range st.inProgress {
-		extra := map[string]bool{}
-		for _, l := range cmd.Record.Launch {
-			extra[l.Name] = l.Extra
+		extra := map[string]*Launch{}
+		for i, l := range cmd.Record.Launch {
+			if l.Extra {
+				extra[l.Name] = &cmd.Record.Launch[i]
+			}
 		}
 		for _, nc := range cmd.Replacements {
 			if nc.Status.NodeName != "" && nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp.IsZero() {
@@ -67,9 +73,8 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 			}
 			// Extra capacity launched in an earlier pass and still on its way is coming: no other command
 			// launches again for the pods it was launched for.
-			if extra[nc.Name] && nc.DeletionTimestamp.IsZero() && len(nc.Status.Allocatable) > 0 {
-				k.coming = append(k.coming, &scheduling.StateNode{Name: nc.Name, Labels: nc.Labels, Allocatable: nc.Status.Allocatable,
-					NodePool: nc.Labels[karpv1.NodePoolLabelKey], Taints: nc.Spec.Taints})
+			if l := extra[nc.Name]; l != nil && nc.DeletionTimestamp.IsZero() && len(nc.Status.Allocatable) > 0 {
+				k.coming = append(k.coming, comingNode(nc, l, podsByKey, cmd))
 			}
 		}
 	}
@@ -99,6 +104,30 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	}
 	k.cluster = &cluster
 	return k
+}
+
+// comingNode is an extra replacement still launching as a node of the cluster, holding the pods it was launched
+// for that are still waiting or still on a node being drained.
+func comingNode(nc *karpv1.NodeClaim, l *Launch, pods map[string]*corev1.Pod, cmd *InProgress) *scheduling.StateNode {
+	n := &scheduling.StateNode{Name: nc.Name, Labels: nc.Labels, Allocatable: nc.Status.Allocatable,
+		NodePool: nc.Labels[karpv1.NodePoolLabelKey], Taints: nc.Spec.Taints}
+	own := map[string]bool{}
+	for _, c := range append(slices.Clone(cmd.Candidates), cmd.Draining...) {
+		own[c.Status.NodeName] = true
+	}
+	for _, key := range l.For {
+		p := pods[key]
+		if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName != "" && !own[p.Spec.NodeName] {
+			continue // it found a node meanwhile
+		}
+		cp := p.DeepCopy()
+		cp.Spec.NodeName = nc.Name
+		n.Pods = append(n.Pods, cp)
+	}
+	return n
 }
 
 // check says why the command's candidates may not drain now, or "" when they may; then their pods count as

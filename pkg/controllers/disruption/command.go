@@ -69,6 +69,8 @@ type Launch struct {
 	Requests     corev1.ResourceList                           `json:"requests,omitempty"`
 	// Extra marks a replacement launched after the command started because its pods no longer fit (launchExtra).
 	Extra bool `json:"extra,omitempty"`
+	// For are the pods (namespace/name) an extra replacement was planned for.
+	For []string `json:"for,omitempty"`
 }
 
 func (r Record) encode() (string, error) {

@@ -402,6 +402,9 @@ func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainCheck
 		}
 		l := launchOf(plan)
 		l.Extra = true
+		for _, key := range plan.Pods {
+			l.For = append(l.For, key.String())
+		}
 		r.Launch = append(r.Launch, l)
 		names = append(names, l.Name)
 	}
