@@ -476,8 +476,14 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 			narrowed = capOptions(narrowed, price-need, d.snap.Cluster.InstanceTypes[r.NodePool])
 		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
+		if d.pruned(cmd) {
+			return nil, nil, StayNoCheaper, "each node's replacement would cost as much as the node: the move saves nothing", nil
+		}
 	default:
 		return nil, nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
+	}
+	if why := clearsFreshMargin(cmd, d.snap.Now); why != "" {
+		return nil, nil, StayFreshReplacement, why, nil
 	}
 	scores, ok := ScoreCommand(cands, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
 	d.result.Scored = append(d.result.Scored, scores...)
@@ -486,6 +492,16 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 	}
 	cmd.Scores = scores
 	return cmd, sim, "", "", nil
+}
+
+// pruned takes out of a replace command the candidates whose replacement saves nothing (pruneNoSaving), with a
+// stay each, and reports whether none is left.
+func (d *decider) pruned(cmd *Command) bool {
+	for _, c := range pruneNoSaving(cmd) {
+		d.examined[c.NodeClaim] = true
+		d.stayf(c, StayNoCheaper, "its pods would go to a replacement costing as much as it does ($%.4f/h): replacing it saves nothing", c.Price)
+	}
+	return len(cmd.Candidates) == 0
 }
 
 // balancedRejection says why a Balanced NodePool rejects a move.

@@ -74,6 +74,9 @@ type Candidate struct {
 	CreatedAt time.Time
 	// Repair is set when node repair replaces the node (see Repair); nil otherwise.
 	Repair *Repair
+	// Replacement says a disruption command launched the node (as a replacement); with CreatedAt it tells a
+	// fresh replacement, which consolidation undoes only for a saving above a margin (FreshMarginShare).
+	Replacement bool
 }
 
 // Method names, as in the metrics' consolidation_type label and in events.
@@ -168,6 +171,9 @@ const (
 	// StayScore: the node's NodePool has consolidationPolicy Balanced and the move's savings are not worth its
 	// disruption (score below 1/k).
 	StayScore StayReason = "ConsolidationScore"
+	// StayFreshReplacement: the move would undo replacements launched less than FreshReplacementAge ago for a
+	// saving below FreshMarginShare of their price.
+	StayFreshReplacement StayReason = "FreshReplacement"
 )
 
 // Result is the outcome of one decision pass.

@@ -26,6 +26,10 @@ type DrainCheck struct {
 	// Pending are pods waiting for a node now. They compete for the same room, so the check fails when moving
 	// the pods would leave more of them unplaced than are unplaced today.
 	Pending []*corev1.Pod
+	// Coming are nodes on their way that no drain may count on yet but that new capacity need not duplicate: the
+	// extra capacity other commands of the same pass planned, with the pods it was planned for. Only
+	// ExtraCapacity looks at them.
+	Coming []*scheduling.StateNode
 }
 
 // ValidateDrain answers a DrainCheck: "" when every reschedulable pod of the drained nodes fits on the remaining
@@ -91,6 +95,9 @@ func ExtraCapacity(ctx context.Context, chk DrainCheck, opts scheduling.Options)
 			fitToday[p.Pod] = true
 		}
 	}
+	// The capacity other commands already planned takes pods before new capacity does: two commands displacing
+	// the same pods on their way launch for them once.
+	cluster.Nodes = append(cluster.Nodes, chk.Coming...)
 	cluster.Pods = append(append([]*corev1.Pod(nil), chk.Pending...), moving...)
 	plan, err := scheduling.Solve(ctx, &cluster, opts)
 	if err != nil {

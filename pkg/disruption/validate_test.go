@@ -134,6 +134,7 @@ func TestExtraCapacity(t *testing.T) {
 		extra   int    // NodeClaims planned
 		why     string // substring of why; "" when extra capacity helps
 		held    bool   // an extra NodeClaim may hold a pending pod in place of a moving one
+		coming  []*scheduling.StateNode
 	}{{
 		name:   "room on the replacement: nothing more",
 		nodes:  []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(), test.SchedNode("repl", "8", "32Gi").Obj()},
@@ -143,6 +144,19 @@ func TestExtraCapacity(t *testing.T) {
 		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
 			test.SchedNode("repl", "8", "32Gi").Pods(pod("other", "4")).Obj()},
 		moving: []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+		extra:  1,
+	}, {
+		name: "filled replacement, but the extra node another command planned this pass has room: nothing more",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "8", "32Gi").Pods(pod("other", "4")).Obj()},
+		moving: []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+		coming: []*scheduling.StateNode{test.SchedNode("coming-0", "8", "32Gi").Pods(pod("theirs", "4")).Obj()},
+	}, {
+		name: "filled replacement, and the extra node planned this pass is full: one more node",
+		nodes: []*scheduling.StateNode{test.SchedNode("old", "8", "32Gi").Obj(),
+			test.SchedNode("repl", "8", "32Gi").Pods(pod("other", "4")).Obj()},
+		moving: []*corev1.Pod{bound(a, "old"), bound(b, "old")},
+		coming: []*scheduling.StateNode{test.SchedNode("coming-0", "8", "32Gi").Pods(pod("theirs", "7")).Obj()},
 		extra:  1,
 	}, {
 		name:    "a pending pod without room is left to the provisioner",
@@ -167,7 +181,7 @@ func TestExtraCapacity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := &scheduling.Snapshot{Nodes: tc.nodes, NodePools: []*scheduling.NodePool{pool},
 				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": catalog()}}
-			chk := disruption.DrainCheck{Cluster: cluster, Drain: map[string]bool{"old": true}, Moving: tc.moving, Pending: tc.pending}
+			chk := disruption.DrainCheck{Cluster: cluster, Drain: map[string]bool{"old": true}, Moving: tc.moving, Pending: tc.pending, Coming: tc.coming}
 			extra, why, err := disruption.ExtraCapacity(context.Background(), chk, scheduling.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -192,9 +206,9 @@ func TestExtraCapacity(t *testing.T) {
 					t.Errorf("extra nodeclaim %s holds no moving pod: %v", nc.Name, nc.Pods)
 				}
 			}
-			// The drain goes once the extra nodes are there, empty.
+			// The drain goes once the extra nodes are there, empty (and those coming, as planned).
 			with := *cluster
-			with.Nodes = slices.Clone(cluster.Nodes)
+			with.Nodes = append(slices.Clone(cluster.Nodes), tc.coming...)
 			for i, nc := range extra {
 				with.Nodes = append(with.Nodes, test.SchedNode(fmt.Sprintf("extra-%d", i), nc.Requests.Cpu().String(), "32Gi").Obj())
 			}

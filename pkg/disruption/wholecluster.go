@@ -294,7 +294,11 @@ func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch [
 			return nil, check, StayPodsDoNotFit, check.Unschedulable, nil
 		}
 		if len(check.Replacements) == 0 {
-			return d.scored(cmd, onReplacements(cmd, check, extra))
+			sim := onReplacements(cmd, check, extra)
+			if d.pruned(cmd) {
+				return nil, nil, StayNoCheaper, "each node's replacement would cost as much as the node: the move saves nothing", nil
+			}
+			return d.scored(cmd, sim)
 		}
 		if round == 2 {
 			return nil, nil, StayPodsDoNotFit, fmt.Sprintf("its pods fit on the %d replacement(s) only as packed together, not one at a time", len(cmd.Replacements)), nil
@@ -304,8 +308,11 @@ func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch [
 	return nil, nil, why, msg, nil
 }
 
-// scored applies the Balanced policy of the candidates' NodePools to a command.
+// scored applies the fresh-replacement margin and the Balanced policy of the candidates' NodePools to a command.
 func (d *decider) scored(cmd *Command, sim *simulation) (*Command, *simulation, StayReason, string, error) {
+	if why := clearsFreshMargin(cmd, d.snap.Now); why != "" {
+		return nil, nil, StayFreshReplacement, why, nil
+	}
 	scores, ok := ScoreCommand(cmd.Candidates, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
 	d.result.Scored = append(d.result.Scored, scores...)
 	if !ok {

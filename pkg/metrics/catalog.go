@@ -97,6 +97,9 @@ var catalog = []Info{
 	{"karpenter_nodepools_allowed_disruptions", "gauge", "Disruption", "How many more of the NodePool's nodes may be disrupted now under its budgets", "disruption", ""},
 	{"dovetail_disruption_savings_dollars_per_hour", "gauge", "Disruption", "Sum of the hourly savings ($/h) of the consolidation commands the last disruption pass decided (drift commands not counted; 0 when it decided none)", "disruption", dovetailOnly},
 	{"dovetail_disruption_evictions_per_dollar", "gauge", "Disruption", "The last pass's evictions divided by its savings in $/h; 0 when it saves nothing", "disruption", dovetailOnly},
+	{"dovetail_disruption_evictions_total", "counter", "Disruption", "Pods the disruption commands started are to evict (their candidates' reschedulable pods), by reason; divided by the nodes disrupted (`karpenter_nodeclaims_disrupted_total`) or by `dovetail_disruption_saved_dollars_per_hour_total`, the evictions per node removed and per dollar saved", "disruption", dovetailOnly},
+	{"dovetail_disruption_saved_dollars_per_hour_total", "counter", "Disruption", "Sum of the hourly savings ($/h) of the consolidation commands started, by reason (drift not counted)", "disruption", dovetailOnly},
+	{"dovetail_disruption_short_lived_nodes_total", "counter", "Disruption", "Nodes disruption deleted less than 2 minutes after their NodeClaim was created (a launch wasted), by reason and NodePool", "disruption", dovetailOnly},
 	{"karpenter_consolidation_score", "histogram", "Disruption", "Score of each consolidation move a NodePool with `consolidationPolicy: Balanced` judged (savings fraction over disruption fraction; `approved` when at least 0.5)", "disruption", ""},
 	{"karpenter_consolidation_moves_total", "counter", "Disruption", "Consolidation moves decided: every Balanced score (`approved` or `rejected`), and the moves of other policies' NodePools (`approved`)", "disruption", ""},
 

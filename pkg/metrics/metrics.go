@@ -193,6 +193,13 @@ type Metrics struct {
 	ConsolidationMoves *prometheus.CounterVec
 	// DisruptionEvictionsPerDollar is the last pass's evictions divided by its savings per hour (0 without savings).
 	DisruptionEvictionsPerDollar prometheus.Gauge
+	// DisruptionEvictions counts the pods the disruption commands started evict, by reason.
+	DisruptionEvictions *prometheus.CounterVec
+	// DisruptionSaved sums the hourly savings ($/h) of the consolidation commands started, by reason.
+	DisruptionSaved *prometheus.CounterVec
+	// DisruptionShortLived counts the nodes disruption deleted less than 2 minutes after their NodeClaim was
+	// created, by reason and NodePool.
+	DisruptionShortLived *prometheus.CounterVec
 	// InterruptionReceivedMessages counts interruption-queue messages received, by message type.
 	InterruptionReceivedMessages *prometheus.CounterVec
 	// InterruptionDeletedMessages counts interruption-queue messages deleted after handling.
@@ -450,6 +457,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_consolidation_moves_total",
 			Help: "Consolidation moves decided, by decision (approved, rejected), NodePool and policy.",
 		}, []string{LabelDecision, LabelNodePool, LabelPolicy}),
+		DisruptionEvictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_disruption_evictions_total", Help: helpOf("dovetail_disruption_evictions_total"),
+		}, []string{LabelReason}),
+		DisruptionSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_disruption_saved_dollars_per_hour_total", Help: helpOf("dovetail_disruption_saved_dollars_per_hour_total"),
+		}, []string{LabelReason}),
+		DisruptionShortLived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_disruption_short_lived_nodes_total", Help: helpOf("dovetail_disruption_short_lived_nodes_total"),
+		}, []string{LabelReason, LabelNodePool}),
 		DisruptionEvictionsPerDollar: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dovetail_disruption_evictions_per_dollar",
 			Help: "Pods the last disruption pass's commands evict per dollar per hour they save (0 when they save nothing).",

@@ -64,6 +64,12 @@ func (b *CandidateBuilder) NodeAnnotation(k, v string) *CandidateBuilder {
 // Created sets the creation time.
 func (b *CandidateBuilder) Created(t time.Time) *CandidateBuilder { b.c.CreatedAt = t; return b }
 
+// Replacement marks it a node a disruption command launched at created.
+func (b *CandidateBuilder) Replacement(created time.Time) *CandidateBuilder {
+	b.c.Replacement, b.c.CreatedAt = true, created
+	return b
+}
+
 // Obj returns the candidate.
 func (b *CandidateBuilder) Obj() *disruption.Candidate { return b.c }
 

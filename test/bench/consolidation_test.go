@@ -95,10 +95,10 @@ func uninitializedClaims(claims []karpv1.NodeClaim) int {
 }
 
 // idlePasses is how many disruption passes have found nothing to do, from the controller's
-// karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram (method "none").
+// karpenter_voluntary_disruption_decision_evaluation_duration_seconds histogram (reason "none").
 func idlePasses(ctx context.Context) (float64, error) {
 	return env.MetricSum(ctx, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count",
-		map[string]string{"method": "none"})
+		map[string]string{"reason": "none"})
 }
 
 // scaleInMix is Karpenter's performance suite's "basic" workload.
@@ -131,6 +131,10 @@ func TestConsolidationScaleIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopMemory, cpuSince := measuredPhase(t)
+	moves, err := newChurn(ctx, pool, before)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const consolidateAfter = 30 * time.Second
 	setDisruption(t, pool, consolidateAfter.String(), "100%")
 	start := time.Now()
@@ -151,6 +155,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
+		moves.observe(claims, time.Now())
 		d, u := disruptingClaims(claims), uninitializedClaims(claims)
 		if len(claims) != last || d > 0 || u > 0 {
 			last, lastChange, idleAfterQuiet = len(claims), time.Now(), time.Time{}
@@ -201,10 +206,18 @@ func TestConsolidationScaleIn(t *testing.T) {
 	for k, v := range memory {
 		figures[k] = v
 	}
+	churned, err := moves.figures(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range churned {
+		figures[k] = v
+	}
+	t.Logf("scale-in moves: %v", churned)
 	t.Logf("scale-in %d -> %d pods: %d -> %d nodes, stable %.1fs after the scale-in; controller %.3f cores on average, peak RSS %v MiB",
 		2*each, 2*kept, len(before), last, seconds(stable), cpu/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
 	report(t, result{Name: "consolidation-scale-in", Figures: figures,
-		Targets: map[string]any{"secondsToStable": "< 180", "controllerCPUCores": "< 0.25", "controllerPeakRSSMiB": "< 200"}})
+		Targets: map[string]any{"secondsToStable": "< 180", "controllerCPUCores": "< 0.25", "controllerPeakRSSMiB": "< 200", "nodesLivedUnder2m": "0"}})
 }
 
 // TestDriftReplace: Karpenter's drift scenario. 300 pods of 0.9 cpu/3.1Gi and 300 of 3.5 cpu/28Gi,
@@ -236,6 +249,10 @@ func TestDriftReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopMemory, cpuSince := measuredPhase(t)
+	moves, err := newChurn(ctx, pool, before)
+	if err != nil {
+		t.Fatal(err)
+	}
 	np := &karpv1.NodePool{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
@@ -262,6 +279,7 @@ func TestDriftReplace(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
+		moves.observe(claims, time.Now())
 		left := 0
 		for i := range claims {
 			if old[claims[i].Name] {
@@ -298,6 +316,14 @@ func TestDriftReplace(t *testing.T) {
 	for k, v := range memory {
 		figures[k] = v
 	}
+	churned, err := moves.figures(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range churned {
+		figures[k] = v
+	}
+	t.Logf("drift moves: %v", churned)
 	t.Logf("drift of %d nodes: none draining %.1fs after the template change; fewest pods Running %d (available %d); "+
 		"pods marked unschedulable %d (at most %d at once); controller %.3f cores",
 		len(before), seconds(took), minRunning, lowestAvailable, len(waited), mostWaiting, cpu/took.Seconds())
@@ -306,7 +332,7 @@ func TestDriftReplace(t *testing.T) {
 	}
 	report(t, result{Name: "drift-replace", Figures: figures,
 		Targets: map[string]any{"secondsToNoneDraining": "< 600", "minPodsRunningPolled": fmt.Sprintf(">= %d", total),
-			"podsMarkedUnschedulable": "0"}})
+			"podsMarkedUnschedulable": "0", "nodesLivedUnder2m": "0", "nodesLaunched": fmt.Sprintf("<= %d", len(before)*105/100)}})
 	if lowestAvailable < total {
 		// Reported, not failed: an evicted Deployment pod is gone before its successor runs.
 		t.Logf("available pods dropped to %d during the replacement (target %d throughout)", lowestAvailable, total)

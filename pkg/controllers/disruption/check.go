@@ -2,9 +2,11 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	core "github.com/dovetail/dovetail/pkg/disruption"
@@ -30,6 +32,9 @@ type drainChecker struct {
 	unboundCopies map[*corev1.Pod]*corev1.Pod
 	// held are the moving pods that keep their room without moving yet (hold): they are not on their way.
 	held map[*corev1.Pod]bool
+	// coming are the extra nodes on their way: launched by earlier passes and not initialized yet (empty), and
+	// planned by the commands before in the pass (extra), with the pods planned on them.
+	coming []*scheduling.StateNode
 }
 
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
@@ -49,11 +54,27 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	if snap.Cluster == nil {
 		return k
 	}
+	podsByKey := map[string]*corev1.Pod{}
+	for i := range st.Pods {
+		podsByKey[st.Pods[i].Namespace+"/"+st.Pods[i].Name] = &st.Pods[i]
+	}
 	usable, unusable := map[string]bool{}, map[string]bool{}
 	for _, cmd := range st.inProgress {
+		extra := map[string]*Launch{}
+		for i, l := range cmd.Record.Launch {
+			if l.Extra {
+				extra[l.Name] = &cmd.Record.Launch[i]
+			}
+		}
 		for _, nc := range cmd.Replacements {
 			if nc.Status.NodeName != "" && nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp.IsZero() {
 				usable[nc.Status.NodeName] = true
+				continue
+			}
+			// Extra capacity launched in an earlier pass and still on its way is coming: no other command
+			// launches again for the pods it was launched for.
+			if l := extra[nc.Name]; l != nil && nc.DeletionTimestamp.IsZero() && len(nc.Status.Allocatable) > 0 {
+				k.coming = append(k.coming, comingNode(nc, l, podsByKey, cmd))
 			}
 		}
 	}
@@ -83,6 +104,30 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	}
 	k.cluster = &cluster
 	return k
+}
+
+// comingNode is an extra replacement still launching as a node of the cluster, holding the pods it was launched
+// for that are still waiting or still on a node being drained.
+func comingNode(nc *karpv1.NodeClaim, l *Launch, pods map[string]*corev1.Pod, cmd *InProgress) *scheduling.StateNode {
+	n := &scheduling.StateNode{Name: nc.Name, Labels: nc.Labels, Allocatable: nc.Status.Allocatable,
+		NodePool: nc.Labels[karpv1.NodePoolLabelKey], Taints: nc.Spec.Taints}
+	own := map[string]bool{}
+	for _, c := range append(slices.Clone(cmd.Candidates), cmd.Draining...) {
+		own[c.Status.NodeName] = true
+	}
+	for _, key := range l.For {
+		p := pods[key]
+		if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.Spec.NodeName != "" && !own[p.Spec.NodeName] {
+			continue // it found a node meanwhile
+		}
+		cp := p.DeepCopy()
+		cp.Spec.NodeName = nc.Name
+		n.Pods = append(n.Pods, cp)
+	}
+	return n
 }
 
 // check says why the command's candidates may not drain now, or "" when they may; then their pods count as
@@ -131,7 +176,26 @@ func (k *drainChecker) extra(ctx context.Context, cmd *InProgress) ([]*schedulin
 		return nil, "", nil
 	}
 	q, _, _ := k.question(cmd)
-	return core.ExtraCapacity(ctx, q, k.opts)
+	q.Coming = k.coming
+	plans, why, err := core.ExtraCapacity(ctx, q, k.opts)
+	if err != nil || len(plans) == 0 {
+		return plans, why, err
+	}
+	// The commands checked after it in the pass count this capacity as coming, with the pods it was planned for.
+	byKey := map[types.NamespacedName]*corev1.Pod{}
+	for _, p := range append(append([]*corev1.Pod(nil), q.Pending...), q.Moving...) {
+		byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	for _, plan := range plans {
+		var pods []*corev1.Pod
+		for _, key := range plan.Pods {
+			if p := byKey[key]; p != nil {
+				pods = append(pods, p)
+			}
+		}
+		k.coming = append(k.coming, core.PlannedNode(k.cluster, plan, fmt.Sprintf("coming-%d", len(k.coming)), pods))
+	}
+	return plans, why, nil
 }
 
 // fitRounds bounds the checks fitting makes.

@@ -71,6 +71,10 @@ type Launch struct {
 	// Requirements and Requests are the NodeClaim's, as the decision planned them.
 	Requirements []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
 	Requests     corev1.ResourceList                           `json:"requests,omitempty"`
+	// Extra marks a replacement launched after the command started because its pods no longer fit (launchExtra).
+	Extra bool `json:"extra,omitempty"`
+	// For are the pods (namespace/name) an extra replacement was planned for.
+	For []string `json:"for,omitempty"`
 }
 
 func (r Record) encode() (string, error) {

@@ -131,6 +131,10 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 	logger.Info("disrupting", "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
+	c.deps.Metrics.DisruptionEvictions.WithLabelValues(strings.ToLower(string(r.Reason))).Add(float64(cmd.Evictions))
+	if r.Reason != karpv1.DisruptionReasonDrifted && cmd.Savings > 0 {
+		c.deps.Metrics.DisruptionSaved.WithLabelValues(strings.ToLower(string(r.Reason))).Add(cmd.Savings)
+	}
 	c.announceConsolidation(st, cmd, candidates)
 	pools := map[string]bool{}
 	for _, cand := range cmd.Candidates {
@@ -292,7 +296,7 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 	}
 	switch {
 	case len(waiting) > 0 && age > ReplacementTimeout:
-		return c.abort(ctx, st, cmd, fmt.Sprintf("replacements not initialized within %s: %s", ReplacementTimeout, strings.Join(waiting, ", ")))
+		return c.shrink(ctx, st, chk, cmd, fmt.Sprintf("replacements not initialized within %s: %s", ReplacementTimeout, strings.Join(waiting, ", ")))
 	case len(waiting) > 0:
 		log.FromContext(ctx).V(1).Info("waiting for replacements", "command", r.ID, "waiting", waiting)
 		return nil
@@ -365,7 +369,7 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		}
 		if st.Now.Sub(since) > ValidationTimeout {
 			delete(c.validating, r.ID)
-			return c.abort(ctx, st, cmd, fmt.Sprintf("the pods of its nodes did not fit on the nodes there are for %s: %s", ValidationTimeout, why))
+			return c.shrink(ctx, st, chk, cmd, fmt.Sprintf("the pods of its nodes did not fit on the nodes there are for %s: %s", ValidationTimeout, why))
 		}
 		log.FromContext(ctx).Info("not draining yet: the pods would not fit", "command", r.ID, "why", why)
 		return nil
@@ -404,6 +408,10 @@ func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainCheck
 			return false, nil // the decision's NodePools are the cache's: gone meanwhile
 		}
 		l := launchOf(plan)
+		l.Extra = true
+		for _, key := range plan.Pods {
+			l.For = append(l.For, key.String())
+		}
 		r.Launch = append(r.Launch, l)
 		names = append(names, l.Name)
 	}
@@ -472,6 +480,36 @@ func (c *Controller) nextWave(ctx context.Context, st *state, chk *drainChecker,
 		}
 		cmd.Candidates = keep
 	}
+	st.queueWave(cmd, drainWave(cmd, chk.bound))
+	return nil
+}
+
+// shrink is what a command does when the world changed under it (its pods stopped fitting, a replacement did not
+// come): rather than abandon the work already paid for (replacements running, nodes tainted), it goes on with the
+// candidates whose pods fit on the nodes there are now and releases the others (record and taint removed, a
+// DisruptionAborted event saying why each left). It abandons the command only when none fit.
+func (c *Controller) shrink(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress, why string) error {
+	r := cmd.Record
+	keep, dropped, _, err := chk.fitting(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if len(keep) == 0 {
+		return c.abort(ctx, st, cmd, why)
+	}
+	if len(dropped) > 0 {
+		log.FromContext(ctx).Info("disruption goes on without the nodes whose pods no longer fit", "command", r.ID,
+			"kept", len(keep), "released", claimNames(dropped), "why", why)
+		if err := errors.Join(c.forEach(ctx, len(dropped), func(i int) error {
+			c.deps.Recorder.Eventf(dropped[i], corev1.EventTypeNormal, ReasonDisruptionAborted,
+				"Left out of disruption (%s), which goes on with %d node(s): %s", r.Message, len(keep), why)
+			return c.clearCandidate(ctx, st, dropped[i])
+		})...); err != nil {
+			return err
+		}
+		cmd.Candidates = keep
+	}
+	delete(c.validating, r.ID)
 	st.queueWave(cmd, drainWave(cmd, chk.bound))
 	return nil
 }
@@ -678,9 +716,16 @@ func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, n
 		c.deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(repair.ConditionLabel(r.Condition), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
 	}
+	if now.Sub(nc.CreationTimestamp.Time) < ShortLived {
+		c.deps.Metrics.DisruptionShortLived.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName()).Inc()
+	}
 	log.FromContext(ctx).Info("deleted disrupted nodeclaim", "command", r.ID, "nodeclaim", nc.Name, "node", nc.Status.NodeName, "reason", r.Reason)
 	return nil
 }
+
+// ShortLived is the lifetime below which a node disruption deletes counts as a wasted launch
+// (dovetail_disruption_short_lived_nodes_total).
+const ShortLived = 2 * time.Minute
 
 // writeWorkers bounds the API writes one step of a command makes at once: a 64-node command written one object
 // at a time took minutes on a busy API server (record, condition, taint and delete for each candidate).

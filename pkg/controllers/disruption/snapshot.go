@@ -110,6 +110,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 			types[pool] = its
 		}
 		cand := core.CandidateFrom(nc, node, bound[node.Name], types[pool])
+		cand.Replacement = nc.Annotations[ReplacementForAnnotationKey] != ""
 		snap.Candidates = append(snap.Candidates, cand)
 		moving = append(moving, bound[node.Name]...)
 	}
