@@ -120,8 +120,13 @@ type Metrics struct {
 	Nodes *Nodes
 	// Pods holds karpenter_pods_state and the pods' unbound and unstarted ages, set by the pod metrics controller.
 	Pods *Pods
-	// PodsBoundDuration is from a pod's creation until it was bound, for pods seen unbound.
-	PodsBoundDuration prometheus.Histogram
+	// PodsBoundDuration is from a pod's creation until it was bound, for pods seen unbound, by whether the pod asks
+	// for dynamic resources.
+	PodsBoundDuration *prometheus.HistogramVec
+	// PodsProvisioningBoundDuration and PodsProvisioningStartupDuration are from when a provisioning pass first
+	// found a pod a place until it was bound, and until it was ready (Pods.Times holds that moment).
+	PodsProvisioningBoundDuration   *prometheus.HistogramVec
+	PodsProvisioningStartupDuration prometheus.Histogram
 	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
 	ClusterStateSynced       prometheus.Gauge
 	ClusterStateUnsyncedTime prometheus.Gauge
@@ -325,9 +330,19 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelNodePool}),
 		Nodes: NewNodes(time.Now),
 		Pods:  NewPods(time.Now),
-		PodsBoundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		PodsBoundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_pods_bound_duration_seconds",
 			Help:    helpOf("karpenter_pods_bound_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelDynamicResources}),
+		PodsProvisioningBoundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_provisioning_bound_duration_seconds",
+			Help:    helpOf("karpenter_pods_provisioning_bound_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelDynamicResources}),
+		PodsProvisioningStartupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_provisioning_startup_duration_seconds",
+			Help:    helpOf("karpenter_pods_provisioning_startup_duration_seconds"),
 			Buckets: karpenterDurationBuckets,
 		}),
 		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
