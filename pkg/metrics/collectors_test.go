@@ -161,7 +161,9 @@ func TestPodsProvisioningAges(t *testing.T) {
 			"karpenter_pods_provisioning_unbound_time_seconds{dynamic_resources=true,name=web,namespace=default} 30",
 			"karpenter_pods_provisioning_unstarted_time_seconds{name=web,namespace=default} 30",
 		}},
-		{"bound", func() { p.Set(&PodEntry{Name: "web", Namespace: "default", Node: "ip-1", Phase: "Pending", Bound: true, UID: "u1"}) }, []string{
+		{"bound", func() {
+			p.Set(&PodEntry{Name: "web", Namespace: "default", Node: "ip-1", Phase: "Pending", Bound: true, UID: "u1"})
+		}, []string{
 			"karpenter_pods_provisioning_unstarted_time_seconds{name=web,namespace=default} 30",
 		}},
 		{"a later pass finds no place", func() {
