@@ -136,6 +136,9 @@ type Metrics struct {
 	// SchedulerIgnoredPods is, at the last provisioning pass, the pending pods it left out (pods asking for
 	// dynamic resource allocation with IGNORE_DRA_REQUESTS=true).
 	SchedulerIgnoredPods prometheus.Gauge
+	// SchedulerPendingPodsByEffectiveZone is, at each provisioning pass, its pending pods by the zone their
+	// constraints leave them (a zone name, flexible or none).
+	SchedulerPendingPodsByEffectiveZone *prometheus.GaugeVec
 	// SchedulerUnschedulablePods is, after each provisioning pass, the pods it could place nowhere.
 	SchedulerUnschedulablePods *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
@@ -359,6 +362,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		SchedulerIgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_ignored_pods_count", Help: helpOf("karpenter_scheduler_ignored_pods_count"),
 		}),
+		SchedulerPendingPodsByEffectiveZone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_pending_pods_by_effective_zone_count", Help: helpOf("karpenter_scheduler_pending_pods_by_effective_zone_count"),
+		}, []string{LabelController, LabelZone}),
 		SchedulerUnschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_unschedulable_pods_count", Help: helpOf("karpenter_scheduler_unschedulable_pods_count"),
 		}, []string{LabelController}),

@@ -213,6 +213,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	// Pods asking for dynamic resource allocation are left out (IGNORE_DRA_REQUESTS=true); apply tells them why.
 	var held []*corev1.Pod
 	in.Pods, held = withoutDRARequests(in.Pods)
+	c.recordEffectiveZones(in)
 	c.deps.Metrics.SchedulerIgnoredPods.Set(float64(len(held)))
 	if len(in.Pods) == 0 && len(virtual) == 0 && len(held) == 0 {
 		c.placement = placement{}
