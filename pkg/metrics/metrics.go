@@ -166,8 +166,11 @@ type Metrics struct {
 	ConditionDuration             *prometheus.HistogramVec
 	ConditionTransitions          *prometheus.CounterVec
 	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption (reason: expired, drifted, empty,
-	// underutilized, interruption, unhealthy), by NodePool and capacity type.
-	NodeClaimsDisrupted *prometheus.CounterVec
+	// underutilized, interruption, unhealthy), by NodePool, capacity type, consolidation policy and termination
+	// mode, and PodsDisruptionInitiated the pods of theirs that must run elsewhere; record both with
+	// CountDisrupted.
+	NodeClaimsDisrupted     *prometheus.CounterVec
+	PodsDisruptionInitiated *prometheus.CounterVec
 	// NodeClaimsUnhealthyDisrupted counts NodeClaims deleted by node repair, by the node condition that made the
 	// node unhealthy (snake case, e.g. kernel_ready), NodePool, capacity type and image ID.
 	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
@@ -413,10 +416,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "operator_status_condition_transitions_total",
 			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",
 		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelReason}),
-		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_nodeclaims_disrupted_total",
-			Help: "NodeClaims disrupted by Dovetail, by disruption reason, owning NodePool and capacity type.",
-		}, []string{LabelReason, LabelNodePool, LabelCapacityType}),
 		NodeClaimsUnhealthyDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_unhealthy_disrupted_total",
 			Help: "NodeClaims deleted by node repair, by the node condition that made the node unhealthy, owning NodePool, capacity type and image ID.",
@@ -523,6 +522,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	newAWSSDKMetrics(m)
 	newClientGoMetrics(m)
 	newInstanceFailureMetrics(m)
+	newDisruptedMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

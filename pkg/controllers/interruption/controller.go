@@ -242,8 +242,7 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, 
 		}
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReason, nc.NodePoolName(),
-		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	deps.CountDisrupted(ctx, c.deps, nc, metricReason, "")
 	return nil
 }
 
