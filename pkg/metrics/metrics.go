@@ -321,8 +321,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelController, LabelMethod, LabelProvider}),
 		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_cloudprovider_errors_total",
-			Help: "Errors returned by cloud provider calls, by controller, method, provider and error kind.",
-		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+			Help: "Errors returned by cloud provider calls, by controller, method, provider, error kind and the NodePool the call was about.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool}),
 		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_nodepools_usage",
 			Help: "Resources provisioned for a NodePool (sum of its NodeClaims' capacity), by resource type.",
