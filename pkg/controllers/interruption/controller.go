@@ -122,7 +122,7 @@ func (c *Controller) handle(ctx context.Context, qm cloudprovider.QueueMessage, 
 		logger.Error(err, "dropping a malformed interruption message")
 		return c.delete(ctx, qm)
 	}
-	c.deps.Metrics.InterruptionReceivedMessages.WithLabelValues(msg.Kind.MetricLabel()).Inc()
+	c.deps.Metrics.InterruptionReceivedMessages.WithLabelValues(msg.MetricLabel()).Inc()
 	if !qm.SentAt.IsZero() {
 		c.deps.Metrics.InterruptionMessageQueueDuration.Observe(max(c.deps.Clock.Since(qm.SentAt), 0).Seconds())
 	}
