@@ -67,13 +67,14 @@ not a bill: no savings plans, reserved-instance discounts, EBS volumes or data t
 - While a NodeClaim waits for its Node, Dovetail sets ` + "`Registered`" + ` and ` + "`Initialized`" + ` to ` + "`False`" + ` with a reason naming
   what is missing, where Karpenter leaves them ` + "`Unknown`" + `; the condition metrics therefore split the wait. Dovetail
   keeps the three ` + "`dovetail_nodeclaims_*_duration_seconds`" + ` histograms, which measure each phase from creation.
-- Karpenter metrics not exported yet: ` + "`karpenter_pods_provisioning_*`" + ` (the bound and startup histograms and the
-  undecided, unbound and unstarted time gauges of the pods that triggered provisioning);
-  ` + "`karpenter_scheduler_pending_pods_by_effective_zone_count`" + `; ` + "`karpenter_nodepools_cost_tracker_errors_total`" + `;
-  ` + "`controller_runtime_reconcile_timeouts_total`" + ` (controller-runtime v0.23 registers it; Dovetail is built with v0.22,
-  and neither Karpenter nor Dovetail sets a reconcile timeout, so Karpenter's series stay 0); Karpenter v1.15's
-  ` + "`karpenter_pods_disruption_initiated_total`" + ` and the ` + "`consolidation_policy`" + `, ` + "`termination_mode`" + ` and
-  ` + "`dynamic_resources`" + ` labels; the ` + "`nodepool`" + ` label of ` + "`karpenter_cloudprovider_errors_total`" + `.
+- Karpenter metrics not exported yet: ` + "`karpenter_nodepools_cost_tracker_errors_total`" + ` (Dovetail prices a NodeClaim at every
+  count and leaves out one it cannot price, so it has no tracker error to count); ` + "`controller_runtime_reconcile_timeouts_total`" + `
+  (controller-runtime v0.23 registers it; Dovetail is built with v0.22, and neither Karpenter nor Dovetail sets a
+  reconcile timeout, so Karpenter's series stay 0).
+- ` + "`karpenter_scheduler_pending_pods_by_effective_zone_count`" + ` narrows a pod's zones by its node selector, first required
+  node affinity term and volumes, not by its topology spread constraints as Karpenter also does.
+- The ` + "`karpenter_pods_provisioning_*`" + ` metrics start from the first provisioning pass that found the pod a place, kept
+  in memory as Karpenter keeps it: a restarted controller does not observe the pods an earlier process placed.
   ` + "`operator_ec2nodeclass_status_condition_transition_seconds`" + ` is registered but
   observed only when an EC2NodeClass condition changes status after it was first written, which the end-to-end
   scenario does not cause.

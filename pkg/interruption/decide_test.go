@@ -125,3 +125,26 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageMetricLabel: the message_type of each kind is Karpenter's name for it; a state change is named by the
+// state it reports.
+func TestMessageMetricLabel(t *testing.T) {
+	for _, tt := range []struct {
+		msg  Message
+		want string
+	}{
+		{Message{Kind: KindSpotInterruption}, "spot_interrupted"},
+		{Message{Kind: KindRebalanceRecommendation}, "rebalance_recommendation"},
+		{Message{Kind: KindScheduledChange}, "scheduled_change"},
+		{Message{Kind: KindCapacityReservationInterruption}, "capacity_reservation_interrupted"},
+		{Message{Kind: KindStateChange, State: "stopping"}, "instance_stopped"},
+		{Message{Kind: KindStateChange, State: "stopped"}, "instance_stopped"},
+		{Message{Kind: KindStateChange, State: "shutting-down"}, "instance_terminated"},
+		{Message{Kind: KindStateChange, State: "terminated"}, "instance_terminated"},
+		{Message{Kind: KindUnknown}, "no_op"},
+	} {
+		if got := tt.msg.MetricLabel(); got != tt.want {
+			t.Errorf("%s %s: %q, want %q", tt.msg.Kind, tt.msg.State, got, tt.want)
+		}
+	}
+}

@@ -47,14 +47,28 @@ func (k Kind) MetricLabel() string {
 	case KindRebalanceRecommendation:
 		return karpv1.MetricReasonRebalanceRecommendation
 	case KindStateChange:
-		return "state_change"
+		// A Message names the state (Message.MetricLabel); without it, a state change counts as a termination.
+		return karpv1.MetricReasonInstanceTerminated
 	case KindScheduledChange:
 		return karpv1.MetricReasonScheduledChange
 	case KindCapacityReservationInterruption:
 		return karpv1.MetricReasonCapacityReservationInterrupted
 	default:
-		return "unknown"
+		return MetricLabelNoOp
 	}
+}
+
+// MetricLabelNoOp is the message_type of a message no handler acts on, as Karpenter names it.
+const MetricLabelNoOp = "no_op"
+
+// MetricLabel is the message_type label of karpenter_interruption_received_messages_total, as Karpenter names
+// message kinds: a state change is instance_stopped when the instance is stopping or stopped and
+// instance_terminated otherwise.
+func (m Message) MetricLabel() string {
+	if m.Kind == KindStateChange && (m.State == "stopping" || m.State == "stopped") {
+		return karpv1.MetricReasonInstanceStopped
+	}
+	return m.Kind.MetricLabel()
 }
 
 // Message is a parsed interruption message.

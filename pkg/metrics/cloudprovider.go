@@ -55,19 +55,29 @@ func Instrument(cp cloudprovider.CloudProvider, m *Metrics) *InstrumentedCloudPr
 // Unwrap returns the wrapped provider.
 func (p *InstrumentedCloudProvider) Unwrap() cloudprovider.CloudProvider { return p.CloudProvider }
 
-func (p *InstrumentedCloudProvider) observe(ctx context.Context, method string, start time.Time, err error) {
+// observe records a call's duration, and its error labelled with the NodePool it was about (nodePool: "" when
+// none, as for List).
+func (p *InstrumentedCloudProvider) observe(ctx context.Context, method string, start time.Time, err error, nodePool string) {
 	ctrl, prov := controllerFrom(ctx), p.CloudProvider.Name()
 	p.m.CloudProviderDuration.WithLabelValues(ctrl, method, prov).Observe(p.now().Sub(start).Seconds())
 	if err != nil {
-		p.m.CloudProviderErrors.WithLabelValues(ctrl, method, prov, ErrorKind(err)).Inc()
+		p.m.CloudProviderErrors.WithLabelValues(ctrl, method, prov, ErrorKind(err), nodePool).Inc()
 	}
+}
+
+// nodePoolOf is the NodePool label of a NodeClaim, "" for none.
+func nodePoolOf(nc *karpv1.NodeClaim) string {
+	if nc == nil {
+		return ""
+	}
+	return nc.Labels[karpv1.NodePoolLabelKey]
 }
 
 // Create implements cloudprovider.CloudProvider.
 func (p *InstrumentedCloudProvider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	start := p.now()
 	out, err := p.CloudProvider.Create(ctx, nc)
-	p.observe(ctx, "Create", start, err)
+	p.observe(ctx, "Create", start, err, nodePoolOf(nc))
 	return out, err
 }
 
@@ -75,7 +85,7 @@ func (p *InstrumentedCloudProvider) Create(ctx context.Context, nc *karpv1.NodeC
 func (p *InstrumentedCloudProvider) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
 	start := p.now()
 	err := p.CloudProvider.Delete(ctx, nc)
-	p.observe(ctx, "Delete", start, err)
+	p.observe(ctx, "Delete", start, err, nodePoolOf(nc))
 	return err
 }
 
@@ -83,7 +93,7 @@ func (p *InstrumentedCloudProvider) Delete(ctx context.Context, nc *karpv1.NodeC
 func (p *InstrumentedCloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	start := p.now()
 	out, err := p.CloudProvider.Get(ctx, providerID)
-	p.observe(ctx, "Get", start, err)
+	p.observe(ctx, "Get", start, err, nodePoolOf(out))
 	return out, err
 }
 
@@ -91,7 +101,7 @@ func (p *InstrumentedCloudProvider) Get(ctx context.Context, providerID string) 
 func (p *InstrumentedCloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	start := p.now()
 	out, err := p.CloudProvider.List(ctx)
-	p.observe(ctx, "List", start, err)
+	p.observe(ctx, "List", start, err, "")
 	return out, err
 }
 
@@ -99,7 +109,11 @@ func (p *InstrumentedCloudProvider) List(ctx context.Context) ([]*karpv1.NodeCla
 func (p *InstrumentedCloudProvider) GetInstanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	start := p.now()
 	out, err := p.CloudProvider.GetInstanceTypes(ctx, np)
-	p.observe(ctx, "GetInstanceTypes", start, err)
+	nodePool := ""
+	if np != nil {
+		nodePool = np.Name
+	}
+	p.observe(ctx, "GetInstanceTypes", start, err, nodePool)
 	if err == nil && np != nil {
 		p.m.InstanceTypeOfferingPrice.Record(np.Name, out)
 	}
@@ -110,6 +124,6 @@ func (p *InstrumentedCloudProvider) GetInstanceTypes(ctx context.Context, np *ka
 func (p *InstrumentedCloudProvider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	start := p.now()
 	out, err := p.CloudProvider.IsDrifted(ctx, nc)
-	p.observe(ctx, "IsDrifted", start, err)
+	p.observe(ctx, "IsDrifted", start, err, nodePoolOf(nc))
 	return out, err
 }

@@ -120,7 +120,7 @@ func TestPods(t *testing.T) {
 		"karpenter_pods_state{arch=amd64,capacity_type=spot,instance_type=m5.large,managed=true,name=web-1,namespace=default,node=ip-1,nodepool=web,owner=/apis/apps/v1/namespaces/default/replicasets/web-abc,phase=Running,ready=true,scheduled=true,zone=us-west-2a} 1",
 		"karpenter_pods_state{managed=false,name=web-2,namespace=default,phase=Pending,ready=false,scheduled=false} 1",
 		"karpenter_pods_state{managed=true,name=web-3,namespace=default,node=ip-1,nodepool=web,phase=Pending,ready=false,scheduled=true} 1",
-		"karpenter_pods_unbound_time_seconds{name=web-2,namespace=default} 30",
+		"karpenter_pods_unbound_time_seconds{dynamic_resources=false,name=web-2,namespace=default} 30",
 		"karpenter_pods_unstarted_time_seconds{name=web-2,namespace=default} 30",
 		"karpenter_pods_unstarted_time_seconds{name=web-3,namespace=default} 10",
 	}
@@ -130,5 +130,60 @@ func TestPods(t *testing.T) {
 	p.Delete(types.NamespacedName{Namespace: "default", Name: "web-2"})
 	if got := len(scrape(t, p, "karpenter_pods_state")); got != 2 {
 		t.Errorf("%d pods after a deletion, want 2", got)
+	}
+}
+
+// TestPodsProvisioningAges: the provisioning ages of a pod follow the moments the provisioner recorded for it: the
+// undecided age from its first sighting until a pass decides, the unbound and unstarted ages from the pass that
+// found it a place, none after a pass that found none, none for a pod of another UID, and none once forgotten.
+func TestPodsProvisioningAges(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := NewPods(func() time.Time { return now })
+	key := types.NamespacedName{Namespace: "default", Name: "web"}
+	pending := &PodEntry{Name: "web", Namespace: "default", Phase: "Pending", Created: now.Add(-time.Minute), UID: "u1", DynamicResources: true}
+	p.Set(pending)
+	families := []string{"karpenter_pods_provisioning_scheduling_undecided_time_seconds", "karpenter_pods_provisioning_unbound_time_seconds",
+		"karpenter_pods_provisioning_unstarted_time_seconds"}
+	steps := []struct {
+		name   string
+		change func()
+		want   []string
+	}{
+		{"not seen by the provisioner", func() {}, nil},
+		{"seen 40 s ago", func() { p.Times.Ack(key, "u1", now.Add(-40*time.Second)) }, []string{
+			"karpenter_pods_provisioning_scheduling_undecided_time_seconds{name=web,namespace=default} 40",
+		}},
+		{"placed 30 s ago", func() { p.Times.Decide(key, "u1", now.Add(-30*time.Second), true) }, []string{
+			"karpenter_pods_provisioning_unbound_time_seconds{dynamic_resources=true,name=web,namespace=default} 30",
+			"karpenter_pods_provisioning_unstarted_time_seconds{name=web,namespace=default} 30",
+		}},
+		{"placed again 10 s ago: the first place counts", func() { p.Times.Decide(key, "u1", now.Add(-10*time.Second), true) }, []string{
+			"karpenter_pods_provisioning_unbound_time_seconds{dynamic_resources=true,name=web,namespace=default} 30",
+			"karpenter_pods_provisioning_unstarted_time_seconds{name=web,namespace=default} 30",
+		}},
+		{"bound", func() {
+			p.Set(&PodEntry{Name: "web", Namespace: "default", Node: "ip-1", Phase: "Pending", Bound: true, UID: "u1"})
+		}, []string{
+			"karpenter_pods_provisioning_unstarted_time_seconds{name=web,namespace=default} 30",
+		}},
+		{"a later pass finds no place", func() {
+			p.Set(pending)
+			p.Times.Decide(key, "u1", now.Add(-5*time.Second), false)
+		}, nil},
+		{"moments of another pod of that name", func() {
+			p.Times.Forget(key)
+			p.Times.Ack(key, "u0", now.Add(-50*time.Second))
+		}, nil},
+		{"forgotten with the pod", func() {
+			p.Times.Ack(key, "u1", now.Add(-50*time.Second))
+			p.Delete(key)
+			p.Set(pending)
+		}, nil},
+	}
+	for _, s := range steps {
+		s.change()
+		if diff := cmp.Diff(s.want, scrape(t, p, families...)); diff != "" {
+			t.Errorf("%s: series (-want +got):\n%s", s.name, diff)
+		}
 	}
 }

@@ -120,8 +120,13 @@ type Metrics struct {
 	Nodes *Nodes
 	// Pods holds karpenter_pods_state and the pods' unbound and unstarted ages, set by the pod metrics controller.
 	Pods *Pods
-	// PodsBoundDuration is from a pod's creation until it was bound, for pods seen unbound.
-	PodsBoundDuration prometheus.Histogram
+	// PodsBoundDuration is from a pod's creation until it was bound, for pods seen unbound, by whether the pod asks
+	// for dynamic resources.
+	PodsBoundDuration *prometheus.HistogramVec
+	// PodsProvisioningBoundDuration and PodsProvisioningStartupDuration are from when a provisioning pass first
+	// found a pod a place until it was bound, and until it was ready (Pods.Times holds that moment).
+	PodsProvisioningBoundDuration   *prometheus.HistogramVec
+	PodsProvisioningStartupDuration prometheus.Histogram
 	// ClusterStateSynced and ClusterStateUnsyncedTime say whether the controller's caches are synced.
 	ClusterStateSynced       prometheus.Gauge
 	ClusterStateUnsyncedTime prometheus.Gauge
@@ -131,6 +136,9 @@ type Metrics struct {
 	// SchedulerIgnoredPods is, at the last provisioning pass, the pending pods it left out (pods asking for
 	// dynamic resource allocation with IGNORE_DRA_REQUESTS=true).
 	SchedulerIgnoredPods prometheus.Gauge
+	// SchedulerPendingPodsByEffectiveZone is, at each provisioning pass, its pending pods by the zone their
+	// constraints leave them (a zone name, flexible or none).
+	SchedulerPendingPodsByEffectiveZone *prometheus.GaugeVec
 	// SchedulerUnschedulablePods is, after each provisioning pass, the pods it could place nowhere.
 	SchedulerUnschedulablePods *prometheus.GaugeVec
 	// InstanceTypeOfferingPrice is the hourly price, in US dollars, of every offering the cloud provider last
@@ -158,8 +166,11 @@ type Metrics struct {
 	ConditionDuration             *prometheus.HistogramVec
 	ConditionTransitions          *prometheus.CounterVec
 	// NodeClaimsDisrupted counts NodeClaims deleted by a disruption (reason: expired, drifted, empty,
-	// underutilized, interruption, unhealthy), by NodePool and capacity type.
-	NodeClaimsDisrupted *prometheus.CounterVec
+	// underutilized, interruption, unhealthy), by NodePool, capacity type, consolidation policy and termination
+	// mode, and PodsDisruptionInitiated the pods of theirs that must run elsewhere; record both with
+	// CountDisrupted.
+	NodeClaimsDisrupted     *prometheus.CounterVec
+	PodsDisruptionInitiated *prometheus.CounterVec
 	// NodeClaimsUnhealthyDisrupted counts NodeClaims deleted by node repair, by the node condition that made the
 	// node unhealthy (snake case, e.g. kernel_ready), NodePool, capacity type and image ID.
 	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
@@ -317,8 +328,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelController, LabelMethod, LabelProvider}),
 		CloudProviderErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_cloudprovider_errors_total",
-			Help: "Errors returned by cloud provider calls, by controller, method, provider and error kind.",
-		}, []string{LabelController, LabelMethod, LabelProvider, LabelError}),
+			Help: "Errors returned by cloud provider calls, by controller, method, provider, error kind and the NodePool the call was about.",
+		}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool}),
 		NodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_nodepools_usage",
 			Help: "Resources provisioned for a NodePool (sum of its NodeClaims' capacity), by resource type.",
@@ -332,9 +343,19 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelNodePool}),
 		Nodes: NewNodes(time.Now),
 		Pods:  NewPods(time.Now),
-		PodsBoundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		PodsBoundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_pods_bound_duration_seconds",
 			Help:    helpOf("karpenter_pods_bound_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelDynamicResources}),
+		PodsProvisioningBoundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_provisioning_bound_duration_seconds",
+			Help:    helpOf("karpenter_pods_provisioning_bound_duration_seconds"),
+			Buckets: karpenterDurationBuckets,
+		}, []string{LabelDynamicResources}),
+		PodsProvisioningStartupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_pods_provisioning_startup_duration_seconds",
+			Help:    helpOf("karpenter_pods_provisioning_startup_duration_seconds"),
 			Buckets: karpenterDurationBuckets,
 		}),
 		ClusterStateSynced: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -351,6 +372,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		SchedulerIgnoredPods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_ignored_pods_count", Help: helpOf("karpenter_scheduler_ignored_pods_count"),
 		}),
+		SchedulerPendingPodsByEffectiveZone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "karpenter_scheduler_pending_pods_by_effective_zone_count", Help: helpOf("karpenter_scheduler_pending_pods_by_effective_zone_count"),
+		}, []string{LabelController, LabelZone}),
 		SchedulerUnschedulablePods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_unschedulable_pods_count", Help: helpOf("karpenter_scheduler_unschedulable_pods_count"),
 		}, []string{LabelController}),
@@ -399,10 +423,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "operator_status_condition_transitions_total",
 			Help: "Condition changes, by object group and kind, condition type and the status and reason it changed to.",
 		}, []string{LabelGroup, LabelKind, LabelConditionType, LabelConditionStatus, LabelReason}),
-		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "karpenter_nodeclaims_disrupted_total",
-			Help: "NodeClaims disrupted by Dovetail, by disruption reason, owning NodePool and capacity type.",
-		}, []string{LabelReason, LabelNodePool, LabelCapacityType}),
 		NodeClaimsUnhealthyDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_nodeclaims_unhealthy_disrupted_total",
 			Help: "NodeClaims deleted by node repair, by the node condition that made the node unhealthy, owning NodePool, capacity type and image ID.",
@@ -518,6 +538,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	newAWSSDKMetrics(m)
 	newClientGoMetrics(m)
 	newInstanceFailureMetrics(m)
+	newDisruptedMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

@@ -96,6 +96,9 @@ func (failing) Get(context.Context, string) (*karpv1.NodeClaim, error) {
 	return nil, cloudprovider.NewNotFoundError(errors.New("gone"))
 }
 func (failing) List(context.Context) ([]*karpv1.NodeClaim, error) { return nil, nil }
+func (failing) Delete(context.Context, *karpv1.NodeClaim) error {
+	return cloudprovider.NewNotFoundError(errors.New("gone"))
+}
 func (failing) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	return []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: []cloudprovider.Offering{
 		{Zone: "us-west-2a", CapacityType: "spot", Price: 0.035},
@@ -113,14 +116,23 @@ func TestInstrumentedCloudProvider(t *testing.T) {
 	if _, err := cp.List(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.CloudProviderErrors.WithLabelValues("gc", "Get", "test", "NotFoundError")); got != 1 {
+	if got := testutil.ToFloat64(m.CloudProviderErrors.WithLabelValues("gc", "Get", "test", "NotFoundError", "")); got != 1 {
 		t.Errorf("errors_total{Get,NotFoundError} = %v, want 1", got)
 	}
 	if got := testutil.CollectAndCount(m.CloudProviderDuration); got != 2 {
 		t.Errorf("duration series = %d, want 2 (gc/Get and unknown/List)", got)
 	}
-	if got := testutil.CollectAndCount(m.CloudProviderErrors); got != 1 {
-		t.Errorf("error series = %d, want 1", got)
+	// An error about a NodeClaim is labelled with its NodePool.
+	nc := &karpv1.NodeClaim{}
+	nc.Labels = map[string]string{karpv1.NodePoolLabelKey: "web"}
+	if err := cp.Delete(ctx, nc); err == nil {
+		t.Fatal("Delete error not passed through")
+	}
+	if got := testutil.ToFloat64(m.CloudProviderErrors.WithLabelValues("gc", "Delete", "test", "NotFoundError", "web")); got != 1 {
+		t.Errorf("errors_total{Delete,NotFoundError,nodepool=web} = %v, want 1", got)
+	}
+	if got := testutil.CollectAndCount(m.CloudProviderErrors); got != 2 {
+		t.Errorf("error series = %d, want 2", got)
 	}
 	// Listing instance types publishes each offering's price.
 	if _, err := cp.GetInstanceTypes(ctx, &karpv1.NodePool{}); err != nil {

@@ -37,6 +37,10 @@ type PodEntry struct {
 	// Created is the pod's creation time; Bound says whether its PodScheduled condition is True.
 	Created time.Time
 	Bound   bool
+	// UID tells the pod from a later one of the same name (for its scheduling moments).
+	UID types.UID
+	// DynamicResources says whether the pod asks for dynamic resource allocation (resource claims).
+	DynamicResources bool
 }
 
 // owner is the owner label: the path of the pod's first owner as a self link, as Karpenter writes it.
@@ -47,33 +51,81 @@ func (e *PodEntry) owner() string {
 	return "/apis/" + e.OwnerAPIVersion + "/namespaces/" + e.Namespace + "/" + strings.ToLower(e.OwnerKind) + "s/" + e.OwnerName
 }
 
-// Pods is the per-pod collector: karpenter_pods_state, karpenter_pods_unbound_time_seconds and
-// karpenter_pods_unstarted_time_seconds. It keeps one PodEntry a pod and makes the series when Prometheus
-// scrapes, the two ages from the clock at that moment, so 20,000 pods cost 20,000 small entries and no update
-// between scrapes.
+// LabelDynamicResources is "true" when a pod asks for dynamic resource allocation (resource claims).
+const LabelDynamicResources = "dynamic_resources"
+
+// podAge is a per-pod gauge of an age in seconds, labelled with the pod's name and namespace (and whether it asks
+// for dynamic resources when dynamic is set); age says whether the pod has a series and its value.
+type podAge struct {
+	name    string
+	dynamic bool
+	age     func(e *PodEntry, t *PodTimes, now time.Time) (float64, bool)
+}
+
+// podAges are the per-pod age gauges in name order. t is the pod's scheduling moments, nil when it has none.
+var podAges = []podAge{
+	{"karpenter_pods_provisioning_scheduling_undecided_time_seconds", false, func(e *PodEntry, t *PodTimes, now time.Time) (float64, bool) {
+		// Seen by the provisioner, not decided on by a pass, and still waiting for a node.
+		if t == nil || t.Acked.IsZero() || !t.Decided.IsZero() || e.Bound || e.Node != "" || terminal(e) {
+			return 0, false
+		}
+		return now.Sub(t.Acked).Seconds(), true
+	}},
+	{"karpenter_pods_provisioning_unbound_time_seconds", true, func(e *PodEntry, t *PodTimes, now time.Time) (float64, bool) {
+		if t == nil || t.Schedulable.IsZero() || !unbound(e) {
+			return 0, false
+		}
+		return now.Sub(t.Schedulable).Seconds(), true
+	}},
+	{"karpenter_pods_provisioning_unstarted_time_seconds", false, func(e *PodEntry, t *PodTimes, now time.Time) (float64, bool) {
+		if t == nil || t.Schedulable.IsZero() || !unstarted(e) {
+			return 0, false
+		}
+		return now.Sub(t.Schedulable).Seconds(), true
+	}},
+	{"karpenter_pods_unbound_time_seconds", true, func(e *PodEntry, _ *PodTimes, now time.Time) (float64, bool) {
+		return now.Sub(e.Created).Seconds(), unbound(e)
+	}},
+	{"karpenter_pods_unstarted_time_seconds", false, func(e *PodEntry, _ *PodTimes, now time.Time) (float64, bool) {
+		return now.Sub(e.Created).Seconds(), unstarted(e)
+	}},
+}
+
+// Pods is the per-pod collector: karpenter_pods_state and the per-pod ages (podAges). It keeps one PodEntry a pod,
+// and the pods' scheduling moments in Times, and makes the series when Prometheus scrapes, the ages from the clock
+// at that moment, so 20,000 pods cost 20,000 small entries and no update between scrapes.
 type Pods struct {
-	state, unbound, unstarted *prometheus.Desc
+	state *prometheus.Desc
+	// ages are the Descs of podAges, in that order.
+	ages []*prometheus.Desc
 	// stateLayout orders the labels of karpenter_pods_state.
 	stateLayout pairLayout
 	now         func() time.Time
-	mu          sync.Mutex
-	pods        map[types.NamespacedName]*PodEntry
+	// Times are the moments the provisioner records for pending pods; the pod metrics controller forgets them.
+	Times *PodSchedulingTimes
+	mu    sync.Mutex
+	pods  map[types.NamespacedName]*PodEntry
 }
 
 // NewPods returns the collector, empty; now is the clock of the ages.
 func NewPods(now func() time.Time) *Pods {
 	stateLabels := []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool, LabelZone,
 		LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}
-	return &Pods{
+	p := &Pods{
 		state:       prometheus.NewDesc("karpenter_pods_state", helpOf("karpenter_pods_state"), stateLabels, nil),
 		stateLayout: newLayout(stateLabels),
-		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", helpOf("karpenter_pods_unbound_time_seconds"),
-			[]string{LabelName, LabelNamespace}, nil),
-		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", helpOf("karpenter_pods_unstarted_time_seconds"),
-			[]string{LabelName, LabelNamespace}, nil),
-		now:  now,
-		pods: map[types.NamespacedName]*PodEntry{},
+		now:         now,
+		Times:       NewPodSchedulingTimes(),
+		pods:        map[types.NamespacedName]*PodEntry{},
 	}
+	for _, a := range podAges {
+		labels := []string{LabelName, LabelNamespace}
+		if a.dynamic {
+			labels = append(labels, LabelDynamicResources)
+		}
+		p.ages = append(p.ages, prometheus.NewDesc(a.name, helpOf(a.name), labels, nil))
+	}
+	return p
 }
 
 // Set records the pod's entry, replacing the one before. The collector keeps e.
@@ -83,11 +135,12 @@ func (p *Pods) Set(e *PodEntry) {
 	p.pods[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] = e
 }
 
-// Delete forgets a pod.
+// Delete forgets a pod, and its scheduling moments.
 func (p *Pods) Delete(key types.NamespacedName) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	delete(p.pods, key)
+	p.mu.Unlock()
+	p.Times.Forget(key)
 }
 
 // Len is the number of pods recorded.
@@ -100,8 +153,21 @@ func (p *Pods) Len() int {
 // Describe implements prometheus.Collector.
 func (p *Pods) Describe(ch chan<- *prometheus.Desc) {
 	ch <- p.state
-	ch <- p.unbound
-	ch <- p.unstarted
+	for _, d := range p.ages {
+		ch <- d
+	}
+}
+
+// timesOf returns the pod's scheduling moments in times, nil when it has none (or a pod of another UID has).
+func timesOf(times map[types.NamespacedName]PodTimes, e *PodEntry) *PodTimes {
+	if len(times) == 0 {
+		return nil
+	}
+	t, ok := times[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}]
+	if !ok || t.UID != e.UID {
+		return nil
+	}
+	return &t
 }
 
 // Collect implements prometheus.Collector: pods in namespace and name order.
@@ -112,6 +178,7 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 		entries = append(entries, e)
 	}
 	p.mu.Unlock()
+	times := p.Times.snapshot()
 	sort.Slice(entries, func(i, j int) bool {
 		if entries[i].Namespace != entries[j].Namespace {
 			return entries[i].Namespace < entries[j].Namespace
@@ -121,11 +188,11 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 	now := p.now()
 	count := len(entries)
 	for _, e := range entries {
-		if unstarted(e) {
-			count++
-		}
-		if unbound(e) {
-			count++
+		t := timesOf(times, e)
+		for _, a := range podAges {
+			if _, ok := a.age(e, t, now); ok {
+				count++
+			}
 		}
 	}
 	// The pairs of a scrape: name and namespace are the entry's own strings, the other values shared by the pods
@@ -138,8 +205,10 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 		ch <- g
 	}
 	pool := newPairPool(&p.stateLayout)
+	dynamicName, trueValue, falseValue := LabelDynamicResources, "true", "false"
+	dynamic := map[bool]*dto.LabelPair{true: {Name: &dynamicName, Value: &trueValue}, false: {Name: &dynamicName, Value: &falseValue}}
 	k := len(p.stateLayout.names)
-	ptrs := make([]*dto.LabelPair, len(entries)*(k+2))
+	ptrs := make([]*dto.LabelPair, len(entries)*(k+5))
 	byIndex := make([]*dto.LabelPair, k)
 	for _, e := range entries {
 		byIndex[0] = pool.at(0, &e.Name)
@@ -150,16 +219,21 @@ func (p *Pods) Collect(ch chan<- prometheus.Metric) {
 		}
 		next(p.state, p.stateLayout.sorted(ptrs[:k:k], byIndex), 1)
 		ptrs = ptrs[k:]
-		// name, namespace: the pairs of karpenter_pods_state, already in name order.
+		// name, namespace: the pairs of karpenter_pods_state, already in name order; dynamic_resources sorts first.
 		nameNamespace := ptrs[:2:2]
 		nameNamespace[0], nameNamespace[1] = byIndex[0], byIndex[1]
-		ptrs = ptrs[2:]
-		age := now.Sub(e.Created).Seconds()
-		if unstarted(e) {
-			next(p.unstarted, nameNamespace, age)
-		}
-		if unbound(e) {
-			next(p.unbound, nameNamespace, age)
+		withDynamic := ptrs[2:5:5]
+		withDynamic[0], withDynamic[1], withDynamic[2] = dynamic[e.DynamicResources], byIndex[0], byIndex[1]
+		ptrs = ptrs[5:]
+		t := timesOf(times, e)
+		for i, a := range podAges {
+			if v, ok := a.age(e, t, now); ok {
+				if a.dynamic {
+					next(p.ages[i], withDynamic, v)
+				} else {
+					next(p.ages[i], nameNamespace, v)
+				}
+			}
 		}
 	}
 }
@@ -171,12 +245,23 @@ func unstarted(e *PodEntry) bool { return e.Phase == "Pending" || (e.Phase == "R
 // unbound says whether a pod has a karpenter_pods_unbound_time_seconds series: pending and not bound.
 func unbound(e *PodEntry) bool { return e.Phase == "Pending" && !e.Bound }
 
+// terminal says whether a pod's phase is Succeeded or Failed.
+func terminal(e *PodEntry) bool { return e.Phase == "Succeeded" || e.Phase == "Failed" }
+
 // CollectOthers sends the series WriteText does not write: none.
 func (p *Pods) CollectOthers(chan<- prometheus.Metric) {}
 
 // TextFamilies are the names of the families WriteText writes, in name order.
 func (p *Pods) TextFamilies() []string {
-	return []string{"karpenter_pods_state", "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"}
+	names := make([]string, 0, len(podAges)+1)
+	for _, a := range podAges[:3] {
+		names = append(names, a.name)
+	}
+	names = append(names, "karpenter_pods_state")
+	for _, a := range podAges[3:] {
+		names = append(names, a.name)
+	}
+	return names
 }
 
 // WriteText writes family (one of TextFamilies) as text exposition; nothing when it has no series.
@@ -190,24 +275,43 @@ func (p *Pods) WriteText(w *bufio.Writer, family string) error {
 	now := p.now()
 	t := &textWriter{w: w}
 	if family != "karpenter_pods_state" {
-		has := unbound
-		if family == "karpenter_pods_unstarted_time_seconds" {
-			has = unstarted
-		}
-		entries = slices.DeleteFunc(entries, func(e *PodEntry) bool { return !has(e) })
-		if len(entries) == 0 {
+		i := slices.IndexFunc(podAges, func(a podAge) bool { return a.name == family })
+		if i < 0 {
 			return nil
 		}
-		slices.SortFunc(entries, func(a, b *PodEntry) int {
-			return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+		a := podAges[i]
+		times := p.Times.snapshot()
+		type aged struct {
+			e *PodEntry
+			v float64
+		}
+		var series []aged
+		for _, e := range entries {
+			if v, ok := a.age(e, timesOf(times, e), now); ok {
+				series = append(series, aged{e, v})
+			}
+		}
+		if len(series) == 0 {
+			return nil
+		}
+		slices.SortFunc(series, func(x, y aged) int {
+			if a.dynamic && x.e.DynamicResources != y.e.DynamicResources {
+				return cmp.Compare(boolLabel(x.e.DynamicResources), boolLabel(y.e.DynamicResources))
+			}
+			return cmp.Or(strings.Compare(x.e.Name, y.e.Name), strings.Compare(x.e.Namespace, y.e.Namespace))
 		})
 		t.header(family, helpOf(family))
-		for _, e := range entries {
+		for _, s := range series {
 			t.str(family)
-			t.label('{', LabelName, e.Name)
-			t.label(',', LabelNamespace, e.Namespace)
+			sep := byte('{')
+			if a.dynamic {
+				t.label(sep, LabelDynamicResources, boolLabel(s.e.DynamicResources))
+				sep = ','
+			}
+			t.label(sep, LabelName, s.e.Name)
+			t.label(',', LabelNamespace, s.e.Namespace)
 			t.byte('}')
-			t.value(now.Sub(e.Created).Seconds())
+			t.value(s.v)
 		}
 		return t.err
 	}

@@ -76,12 +76,20 @@ func (s slowCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(p.state, prometheus.GaugeValue, 1, e.Name, e.Namespace, e.owner(), e.Node,
 			strconv.FormatBool(e.Node != ""), e.NodePool, e.Zone, e.Arch, e.CapacityType, e.InstanceType, e.Phase,
 			strconv.FormatBool(e.Ready), strconv.FormatBool(e.NodePool != ""))
-		age := now.Sub(e.Created).Seconds()
-		if e.Phase == "Pending" || (e.Phase == "Running" && !e.Ready) {
-			ch <- prometheus.MustNewConstMetric(p.unstarted, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		var times *PodTimes
+		if t, ok := p.Times.Get(types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, e.UID); ok {
+			times = &t
 		}
-		if e.Phase == "Pending" && !e.Bound {
-			ch <- prometheus.MustNewConstMetric(p.unbound, prometheus.GaugeValue, age, e.Name, e.Namespace)
+		for i, a := range podAges {
+			v, ok := a.age(e, times, now)
+			if !ok {
+				continue
+			}
+			labels := []string{e.Name, e.Namespace}
+			if a.dynamic {
+				labels = append(labels, strconv.FormatBool(e.DynamicResources))
+			}
+			ch <- prometheus.MustNewConstMetric(p.ages[i], prometheus.GaugeValue, v, labels...)
 		}
 	}
 }
@@ -144,7 +152,26 @@ func randomPod(r *rand.Rand, i int, created time.Time) *PodEntry {
 	if r.IntN(3) > 0 {
 		e.OwnerAPIVersion, e.OwnerKind, e.OwnerName = "apps/v1", "ReplicaSet", "rs"+randomValue(r)
 	}
+	e.UID, e.DynamicResources = types.UID(fmt.Sprintf("uid-%d", r.IntN(1e6))), r.IntN(4) == 0
 	return e
+}
+
+// setRandomPod records e in pods with scheduling moments of its own or of another UID, or none.
+func setRandomPod(r *rand.Rand, pods *Pods, e *PodEntry, now time.Time) {
+	pods.Set(e)
+	key := types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
+	uid := e.UID
+	switch r.IntN(5) {
+	case 0:
+		pods.Times.Forget(key)
+		return
+	case 1:
+		uid = "another"
+	}
+	pods.Times.Ack(key, uid, now.Add(-time.Duration(r.IntN(600))*time.Second))
+	if r.IntN(3) > 0 {
+		pods.Times.Decide(key, uid, now.Add(-time.Duration(r.IntN(300))*time.Second), r.IntN(3) > 0)
+	}
 }
 
 // TestExpositionMatchesConstMetrics: the series the collectors make gather to the same families, and encode to
@@ -193,7 +220,7 @@ func TestExpositionMatchesConstMetrics(t *testing.T) {
 	var keys []types.NamespacedName
 	for i := range 300 {
 		e := randomPod(r, i, now)
-		pods.Set(e)
+		setRandomPod(r, pods, e, now)
 		keys = append(keys, types.NamespacedName{Namespace: e.Namespace, Name: e.Name})
 	}
 	compare("filled")
@@ -222,11 +249,11 @@ func TestExpositionMatchesConstMetrics(t *testing.T) {
 		case 0:
 			pods.Delete(keys[i])
 		case 1:
-			pods.Set(randomPod(r, 1000+i, now))
+			setRandomPod(r, pods, randomPod(r, 1000+i, now), now)
 		case 2:
 			e := randomPod(r, 0, now)
 			e.Name, e.Namespace = keys[i].Name, keys[i].Namespace
-			pods.Set(e)
+			setRandomPod(r, pods, e, now)
 		}
 	}
 	now = now.Add(time.Minute)

@@ -22,10 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/repair"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -710,8 +712,7 @@ func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, n
 	c.recentMu.Lock()
 	c.deleted[nc.Name] = now
 	c.recentMu.Unlock()
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(r.Reason)), nc.NodePoolName(),
-		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	deps.CountDisrupted(ctx, c.deps, nc, strings.ToLower(string(r.Reason)), consolidationPolicy(st, r, nc))
 	if r.Reason == karpv1.DisruptionReasonUnhealthy && r.Condition != "" {
 		c.deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(repair.ConditionLabel(r.Condition), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
@@ -726,6 +727,19 @@ func (c *Controller) deleteCandidate(ctx context.Context, st *state, r Record, n
 // ShortLived is the lifetime below which a node disruption deletes counts as a wasted launch
 // (dovetail_disruption_short_lived_nodes_total).
 const ShortLived = 2 * time.Minute
+
+// consolidationPolicy is the consolidation_policy label of a candidate the command deletes: its NodePool's
+// consolidationPolicy for a consolidation (Empty, Underutilized), "" for drift.
+func consolidationPolicy(st *state, r Record, nc *karpv1.NodeClaim) string {
+	if r.Reason != karpv1.DisruptionReasonEmpty && r.Reason != karpv1.DisruptionReasonUnderutilized || st == nil || st.View == nil {
+		return ""
+	}
+	np := st.NodePools[nc.NodePoolName()]
+	if np == nil {
+		return ""
+	}
+	return metrics.ConsolidationPolicyLabel(np.Spec.Disruption.ConsolidationPolicy)
+}
 
 // writeWorkers bounds the API writes one step of a command makes at once: a 64-node command written one object
 // at a time took minutes on a busy API server (record, condition, taint and delete for each candidate).

@@ -18,6 +18,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -423,7 +424,7 @@ func TestDeletionNotRepeatedWhileTheCacheLags(t *testing.T) {
 	})
 	ctrl := disruption.NewController(d)
 	disrupted := func() float64 {
-		return testutil.ToFloat64(e.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues("underutilized", "default", karpv1.CapacityTypeOnDemand))
+		return testutil.ToFloat64(e.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues("underutilized", "default", karpv1.CapacityTypeOnDemand, "when_empty_or_underutilized", metrics.TerminationModeGraceful))
 	}
 	for pass := range 2 {
 		if err := ctrl.Reconcile(ctx); err != nil {

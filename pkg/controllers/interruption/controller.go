@@ -122,7 +122,7 @@ func (c *Controller) handle(ctx context.Context, qm cloudprovider.QueueMessage, 
 		logger.Error(err, "dropping a malformed interruption message")
 		return c.delete(ctx, qm)
 	}
-	c.deps.Metrics.InterruptionReceivedMessages.WithLabelValues(msg.Kind.MetricLabel()).Inc()
+	c.deps.Metrics.InterruptionReceivedMessages.WithLabelValues(msg.MetricLabel()).Inc()
 	if !qm.SentAt.IsZero() {
 		c.deps.Metrics.InterruptionMessageQueueDuration.Observe(max(c.deps.Clock.Since(qm.SentAt), 0).Seconds())
 	}
@@ -242,8 +242,7 @@ func (c *Controller) deleteNodeClaim(ctx context.Context, nc *karpv1.NodeClaim, 
 		}
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReason, nc.NodePoolName(),
-		nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	deps.CountDisrupted(ctx, c.deps, nc, metricReason, "")
 	return nil
 }
 

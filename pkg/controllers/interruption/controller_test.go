@@ -134,7 +134,7 @@ func TestSpotInterruptionDefaultDrains(t *testing.T) {
 	if n := strings.Count(strings.Join(events, "\n"), "Warning SpotInterrupted"); n != 2 {
 		t.Errorf("want a SpotInterrupted event on the NodeClaim and on the Node, got %q", events)
 	}
-	if got := testutil.ToFloat64(f.m.NodeClaimsDisrupted.WithLabelValues("spot_interrupted", "default", "spot")); got != 1 {
+	if got := testutil.ToFloat64(f.m.NodeClaimsDisrupted.WithLabelValues("spot_interrupted", "default", "spot", "", metrics.TerminationModeGraceful)); got != 1 {
 		t.Errorf("nodeclaims disrupted = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(f.m.InterruptionReceivedMessages.WithLabelValues("spot_interrupted")); got != 1 {

@@ -187,6 +187,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	c.decisions.ack(pod.UID, c.deps.Clock.Now())
+	c.deps.Metrics.Pods.Times.Ack(client.ObjectKeyFromObject(pod), pod.UID, c.deps.Clock.Now())
 	c.batcher.Trigger()
 	return reconcile.Result{RequeueAfter: pendingRequeue}, nil
 }
@@ -214,6 +215,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	if c.deps.DeviceModels == nil {
 		in.Pods, held = withoutDRARequests(in.Pods)
 	}
+	c.recordEffectiveZones(in)
 	c.deps.Metrics.SchedulerIgnoredPods.Set(float64(len(held)))
 	if len(in.Pods) == 0 && len(virtual) == 0 && len(held) == 0 {
 		c.placement = placement{}
@@ -251,6 +253,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 	for _, d := range c.decisions.decide(in.Pods, passStart, c.deps.Clock.Now()) {
 		c.deps.Metrics.PodsSchedulingDecisionDuration.Observe(d.Seconds())
 	}
+	c.recordDecisions(in.Pods, held, plan)
 	logger.V(1).Info("computed plan", "pods", len(in.Pods), "pinned", len(in.Pinned), "new-nodeclaims", len(plan.NewNodeClaims),
 		"in-flight", len(plan.Existing), "unschedulable", len(plan.Unschedulable),
 		"buffer-pods", len(virtual), "buffer-new-nodeclaims", len(buffers.NewNodeClaims), "buffer-unplaced", len(buffers.Unschedulable))
@@ -266,6 +269,20 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		c.deps.Buffers.SetRoom(nil)
 	}
 	return c.apply(ctx, logger, in, plan, buffers, held, undecided)
+}
+
+// recordDecisions records, for the provisioning pod metrics, the pass's decision on each pending pod: a place for
+// the pods the plan does not call unschedulable, none for the others and for the pods left out (held).
+func (c *Controller) recordDecisions(pods, held []*corev1.Pod, plan solver.Plan) {
+	now := c.deps.Clock.Now()
+	times := c.deps.Metrics.Pods.Times
+	for _, p := range pods {
+		_, unschedulable := plan.Unschedulable[solver.PodKey(p)]
+		times.Decide(client.ObjectKeyFromObject(p), p.UID, now, !unschedulable)
+	}
+	for _, p := range held {
+		times.Decide(client.ObjectKeyFromObject(p), p.UID, now, false)
+	}
 }
 
 // apply creates the NodeClaims of both plans and tells the real pods where they go. buffers is the plan of the

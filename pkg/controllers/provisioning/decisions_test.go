@@ -80,3 +80,37 @@ func histogramCount(t *testing.T, c *Controller) uint64 {
 	}
 	return m.GetHistogram().GetSampleCount()
 }
+
+// TestSchedulingMomentsRecorded: the trigger records when it first saw each pending pod and a pass when it decided
+// on each, with a schedulable time only for the pods it found a place for (karpenter_pods_provisioning_*).
+func TestSchedulingMomentsRecorded(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := test.Pod("fits").Requests("1", "1Gi").Unschedulable().Obj()
+	huge := test.Pod("huge").Requests("100000", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), fits, huge).Build()
+	c, _ := newTestController(api)
+	for _, p := range []*corev1.Pod{fits, huge} {
+		if _, err := c.reconcilePod(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := c.deps.Metrics.Pods.Times.Get(client.ObjectKeyFromObject(p), p.UID); !ok || got.Acked.IsZero() || !got.Decided.IsZero() {
+			t.Errorf("%s after the trigger: %+v (recorded %v), want acked and undecided", p.Name, got, ok)
+		}
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod         *corev1.Pod
+		schedulable bool
+	}{{fits, true}, {huge, false}} {
+		got, ok := c.deps.Metrics.Pods.Times.Get(client.ObjectKeyFromObject(tc.pod), tc.pod.UID)
+		if !ok || got.Decided.IsZero() || got.Schedulable.IsZero() != !tc.schedulable {
+			t.Errorf("%s after a pass: %+v (recorded %v), want decided, schedulable %v", tc.pod.Name, got, ok, tc.schedulable)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail/dovetail/pkg/metrics"
 )
 
 // IsProvisionable reports whether Dovetail should find capacity for the pod: not bound, not terminal, not
@@ -61,19 +63,7 @@ const ReasonDRARequests = "the pod has dynamic resource allocation claims (spec.
 
 // hasDRARequests reports whether p asks for dynamic resource allocation: pod resource claims, or a container
 // (init containers included) naming claims.
-func hasDRARequests(p *corev1.Pod) bool {
-	if len(p.Spec.ResourceClaims) > 0 {
-		return true
-	}
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range cs {
-			if len(cs[i].Resources.Claims) > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
+func hasDRARequests(p *corev1.Pod) bool { return metrics.AsksForDynamicResources(p) }
 
 // withoutDRARequests returns pods without those asking for dynamic resource allocation, and those.
 func withoutDRARequests(pods []*corev1.Pod) (rest, held []*corev1.Pod) {

@@ -162,10 +162,7 @@ func (c *Controller) replace(ctx context.Context, nc *karpv1.NodeClaim, d interr
 		}
 		return fmt.Errorf("deleting nodeclaim %s of unhealthy instance %s: %w", nc.Name, d.InstanceID, err)
 	}
-	if c.deps.Metrics != nil {
-		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(d.DisruptionReason(), nc.NodePoolName(),
-			nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
-	}
+	deps.CountDisrupted(ctx, c.deps, nc, d.DisruptionReason(), "")
 	c.event(ctx, nc, msg)
 	cats := make([]string, 0, len(d.Categories))
 	for _, cat := range d.Categories {

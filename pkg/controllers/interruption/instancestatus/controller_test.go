@@ -146,7 +146,7 @@ func TestImpairedInstanceIsReplacedAfterThreshold(t *testing.T) {
 	if got := testutil.ToFloat64(f.c.unhealthy.WithLabelValues("SystemStatus")); got != 0 {
 		t.Errorf("unhealthy{SystemStatus} = %v, want 0 (the foreign instance is not this cluster's)", got)
 	}
-	if got := testutil.ToFloat64(f.m.NodeClaimsDisrupted.WithLabelValues("instance_status", "default", karpv1.CapacityTypeOnDemand)); got != 1 {
+	if got := testutil.ToFloat64(f.m.NodeClaimsDisrupted.WithLabelValues("instance_status", "default", karpv1.CapacityTypeOnDemand, "", metrics.TerminationModeGraceful)); got != 1 {
 		t.Errorf("nodeclaims_disrupted{instance_status} = %v, want 1", got)
 	}
 	if ev := f.events(); len(ev) != 0 {

@@ -241,7 +241,7 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nc *karpv1.N
 	c.deps.Recorder.Event(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, msg)
 	if m := c.deps.Metrics; m != nil {
 		pool, ct := nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]
-		m.NodeClaimsDisrupted.WithLabelValues(MetricReasonUnhealthy, pool, ct).Inc()
+		deps.CountDisrupted(ctx, c.deps, nc, MetricReasonUnhealthy, "")
 		m.NodeClaimsUnhealthyDisrupted.WithLabelValues(SnakeCase(string(d.Health.Condition.Type)), pool, ct, nc.Status.ImageID).Inc()
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/node/health"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -104,7 +105,7 @@ func TestRepairsPastToleration(t *testing.T) {
 	if got, want := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey], now.UTC().Format(time.RFC3339); got != want {
 		t.Errorf("termination timestamp %q, want %q (now)", got, want)
 	}
-	if got := testutil.ToFloat64(env.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues("unhealthy", "default", "on-demand")); got != 1 {
+	if got := testutil.ToFloat64(env.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues("unhealthy", "default", "on-demand", "", metrics.TerminationModeGraceful)); got != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=unhealthy} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(env.Deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues("fake_hardware_ready", "default", "on-demand", "ami-1")); got != 1 {

@@ -291,7 +291,7 @@ func (c *Controller) expire(ctx context.Context, nc *karpv1.NodeClaim, exp expir
 		"Deleting NodeClaim: it is %s old, past its expireAfter of %s", age, exp.After)
 	log.FromContext(ctx).Info("deleted expired nodeclaim", "nodeclaim", nc.Name, "node", nc.Status.NodeName,
 		"nodepool", nc.NodePoolName(), "age", age.String(), "expireAfter", exp.After.String())
-	c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(metricReasonExpired, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	deps.CountDisrupted(ctx, c.deps, nc, metricReasonExpired, "")
 	return nil
 }
 

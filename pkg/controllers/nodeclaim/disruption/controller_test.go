@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -267,7 +268,7 @@ func TestExpiration(t *testing.T) {
 	h.reconcileUntil("aging-a", requeueIs(created.Add(time.Hour).Sub(clk.Now()), notDeleted))
 	clk.SetTime(created.Add(time.Hour - time.Second))
 	h.reconcileUntil("aging-a", requeueIs(time.Second, notDeleted))
-	if got := counter(t, h.env.Deps.Metrics.NodeClaimsDisrupted, "expired", "aging", karpv1.CapacityTypeSpot); got != 0 {
+	if got := counter(t, h.env.Deps.Metrics.NodeClaimsDisrupted, "expired", "aging", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful); got != 0 {
 		t.Fatalf("disrupted counter before expiry = %v", got)
 	}
 
@@ -282,7 +283,7 @@ func TestExpiration(t *testing.T) {
 	if got := events(h); !cmp.Equal([]string{want}, got) {
 		t.Errorf("events = %q, want [%q]", got, want)
 	}
-	if got := counter(t, h.env.Deps.Metrics.NodeClaimsDisrupted, "expired", "aging", karpv1.CapacityTypeSpot); got != 1 {
+	if got := counter(t, h.env.Deps.Metrics.NodeClaimsDisrupted, "expired", "aging", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful); got != 1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=expired,nodepool=aging,capacity_type=spot} = %v, want 1", got)
 	}
 

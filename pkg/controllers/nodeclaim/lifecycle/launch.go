@@ -65,7 +65,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		if err := c.deleteNodeClaim(ctx, nc); err != nil {
 			return reconcile.Result{}, true, err
 		}
-		c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonInsufficientCapacity, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+		deps.CountDisrupted(ctx, c.deps, nc, karpv1.MetricReasonInsufficientCapacity, "")
 		return reconcile.Result{}, true, nil
 	case cloudprovider.IsThrottled(err):
 		// Not a launch failure: the SDK retried with backoff, and the reconcile is retried later (RetryTransient).

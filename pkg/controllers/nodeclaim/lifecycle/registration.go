@@ -52,7 +52,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 			if err := c.deleteNodeClaim(ctx, nc); err != nil {
 				return reconcile.Result{}, true, err
 			}
-			c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(karpv1.MetricReasonRegistrationTimeout, nc.NodePoolName(), nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+			deps.CountDisrupted(ctx, c.deps, nc, karpv1.MetricReasonRegistrationTimeout, "")
 			return reconcile.Result{}, true, nil
 		}
 		waitingForNode(nc)

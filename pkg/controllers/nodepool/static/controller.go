@@ -127,7 +127,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			reason = string(d.Reason)
 		}
 		if d.Reason != "" {
-			c.deps.Metrics.NodeClaimsDisrupted.WithLabelValues(strings.ToLower(string(karpv1.DisruptionReasonDrifted)), np.Name, nc.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+			deps.CountDisrupted(ctx, c.deps, nc, strings.ToLower(string(karpv1.DisruptionReasonDrifted)), "")
 		}
 		logger.Info("deleted nodeclaim of static nodepool", "nodeclaim", d.Name, "reason", reason, "replicas", in.Replicas)
 		c.deps.Recorder.Eventf(np, corev1.EventTypeNormal, EventScaledDown, "Deleted nodeclaim %s (%s), replicas %d", d.Name, reason, in.Replicas)

@@ -2,6 +2,7 @@ package podmetrics
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -63,6 +64,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	c.deps.Metrics.Pods.Set(entry(pod, node))
 	c.recordBound(pod)
+	c.recordProvisioningStartup(pod)
 	started, ok := StartedAt(pod)
 	if !ok || pod.Spec.NodeName == "" || node.Name == "" {
 		return reconcile.Result{}, nil
@@ -95,13 +97,40 @@ func (c *Controller) recordBound(pod *corev1.Pod) {
 		return
 	}
 	delete(c.unbound, key)
-	c.deps.Metrics.PodsBoundDuration.Observe(cond.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+	dynamic := strconv.FormatBool(metrics.AsksForDynamicResources(pod))
+	c.deps.Metrics.PodsBoundDuration.WithLabelValues(dynamic).Observe(cond.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+	if t, ok := c.deps.Metrics.Pods.Times.Get(key, pod.UID); ok && !t.Schedulable.IsZero() {
+		c.deps.Metrics.PodsProvisioningBoundDuration.WithLabelValues(dynamic).Observe(
+			max(cond.LastTransitionTime.Sub(t.Schedulable), 0).Seconds())
+	}
+}
+
+// recordProvisioningStartup observes karpenter_pods_provisioning_startup_duration_seconds when a pod a provisioning
+// pass found a place for becomes Ready, from that pass to the Ready condition's transition, and forgets the pod's
+// scheduling moments then, or when it ends without becoming Ready.
+func (c *Controller) recordProvisioningStartup(pod *corev1.Pod) {
+	key := client.ObjectKeyFromObject(pod)
+	times := c.deps.Metrics.Pods.Times
+	t, ok := times.Get(key, pod.UID)
+	if !ok {
+		return
+	}
+	ready := podCondition(pod, corev1.PodReady)
+	switch {
+	case ready != nil && ready.Status == corev1.ConditionTrue:
+		if !t.Schedulable.IsZero() {
+			c.deps.Metrics.PodsProvisioningStartupDuration.Observe(max(ready.LastTransitionTime.Sub(t.Schedulable), 0).Seconds())
+		}
+		times.Forget(key)
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		times.Forget(key)
+	}
 }
 
 // entry is the pod's karpenter_pods_state entry; node is the Node it is bound to (empty when none).
 func entry(pod *corev1.Pod, node *corev1.Node) *metrics.PodEntry {
 	e := &metrics.PodEntry{Name: pod.Name, Namespace: pod.Namespace, Node: pod.Spec.NodeName, Phase: string(pod.Status.Phase),
-		Created: pod.CreationTimestamp.Time}
+		Created: pod.CreationTimestamp.Time, UID: pod.UID, DynamicResources: metrics.AsksForDynamicResources(pod)}
 	if len(pod.OwnerReferences) > 0 {
 		o := &pod.OwnerReferences[0]
 		e.OwnerAPIVersion, e.OwnerKind, e.OwnerName = o.APIVersion, o.Kind, o.Name

@@ -119,6 +119,7 @@ func TestPodStateAndBindTime(t *testing.T) {
 	}
 	pod := test.Pod("web").Phase(corev1.PodPending).Obj()
 	pod.CreationTimestamp = metav1.NewTime(created)
+	pod.UID = "uid-web"
 	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		test.Node("ip-1", "fake:///a/i-1").Label(karpv1.NodePoolLabelKey, "web").Obj(), pod).Build()
 	m := metrics.NewForTest()
@@ -127,6 +128,9 @@ func TestPodStateAndBindTime(t *testing.T) {
 	if _, err := c.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+	// The provisioner saw the pod 2 s after its creation and a pass found it a place 5 s after.
+	m.Pods.Times.Ack(req.NamespacedName, pod.UID, created.Add(2*time.Second))
+	m.Pods.Times.Decide(req.NamespacedName, pod.UID, created.Add(5*time.Second), true)
 	bound := pod.DeepCopy()
 	if err := kube.Get(ctx, req.NamespacedName, bound); err != nil {
 		t.Fatal(err)
@@ -148,12 +152,38 @@ func TestPodStateAndBindTime(t *testing.T) {
 	if got := testutil.CollectAndCount(m.Pods, "karpenter_pods_state"); got != 1 {
 		t.Errorf("karpenter_pods_state series = %d, want 1", got)
 	}
-	h := &dto.Metric{}
-	if err := m.PodsBoundDuration.Write(h); err != nil {
+	for _, h := range []struct {
+		name      string
+		histogram prometheus.Metric
+		sum       float64
+	}{
+		{"karpenter_pods_bound_duration_seconds", m.PodsBoundDuration.WithLabelValues("false").(prometheus.Metric), 12},
+		{"karpenter_pods_provisioning_bound_duration_seconds", m.PodsProvisioningBoundDuration.WithLabelValues("false").(prometheus.Metric), 7},
+	} {
+		if count, sum := histogram(t, h.histogram); count != 1 || sum != h.sum {
+			t.Errorf("%s: count %d sum %v, want 1 and %v", h.name, count, sum, h.sum)
+		}
+	}
+	if count, _ := histogram(t, m.PodsProvisioningStartupDuration); count != 0 {
+		t.Errorf("provisioning startup observed %d times before the pod is ready, want 0", count)
+	}
+	// Ready 20 s after its creation: 15 s after the pass, observed once; the pod's moments are forgotten.
+	bound.Status.Phase = corev1.PodRunning
+	bound.Status.Conditions = append(bound.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(created.Add(20 * time.Second))})
+	if err := kube.Status().Update(ctx, bound); err != nil {
 		t.Fatal(err)
 	}
-	if h.GetHistogram().GetSampleCount() != 1 || h.GetHistogram().GetSampleSum() != 12 {
-		t.Errorf("bound duration count %d sum %v, want 1 and 12", h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum())
+	for range 2 {
+		if _, err := c.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if count, sum := histogram(t, m.PodsProvisioningStartupDuration); count != 1 || sum != 15 {
+		t.Errorf("karpenter_pods_provisioning_startup_duration_seconds: count %d sum %v, want 1 and 15", count, sum)
+	}
+	if _, ok := m.Pods.Times.Get(req.NamespacedName, pod.UID); ok {
+		t.Error("the ready pod's scheduling moments are kept")
 	}
 	if err := kube.Delete(ctx, bound); err != nil {
 		t.Fatal(err)
@@ -164,4 +194,14 @@ func TestPodStateAndBindTime(t *testing.T) {
 	if got := m.Pods.Len(); got != 0 {
 		t.Errorf("%d pod entries after the deletion, want 0", got)
 	}
+}
+
+// histogram returns a histogram's sample count and sum.
+func histogram(t *testing.T, h prometheus.Metric) (uint64, float64) {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := h.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
