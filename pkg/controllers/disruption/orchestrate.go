@@ -26,8 +26,8 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	core "github.com/dovetail/dovetail/pkg/disruption"
-	"github.com/dovetail/dovetail/pkg/repair"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/repair"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
