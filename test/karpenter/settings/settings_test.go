@@ -283,7 +283,7 @@ func TestValidation(t *testing.T) {
 		{name: "removed gate", env: map[string]string{"FEATURE_GATES": "Drift=true"}},
 		{name: "cpu requests 0", env: map[string]string{"CPU_REQUESTS": "0"}},
 		{name: "memory limit -1", env: map[string]string{"MEMORY_LIMIT": "-1"}},
-		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}, dovetailDiffers: "zonal shift is not implemented"},
+		{name: "zonal shift", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}},
 		{name: "eks control plane", env: map[string]string{"EKS_CONTROL_PLANE": "true"}},
 		{name: "DRA requests", env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}},
 		{name: "DRA gates", env: map[string]string{"IGNORE_DRA_REQUESTS": "false", "AWS_FEATURE_GATES": "DRANVIDIAGPU=true,DRAEFA=true"}},
