@@ -102,6 +102,10 @@ var transientMetrics = map[string]bool{
 	"karpenter_scheduler_unfinished_work_seconds":            true,
 	// From the trigger's first sight of a pending pod to the pass that decides on it: about a second.
 	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": true,
+	// While a pod waits for its node or to start: seconds for the scenario's pods, which a scrape every 5 seconds
+	// may miss on a fast or a loaded machine alike (seen missing in a clean-clone run, 2026-11-29).
+	"karpenter_pods_provisioning_unbound_time_seconds":   true,
+	"karpenter_pods_provisioning_unstarted_time_seconds": true,
 	// Counted when a consolidation move is decided; the scenario's scale-in may end in an emptiness deletion the last
 	// scrape misses.
 	"karpenter_consolidation_moves_total": true,
