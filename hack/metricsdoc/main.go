@@ -67,8 +67,7 @@ not a bill: no savings plans, reserved-instance discounts, EBS volumes or data t
 - While a NodeClaim waits for its Node, Dovetail sets ` + "`Registered`" + ` and ` + "`Initialized`" + ` to ` + "`False`" + ` with a reason naming
   what is missing, where Karpenter leaves them ` + "`Unknown`" + `; the condition metrics therefore split the wait. Dovetail
   keeps the three ` + "`dovetail_nodeclaims_*_duration_seconds`" + ` histograms, which measure each phase from creation.
-- Karpenter metrics not exported yet: ` + "`karpenter_nodepools_cost_tracker_errors_total`" + ` (Dovetail prices a NodeClaim at every
-  count and leaves out one it cannot price, so it has no tracker error to count); ` + "`controller_runtime_reconcile_timeouts_total`" + `
+- Karpenter metric not exported yet: ` + "`controller_runtime_reconcile_timeouts_total`" + `
   (controller-runtime v0.23 registers it; Dovetail is built with v0.22, and neither Karpenter nor Dovetail sets a
   reconcile timeout, so Karpenter's series stay 0).
 - ` + "`karpenter_scheduler_pending_pods_by_effective_zone_count`" + ` narrows a pod's zones by its node selector, first required

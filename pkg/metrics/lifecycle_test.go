@@ -106,3 +106,44 @@ func TestSetNodePoolCost(t *testing.T) {
 		t.Errorf("karpenter_nodepools_cost_total{nodepool=default} = %v, want %v", got, want)
 	}
 }
+
+// TestCostTrackerErrors: a launched NodeClaim whose offering is not priced is counted once while it stays unpriced,
+// again after it was priced in between; NodeClaims not launched yet, and NodePools with no instance types recorded
+// (the first counts after a start), count nothing.
+func TestCostTrackerErrors(t *testing.T) {
+	m := NewForTest()
+	claim := func(name, instanceType string) karpv1.NodeClaim {
+		return karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: instanceType,
+			karpv1.CapacityTypeLabelKey: "spot", corev1.LabelTopologyZone: "us-west-2a"}}}
+	}
+	notLaunched := karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
+	m5 := []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: []cloudprovider.Offering{{CapacityType: "spot", Zone: "us-west-2a", Price: 0.04}}}}
+	steps := []struct {
+		name   string
+		record []*cloudprovider.InstanceType
+		claims []karpv1.NodeClaim
+		want   float64
+		forget bool
+	}{
+		{name: "no instance types recorded yet", claims: []karpv1.NodeClaim{claim("a", "c7i.large")}, want: 0},
+		{name: "one unpriced", record: m5, claims: []karpv1.NodeClaim{claim("a", "c7i.large"), claim("b", "m5.large"), notLaunched}, want: 1},
+		{name: "still unpriced: not counted again", claims: []karpv1.NodeClaim{claim("a", "c7i.large"), claim("b", "m5.large")}, want: 1},
+		{name: "a second one", claims: []karpv1.NodeClaim{claim("a", "c7i.large"), claim("c", "r5.large")}, want: 2},
+		{name: "priced now", record: append(m5, &cloudprovider.InstanceType{Name: "c7i.large", Offerings: []cloudprovider.Offering{{CapacityType: "spot", Zone: "us-west-2a", Price: 0.05}}}),
+			claims: []karpv1.NodeClaim{claim("a", "c7i.large")}, want: 2},
+		{name: "unpriced again", record: m5, claims: []karpv1.NodeClaim{claim("a", "c7i.large")}, want: 3},
+		{name: "forgotten NodePool", forget: true, claims: []karpv1.NodeClaim{claim("a", "c7i.large")}, want: 4},
+	}
+	for _, s := range steps {
+		if s.record != nil {
+			m.InstanceTypeOfferingPrice.Record("default", s.record)
+		}
+		if s.forget {
+			m.ForgetNodePoolCost("default")
+		}
+		m.SetNodePoolCost("default", s.claims)
+		if got := testutil.ToFloat64(m.CostTrackerErrors.Errors("default")); got != s.want {
+			t.Errorf("%s: karpenter_nodepools_cost_tracker_errors_total{nodepool=default} = %v, want %v", s.name, got, s.want)
+		}
+	}
+}

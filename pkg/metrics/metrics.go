@@ -115,6 +115,8 @@ type Metrics struct {
 	NodePoolLimit               *prometheus.GaugeVec
 	// NodePoolCost is the hourly price of a NodePool's NodeClaims; set it with SetNodePoolCost.
 	NodePoolCost *prometheus.GaugeVec
+	// CostTrackerErrors counts the launched NodeClaims SetNodePoolCost could not price.
+	CostTrackerErrors *CostTracker
 	// Nodes holds the per-node series (karpenter_nodes_allocatable, _total_*, _system_overhead,
 	// _current_lifetime_seconds) and karpenter_cluster_utilization_percent, set by the node metrics controller.
 	Nodes *Nodes
@@ -535,6 +537,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit}),
 	}
 	m.InstanceStatusUnhealthy = newInstanceStatusUnhealthy()
+	m.CostTrackerErrors = newCostTracker()
 	newAWSSDKMetrics(m)
 	newClientGoMetrics(m)
 	newInstanceFailureMetrics(m)

@@ -40,6 +40,14 @@ func (o *OfferingPrices) Record(nodePool string, its []*cloudprovider.InstanceTy
 	o.last[nodePool] = its
 }
 
+// Known reports whether instance types were recorded for the NodePool since the start.
+func (o *OfferingPrices) Known(nodePool string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.last[nodePool]
+	return ok
+}
+
 // Price is the hourly price of an offering among the instance types last returned for the NodePool (false when
 // none of them has it).
 func (o *OfferingPrices) Price(nodePool, instanceType, capacityType, zone string) (float64, bool) {

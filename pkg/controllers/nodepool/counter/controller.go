@@ -172,7 +172,7 @@ func (c *Controller) export(np *karpv1.NodePool, usage corev1.ResourceList, clai
 func (c *Controller) forget(pool string) {
 	c.deps.Metrics.NodePoolUsage.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
 	c.deps.Metrics.NodePoolLimit.DeletePartialMatch(prometheus.Labels{metrics.LabelNodePool: pool})
-	c.deps.Metrics.NodePoolCost.DeleteLabelValues(pool)
+	c.deps.Metrics.ForgetNodePoolCost(pool)
 }
 
 // Reconcile runs reconcileOnce. A write rejected for a stale copy (optimistic-lock conflict) is retried shortly
