@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
-	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/controllers/internal/disruptionview"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
 )
@@ -61,11 +61,11 @@ type Result struct {
 func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 	ctx = metrics.WithController(ctx, Name)
 	var res Result
-	v, err := disruption.Observe(ctx, c.deps.Client, c.deps.Clock.Now())
+	v, err := disruptionview.Observe(ctx, c.deps.Client, c.deps.Clock.Now())
 	if err != nil {
 		return res, fmt.Errorf("observing the cluster: %w", err)
 	}
-	snap, err := disruption.BuildSnapshot(ctx, c.deps, v)
+	snap, err := disruptionview.BuildSnapshot(ctx, c.deps, v)
 	if err != nil {
 		return res, fmt.Errorf("building the disruption snapshot: %w", err)
 	}
