@@ -138,6 +138,13 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
 		return in, err
 	}
+	// New nodes attach as many volumes as the CSINodes of the cluster's nodes of their type report.
+	learned, copies := learnedVolumeLimits(in.Nodes), map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
+	for i := range in.NodePools {
+		o := &in.NodePools[i]
+		o.InstanceTypes = withLearnedVolumeLimits(o.InstanceTypes, learned, copies)
+		typesByPool[o.NodePool.Name] = o.InstanceTypes
+	}
 	written := writtenByRegistration(in.Nodes)
 	if len(written) > 0 {
 		unlabeled := 0
