@@ -135,3 +135,46 @@ func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterInputReadsVolumesOfBoundPods: the claims and volumes of the pods bound to a node with attach limits
+// are in the input, so the volumes they hold count against the node's limit; a node without limits needs none.
+func TestClusterInputReadsVolumesOfBoundPods(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{test.NodePool("default").Obj(), test.Pod("pending").Requests("1", "1Gi").Unschedulable().Obj(),
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](10)}}}}},
+	}
+	for _, node := range []string{"limited", "unlimited"} {
+		claim, volume := "data-"+node, "pv-"+node
+		pod := test.Pod("db-"+node).Requests("1", "1Gi").NodeName(node).Phase(corev1.PodRunning).Obj()
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		objs = append(objs, pod, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: claim}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}},
+			&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volume}, Spec: corev1.PersistentVolumeSpec{
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: volume}}}})
+	}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c, _ := newTestController(api)
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims, volumes []string
+	for _, pvc := range in.PersistentVolumeClaims {
+		claims = append(claims, pvc.Name)
+	}
+	for _, pv := range in.PersistentVolumes {
+		volumes = append(volumes, pv.Name)
+	}
+	if d := cmp.Diff([]string{"data-limited"}, claims); d != "" {
+		t.Errorf("claims in the input (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"pv-limited"}, volumes); d != "" {
+		t.Errorf("volumes in the input (-want +got):\n%s", d)
+	}
+}

@@ -185,6 +185,8 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	// The volumes of the pods bound to a node with attach limits count against them: their claims are read too.
+	volumePods = append(slices.Clip(volumePods), boundWithClaims(in.Nodes)...)
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +74,23 @@ func withLearnedVolumeLimits(its []*cloudprovider.InstanceType, learned map[stri
 	}
 	if out == nil {
 		return its
+	}
+	return out
+}
+
+// boundWithClaims returns the pods bound to the nodes whose CSINodes report attach limits that use persistent
+// volume claims: the volumes they hold leave the node less room for new ones.
+func boundWithClaims(nodes []solver.ExistingNode) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, n := range nodes {
+		if len(n.VolumeLimits) == 0 {
+			continue
+		}
+		for _, p := range n.Pods {
+			if slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil }) {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
