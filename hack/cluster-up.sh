@@ -116,11 +116,14 @@ launch kube-controller-manager "$bin/kube-controller-manager" \
   --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
   --use-service-account-credentials=false --kube-api-qps 200 --kube-api-burst 400 --controllers '*,-ttl-controller' \
   --node-monitor-grace-period 200s
+# DOVETAIL_KUBE_SCHEDULER_CONFIG, when set, is more of the KubeSchedulerConfiguration (for example profiles with
+# podTopologySpread default constraints, as a cluster given Dovetail's SCHEDULER_CONFIG would run).
 cat > "$CLUSTER_DIR/scheduler.yaml" <<SC
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: "$KUBECONFIG_PATH", qps: 500, burst: 1000}
 leaderElection: {leaderElect: false}
+${DOVETAIL_KUBE_SCHEDULER_CONFIG:-}
 SC
 launch kube-scheduler "$bin/kube-scheduler" --config "$CLUSTER_DIR/scheduler.yaml" \
   --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \
