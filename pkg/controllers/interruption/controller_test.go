@@ -222,7 +222,8 @@ func TestForeignMessagesAreLeftAndCountedOnce(t *testing.T) {
 }
 
 func TestScheduledChangeDrainsBeforeStart(t *testing.T) {
-	f := newFixture(t, test.NodePool("default").Obj(), spotNodeClaim("a", "default", "i-a"),
+	f := newFixture(t, test.NodePool("default").Annotation(interruption.ScheduledChangeAnnotation, "DrainBeforeStart").Obj(),
+		spotNodeClaim("a", "default", "i-a"),
 		test.NodeClaim("b", "default").ProviderID("aws:///us-west-2a/i-b").TerminationGracePeriod(5*time.Minute).
 			Finalizer(karpv1.TerminationFinalizer).Obj())
 	start := f.clock.Now().Add(time.Hour)
@@ -271,11 +272,16 @@ func TestScheduledChangePolicies(t *testing.T) {
 	f := newFixture(t,
 		test.NodePool("drain").Annotation(interruption.ScheduledChangeAnnotation, "Drain").Obj(),
 		test.NodePool("ignore").Annotation(interruption.ScheduledChangeAnnotation, "Ignore").Obj(),
-		spotNodeClaim("a", "drain", "i-a"), spotNodeClaim("b", "ignore", "i-b"))
+		test.NodePool("default").Obj(),
+		spotNodeClaim("a", "drain", "i-a"), spotNodeClaim("b", "ignore", "i-b"), spotNodeClaim("c", "default", "i-c"))
 	start := f.clock.Now().Add(time.Hour)
-	f.handle(t, msg("m1", test.HealthScheduledChangeEvent("i-a", start)), msg("m2", test.HealthScheduledChangeEvent("i-b", start)))
+	f.handle(t, msg("m1", test.HealthScheduledChangeEvent("i-a", start)), msg("m2", test.HealthScheduledChangeEvent("i-b", start)),
+		msg("m3", test.HealthScheduledChangeEvent("i-c", start)))
 	if f.nodeClaim(t, "a").DeletionTimestamp == nil {
 		t.Errorf("nodeclaim a (Drain) not deleted at once")
+	}
+	if c := f.nodeClaim(t, "c"); c.DeletionTimestamp == nil || c.Annotations[interruption.DeleteAtAnnotation] != "" {
+		t.Errorf("nodeclaim c (no annotation: Drain, as Karpenter) not deleted at once: %v", c.Annotations)
 	}
 	b := f.nodeClaim(t, "b")
 	if b.DeletionTimestamp != nil || b.Annotations[interruption.DeleteAtAnnotation] != "" {
