@@ -192,9 +192,9 @@ func newSQSCommand(c *client) *cobra.Command {
 	var req awssim.EventRequest
 	var start, terminateAfter string
 	send := &cobra.Command{
-		Use:       "send KIND",
-		Short:     "Send spot-interruption, rebalance, health, state-change or capacity-reservation-interruption for --instance",
-		Args:      cobra.ExactArgs(1),
+		Use:   "send KIND",
+		Short: "Send spot-interruption, rebalance, health, state-change or capacity-reservation-interruption for --instance",
+		Args:  cobra.ExactArgs(1),
 		ValidArgs: []string{awssim.EventSpotInterruption, awssim.EventRebalance, awssim.EventHealth, awssim.EventStateChange,
 			awssim.EventCapacityReservationInterruption},
 		RunE: func(cmd *cobra.Command, args []string) error {
