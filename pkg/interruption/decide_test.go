@@ -151,3 +151,18 @@ func TestMessageMetricLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideMarksOnlyAnInterruptedReservation: only a capacity reservation interruption warning asks to take no
+// more launches into the instance's reservation.
+func TestDecideMarksOnlyAnInterruptedReservation(t *testing.T) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for _, msg := range []Message{
+		{Kind: KindCapacityReservationInterruption}, {Kind: KindSpotInterruption}, {Kind: KindRebalanceRecommendation},
+		{Kind: KindStateChange, State: "stopping"}, {Kind: KindScheduledChange, StartTime: now.Add(time.Hour)},
+	} {
+		got := Decide(msg, DefaultPolicy(), nil, now).MarkReservationUnavailable
+		if want := msg.Kind == KindCapacityReservationInterruption; got != want {
+			t.Errorf("%s: MarkReservationUnavailable = %t, want %t", msg.Kind, got, want)
+		}
+	}
+}
