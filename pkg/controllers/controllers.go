@@ -15,6 +15,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption/instancestatus"
+	nodecapacity "github.com/dovetail/dovetail/pkg/controllers/node/capacity"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
@@ -62,6 +63,8 @@ func New(d deps.Deps) []Named {
 		{hash.Name, hash.NewController(d)},
 		{counter.Name, counter.NewController(d)},
 		{nodemetrics.Name, nodemetrics.NewController(d)},
+		// Memory capacity learned from registered Nodes, per instance type and AMI set (as Karpenter's AWS provider).
+		{nodecapacity.Name, nodecapacity.NewController(d)},
 		{conditionmetrics.Name, conditionmetrics.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},

@@ -279,7 +279,8 @@ func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2N
 			zones = append(zones, s.Zone)
 		}
 	}
-	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: p.kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow})
+	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: p.kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow,
+		AMIs: AMIKey(nc.Status.AMIs)})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,6 +37,7 @@ type Provider struct {
 	unavailable *unavailable.Cache
 	clock       clock.Clock
 	ttl         time.Duration
+	learned     *LearnedMemory
 
 	mu      sync.Mutex
 	fetched time.Time
@@ -50,8 +52,11 @@ func NewProvider(ec2api sdk.EC2API, prices *pricing.Provider, cache *unavailable
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Provider{ec2: ec2api, prices: prices, unavailable: cache, clock: clk, ttl: ttl}
+	return &Provider{ec2: ec2api, prices: prices, unavailable: cache, clock: clk, ttl: ttl, learned: NewLearnedMemory(clk, 0)}
 }
+
+// LearnedMemory is the memory capacity learned from registered nodes; List offers it in place of the estimate.
+func (p *Provider) LearnedMemory() *LearnedMemory { return p.learned }
 
 // Request says for which node class configuration instance types are listed.
 type Request struct {
@@ -62,6 +67,9 @@ type Request struct {
 	// Allow, when set, lists only the instance types it allows (a launch lists those its NodeClaim allows rather
 	// than building every type's offerings).
 	Allow func(name string) bool
+	// AMIs identifies the node class's AMI set (AMIKey): memory learned from nodes launched from it (LearnedMemory)
+	// replaces the VM_MEMORY_OVERHEAD_PERCENT estimate.
+	AMIs string
 }
 
 // List returns the instance types that have at least one offering in the requested zones, sorted by name.
@@ -111,8 +119,13 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 		if len(offerings) == 0 {
 			continue
 		}
+		capacity := shape.Capacity
+		if memory, ok := p.learned.Get(name, req.AMIs); ok {
+			capacity = maps.Clone(shape.Capacity)
+			capacity[corev1.ResourceMemory] = memory
+		}
 		out = append(out, &cloudprovider.InstanceType{
-			Name: name, Labels: shape.Labels, Capacity: shape.Capacity, Overhead: shape.Overhead, Offerings: offerings,
+			Name: name, Labels: shape.Labels, Capacity: capacity, Overhead: shape.Overhead, Offerings: offerings,
 		})
 	}
 	return out, nil
