@@ -138,6 +138,14 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 		return NodeSpec{}, false
 	}
 	i.node.sink, i.node.cluster = sink, cluster
+	i.node.clusterDNS = b.ClusterDNS
+	if s.ipv6() {
+		if problem := ipv6NodeProblem(i, b); problem != "" {
+			i.node.withheld, i.node.joinError = true, problem
+			s.log.Error("the instance cannot join the IPv6 cluster; it runs without a Node", "instance-id", i.ID, "reason", problem)
+			return NodeSpec{}, false
+		}
+	}
 	spec, err := s.buildNodeSpec(i, t, b)
 	if err != nil {
 		i.node.userDataError = err.Error()
