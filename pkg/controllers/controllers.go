@@ -19,6 +19,7 @@ import (
 	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacitytype"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
@@ -89,6 +90,8 @@ func New(d deps.Deps) []Named {
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 		// ARC zonal shifts (ENABLE_ZONAL_SHIFT=true; a no-op otherwise): NodePool events as zones shift and clear.
 		{zonalshift.Name, zonalshift.NewController(d)},
+		// Reserved NodeClaims and Nodes whose capacity reservation ended become on-demand (always on, as in Karpenter).
+		{capacitytype.Name, capacitytype.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise

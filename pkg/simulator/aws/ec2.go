@@ -25,6 +25,7 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"DescribeSubnets":                s.describeSubnets,
 		"DescribeSecurityGroups":         s.describeSecurityGroups,
 		"DescribeCapacityReservations":   s.describeCapacityReservations,
+		"CancelCapacityReservation":      s.cancelCapacityReservation,
 		"CreateLaunchTemplate":           s.createLaunchTemplate,
 		"DescribeLaunchTemplates":        s.describeLaunchTemplates,
 		"DeleteLaunchTemplate":           s.deleteLaunchTemplate,

@@ -227,11 +227,7 @@ func (s *Simulator) expireReservationsLocked(a *account, now time.Time) {
 		cr.State, cr.Available = "expired", 0
 		s.log.Info("capacity reservation expired", "capacity-reservation-id", cr.ID)
 		if !block {
-			for _, i := range a.instances {
-				if i.CapacityReservationID == cr.ID {
-					i.CapacityReservationID = ""
-				}
-			}
+			a.releaseReservationInstancesLocked(cr.ID)
 		}
 	}
 }
