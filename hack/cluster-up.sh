@@ -91,6 +91,8 @@ wait_for "etcd" 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 # DRAPartitionableDevices (alpha in 1.34): the API server keeps, and the kube-scheduler's DRA plugin honours, the
 # shared counters of partitionable devices (a GPU and its MIG partitions, docs/simulator.md).
 feature_gates=NominatedNodeNameForExpectation=true,ClearingNominatedNodeNameAfterBinding=true,DRAPartitionableDevices=true
+# Dual-stack services: Services are IPv4 unless they ask for IPv6, as the IPv6 cluster scenario's kube-dns
+# Service does (test/e2e/ipv6).
 log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 launch kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
@@ -98,7 +100,7 @@ launch kube-apiserver "$bin/kube-apiserver" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-  --service-cluster-ip-range 10.96.0.0/16 --authorization-mode RBAC --endpoint-reconciler-type none \
+  --service-cluster-ip-range 10.96.0.0/16,fd00:10:96::/108 --authorization-mode RBAC --endpoint-reconciler-type none \
   --allow-privileged=true --enable-priority-and-fairness=false --max-requests-inflight 2000 \
   --max-mutating-requests-inflight 1000 --cert-dir "$pki" --profiling=false --feature-gates "$feature_gates"
 wait_for "kube-apiserver" 60 curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz"

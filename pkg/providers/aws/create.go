@@ -368,6 +368,7 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 		}
 		spec := launchtemplate.Spec{
 			NodeClass: nc, ImageID: g.image, UserData: userData, SecurityGroupIDs: sgs, InstanceProfile: nc.InstanceProfileName(),
+			IPv6: info.IPv6(),
 		}
 		if capacityType == cloudprovider.CapacityTypeReserved && len(choices) > 0 {
 			spec.CapacityReservationID = choices[0].ReservationID

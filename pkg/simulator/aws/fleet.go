@@ -371,6 +371,9 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		LaunchTemplateID:   c.lt.ID,
 		LaunchTemplateName: c.lt.Name,
 	}
+	if c.subnet.IPv6CIDR.IsValid() && c.lt.wantsIPv6() {
+		inst.IPv6Address = c.subnet.allocateIPv6()
+	}
 	if c.crID != "" {
 		inst.CapacityReservationID = c.crID
 		a.reservationByID(c.crID).Available--

@@ -40,6 +40,8 @@ type Spec struct {
 	// Capacity Block (launched with the capacity-block market type).
 	CapacityReservationID string
 	CapacityBlock         bool
+	// IPv6 is an IPv6 cluster's template: the primary network interface gets a primary IPv6 address.
+	IPv6 bool
 }
 
 // Name returns the launch template name for a spec: a hash of its content and the cluster identity.
@@ -54,9 +56,10 @@ func Name(cluster tags.Cluster, s Spec) (string, error) {
 		Reservation                                string `json:",omitempty"`
 		Block                                      bool   `json:",omitempty"`
 		Enclave                                    bool   `json:",omitempty"`
+		IPv6                                       bool   `json:",omitempty"`
 	}{cluster.UID, nc.Name, s.ImageID, s.UserData, s.InstanceProfile, s.SecurityGroupIDs,
 		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress,
-		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled()})
+		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled(), s.IPv6})
 	if err != nil {
 		return "", fmt.Errorf("hashing launch template spec: %w", err)
 	}
@@ -118,7 +121,7 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		ImageId:            aws.String(s.ImageID),
 		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData))),
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
-		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions),
+		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions, s.IPv6),
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
 	}
 	if nc.EnclaveEnabled() {
@@ -152,17 +155,25 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		}
 		d.BlockDeviceMappings = append(d.BlockDeviceMappings, m)
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
+	if nc.Spec.AssociatePublicIPAddress != nil || s.IPv6 {
 		d.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: s.SecurityGroupIDs,
 		}}
+		if s.IPv6 {
+			// As Karpenter does in an IPv6 cluster: one IPv6 address, the interface's primary one (the node's
+			// address for the kubelet and the VPC CNI).
+			d.NetworkInterfaces[0].PrimaryIpv6 = aws.Bool(true)
+			d.NetworkInterfaces[0].Ipv6AddressCount = aws.Int32(1)
+		}
 	} else {
 		d.SecurityGroupIds = s.SecurityGroupIDs
 	}
 	return d
 }
 
-func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+// metadataOptions are the node class's instance metadata options; without any (the API server defaults them, so
+// only for a class built in code) the IPv6 endpoint is on in an IPv6 cluster, as in Karpenter.
+func metadataOptions(m *awsv1.MetadataOptions, ipv6 bool) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
 	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 		HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
 		HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Disabled,
@@ -170,6 +181,9 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 		HttpTokens:              ec2types.LaunchTemplateHttpTokensStateRequired,
 	}
 	if m == nil {
+		if ipv6 {
+			out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Enabled
+		}
 		return out
 	}
 	if m.HTTPEndpoint != nil {
