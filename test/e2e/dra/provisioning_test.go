@@ -18,14 +18,6 @@ import (
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// needsClaimAwareConsolidation is why the consolidation scenario does not run yet. Observed 2026-11-29 with the
-// provisioning for claims merged (commit 66971a2, whose disruption simulations count a moved pod's claims as
-// released), twice: once the pool allows g6.xlarge, the g6.12xlarge of a pod claiming one L4 stays Consolidatable
-// for two minutes and is never replaced (the pod stays on its device, so nothing unsafe happened, but no
-// replacement carrying an L4 is proposed either).
-const needsClaimAwareConsolidation = "needs consolidation to replace a claim pod's node by a cheaper one carrying " +
-	"its device: no replacement is proposed for a g6.12xlarge whose pod claims one L4 once g6.xlarge is allowed"
-
 // setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, and on cleanup deletes
 // the namespace, then the NodePool, and waits until its NodeClaims are gone.
 func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
@@ -224,10 +216,10 @@ func TestMIGClaimsPackOnOneNode(t *testing.T) {
 // replacement must carry an L4 (a g6) rather than be the cheapest node for the pod's CPU and memory. At no
 // point is the pod bound to a node without its device.
 func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
-	t.Skip(needsClaimAwareConsolidation)
 	const pool = "draconsolidate"
-	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, ConsolidateAfter: "0s",
-		Budgets: []map[string]any{{"nodes": "100%"}}})
+	// On-demand only: a spot node would be replaced only by spot with SpotToSpotConsolidation, which is off.
+	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
 	ctx := context.Background()
 	tmpl := framework.ClaimTemplate(pool, "l4", "", framework.DeviceRequest{Name: "gpu", Class: "gpu.nvidia.com", Count: 1,
 		Selectors: []string{"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"}})
@@ -243,7 +235,7 @@ func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
 
 	// Widen the pool: cheaper CPU-only types and the small L4 types.
 	objs, err := framework.NodePool(pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge", "g6.xlarge", "g6.2xlarge", "m5.large", "c5.large"},
-		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
+		CapacityTypes: []string{"on-demand"}, ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +266,27 @@ func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
 		return false, fmt.Sprintf("claim pod still on %s", firstNode), nil
 	})
 	if err != nil {
+		logNodeClaimEvents(t, pool)
 		t.Fatalf("consolidation of %s: %v\n%s", firstNode, err, env.Describe(pool, pool))
 	}
 	checkOnOwnDevices(t, runningPods(t, pool, "l4", 1, time.Minute), "g6.xlarge", "g6.2xlarge")
+}
+
+// logNodeClaimEvents logs the events of the pool's NodeClaims (an Unconsolidatable event says why a node stays).
+func logNodeClaimEvents(t *testing.T, pool string) {
+	t.Helper()
+	ctx := context.Background()
+	ncs, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Logf("listing nodeclaims: %v", err)
+		return
+	}
+	for _, nc := range ncs {
+		evs, err := env.Events(ctx, "", "NodeClaim", nc.Name)
+		if err != nil {
+			t.Logf("events of nodeclaim %s: %v", nc.Name, err)
+			continue
+		}
+		t.Logf("events of nodeclaim %s: %s", nc.Name, strings.Join(evs, "; "))
+	}
 }
