@@ -143,7 +143,12 @@ func Explain(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts
 
 	alone := *snap
 	alone.Pods = []*corev1.Pod{pod}
-	s := newSolver(ctx, withDefaultSpread(&alone), opts)
+	prepared, claims, err := explainClaims(ctx, withDefaultSpread(&alone), pod)
+	if err != nil {
+		return nil, err
+	}
+	s := newSolver(ctx, prepared, opts)
+	s.claimInfo = claims
 	if err := s.prepare(); err != nil {
 		return nil, err
 	}
@@ -153,6 +158,18 @@ func Explain(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts
 	out.Existing = s.explainExisting(c)
 	for _, p := range s.pools {
 		out.NodePools = append(out.NodePools, s.analyzePool(c, p))
+	}
+	if claims != nil {
+		for i := range out.Existing.Reasons {
+			out.Existing.Reasons[i].Reason = claims.rename(out.Existing.Reasons[i].Reason)
+		}
+		for i := range out.NodePools {
+			np := &out.NodePools[i]
+			np.Reason, np.Fix = claims.rename(np.Reason), claims.rename(np.Fix)
+			for j := range np.Stages {
+				np.Stages[j].Detail, np.Stages[j].Fix = claims.rename(np.Stages[j].Detail), claims.rename(np.Stages[j].Fix)
+			}
+		}
 	}
 	return out, nil
 }
@@ -474,6 +491,25 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 		if len(r.left) == 0 {
 			return r.block(StageVolumes, ReasonVolumes, fmt.Sprintf("no instance type allowed by NodePool %s satisfies the volumes' %s", name, volReqs),
 				"move the volume or allow matching instance types in the NodePool")
+		}
+	}
+
+	// resource claims: the devices of the type's model
+	if ci := s.claimInfo; ci != nil {
+		if ci.why != "" {
+			return r.block(StageResourceClaims, ReasonResources, ci.why, "create the pod's ResourceClaimTemplates and ResourceClaims, or wait for the claim it shares")
+		}
+		if ci.need != nil {
+			removed := r.stage(StageResourceClaims, ReasonResources, ci.offers)
+			r.last().Detail = "the pod's claims: " + ci.need.shape.names
+			if len(removed) > 0 {
+				r.last().Detail += "; " + ci.removedWhy(removed)
+			}
+			if len(r.left) == 0 {
+				return r.block(StageResourceClaims, ReasonResources,
+					fmt.Sprintf("no instance type allowed by NodePool %s has devices for resource claims %s", name, ci.need.shape.names),
+					fmt.Sprintf("allow instance types with the devices in NodePool %s, enable their device models (AWS_FEATURE_GATES DRANVIDIAGPU, DRAEFA) or describe them in the dovetail-dra-device-models ConfigMap, or loosen the claims' selectors", name))
+			}
 		}
 	}
 
