@@ -148,7 +148,9 @@ func TestCheckDRAFindsWrongPlans(t *testing.T) {
 		test.SchedPod("a").Requests("100m", "512Mi").ClaimTemplate("gpu", "one-a").Obj(),
 		test.SchedPod("b").Requests("100m", "512Mi").ClaimTemplate("gpu", "one-a").Obj(),
 	}
-	key := func(p *corev1.Pod) types.NamespacedName { return types.NamespacedName{Namespace: p.Namespace, Name: p.Name} }
+	key := func(p *corev1.Pod) types.NamespacedName {
+		return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	}
 	newNode := func(name, it string, pods ...*corev1.Pod) *scheduling.NodeClaimPlan {
 		nc := &scheduling.NodeClaimPlan{Name: name, NodePool: "default", InstanceType: it}
 		for _, p := range pods {
