@@ -10,49 +10,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, and on cleanup deletes
-// the namespace, then the NodePool, and waits until its NodeClaims are gone.
+// setupPool starts the controller, applies the DeviceClasses, and a NodePool and EC2NodeClass named name and a
+// namespace of the same name, removed when the test ends (framework.Stack.SetupPool).
 func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
 	t.Helper()
 	startController(t)
 	applyDeviceClasses(t)
-	ctx := context.Background()
-	if err := framework.EnsureNamespace(ctx, env.Client, name); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := framework.NodePool(name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting namespace %s: %v", name, err)
-		}
-		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, pool); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)
-			return
-		}
-		err := framework.Poll(ctx, 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-			claims, err := env.NodeClaims(ctx, name)
-			return len(claims) == 0, fmt.Sprintf("%d nodeclaims left", len(claims)), err
-		})
-		if err != nil {
-			t.Errorf("cleanup of nodepool %s: %v", name, err)
-		}
-	})
+	env.SetupPool(t, name, opts)
 }
 
 // claimDeployment returns a Deployment of the pool whose pods each use one claim from the template.
@@ -266,27 +235,8 @@ func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
 		return false, fmt.Sprintf("claim pod still on %s", firstNode), nil
 	})
 	if err != nil {
-		logNodeClaimEvents(t, pool)
+		env.LogNodeClaimEvents(t, pool)
 		t.Fatalf("consolidation of %s: %v\n%s", firstNode, err, env.Describe(pool, pool))
 	}
 	checkOnOwnDevices(t, runningPods(t, pool, "l4", 1, time.Minute), "g6.xlarge", "g6.2xlarge")
-}
-
-// logNodeClaimEvents logs the events of the pool's NodeClaims (an Unconsolidatable event says why a node stays).
-func logNodeClaimEvents(t *testing.T, pool string) {
-	t.Helper()
-	ctx := context.Background()
-	ncs, err := env.NodeClaims(ctx, pool)
-	if err != nil {
-		t.Logf("listing nodeclaims: %v", err)
-		return
-	}
-	for _, nc := range ncs {
-		evs, err := env.Events(ctx, "", "NodeClaim", nc.Name)
-		if err != nil {
-			t.Logf("events of nodeclaim %s: %v", nc.Name, err)
-			continue
-		}
-		t.Logf("events of nodeclaim %s: %s", nc.Name, strings.Join(evs, "; "))
-	}
 }
