@@ -44,8 +44,7 @@ func simulate(ctx context.Context, base *scheduling.Snapshot, cands []*Candidate
 	pods := map[types.NamespacedName]*corev1.Pod{}
 	for _, c := range cands {
 		for _, p := range c.reschedulablePods() {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
+			moved := scheduling.Rescheduled(p)
 			cluster.Pods = append(cluster.Pods, moved)
 			pods[podKey(moved)] = moved
 		}
