@@ -338,6 +338,14 @@ func capacityMessage(code, typeName, zone string) string {
 
 // launchLocked creates one pending instance for a resolved candidate.
 func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string, extraTags []Tag) (*instance, *apiError) {
+	placement, perr := s.placeLocked(a, c.lt, c.zone)
+	if perr != nil {
+		return nil, perr
+	}
+	nis := s.interfacesOfLocked(c.lt)
+	if err := checkInterfaces(c.typeName, c.typ.NetworkCards(), c.typ.EFAInterfaces(), nis); err != nil {
+		return nil, err
+	}
 	ip, ok := c.subnet.allocate()
 	if !ok {
 		return nil, errBadRequest("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
@@ -370,6 +378,9 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		ProfileName:        c.lt.profileName(),
 		LaunchTemplateID:   c.lt.ID,
 		LaunchTemplateName: c.lt.Name,
+		Placement:          placement,
+		NetworkInterfaces:  nis,
+		CPUNested:          c.lt.Data.get("CpuOptions.NestedVirtualization"),
 	}
 	if c.crID != "" {
 		inst.CapacityReservationID = c.crID
@@ -408,7 +419,8 @@ func (s *Simulator) runInstances(_ *http.Request, a *account, p params) ([]*el, 
 	for k, v := range lt.Data {
 		data[k] = v
 	}
-	for _, k := range []string{"ImageId", "InstanceType", "UserData", "IamInstanceProfile.Name"} {
+	for _, k := range []string{"ImageId", "InstanceType", "UserData", "IamInstanceProfile.Name",
+		"Placement.GroupId", "Placement.GroupName", "Placement.PartitionNumber", "Placement.Tenancy"} {
 		if v := p.get(k); v != "" {
 			data[k] = v
 		}
