@@ -433,8 +433,23 @@ func (s *Simulator) runInstances(_ *http.Request, a *account, p params) ([]*el, 
 	for k, v := range p.sub("TagSpecification") {
 		data["TagSpecification."+k] = v
 	}
+	subnetID := p.get("SubnetId")
+	if nis := p.sub("NetworkInterface"); len(nis) > 0 {
+		// Interfaces given with the call replace the template's; the instance's subnet is the first one's.
+		for k := range data {
+			if strings.HasPrefix(k, "NetworkInterface.") {
+				delete(data, k)
+			}
+		}
+		for k, v := range nis {
+			data["NetworkInterface."+k] = v
+		}
+		if subnetID == "" {
+			subnetID = p.get("NetworkInterface.1.SubnetId")
+		}
+	}
 	anon := &launchTemplate{ID: lt.ID, Name: lt.Name, Data: data}
-	c := &candidate{ltSpec: params{}, lt: anon, ov: params{"SubnetId": p.get("SubnetId"), "AvailabilityZone": p.get("Placement.AvailabilityZone")},
+	c := &candidate{ltSpec: params{}, lt: anon, ov: params{"SubnetId": subnetID, "AvailabilityZone": p.get("Placement.AvailabilityZone")},
 		spot: p.get("InstanceMarketOptions.MarketType") == "spot"}
 	s.resolveCandidateLocked(a, c)
 	if c.errCode != "" {
