@@ -362,3 +362,14 @@ func (i *instance) cpuOptionsXML() *el {
 	}
 	return E("cpuOptions", T("nestedVirtualization", i.CPUNested))
 }
+
+// efaInterfaceCount counts the EFA interfaces (efa and efa-only) among an instance's interfaces.
+func efaInterfaceCount(nis []instanceInterface) int {
+	n := 0
+	for _, ni := range nis {
+		if ni.Type == "efa" || ni.Type == "efa-only" {
+			n++
+		}
+	}
+	return n
+}
