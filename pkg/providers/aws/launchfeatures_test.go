@@ -148,3 +148,36 @@ func TestPlacementGroupNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementGroupDrift: a node launched into the group its node class selects has not drifted; once the node
+// class selects another group it has, by the static hash (NodeClassDrift) and, for a NodeClaim stamped with another
+// hash version, by its placement-group-id label (PlacementGroupDrift), in Karpenter's order.
+func TestPlacementGroupDrift(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	createPlacementGroup(t, p, "first", ec2types.PlacementStrategyCluster, 0)
+	createPlacementGroup(t, p, "second", ec2types.PlacementStrategyCluster, 0)
+	nc := test.EC2NodeClass("default", "dovetail").Obj()
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{Name: "first"}
+	nc = p.resolve(t, nc)
+	ctx := context.Background()
+	created, err := p.Create(ctx, claim("default-drift", "m5.large"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if r, err := p.IsDrifted(ctx, created); err != nil || r != "" {
+		t.Fatalf("IsDrifted right after launch = %q, %v", r, err)
+	}
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{Name: "second"}
+	if err := p.kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := p.IsDrifted(ctx, created); err != nil || r != karpv1.ReasonNodeClassDrift {
+		t.Errorf("IsDrifted after the selector changed = %q, %v; want %s", r, err, karpv1.ReasonNodeClassDrift)
+	}
+	restamped := created.DeepCopy()
+	restamped.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "v0"
+	if r, err := p.IsDrifted(ctx, restamped); err != nil || r != karpv1.ReasonPlacementGroupDrift {
+		t.Errorf("IsDrifted of a NodeClaim with another hash version = %q, %v; want %s", r, err, karpv1.ReasonPlacementGroupDrift)
+	}
+}
