@@ -35,6 +35,9 @@ type instanceInterface struct {
 	UDPTimeout             int
 }
 
+// spreadLimitPerZone is how many running instances a rack-level spread group takes per zone.
+const spreadLimitPerZone = 7
+
 var placementGroupNameRE = regexp.MustCompile(`^[\x20-\x7e]{1,255}$`)
 
 func (a *account) placementGroupByID(id string) *placementGroup {
@@ -213,16 +216,24 @@ func (s *Simulator) placeLocked(a *account, lt *launchTemplate, zone string) (in
 	}
 	out.GroupID, out.GroupName = g.ID, g.Name
 	counts := map[int]int{}
+	inZone := 0
 	for _, i := range a.instances {
 		if i.Placement.GroupID != g.ID || i.State == StateTerminated {
 			continue
 		}
 		counts[i.Placement.Partition]++
+		if i.Zone == zone {
+			inZone++
+		}
 		if g.Strategy == "cluster" && g.zone == "" {
 			g.zone = i.Zone
 		}
 	}
 	switch g.Strategy {
+	case "spread":
+		if g.SpreadLevel != "host" && inZone >= spreadLimitPerZone {
+			return out, errBadRequest("InsufficientInstanceCapacity", "You've reached the limit of instances in this spread placement group. A spread placement group can have up to seven instances per Availability Zone.")
+		}
 	case "cluster":
 		if g.zone != "" && g.zone != zone {
 			return out, errBadRequest("InvalidPlacementGroup.InUse", "The placement group '%s' is in use in another availability zone: %s", g.Name, g.zone)

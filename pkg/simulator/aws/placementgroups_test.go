@@ -125,13 +125,28 @@ func TestPlacementGroups(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("DescribeInstances placement (-want +got):\n%s", d)
 	}
+	for n := 1; n <= 8; n++ {
+		_, err := run("us-west-2c", &ec2types.Placement{GroupName: aws.String("apart")})
+		if n <= 7 && err != nil {
+			t.Fatalf("spread launch %d: %v", n, err)
+		}
+		if n == 8 && errCode(err) != "InsufficientInstanceCapacity" {
+			t.Errorf("eighth spread launch in one zone: %v, want InsufficientInstanceCapacity", err)
+		}
+	}
+	if _, err := run("us-west-2a", &ec2types.Placement{GroupName: aws.String("apart")}); err != nil {
+		t.Errorf("spread launch in another zone: %v", err)
+	}
 	if _, err := e.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: aws.String("tight")}); errCode(err) != "InvalidPlacementGroup.InUse" {
 		t.Errorf("deleting a group in use: %v, want InvalidPlacementGroup.InUse", err)
 	}
-	if _, err := e.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: aws.String("apart")}); err != nil {
+	if _, err := e.ec2.CreatePlacementGroup(ctx, &ec2.CreatePlacementGroupInput{GroupName: aws.String("unused"), Strategy: ec2types.PlacementStrategySpread, SpreadLevel: ec2types.SpreadLevelHost}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ec2.DeletePlacementGroup(ctx, &ec2.DeletePlacementGroupInput{GroupName: aws.String("unused")}); err != nil {
 		t.Errorf("deleting an empty group: %v", err)
 	}
-	if d := cmp.Diff(all[1:], view(&ec2.DescribePlacementGroupsInput{})); d != "" {
+	if d := cmp.Diff(all, view(&ec2.DescribePlacementGroupsInput{})); d != "" {
 		t.Errorf("after delete (-want +got):\n%s", d)
 	}
 }
