@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -179,5 +180,26 @@ func TestPlacementGroupDrift(t *testing.T) {
 	restamped.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "v0"
 	if r, err := p.IsDrifted(ctx, restamped); err != nil || r != karpv1.ReasonPlacementGroupDrift {
 		t.Errorf("IsDrifted of a NodeClaim with another hash version = %q, %v; want %s", r, err, karpv1.ReasonPlacementGroupDrift)
+	}
+}
+
+// TestPlacementGroupAnswersLastAMinute: a group made after the node class was found wanting is seen once the
+// minute the answer is kept for has passed.
+func TestPlacementGroupAnswersLastAMinute(t *testing.T) {
+	w := newWorld(t)
+	p := w.provider(t, "uid-a")
+	nc := test.EC2NodeClass("default", "dovetail").Obj()
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{Name: "later"}
+	ctx := context.Background()
+	if _, err := p.PlacementGroupID(ctx, nc); err == nil {
+		t.Fatal("PlacementGroupID found a group before it was made")
+	}
+	id := createPlacementGroup(t, p, "later", ec2types.PlacementStrategySpread, 0)
+	if _, err := p.PlacementGroupID(ctx, nc); err == nil {
+		t.Error("PlacementGroupID asked EC2 again within the minute")
+	}
+	w.clock.Step(61 * time.Second)
+	if got, err := p.PlacementGroupID(ctx, nc); err != nil || got != id {
+		t.Errorf("PlacementGroupID after a minute = %q, %v; want %s", got, err, id)
 	}
 }

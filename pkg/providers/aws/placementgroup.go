@@ -30,6 +30,8 @@ type placementGroupEntry struct {
 	at    time.Time
 	group *resolve.PlacementGroup
 	found bool
+	// noMatch is the answer when EC2 said there is no such group.
+	noMatch error
 }
 
 func newPlacementGroupCache() *placementGroupCache {
@@ -51,7 +53,7 @@ func (p *CloudProvider) ResolvePlacementGroup(ctx context.Context, nc *awsv1.EC2
 	case err == nil:
 		c.entries[*sel] = placementGroupEntry{at: p.clock.Now(), group: g, found: true}
 	case isNoMatch(err):
-		c.entries[*sel] = placementGroupEntry{at: p.clock.Now()}
+		c.entries[*sel] = placementGroupEntry{at: p.clock.Now(), noMatch: err}
 	default:
 		if e, ok := c.entries[*sel]; ok && e.found {
 			return e.group, err
@@ -60,8 +62,21 @@ func (p *CloudProvider) ResolvePlacementGroup(ctx context.Context, nc *awsv1.EC2
 	return g, err
 }
 
-// PlacementGroupID resolves the node class's placement group for its PlacementGroupReady condition.
+// PlacementGroupID resolves the node class's placement group for its PlacementGroupReady condition: the answer
+// of the last minute, else a new one.
 func (p *CloudProvider) PlacementGroupID(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if sel := nc.Spec.PlacementGroupSelector; sel != nil {
+		c := p.placementGroups
+		c.mu.Lock()
+		e, ok := c.entries[*sel]
+		c.mu.Unlock()
+		if ok && p.clock.Since(e.at) < placementGroupTTL {
+			if e.noMatch != nil {
+				return "", e.noMatch
+			}
+			return e.group.ID, nil
+		}
+	}
 	g, err := p.ResolvePlacementGroup(ctx, nc)
 	if err != nil {
 		return "", err
