@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail/dovetail/pkg/providers/aws/resolve"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/pkg/requirements"
 )
@@ -66,6 +67,10 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		}
 	}
 	its = fitting(its, nodeClaim.Spec.Resources.Requests)
+	if pg := p.placementGroup(ctx, nc); pg != nil && pg.Strategy == resolve.PlacementStrategyPartition && placementPartition(pg, reqs) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s allows none of the partitions 1-%d of placement group %s",
+			nodeClaim.Name, pg.PartitionCount, pg.ID))
+	}
 	info, err := p.clusterInfo.get(ctx)
 	if err != nil {
 		return nil, err
