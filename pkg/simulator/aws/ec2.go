@@ -40,6 +40,9 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"DescribeInstanceStatus":         s.describeInstanceStatus,
 		"DescribeRegions":                s.describeRegions,
 		"DescribeLaunchTemplateVersions": s.describeLaunchTemplateVersions,
+		"CreatePlacementGroup":           s.createPlacementGroup,
+		"DescribePlacementGroups":        s.describePlacementGroups,
+		"DeletePlacementGroup":           s.deletePlacementGroup,
 	}
 }
 

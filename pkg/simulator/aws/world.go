@@ -28,6 +28,8 @@ type account struct {
 	queues       map[string]*queue
 	reservations []*capacityReservation
 	amiRelease   int
+	// placementGroups by name (placementgroups.go); nil until the first CreatePlacementGroup.
+	placementGroups map[string]*placementGroup
 }
 
 type subnet struct {

@@ -70,6 +70,8 @@ type Request struct {
 	// AMIs identifies the node class's AMI set (AMIKey): memory learned from nodes launched from it (LearnedMemory)
 	// replaces the VM_MEMORY_OVERHEAD_PERCENT estimate.
 	AMIs string
+	// Constraints leave out the types the node class's launch settings cannot launch.
+	Constraints Constraints
 }
 
 // List returns the instance types that have at least one offering in the requested zones, sorted by name.
@@ -101,6 +103,9 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 	var out []*cloudprovider.InstanceType
 	for _, name := range names {
 		if req.Allow != nil && !req.Allow(name) {
+			continue
+		}
+		if !req.Constraints.Allows(infos[name]) {
 			continue
 		}
 		shape := shapes[name]
@@ -287,6 +292,13 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		}
 		info.CPUManufacturer = aws.ToString(pi.Manufacturer)
 		info.ClockSpeedGHz = aws.ToFloat64(pi.SustainedClockSpeedInGhz)
+		info.NestedVirtualization = slices.Contains(pi.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
+	}
+	if t.PlacementGroupInfo != nil {
+		info.PlacementStrategies = []string{}
+		for _, s := range t.PlacementGroupInfo.SupportedStrategies {
+			info.PlacementStrategies = append(info.PlacementStrategies, string(s))
+		}
 	}
 	if t.GpuInfo != nil {
 		for _, g := range t.GpuInfo.Gpus {
@@ -326,6 +338,13 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		info.EncryptionInTransit = aws.ToBool(n.EncryptionInTransitSupported)
 		if aws.ToBool(n.EfaSupported) && n.EfaInfo != nil {
 			info.MaxEFAInterfaces = int(aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces))
+		}
+		for _, c := range n.NetworkCards {
+			idx := int(aws.ToInt32(c.NetworkCardIndex))
+			for len(info.NetworkCards) <= idx {
+				info.NetworkCards = append(info.NetworkCards, 0)
+			}
+			info.NetworkCards[idx] = int(aws.ToInt32(c.MaximumNetworkInterfaces))
 		}
 		var gbps float64
 		for _, c := range n.NetworkCards {

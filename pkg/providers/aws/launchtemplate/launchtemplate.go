@@ -42,6 +42,14 @@ type Spec struct {
 	CapacityBlock         bool
 	// IPv6 is an IPv6 cluster's template: the primary network interface gets a primary IPv6 address.
 	IPv6 bool
+	// PlacementGroupID places the instances in a placement group, in partition PlacementPartition when non-zero.
+	PlacementGroupID   string
+	PlacementPartition int32
+	// Tenancy is dedicated for single-tenant hardware; empty or default for shared.
+	Tenancy string
+	// EFACount, when the node class sets no spec.networkInterfaces, gives the instances that many EFA interfaces,
+	// one per network card (pods on them request vpc.amazonaws.com/efa).
+	EFACount int
 }
 
 // Name returns the launch template name for a spec: a hash of its content and the cluster identity.
@@ -53,13 +61,22 @@ func Name(cluster tags.Cluster, s Spec) (string, error) {
 		BDM                                        []*awsv1.BlockDeviceMapping
 		Metadata                                   *awsv1.MetadataOptions
 		Monitoring, PublicIP                       *bool
-		Reservation                                string `json:",omitempty"`
-		Block                                      bool   `json:",omitempty"`
-		Enclave                                    bool   `json:",omitempty"`
-		IPv6                                       bool   `json:",omitempty"`
+		Reservation                                string                    `json:",omitempty"`
+		Block                                      bool                      `json:",omitempty"`
+		Enclave                                    bool                      `json:",omitempty"`
+		Placement                                  string                    `json:",omitempty"`
+		Partition                                  int32                     `json:",omitempty"`
+		Tenancy                                    string                    `json:",omitempty"`
+		EFA                                        int                       `json:",omitempty"`
+		Interfaces                                 []awsv1.NetworkInterface  `json:",omitempty"`
+		CPU                                        *awsv1.CPUOptions         `json:",omitempty"`
+		ConnTrack                                  *awsv1.ConnectionTracking `json:",omitempty"`
+		Prefixes                                   *int32                    `json:",omitempty"`
+		IPv6                                       bool                      `json:",omitempty"`
 	}{cluster.UID, nc.Name, s.ImageID, s.UserData, s.InstanceProfile, s.SecurityGroupIDs,
 		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress,
-		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled(), s.IPv6})
+		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled(), s.PlacementGroupID, s.PlacementPartition, s.Tenancy,
+		s.EFACount, nc.Spec.NetworkInterfaces, nc.Spec.CPUOptions, nc.Spec.ConnectionTracking, nc.Spec.IPPrefixCount, s.IPv6})
 	if err != nil {
 		return "", fmt.Errorf("hashing launch template spec: %w", err)
 	}
@@ -155,20 +172,90 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		}
 		d.BlockDeviceMappings = append(d.BlockDeviceMappings, m)
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil || s.IPv6 {
-		d.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: s.SecurityGroupIDs,
-		}}
-		if s.IPv6 {
-			// As Karpenter does in an IPv6 cluster: one IPv6 address, the interface's primary one (the node's
-			// address for the kubelet and the VPC CNI).
-			d.NetworkInterfaces[0].PrimaryIpv6 = aws.Bool(true)
-			d.NetworkInterfaces[0].Ipv6AddressCount = aws.Int32(1)
-		}
-	} else {
+	d.NetworkInterfaces = networkInterfaces(s)
+	if len(d.NetworkInterfaces) == 0 {
 		d.SecurityGroupIds = s.SecurityGroupIDs
 	}
+	d.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(tenancyOf(s))}
+	if s.PlacementGroupID != "" {
+		d.Placement.GroupId = aws.String(s.PlacementGroupID)
+		if s.PlacementPartition > 0 {
+			d.Placement.PartitionNumber = aws.Int32(s.PlacementPartition)
+		}
+	}
+	if o := nc.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil {
+		d.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
+	}
 	return d
+}
+
+func tenancyOf(s Spec) string {
+	if s.Tenancy == "" {
+		return string(ec2types.TenancyDefault)
+	}
+	return s.Tenancy
+}
+
+// networkInterfaces are the launch template's interfaces: spec.networkInterfaces as given; else EFACount EFA
+// interfaces, one per network card; else one primary interface when the template must set something on it (a
+// public address choice, IPv4 prefixes, connection tracking or an IPv6 cluster's address); else none, and the instance gets EC2's default.
+// EFA-only interfaces carry no IP settings.
+func networkInterfaces(s Spec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	nc := s.NodeClass
+	conntrack := connectionTracking(nc.Spec.ConnectionTracking)
+	ip := func(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+		ni.AssociatePublicIpAddress = nc.Spec.AssociatePublicIPAddress
+		ni.Ipv4PrefixCount = nc.Spec.IPPrefixCount
+		ni.ConnectionTrackingSpecification = conntrack
+		if s.IPv6 && aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
+			// As Karpenter does in an IPv6 cluster: one IPv6 address on the primary interface, its primary one
+			// (the node's address for the kubelet and the VPC CNI).
+			ni.PrimaryIpv6 = aws.Bool(true)
+			ni.Ipv6AddressCount = aws.Int32(1)
+		}
+	}
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	switch {
+	case len(nc.Spec.NetworkInterfaces) > 0:
+		for _, ni := range nc.Spec.NetworkInterfaces {
+			r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+				InterfaceType: aws.String(ni.InterfaceType), Groups: s.SecurityGroupIDs,
+			}
+			if ni.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+				ip(&r)
+			}
+			out = append(out, r)
+		}
+	case s.EFACount > 0:
+		for i := 0; i < s.EFACount; i++ {
+			// The first EFA is the primary interface; the others sit at device index 1 of their cards.
+			dev := int32(1)
+			if i == 0 {
+				dev = 0
+			}
+			r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(int32(i)), DeviceIndex: aws.Int32(dev), InterfaceType: aws.String("efa"),
+				Groups: s.SecurityGroupIDs,
+			}
+			ip(&r)
+			out = append(out, r)
+		}
+	case nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil || conntrack != nil || s.IPv6:
+		r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{DeviceIndex: aws.Int32(0), Groups: s.SecurityGroupIDs}
+		ip(&r)
+		out = append(out, r)
+	}
+	return out
+}
+
+func connectionTracking(ct *awsv1.ConnectionTracking) *ec2types.ConnectionTrackingSpecificationRequest {
+	if ct == nil || (ct.TCPEstablishedTimeout == nil && ct.UDPStreamTimeout == nil && ct.UDPTimeout == nil) {
+		return nil
+	}
+	return &ec2types.ConnectionTrackingSpecificationRequest{
+		TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+	}
 }
 
 // metadataOptions are the node class's instance metadata options; without any (the API server defaults them, so
