@@ -20,6 +20,7 @@ import (
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/consistency"
+	nodeclaimreboot "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/reboot"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
@@ -67,6 +68,8 @@ func New(d deps.Deps) []Named {
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
 		{consistency.Name, consistency.NewController(d)},
+		// Carries out the reboots node repair asks for (RebootForRepair); always on, so a reboot in progress ends.
+		{nodeclaimreboot.Name, nodeclaimreboot.NewController(d)},
 		// Announces condition transitions and removed finalizers of NodeClaims, NodePools, EC2NodeClasses and Nodes.
 		{conditionevents.Name, conditionevents.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},

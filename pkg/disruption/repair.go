@@ -25,6 +25,9 @@ type Repair struct {
 	// NodeClaimGracePeriod says the NodeClaim has a terminationGracePeriod. A node with pods that block a drain
 	// (do-not-disrupt, a PodDisruptionBudget allowing nothing) is repaired only with a bound on its drain.
 	NodeClaimGracePeriod bool
+	// Reboot says the node is rebooted in place rather than replaced (a policy of the AWS gate RebootForRepair):
+	// no simulation, no replacement, the pods stay; it takes a place in the Unhealthy budget like a replacement.
+	Reboot bool
 }
 
 // repair runs before drift: it replaces every candidate with a Repair, oldest eligibility first, replacement
@@ -55,6 +58,10 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		}
 		if c.Initialized && !d.room(c, karpv1.DisruptionReasonUnhealthy) {
 			d.examined[c.NodeClaim] = true
+			continue
+		}
+		if c.Repair.Reboot {
+			d.acceptReboot(c)
 			continue
 		}
 		if c.Repair.DrainBound == nil && !c.Repair.NodeClaimGracePeriod {
@@ -92,4 +99,18 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		d.accept(cmd, sim)
 	}
 	return nil
+}
+
+// acceptReboot adds a reboot command for c: it uses up a place in its NodePool's budgets (when initialized, as
+// a replacement would), and moves no pods.
+func (d *decider) acceptReboot(c *Candidate) {
+	d.taken[c.NodeClaim] = true
+	d.examined[c.NodeClaim] = true
+	for r, n := range d.allowed[c.NodePool] {
+		if c.Initialized {
+			d.allowed[c.NodePool][r] = max(0, n-1)
+		}
+	}
+	d.result.Commands = append(d.result.Commands, &Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionReboot,
+		Candidates: []*Candidate{c}})
 }

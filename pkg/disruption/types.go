@@ -90,6 +90,9 @@ const (
 const (
 	DecisionDelete  = "delete"
 	DecisionReplace = "replace"
+	// DecisionReboot reboots the candidate in place (node repair with the AWS gate RebootForRepair): nothing is
+	// launched or deleted, and the pods stay.
+	DecisionReboot = "reboot"
 )
 
 // Command is one disruption to carry out: taint and drain Candidates after launching Replacements.
@@ -98,7 +101,7 @@ type Command struct {
 	Reason karpv1.DisruptionReason
 	// ConsolidationType is empty, single or multi for consolidation, "" for drift.
 	ConsolidationType string
-	// Decision is delete (no replacement) or replace.
+	// Decision is delete (no replacement), replace or reboot.
 	Decision   string
 	Candidates []*Candidate
 	// Replacements are the NodeClaims to launch (and wait for) before the candidates are deleted.

@@ -68,7 +68,7 @@ func AWSFeatureGates() []FeatureGate {
 		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Implemented: true, Doc: "implemented: `spec.kubelet` `maxPods`, `kubeReserved` and `systemReserved` may be CEL expressions, evaluated per instance type with `vcpus`, `memory_mib`, `default_enis`, `ips_per_eni`, `max_pods`, `instance_type`, `min` and `max` ([API](api.md#karpenter-v115)); off, an EC2NodeClass holding an expression is not ready (`ValidationSucceeded=False`, reason `KubeletExpressionsDisabled`)"},
 		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with NVIDIA GPUs carry the devices the NVIDIA GPU DRA driver (`gpu.nvidia.com`) publishes, MIG partitions included, and claims are planned against them ([DRA](dra.md))"},
 		{Name: AWSFeatureDRAEFA, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with EFA carry the EFA interfaces the dranet driver (`dra.net`) publishes, on the PCIe roots of their GPUs ([DRA](dra.md))"},
-		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Doc: "not implemented yet (node repair reboots a node in place for GPU faults a reboot clears); `true` is refused"},
+		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Implemented: true, Doc: "implemented: with `NodeRepair=true`, a node whose `AcceleratedHardwareReady=False` reason names a GPU fault a reboot clears (NVIDIA XID 46, 48, 54, 62, 63, 95, 109, 110, 136, 140, 143, 155, 156, 158) is rebooted in place (`ec2:RebootInstances`) instead of replaced; a node not back within 20 minutes, or rebooted twice within 24 hours, is replaced ([repair](repair.md#reboot-rebootforrepair))"},
 	}
 }
 
