@@ -146,7 +146,9 @@ type Decision struct {
 }
 
 // Reboots says the decision is to reboot the node in place.
-func (d Decision) Reboots() bool { return d.Verdict == Repair && d.Action == cloudprovider.RepairReboot }
+func (d Decision) Reboots() bool {
+	return d.Verdict == Repair && d.Action == cloudprovider.RepairReboot
+}
 
 // Message says the decision in one sentence, e.g. for events and `dovetailctl explain node`.
 func (d Decision) Message() string {
