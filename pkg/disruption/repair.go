@@ -102,7 +102,7 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 }
 
 // acceptReboot adds a reboot command for c: it uses up a place in its NodePool's budgets (when initialized, as
-// a replacement would), and moves no pods.
+// a replacement would), moves no pods, and takes no others' for the rest of the pass.
 func (d *decider) acceptReboot(c *Candidate) {
 	d.taken[c.NodeClaim] = true
 	d.examined[c.NodeClaim] = true
@@ -111,6 +111,7 @@ func (d *decider) acceptReboot(c *Candidate) {
 			d.allowed[c.NodePool][r] = max(0, n-1)
 		}
 	}
+	d.work.close(c.Node)
 	d.result.Commands = append(d.result.Commands, &Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionReboot,
 		Candidates: []*Candidate{c}})
 }
