@@ -90,6 +90,10 @@ const (
 const (
 	DecisionDelete  = "delete"
 	DecisionReplace = "replace"
+	// DecisionTerminateFirst deletes the candidate before any replacement exists (node repair with Karpenter
+	// v1.15's TerminateFirstRepair, when the NodePool's limits leave no room for a replacement): its pods go pending
+	// and the provisioner launches for them once the node is gone.
+	DecisionTerminateFirst = "terminate-first"
 	// DecisionReboot reboots the candidate in place (node repair with the AWS gate RebootForRepair): nothing is
 	// launched or deleted, and the pods stay.
 	DecisionReboot = "reboot"
@@ -241,4 +245,7 @@ type Options struct {
 	// PodDeletionCostManagement is Karpenter v1.15's gate: the controller writes controller.kubernetes.io/
 	// pod-deletion-cost, so the ranking reads only karpenter.sh/disruption-cost.
 	PodDeletionCostManagement bool
+	// TerminateFirstRepair is Karpenter v1.15's gate: an unhealthy node whose replacement the NodePool's limits
+	// leave no room for is deleted first instead of staying.
+	TerminateFirstRepair bool
 }

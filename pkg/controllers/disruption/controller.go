@@ -356,6 +356,7 @@ func DecisionOptions(s *settings.Settings) core.Options {
 		MaxDriftCommands:          DriftCommandsPerPass,
 		Scheduling:                adapter.New(s).Options,
 		PodDeletionCostManagement: s.FeatureEnabled(settings.FeaturePodDeletionCostManagement),
+		TerminateFirstRepair:      s.FeatureEnabled(settings.FeatureTerminateFirstRepair),
 	}
 }
 
