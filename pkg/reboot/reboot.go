@@ -68,6 +68,8 @@ type Input struct {
 	// GracePeriod is the karpenter.sh/reboot-termination-grace-period annotation, when HasGracePeriod.
 	GracePeriod    string
 	HasGracePeriod bool
+	// Window is the observation window (ObservationWindow when zero).
+	Window time.Duration
 	// NodeFound says the NodeClaim's Node exists; BootID and Ready are its status.
 	NodeFound bool
 	BootID    string
@@ -122,9 +124,13 @@ func Decide(in Input) Step {
 		if start.IsZero() {
 			start = in.RequestedAt
 		}
-		deadline := start.Add(ObservationWindow)
+		window := in.Window
+		if window <= 0 {
+			window = ObservationWindow
+		}
+		deadline := start.Add(window)
 		if in.Now.After(deadline) {
-			return Step{Action: Fail, Result: RecoveryTimeout, Message: fmt.Sprintf("the node did not come back within the %s observation window", ObservationWindow)}
+			return Step{Action: Fail, Result: RecoveryTimeout, Message: fmt.Sprintf("the node did not come back within the %s observation window", window)}
 		}
 		changed := in.NodeFound && in.BootID != in.PreBootID
 		if changed && in.Ready {

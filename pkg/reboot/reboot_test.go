@@ -53,6 +53,8 @@ func TestDecide(t *testing.T) {
 			Step{Action: Fail, Result: RecoveryTimeout, Message: "the node did not come back within the 20m0s observation window"}},
 		{"issued, window counted from the request without a call time", with(issued(ObservationWindow+time.Second), func(in *Input) { in.IssuedAt = time.Time{} }),
 			Step{Action: Fail, Result: RecoveryTimeout, Message: "the node did not come back within the 20m0s observation window"}},
+		{"a shorter window", with(issued(time.Minute+2*time.Minute+time.Second), func(in *Input) { in.Window = 2 * time.Minute }),
+			Step{Action: Fail, Result: RecoveryTimeout, Message: "the node did not come back within the 2m0s observation window"}},
 		{"issued, node gone: wait", with(issued(2*time.Minute), func(in *Input) { in.NodeFound = false }),
 			Step{Action: Wait, Requeue: PollInterval}},
 	} {

@@ -296,6 +296,11 @@ func Options() []Option {
 			Karpenter: "Dovetail's own",
 			Usage:     "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
 			apply:     applyNodeRepairTolerations},
+		{Env: "REBOOT_OBSERVATION_WINDOW", Flag: "reboot-observation-window", Default: "20m",
+			Doc:       "How long after the reboot call a node rebooted by node repair (AWS_FEATURE_GATES RebootForRepair=true) has to come back with a new boot ID and Ready before it is replaced.",
+			Karpenter: "Dovetail's own; Karpenter's window is fixed at 20 minutes",
+			Usage:     "How long after the reboot call a node rebooted by node repair has to come back (new boot ID, Ready) before it is replaced.",
+			apply:     durationInto(func(s *Settings) *time.Duration { return &s.RebootObservationWindow })},
 	}
 }
 

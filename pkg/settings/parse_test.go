@@ -24,6 +24,7 @@ func TestParseDefaults(t *testing.T) {
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,
 		RegistrationTimeout:     15 * time.Minute,
+		RebootObservationWindow: 20 * time.Minute,
 		MetricsPort:             8080,
 		HealthProbePort:         8081,
 		LogLevel:                "info",

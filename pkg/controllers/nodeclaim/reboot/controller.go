@@ -66,6 +66,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		found = false
 	}
 	in := InputOf(c.deps.Clock.Now(), nc, node, found)
+	if c.deps.Settings != nil {
+		in.Window = c.deps.Settings.RebootObservationWindow
+	}
 	step := reboot.Decide(in)
 	if step.BootChanged && found {
 		if err := c.untaint(ctx, node); err != nil {

@@ -135,7 +135,9 @@ func TestRebootSucceeds(t *testing.T) {
 		return rebootingReason(got) == "False/RebootSucceeded" && !pre && !hasTaint(n),
 			fmt.Sprintf("rebooting %s, pre-boot annotation %v, taint %v", rebootingReason(got), pre, hasTaint(n))
 	})
-	h.until(nc, func(got *karpv1.NodeClaim, _ *corev1.Node) (bool, string) { return got.DeletionTimestamp.IsZero(), "deleted" })
+	h.until(nc, func(got *karpv1.NodeClaim, _ *corev1.Node) (bool, string) {
+		return got.DeletionTimestamp.IsZero(), "deleted"
+	})
 	if got := h.env.Cloud.Rebooted(); len(got) != 1 {
 		t.Errorf("reboots made: %v, want one", got)
 	}
