@@ -123,6 +123,17 @@ func InputOf(now time.Time, nc *karpv1.NodeClaim, node *corev1.Node, found bool)
 // issue fences the Node, records its boot ID, and asks the cloud for the reboot; a refusal retrying cannot change
 // (or an instance gone) fails the reboot at once, other errors are retried until reboot.IssuanceTimeout.
 func (c *Controller) issue(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, in reboot.Input) (reconcile.Result, error) {
+	// EC2 takes no client token for a reboot: a cache that has not seen this reboot issued yet must not make a second
+	// call. The API server's copy decides.
+	fresh := &karpv1.NodeClaim{}
+	if err := c.reader().Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s: %w", nc.Name, err))
+	}
+	if cond := fresh.GetCondition(karpv1.ConditionTypeRebooting); cond == nil || cond.Status != metav1.ConditionTrue ||
+		cond.Reason != karpv1.RebootReasonRequested || !fresh.DeletionTimestamp.IsZero() {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	nc = fresh
 	if err := c.taint(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -150,6 +161,14 @@ func (c *Controller) issue(ctx context.Context, nc *karpv1.NodeClaim, node *core
 	}
 	log.FromContext(ctx).Info("reboot issued", "boot-id", node.Status.NodeInfo.BootID)
 	return c.markIssued(ctx, nc)
+}
+
+// reader reads from the API server when the controller has a direct reader, else through the cache.
+func (c *Controller) reader() client.Reader {
+	if c.deps.APIReader != nil {
+		return c.deps.APIReader
+	}
+	return c.deps.Client
 }
 
 // markIssued moves the reboot to RebootIssued; the NodeClaim's Initialized condition turns Unknown (reason
