@@ -66,6 +66,8 @@ type Settings struct {
 	// RegistrationTimeout is how long a launched NodeClaim may wait for its Node; then the NodeClaim is deleted
 	// and its instance terminated.
 	RegistrationTimeout time.Duration
+	// RebootObservationWindow is how long a node node repair rebooted has to come back before it is replaced.
+	RebootObservationWindow time.Duration
 	// MetricsPort is the port of the Prometheus /metrics endpoint.
 	MetricsPort int
 	// HealthProbePort is the port of the /healthz and /readyz endpoints.
