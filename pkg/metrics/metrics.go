@@ -36,7 +36,7 @@ const (
 	// Labels of karpenter_nodeclaims_unhealthy_disrupted_total.
 	LabelCondition = "condition"
 	LabelImageID   = "image_id"
-	// LabelResult is how a node reboot ended.
+	// LabelResult is how a node reboot ended, or the outcome of a pod-deletion-cost write.
 	LabelResult = "result"
 	// LabelPolicy is a NodePool's consolidationPolicy.
 	LabelPolicy = "policy"
