@@ -87,7 +87,7 @@ func TestControlPlaneUpgradeDriftsToNewAMI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waiting for the nodes to be replaced after the upgrade: %v\n%s", err, env.Describe(pool, pool))
 	}
-	t.Logf("nodes replaced %s after the upgrade", time.Since(start).Round(time.Second))
+	t.Logf("nodes replaced %s after the upgrade; Drifted conditions seen: %v", time.Since(start).Round(time.Second), drifted)
 	for name := range oldClaims {
 		if reason, ok := drifted[name]; ok {
 			if reason != karpv1.ReasonAMIDrift {
