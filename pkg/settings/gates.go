@@ -127,6 +127,13 @@ func applyAWSFeatureGates(s *Settings, v string) error {
 	return nil
 }
 
+// ParseAWSFeatureGates reads an AWS_FEATURE_GATES value (Name=true|false pairs) over the gates' defaults, as the
+// controller does; an unknown name is an error.
+func ParseAWSFeatureGates(v string) (map[string]bool, error) {
+	gates, _, err := parseGates(v, AWSFeatureGates(), nil)
+	return gates, err
+}
+
 // parseGates reads comma-separated Name=bool pairs over the defaults of known. A name in removed is accepted with
 // a warning; any other unknown name is an error.
 func parseGates(v string, known []FeatureGate, removed map[string]string) (map[string]bool, []string, error) {

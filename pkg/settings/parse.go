@@ -301,6 +301,11 @@ func Options() []Option {
 			Karpenter: "Dovetail's own; Karpenter's window is fixed at 20 minutes",
 			Usage:     "How long after the reboot call a node rebooted by node repair has to come back (new boot ID, Ready) before it is replaced.",
 			apply:     durationInto(func(s *Settings) *time.Duration { return &s.RebootObservationWindow })},
+		{Env: "KUBERNETES_VERSION_REFRESH_INTERVAL", Flag: "kubernetes-version-refresh-interval", Default: "5m",
+			Doc:       "How often the cluster's Kubernetes version is read again (from the API server, or EKS `DescribeCluster` with `EKS_CONTROL_PLANE=true`); a control-plane upgrade reaches `@latest` AMI aliases, and so AMI drift, within this interval plus `AMI_REFRESH_INTERVAL`, without a restart.",
+			Karpenter: "Dovetail's own; Karpenter reads the version every 5 minutes",
+			Usage:     "How often the cluster's Kubernetes version is read again (API server, or EKS DescribeCluster with EKS_CONTROL_PLANE=true).",
+			apply:     durationInto(func(s *Settings) *time.Duration { return &s.KubernetesVersionRefreshInterval })},
 	}
 }
 
