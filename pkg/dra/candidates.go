@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	celgo "github.com/google/cel-go/cel"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -38,26 +39,49 @@ type selectorKey struct {
 	expr   int
 }
 
-// selectorMemo remembers selector outcomes per device for the lifetime of one Allocator.
+// projectedKey is one selector on the values it reads from a device (see projection.go).
+type projectedKey struct {
+	expr   int
+	values string
+}
+
+// selectorMemo remembers selector outcomes for the lifetime of one Allocator: per projection of the device for
+// the expressions that read named values only, per device for the others.
 type selectorMemo struct {
-	mu      sync.Mutex
-	exprs   map[string]int
-	results map[selectorKey]outcome
+	mu        sync.Mutex
+	exprs     map[string]int
+	refs      [][]deviceRef // by expression number; nil: evaluated per device
+	results   map[selectorKey]outcome
+	projected map[projectedKey]outcome
+	formed    map[*resourcev1.Device]bool
+	parser    *celgo.Env
 	// hits and misses count lookups, for tests.
 	hits, misses int
 }
 
 func newSelectorMemo() *selectorMemo {
-	return &selectorMemo{exprs: map[string]int{}, results: map[selectorKey]outcome{}}
+	return &selectorMemo{exprs: map[string]int{}, results: map[selectorKey]outcome{}, projected: map[projectedKey]outcome{},
+		formed: map[*resourcev1.Device]bool{}}
 }
 
-// exprID numbers an expression; the caller holds mu.
+// exprID numbers an expression and finds the values it reads; the caller holds mu.
 func (m *selectorMemo) exprID(expression string) int {
 	id, ok := m.exprs[expression]
-	if !ok {
-		id = len(m.exprs)
-		m.exprs[expression] = id
+	if ok {
+		return id
 	}
+	id = len(m.exprs)
+	m.exprs[expression] = id
+	var refs []deviceRef
+	if m.parser == nil {
+		m.parser, _ = celgo.NewEnv()
+	}
+	if m.parser != nil {
+		if r, ok := selectorRefs(m.parser, expression); ok {
+			refs = append([]deviceRef{}, r...) // not nil: projectable, even when it reads nothing
+		}
+	}
+	m.refs = append(m.refs, refs)
 	return id
 }
 
@@ -172,10 +196,28 @@ func (a *Allocator) anyRequestMatches(ctx context.Context, m *selectorMemo, requ
 
 // selectorOutcome evaluates one selector on one device, once per Allocator. The caller holds m.mu.
 func (a *Allocator) selectorOutcome(ctx context.Context, m *selectorMemo, expression string, id int, driver string, d *resourcev1.Device) outcome {
+	var pkey projectedKey
+	projected := false
+	if refs := m.refs[id]; refs != nil {
+		formed, seen := m.formed[d]
+		if !seen {
+			formed = wellFormed(driver, d)
+			m.formed[d] = formed
+		}
+		if formed {
+			pkey, projected = projectedKey{expr: id, values: project(refs, driver, d)}, true
+			if o, ok := m.projected[pkey]; ok {
+				m.hits++
+				return o
+			}
+		}
+	}
 	key := selectorKey{device: d, expr: id}
-	if o, ok := m.results[key]; ok {
-		m.hits++
-		return o
+	if !projected {
+		if o, ok := m.results[key]; ok {
+			m.hits++
+			return o
+		}
 	}
 	m.misses++
 	o := outcomeUnknown
@@ -190,6 +232,10 @@ func (a *Allocator) selectorOutcome(ctx context.Context, m *selectorMemo, expres
 			o = outcomeNoMatch
 		}
 	}
-	m.results[key] = o
+	if projected {
+		m.projected[pkey] = o
+	} else {
+		m.results[key] = o
+	}
 	return o
 }

@@ -40,43 +40,64 @@ func countDevices(slices []*resourcev1.ResourceSlice, driver string) int {
 	return n
 }
 
-// TestSelectorMemo: each (selector, device) pair is evaluated once per Allocator; later fits on the same devices,
-// of the same claim or of another claim of the same class, find the outcomes remembered.
+// TestSelectorMemo: a selector is evaluated once per Allocator for each set of values it reads from devices (MIG
+// devices of one profile share one evaluation), and once per device when it reads more; later fits on the same
+// devices, of the same claim or of another claim of the same class, find the outcomes remembered.
 func TestSelectorMemo(t *testing.T) {
 	ctx := context.Background()
 	slices := modelSlices(t, "p4d.24xlarge", "node-a")
 	gpuDevices, efaDevices := countDevices(slices, "gpu.nvidia.com"), countDevices(slices, "dra.net")
+	migDevices := gpuDevices - 8 // all but the eight whole GPUs
+	profiles := map[string]bool{}
+	for _, s := range slices {
+		for _, d := range s.Spec.Devices {
+			if p := d.Attributes["profile"].StringValue; p != nil {
+				profiles[*p] = true
+			}
+		}
+	}
 	a := dra.NewAllocator(classes)
 	n := a.Node("node-a", nil, slices)
 	mig := claim([]resourcev1.DeviceRequest{exact("m", "mig.nvidia.com", 1, `device.attributes["gpu.nvidia.com"].profile == "1g.5gb"`)})
 	migOther := claim([]resourcev1.DeviceRequest{exact("m", "mig.nvidia.com", 1, `device.attributes["gpu.nvidia.com"].profile == "3g.20gb"`)})
+	migPerDevice := claim([]resourcev1.DeviceRequest{exact("m", "mig.nvidia.com", 1, `"profile" in device.attributes["gpu.nvidia.com"]`)})
+	lookups := gpuDevices + efaDevices + migDevices // the class selector on every device, the request's on the MIG devices
 
 	if got, err := n.Fit(ctx, []*resourcev1.ResourceClaim{mig}, 100); err != nil || got != 56 {
 		t.Fatalf("Fit = %d, %v; want 56", got, err)
 	}
 	hits, misses := a.SelectorLookups()
-	migDevices := gpuDevices - 8 // all but the eight whole GPUs
-	// The class selector on every device, the profile selector on the MIG devices the class lets through.
-	if want := gpuDevices + efaDevices + migDevices; misses != want || hits != 0 {
-		t.Errorf("first fit: hits %d, misses %d; want 0, %d", hits, misses, want)
+	// The class selector reads the driver and the type: GPU, MIG and EFA devices; the request's the profile.
+	if want := 3 + len(profiles); misses != want || hits+misses != lookups {
+		t.Errorf("first fit: hits %d, misses %d; want %d, %d", hits, misses, lookups-want, want)
 	}
 
 	if _, err := n.Fit(ctx, []*resourcev1.ResourceClaim{mig}, 100); err != nil {
 		t.Fatal(err)
 	}
 	hits2, misses2 := a.SelectorLookups()
-	if misses2 != misses || hits2-hits != misses {
-		t.Errorf("same claim again: %d new misses, %d new hits; want 0, %d", misses2-misses, hits2-hits, misses)
+	if misses2 != misses || hits2-hits != lookups {
+		t.Errorf("same claim again: %d new misses, %d new hits; want 0, %d", misses2-misses, hits2-hits, lookups)
 	}
 
 	if got, err := n.Fit(ctx, []*resourcev1.ResourceClaim{migOther}, 100); err != nil || got != 16 {
 		t.Fatalf("Fit = %d, %v; want 16", got, err)
 	}
 	hits3, misses3 := a.SelectorLookups()
-	// Only the new profile selector is evaluated, on the MIG devices; the class outcomes are remembered.
-	if misses3-misses2 != migDevices || hits3-hits2 != gpuDevices+efaDevices {
+	// Only the new profile selector is evaluated, once per profile; the class outcomes are remembered.
+	if misses3-misses2 != len(profiles) || hits3-hits2 != lookups-len(profiles) {
 		t.Errorf("same class, other selector: %d new misses, %d new hits; want %d, %d", misses3-misses2, hits3-hits2,
-			migDevices, gpuDevices+efaDevices)
+			len(profiles), lookups-len(profiles))
+	}
+
+	if got, err := n.Fit(ctx, []*resourcev1.ResourceClaim{migPerDevice}, 100); err != nil || got != 56 {
+		t.Fatalf("Fit = %d, %v; want 56 (the smallest profile)", got, err)
+	}
+	hits4, misses4 := a.SelectorLookups()
+	// A selector reading the attribute map itself is evaluated on each MIG device.
+	if misses4-misses3 != migDevices || hits4-hits3 != lookups-migDevices {
+		t.Errorf("selector on the whole map: %d new misses, %d new hits; want %d, %d", misses4-misses3, hits4-hits3,
+			migDevices, lookups-migDevices)
 	}
 
 	// Another Allocator remembers nothing of this one.
@@ -84,8 +105,41 @@ func TestSelectorMemo(t *testing.T) {
 	if _, err := b.Node("node-a", nil, slices).Fit(ctx, []*resourcev1.ResourceClaim{mig}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if h, m := b.SelectorLookups(); h != 0 || m != misses {
-		t.Errorf("new allocator: hits %d, misses %d; want 0, %d", h, m, misses)
+	if _, m := b.SelectorLookups(); m != misses {
+		t.Errorf("new allocator: misses %d; want %d", m, misses)
+	}
+}
+
+// TestSelectorReads: which expressions are evaluated once per set of values they read, and which values.
+func TestSelectorReads(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		want []string // nil: evaluated per device
+	}{
+		{`true`, []string{}},
+		{`device.driver == "gpu.nvidia.com"`, []string{"driver"}},
+		{`device.allowMultipleAllocations`, []string{"multi"}},
+		{`device.attributes["gpu.nvidia.com"].productName == "A" && device.driver == "gpu.nvidia.com"`,
+			[]string{"attribute gpu.nvidia.com/productName", "driver"}},
+		{`device.attributes["d"]["n"] == 1`, []string{"attribute d/n"}},
+		{`has(device.attributes["d"].n) && device.attributes["d"].n`, []string{"attribute d/n", "attribute d/n"}},
+		{`device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0`, []string{"capacity gpu.nvidia.com/memory"}},
+		{`"n" in device.attributes["d"]`, nil},
+		{`device.attributes["d"].exists(k, k == "n")`, nil},
+		{`device.attributes[device.driver].n == 1`, nil},
+		{`device.attributes.size() > 0`, nil},
+		{`[1].exists(device, device == 1)`, nil},
+		{`device == device`, nil},
+		{`device.attributes["d"].n ==`, nil}, // does not parse
+	} {
+		got, ok := dra.SelectorReads(tc.expr)
+		if ok != (tc.want != nil) {
+			t.Errorf("%s: per set of values = %v, want %v (reads %v)", tc.expr, ok, tc.want != nil, got)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); ok && diff != "" {
+			t.Errorf("%s: reads (-want +got):\n%s", tc.expr, diff)
+		}
 	}
 }
 
@@ -103,6 +157,9 @@ func TestNarrowedSameAsUncached(t *testing.T) {
 		"7g MIG":            claim([]resourcev1.DeviceRequest{exact("m", "mig.nvidia.com", 1, migProfile("7g.40gb"))}),
 		"GPUs and EFA":      claim([]resourcev1.DeviceRequest{exact("g", "gpu.nvidia.com", 2), exact("e", "efa.dra.net", 1)}, samePCIeRoot()),
 		"all EFA":           claim([]resourcev1.DeviceRequest{{Name: "e", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "efa.dra.net", AllocationMode: resourcev1.DeviceAllocationModeAll}}}),
+		"whole map":         claim([]resourcev1.DeviceRequest{exact("m", "mig.nvidia.com", 1, `"profile" in device.attributes["gpu.nvidia.com"] && device.attributes["gpu.nvidia.com"].profile.startsWith("2g")`)}),
+		"computed key":      claim([]resourcev1.DeviceRequest{exact("g", "gpu.nvidia.com", 1, `device.attributes[device.driver].architecture == "Ampere"`)}),
+		"qualified name":    claim([]resourcev1.DeviceRequest{exact("e", "efa.dra.net", 1, `device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:20"`)}),
 		"runtime CEL error": claim([]resourcev1.DeviceRequest{exact("g", "gpu.nvidia.com", 1, `device.attributes["gpu.nvidia.com"].profile == "1g.5gb"`)}),
 		"unknown class":     claim([]resourcev1.DeviceRequest{exact("g", "tpu.example.com", 1)}),
 		"first available": claim([]resourcev1.DeviceRequest{{Name: "g", FirstAvailable: []resourcev1.DeviceSubRequest{
@@ -113,7 +170,7 @@ func TestNarrowedSameAsUncached(t *testing.T) {
 		}}}),
 	}
 	names := []string{"one GPU", "three GPUs", "40Gi GPUs", "1g MIG", "3g MIG", "7g MIG", "GPUs and EFA", "all EFA",
-		"runtime CEL error", "unknown class", "first available"}
+		"runtime CEL error", "unknown class", "first available", "whole map", "computed key", "qualified name"}
 	// Sequences allocated one claim after another on one node, then each claim fitted on what is left.
 	sequences := [][]string{
 		nil,

@@ -36,3 +36,27 @@ func (a *Allocator) SelectorLookups() (hits, misses int) {
 	defer a.memo.mu.Unlock()
 	return a.memo.hits, a.memo.misses
 }
+
+// SelectorReads returns what the expression reads from the device ("driver", "multi", "attribute d/n",
+// "capacity d/n"), or ok=false when it is evaluated per device.
+func SelectorReads(expression string) (reads []string, ok bool) {
+	m := newSelectorMemo()
+	refs := m.refs[m.exprID(expression)]
+	if refs == nil {
+		return nil, false
+	}
+	reads = []string{}
+	for _, r := range refs {
+		switch r.kind {
+		case 'd':
+			reads = append(reads, "driver")
+		case 'm':
+			reads = append(reads, "multi")
+		case 'a':
+			reads = append(reads, "attribute "+r.domain+"/"+r.name)
+		case 'c':
+			reads = append(reads, "capacity "+r.domain+"/"+r.name)
+		}
+	}
+	return reads, true
+}
