@@ -14,8 +14,8 @@ import (
 // device it looks at, and remembers the answers only for the length of one Allocate call. Fit allocates the same
 // claims again and again on one node, and a solve fits many claim shapes on the same devices, so most of a solve's
 // time went to evaluating the same selector on the same device. The allocator therefore gets only the devices that
-// could serve some request of the claims as free, decided with each (selector, device) pair evaluated once per
-// Allocator.
+// could serve some request of the claims as free, decided with each selector evaluated once per Allocator on each
+// device, or on each set of device values it reads (projection.go).
 //
 // The allocator checks whether a device is taken before it evaluates selectors, so a device handed to it as taken
 // costs nothing. Treating as taken a device whose selectors reject it for every request of the claims does not
@@ -92,7 +92,8 @@ type requestSelectors struct {
 }
 
 // claimSelectors lists the selectors of every request and subrequest of the claims. ok is false when a request
-// cannot be judged here (an unknown DeviceClass, a selector that is not CEL): then no device may be left out.
+// cannot be judged here (an unknown DeviceClass, a selector that is not CEL, a request of no known kind): then no
+// device may be left out, and the allocator reports what it finds.
 func (a *Allocator) claimSelectors(claims []*resourcev1.ResourceClaim) (out []requestSelectors, ok bool) {
 	add := func(className string, selectors []resourcev1.DeviceSelector) bool {
 		class, found := a.classes.byName[className]
@@ -114,6 +115,9 @@ func (a *Allocator) claimSelectors(claims []*resourcev1.ResourceClaim) (out []re
 	for _, c := range claims {
 		for i := range c.Spec.Devices.Requests {
 			req := &c.Spec.Devices.Requests[i]
+			if req.Exactly == nil && len(req.FirstAvailable) == 0 {
+				return nil, false
+			}
 			if req.Exactly != nil && !add(req.Exactly.DeviceClassName, req.Exactly.Selectors) {
 				return nil, false
 			}
