@@ -143,6 +143,9 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 		if !pools[cand.NodePool] {
 			pools[cand.NodePool] = true
 			c.deps.Metrics.DisruptionDecisionsByNodePool.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType, cand.NodePool).Inc()
+			if cmd.TerminateFirstReason != "" {
+				c.deps.Metrics.TerminateFirstDecisions.WithLabelValues(cand.NodePool, strings.ToLower(string(r.Reason)), cmd.TerminateFirstReason).Inc()
+			}
 		}
 	}
 
