@@ -330,7 +330,11 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		// cluster as it is, which does better than waiting).
 		return c.nextWave(ctx, st, chk, cmd)
 	}
-	why, contended, err := chk.check(ctx, cmd)
+	why, contended, err := "", false, error(nil)
+	if r.Decision != core.DecisionTerminateFirst {
+		// A terminate-first command's pods do not fit until its node is gone: they wait for the room it leaves.
+		why, contended, err = chk.check(ctx, cmd)
+	}
 	if err != nil {
 		return err
 	}
