@@ -179,6 +179,10 @@ func TestStaticDriftTerminateFirst(t *testing.T) {
 	if !strings.Contains(strings.Join(events, "\n"), "terminate-first") {
 		t.Errorf("no terminate-first deletion among the NodePool's events:\n%s", strings.Join(events, "\n"))
 	}
+	match := map[string]string{"nodepool": pool, "reason": "drifted", "terminate_first_reason": "static-at-limit"}
+	if v, err := env.MetricSum(ctx, "karpenter_voluntary_disruption_terminate_first_decisions_total", match); err != nil || v != 2 {
+		t.Errorf("karpenter_voluntary_disruption_terminate_first_decisions_total%v = %v (%v), want 2", match, v, err)
+	}
 }
 
 // TestNodeRepairTerminateFirst (NodeRepair, TerminateFirstRepair): a NodePool at its limits.nodes of 2, one pod on
