@@ -30,9 +30,12 @@ type instanceInterface struct {
 	CardIndex, DeviceIndex int
 	Type                   string
 	IPv4Prefixes           int
-	TCPEstablishedTimeout  int
-	UDPStreamTimeout       int
-	UDPTimeout             int
+	// IPv6PrefixCount is the template's Ipv6PrefixCount; IPv6Prefixes the /80 prefixes delegated at launch.
+	IPv6PrefixCount       int
+	IPv6Prefixes          []string
+	TCPEstablishedTimeout int
+	UDPStreamTimeout      int
+	UDPTimeout            int
 }
 
 // spreadLimitPerZone is how many running instances a rack-level spread group takes per zone.
@@ -292,6 +295,7 @@ func (s *Simulator) interfacesOfLocked(lt *launchTemplate) []instanceInterface {
 		card, _ := ni.intOr("NetworkCardIndex", 0)
 		dev, _ := ni.intOr("DeviceIndex", 0)
 		prefixes, _ := ni.intOr("Ipv4PrefixCount", 0)
+		prefixes6, _ := ni.intOr("Ipv6PrefixCount", 0)
 		tcp, _ := ni.intOr("ConnectionTrackingSpecification.TcpEstablishedTimeout", 0)
 		udpStream, _ := ni.intOr("ConnectionTrackingSpecification.UdpStreamTimeout", 0)
 		udp, _ := ni.intOr("ConnectionTrackingSpecification.UdpTimeout", 0)
@@ -300,7 +304,7 @@ func (s *Simulator) interfacesOfLocked(lt *launchTemplate) []instanceInterface {
 			typ = "interface"
 		}
 		out = append(out, instanceInterface{ID: s.nextIDLocked("eni"), CardIndex: card, DeviceIndex: dev, Type: typ,
-			IPv4Prefixes: prefixes, TCPEstablishedTimeout: tcp, UDPStreamTimeout: udpStream, UDPTimeout: udp})
+			IPv4Prefixes: prefixes, IPv6PrefixCount: prefixes6, TCPEstablishedTimeout: tcp, UDPStreamTimeout: udpStream, UDPTimeout: udp})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].CardIndex != out[j].CardIndex {
@@ -334,9 +338,19 @@ func (i *instance) networkInterfacesXML(vpc string) *el {
 	}
 	items := make([]*el, 0, len(i.NetworkInterfaces))
 	for n, ni := range i.NetworkInterfaces {
-		var ip, prefixes, conntrack *el
+		var ip, ip6, prefixes, prefixes6, conntrack *el
 		if ni.Type != "efa-only" && n == 0 {
-			ip = T("privateIpAddress", i.PrivateIP)
+			ip = TOpt("privateIpAddress", i.PrivateIP)
+			if i.IPv6Address != "" {
+				ip6 = List("ipv6AddressesSet", "item", []*el{E("item", T("ipv6Address", i.IPv6Address), B("isPrimaryIpv6", true))})
+			}
+		}
+		if len(ni.IPv6Prefixes) > 0 {
+			ps := make([]*el, 0, len(ni.IPv6Prefixes))
+			for _, p := range ni.IPv6Prefixes {
+				ps = append(ps, E("item", T("ipv6Prefix", p)))
+			}
+			prefixes6 = List("ipv6PrefixSet", "item", ps)
 		}
 		if ni.IPv4Prefixes > 0 {
 			ps := make([]*el, 0, ni.IPv4Prefixes)
@@ -362,7 +376,7 @@ func (i *instance) networkInterfacesXML(vpc string) *el {
 			T("status", "in-use"), ip, T("interfaceType", ni.Type),
 			E("attachment", T("attachmentId", "eni-attach-"+ni.ID[4:]), I("deviceIndex", int64(ni.DeviceIndex)),
 				I("networkCardIndex", int64(ni.CardIndex)), T("status", "attached"), B("deleteOnTermination", true)),
-			prefixes, conntrack))
+			ip6, prefixes, prefixes6, conntrack))
 	}
 	return List("networkInterfaceSet", "item", items)
 }
