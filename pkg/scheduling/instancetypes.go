@@ -46,11 +46,11 @@ type poolInfo struct {
 	// launchKeys are label keys some instance type lets the launch choose (InstanceType.LaunchLabels) and none
 	// carries as a label: a pod's requirement on one narrows the node's requirements like an instance type key.
 	launchKeys map[string]bool
-	limits   Vec
-	limited  []bool
-	limNodes int64 // -1: unlimited
-	used     Vec   // usage + capacity reserved by planned nodes
-	nodes    int64
+	limits     Vec
+	limited    []bool
+	limNodes   int64 // -1: unlimited
+	used       Vec   // usage + capacity reserved by planned nodes
+	nodes      int64
 }
 
 // sig is a distinct (pool, narrowed requirements) combination with the instance types compatible with it,
