@@ -260,7 +260,11 @@ func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*e
 			I("availableIpAddressCount", int64(sn.available())), T("availabilityZone", sn.Zone),
 			T("availabilityZoneId", sn.ZoneID), B("defaultForAz", false), B("mapPublicIpOnLaunch", sn.MapPublicIP),
 			T("ownerId", a.number), tagSetXML("tagSet", sn.Tags))
-		item.kids = append(item.kids, subnetIPv6XML(sn, s.opts.Region)...)
+		for _, k := range subnetIPv6XML(sn, s.opts.Region) {
+			if k != nil {
+				item.kids = append(item.kids, k)
+			}
+		}
 		items = append(items, item)
 	}
 	if err := validateFilters(fs, func(n string) ([]string, bool) {

@@ -118,19 +118,15 @@ func subnetCIDRXML(sn *subnet) *el {
 // subnetIPv6XML is a subnet's IPv6 and DNS fields as EC2 reports them: a dual-stack subnet gives no IPv6 address
 // unasked and names instances after their IPv4 address (ip-name); an IPv6-only subnet (ipv6Native) gives every
 // interface an IPv6 address and names instances after their id (resource-name, with an AAAA record), as EC2
-// requires for IPv6-only subnets. A subnet without an IPv6 range has no ipv6 fields.
+// requires for IPv6-only subnets. A subnet without an IPv6 range has no IPv6 association.
 func subnetIPv6XML(sn *subnet, region string) []*el {
 	hostname, aaaa, a := "ip-name", false, false
 	if sn.IPv6Native {
 		hostname, aaaa = "resource-name", true
 	}
-	out := []*el{B("enableDns64", sn.DNS64), E("privateDnsNameOptionsOnLaunch", T("hostnameType", hostname),
-		B("enableResourceNameDnsARecord", a), B("enableResourceNameDnsAAAARecord", aaaa))}
-	if !sn.IPv6CIDR.IsValid() {
-		return out
-	}
-	return append(out, ipv6Associations(sn.IPv6CIDR, "subnet", region), B("assignIpv6AddressOnCreation", sn.IPv6Native),
-		B("ipv6Native", sn.IPv6Native))
+	return []*el{B("enableDns64", sn.DNS64), E("privateDnsNameOptionsOnLaunch", T("hostnameType", hostname),
+		B("enableResourceNameDnsARecord", a), B("enableResourceNameDnsAAAARecord", aaaa)),
+		ipv6Associations(sn.IPv6CIDR, "subnet", region), B("assignIpv6AddressOnCreation", sn.IPv6Native), B("ipv6Native", sn.IPv6Native)}
 }
 
 // allocateIPv6Prefix returns the subnet's next IPv6 /80 prefix (the size EC2 delegates), taken from the top half

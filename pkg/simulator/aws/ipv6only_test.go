@@ -203,3 +203,18 @@ func TestIPv6OnlySubnetsNeedIPv6Cluster(t *testing.T) {
 		t.Error("IPv6-only subnets accepted in an IPv4 cluster")
 	}
 }
+
+// TestIPv4SubnetsAreNotIPv6Native: an IPv4 cluster's subnets report, as EC2 does for every subnet, that they are
+// not IPv6-only, give no IPv6 address on creation and name instances after their IPv4 address.
+func TestIPv4SubnetsAreNotIPv6Native(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.ec2.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := out.Subnets[0]
+	if sn.Ipv6Native == nil || *sn.Ipv6Native || sn.AssignIpv6AddressOnCreation == nil || *sn.AssignIpv6AddressOnCreation ||
+		sn.EnableDns64 == nil || *sn.EnableDns64 || len(sn.Ipv6CidrBlockAssociationSet) != 0 {
+		t.Errorf("IPv4 subnet: ipv6Native %v, assign %v, dns64 %v, IPv6 ranges %+v", sn.Ipv6Native, sn.AssignIpv6AddressOnCreation, sn.EnableDns64, sn.Ipv6CidrBlockAssociationSet)
+	}
+}
