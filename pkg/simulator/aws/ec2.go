@@ -32,6 +32,7 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"CreateFleet":                    s.createFleet,
 		"RunInstances":                   s.runInstances,
 		"DescribeInstances":              s.describeInstances,
+		"DescribeNetworkInterfaces":      s.describeNetworkInterfaces,
 		"TerminateInstances":             s.terminateInstances,
 		"RebootInstances":                s.rebootInstances,
 		"CreateTags":                     s.createTags,

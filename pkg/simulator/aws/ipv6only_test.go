@@ -144,6 +144,28 @@ func TestIPv6OnlySubnets(t *testing.T) {
 	if len(prefixes) != 2 || prefixes[0] == prefixes[1] || len(ni.Ipv4Prefixes) != 0 {
 		t.Errorf("interface prefixes: IPv6 %v, IPv4 %+v; want two distinct IPv6 prefixes", prefixes, ni.Ipv4Prefixes)
 	}
+	enis, err := e.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("attachment.instance-id"), Values: []string{id}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enis.NetworkInterfaces) != 1 {
+		t.Fatalf("DescribeNetworkInterfaces: %d interfaces, want 1", len(enis.NetworkInterfaces))
+	}
+	eni := enis.NetworkInterfaces[0]
+	var eniPrefixes []string
+	for _, p := range eni.Ipv6Prefixes {
+		eniPrefixes = append(eniPrefixes, aws.ToString(p.Ipv6Prefix))
+	}
+	if aws.ToString(eni.NetworkInterfaceId) != aws.ToString(ni.NetworkInterfaceId) || eni.PrivateIpAddress != nil || !aws.ToBool(eni.Ipv6Native) ||
+		eni.Attachment == nil || aws.ToString(eni.Attachment.InstanceId) != id || aws.ToString(eni.PrivateDnsName) != wantDNS ||
+		len(eni.Ipv6Addresses) != 1 || !cmp.Equal(eniPrefixes, prefixes) {
+		t.Errorf("DescribeNetworkInterfaces: %+v, IPv6 prefixes %v (want %v)", eni, eniPrefixes, prefixes)
+	}
+	if _, err := e.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{"eni-0123456789abcdef0"}}); err == nil ||
+		!strings.Contains(err.Error(), "InvalidNetworkInterfaceID.NotFound") {
+		t.Errorf("unknown interface id: %v", err)
+	}
 	if !info.NodeCreated {
 		t.Fatalf("no Node: %q", info.NodeJoinError)
 	}

@@ -337,48 +337,60 @@ func (i *instance) networkInterfacesXML(vpc string) *el {
 		return nil
 	}
 	items := make([]*el, 0, len(i.NetworkInterfaces))
-	for n, ni := range i.NetworkInterfaces {
-		var ip, ip6, prefixes, prefixes6, conntrack *el
-		if ni.Type != "efa-only" && n == 0 {
-			ip = TOpt("privateIpAddress", i.PrivateIP)
-			if i.IPv6Address != "" {
-				ip6 = List("ipv6AddressesSet", "item", []*el{E("item", T("ipv6Address", i.IPv6Address), B("isPrimaryIpv6", true))})
-			}
-		}
-		if len(ni.IPv6Prefixes) > 0 {
-			ps := make([]*el, 0, len(ni.IPv6Prefixes))
-			for _, p := range ni.IPv6Prefixes {
-				ps = append(ps, E("item", T("ipv6Prefix", p)))
-			}
-			prefixes6 = List("ipv6PrefixSet", "item", ps)
-		}
-		if ni.IPv4Prefixes > 0 {
-			ps := make([]*el, 0, ni.IPv4Prefixes)
-			for k := 0; k < ni.IPv4Prefixes; k++ {
-				ps = append(ps, E("item", T("ipv4Prefix", fmt.Sprintf("10.%d.%d.%d/28", 200+n, k/16, (k%16)*16))))
-			}
-			prefixes = List("ipv4PrefixSet", "item", ps)
-		}
-		if ni.TCPEstablishedTimeout+ni.UDPStreamTimeout+ni.UDPTimeout > 0 {
-			var tcp, udpStream, udp *el
-			if ni.TCPEstablishedTimeout > 0 {
-				tcp = I("tcpEstablishedTimeout", int64(ni.TCPEstablishedTimeout))
-			}
-			if ni.UDPStreamTimeout > 0 {
-				udpStream = I("udpStreamTimeout", int64(ni.UDPStreamTimeout))
-			}
-			if ni.UDPTimeout > 0 {
-				udp = I("udpTimeout", int64(ni.UDPTimeout))
-			}
-			conntrack = E("connectionTrackingConfiguration", tcp, udpStream, udp)
-		}
-		items = append(items, E("item", T("networkInterfaceId", ni.ID), T("subnetId", i.SubnetID), T("vpcId", vpc),
-			T("status", "in-use"), ip, T("interfaceType", ni.Type),
-			E("attachment", T("attachmentId", "eni-attach-"+ni.ID[4:]), I("deviceIndex", int64(ni.DeviceIndex)),
-				I("networkCardIndex", int64(ni.CardIndex)), T("status", "attached"), B("deleteOnTermination", true)),
-			ip6, prefixes, prefixes6, conntrack))
+	for n := range i.NetworkInterfaces {
+		items = append(items, i.interfaceXML(n, vpc, nil))
 	}
 	return List("networkInterfaceSet", "item", items)
+}
+
+// interfaceXML is the n-th network interface of the instance as DescribeInstances (extra nil) and
+// DescribeNetworkInterfaces (extra: the fields only it reports) describe it.
+func (i *instance) interfaceXML(n int, vpc string, extra []*el) *el {
+	ni := i.NetworkInterfaces[n]
+	var ip, ip6, prefixes, prefixes6, conntrack *el
+	if ni.Type != "efa-only" && n == 0 {
+		ip = TOpt("privateIpAddress", i.PrivateIP)
+		if i.IPv6Address != "" {
+			ip6 = List("ipv6AddressesSet", "item", []*el{E("item", T("ipv6Address", i.IPv6Address), B("isPrimaryIpv6", true))})
+		}
+	}
+	if len(ni.IPv6Prefixes) > 0 {
+		ps := make([]*el, 0, len(ni.IPv6Prefixes))
+		for _, p := range ni.IPv6Prefixes {
+			ps = append(ps, E("item", T("ipv6Prefix", p)))
+		}
+		prefixes6 = List("ipv6PrefixSet", "item", ps)
+	}
+	if ni.IPv4Prefixes > 0 {
+		ps := make([]*el, 0, ni.IPv4Prefixes)
+		for k := 0; k < ni.IPv4Prefixes; k++ {
+			ps = append(ps, E("item", T("ipv4Prefix", fmt.Sprintf("10.%d.%d.%d/28", 200+n, k/16, (k%16)*16))))
+		}
+		prefixes = List("ipv4PrefixSet", "item", ps)
+	}
+	if ni.TCPEstablishedTimeout+ni.UDPStreamTimeout+ni.UDPTimeout > 0 {
+		var tcp, udpStream, udp *el
+		if ni.TCPEstablishedTimeout > 0 {
+			tcp = I("tcpEstablishedTimeout", int64(ni.TCPEstablishedTimeout))
+		}
+		if ni.UDPStreamTimeout > 0 {
+			udpStream = I("udpStreamTimeout", int64(ni.UDPStreamTimeout))
+		}
+		if ni.UDPTimeout > 0 {
+			udp = I("udpTimeout", int64(ni.UDPTimeout))
+		}
+		conntrack = E("connectionTrackingConfiguration", tcp, udpStream, udp)
+	}
+	var instanceID *el
+	if extra != nil {
+		instanceID = T("instanceId", i.ID)
+	}
+	kids := []*el{T("networkInterfaceId", ni.ID), T("subnetId", i.SubnetID), T("vpcId", vpc),
+		T("status", "in-use"), ip, T("interfaceType", ni.Type),
+		E("attachment", T("attachmentId", "eni-attach-"+ni.ID[4:]), instanceID, I("deviceIndex", int64(ni.DeviceIndex)),
+			I("networkCardIndex", int64(ni.CardIndex)), T("status", "attached"), B("deleteOnTermination", true)),
+		ip6, prefixes, prefixes6, conntrack}
+	return E("item", append(kids, extra...)...)
 }
 
 func (i *instance) cpuOptionsXML() *el {
