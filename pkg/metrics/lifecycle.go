@@ -96,7 +96,9 @@ func newCostTracker() *CostTracker {
 }
 
 // Errors is the number counted for a NodePool so far.
-func (c *CostTracker) Errors(nodePool string) prometheus.Counter { return c.errors.WithLabelValues(nodePool) }
+func (c *CostTracker) Errors(nodePool string) prometheus.Counter {
+	return c.errors.WithLabelValues(nodePool)
+}
 
 func (c *CostTracker) observe(nodePool string, unpriced []string) {
 	c.mu.Lock()
