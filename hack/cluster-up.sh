@@ -91,6 +91,8 @@ wait_for "etcd" 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 # DRAPartitionableDevices (alpha in 1.34): the API server keeps, and the kube-scheduler's DRA plugin honours, the
 # shared counters of partitionable devices (a GPU and its MIG partitions, docs/simulator.md).
 feature_gates=NominatedNodeNameForExpectation=true,ClearingNominatedNodeNameAfterBinding=true,DRAPartitionableDevices=true
+# Dual-stack services: Services are IPv4 unless they ask for IPv6, as the IPv6 cluster scenario's kube-dns
+# Service does (test/e2e/ipv6).
 log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 launch kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
@@ -98,7 +100,7 @@ launch kube-apiserver "$bin/kube-apiserver" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-  --service-cluster-ip-range 10.96.0.0/16 --authorization-mode RBAC --endpoint-reconciler-type none \
+  --service-cluster-ip-range 10.96.0.0/16,fd00:10:96::/108 --authorization-mode RBAC --endpoint-reconciler-type none \
   --allow-privileged=true --enable-priority-and-fairness=false --max-requests-inflight 2000 \
   --max-mutating-requests-inflight 1000 --cert-dir "$pki" --profiling=false --feature-gates "$feature_gates"
 wait_for "kube-apiserver" 60 curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -116,11 +118,14 @@ launch kube-controller-manager "$bin/kube-controller-manager" \
   --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
   --use-service-account-credentials=false --kube-api-qps 200 --kube-api-burst 400 --controllers '*,-ttl-controller' \
   --node-monitor-grace-period 200s
+# DOVETAIL_KUBE_SCHEDULER_CONFIG, when set, is more of the KubeSchedulerConfiguration (for example profiles with
+# podTopologySpread default constraints, as a cluster given Dovetail's SCHEDULER_CONFIG would run).
 cat > "$CLUSTER_DIR/scheduler.yaml" <<SC
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection: {kubeconfig: "$KUBECONFIG_PATH", qps: 500, burst: 1000}
 leaderElection: {leaderElect: false}
+${DOVETAIL_KUBE_SCHEDULER_CONFIG:-}
 SC
 launch kube-scheduler "$bin/kube-scheduler" --config "$CLUSTER_DIR/scheduler.yaml" \
   --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \

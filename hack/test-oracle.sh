@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the upstream-plugin scheduling oracle (test/oracle, a nested Go module on k8s.io/kubernetes): every placement
-# of 10,000 seeded random plans and of the 1k/5k benchmark plans must pass the kube-scheduler's own filter plugins.
+# of 10,000 seeded random plans and of the 1k/5k benchmark plans must pass the kube-scheduler's own filter plugins,
+# and every claim pod of 500 random claim workloads its DynamicResources plugin.
 # Extra arguments go to go test (e.g. -short, -run TestCheckFindsViolations). DOVETAIL_ORACLE_CASES sets the number
 # of random cases. The first build of k8s.io/kubernetes' scheduler packages takes several minutes.
 set -euo pipefail

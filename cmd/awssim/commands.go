@@ -192,16 +192,18 @@ func newSQSCommand(c *client) *cobra.Command {
 	var req awssim.EventRequest
 	var start, terminateAfter string
 	send := &cobra.Command{
-		Use:       "send KIND",
-		Short:     "Send spot-interruption, rebalance, health or state-change for --instance",
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{awssim.EventSpotInterruption, awssim.EventRebalance, awssim.EventHealth, awssim.EventStateChange},
+		Use:   "send KIND",
+		Short: "Send spot-interruption, rebalance, health, state-change or capacity-reservation-interruption for --instance",
+		Args:  cobra.ExactArgs(1),
+		ValidArgs: []string{awssim.EventSpotInterruption, awssim.EventRebalance, awssim.EventHealth, awssim.EventStateChange,
+			awssim.EventCapacityReservationInterruption},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Kind = args[0]
 			switch req.Kind {
-			case awssim.EventSpotInterruption, awssim.EventRebalance, awssim.EventHealth, awssim.EventStateChange:
+			case awssim.EventSpotInterruption, awssim.EventRebalance, awssim.EventHealth, awssim.EventStateChange,
+				awssim.EventCapacityReservationInterruption:
 			default:
-				return fmt.Errorf("event kind %q must be spot-interruption, rebalance, health or state-change", req.Kind)
+				return fmt.Errorf("event kind %q must be spot-interruption, rebalance, health, state-change or capacity-reservation-interruption", req.Kind)
 			}
 			if req.InstanceID == "" {
 				return fmt.Errorf("--instance is required")
@@ -241,7 +243,7 @@ func newSQSCommand(c *client) *cobra.Command {
 	f.StringVar(&req.Account, "account", "", "account (access key id) owning the queue (default: the instance's)")
 	f.StringVar(&req.State, "state", "", "state-change: the state (default: the instance's)")
 	f.StringVar(&start, "start", "", "health: scheduled change start, a duration from now or RFC 3339 (default 1h)")
-	f.StringVar(&terminateAfter, "terminate-after", "", "terminate the instance after this delay (spot-interruption default 2m; -1s never)")
+	f.StringVar(&terminateAfter, "terminate-after", "", "terminate the instance after this delay (spot-interruption and capacity-reservation-interruption default 2m; -1s never)")
 	cmd.AddCommand(send)
 	return cmd
 }

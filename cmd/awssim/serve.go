@@ -33,6 +33,8 @@ type serveOptions struct {
 	clusterCAFile     string
 	kubernetesVersion string
 	serviceCIDR       string
+	ipFamily          string
+	serviceIPv6CIDR   string
 	queues            []string
 	pending           time.Duration
 	shuttingDown      time.Duration
@@ -71,6 +73,8 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&o.clusterCAFile, "cluster-ca-file", "", "PEM CA bundle EKS DescribeCluster returns (default: the kubeconfig's CA)")
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "1.34", "cluster Kubernetes version (EKS and SSM AMI parameters)")
 	f.StringVar(&o.serviceCIDR, "service-cidr", "10.100.0.0/16", "service CIDR EKS DescribeCluster returns")
+	f.StringVar(&o.ipFamily, "ip-family", "ipv4", "cluster IP family, ipv4 or ipv6 (an IPv6 cluster: IPv6 subnets, instances and Nodes; see docs/simulator.md)")
+	f.StringVar(&o.serviceIPv6CIDR, "service-ipv6-cidr", "fd00:10:96::/108", "IPv6 service CIDR EKS DescribeCluster returns for an IPv6 cluster")
 	f.StringSliceVar(&o.queues, "queues", nil, "SQS queues created in every account (default: the cluster name)")
 	f.DurationVar(&o.pending, "pending-duration", 2*time.Second, "time an instance stays pending before running (and its Node appears)")
 	f.DurationVar(&o.shuttingDown, "shutting-down-duration", 2*time.Second, "time an instance stays shutting-down before terminated (and its Node is deleted)")
@@ -156,7 +160,8 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	opts := awssim.Options{
 		Region: o.region, Zones: o.zones, ClusterName: o.clusterName, ClusterEndpoint: o.clusterEndpoint,
-		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, Queues: o.queues, Logger: logger, Seed: o.seed,
+		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, IPFamily: o.ipFamily,
+		ServiceIPv6CIDR: o.serviceIPv6CIDR, Queues: o.queues, Logger: logger, Seed: o.seed,
 		ResponseDelay: o.responseDelay,
 		Timing: awssim.Timing{Pending: o.pending, ShuttingDown: o.shuttingDown, TerminatedRetention: o.retention,
 			UninitializedTaintDelayMin: tmin, UninitializedTaintDelayMax: tmax, Tick: o.tick},

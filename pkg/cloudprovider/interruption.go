@@ -28,3 +28,10 @@ type InterruptionQueue interface {
 	// MarkOfferingUnavailable makes an (instance type, zone, capacity type) offering unavailable for a while.
 	MarkOfferingUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string)
 }
+
+// ReservationMarker is implemented by interruption queues whose provider launches into capacity reservations: a
+// reservation EC2 is reclaiming (a capacity reservation interruption warning) takes no more launches until the
+// provider next reads its availability from the cloud.
+type ReservationMarker interface {
+	MarkReservationUnavailable(ctx context.Context, reservationID string)
+}

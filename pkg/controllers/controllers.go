@@ -15,10 +15,12 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption"
 	"github.com/dovetail/dovetail/pkg/controllers/interruption/instancestatus"
+	nodecapacity "github.com/dovetail/dovetail/pkg/controllers/node/capacity"
 	nodehealth "github.com/dovetail/dovetail/pkg/controllers/node/health"
 	nodemetrics "github.com/dovetail/dovetail/pkg/controllers/node/metrics"
 	nodetermination "github.com/dovetail/dovetail/pkg/controllers/node/termination"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacityblock"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/capacitytype"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/consistency"
 	nodeclaimdisruption "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/disruption"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
@@ -26,6 +28,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	nodeclasshash "github.com/dovetail/dovetail/pkg/controllers/nodeclass/hash"
+	"github.com/dovetail/dovetail/pkg/controllers/nodeclass/instanceprofilegc"
 	nodeclassstatus "github.com/dovetail/dovetail/pkg/controllers/nodeclass/status"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeoverlay"
 	"github.com/dovetail/dovetail/pkg/controllers/nodepool/counter"
@@ -62,6 +65,8 @@ func New(d deps.Deps) []Named {
 		{hash.Name, hash.NewController(d)},
 		{counter.Name, counter.NewController(d)},
 		{nodemetrics.Name, nodemetrics.NewController(d)},
+		// Memory capacity learned from registered Nodes, per instance type and AMI set (as Karpenter's AWS provider).
+		{nodecapacity.Name, nodecapacity.NewController(d)},
 		{conditionmetrics.Name, conditionmetrics.NewController(d)},
 		{readiness.Name, readiness.NewController(d)},
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
@@ -89,6 +94,10 @@ func New(d deps.Deps) []Named {
 		{nodeoverlay.Name, nodeoverlay.NewController(d)},
 		// ARC zonal shifts (ENABLE_ZONAL_SHIFT=true; a no-op otherwise): NodePool events as zones shift and clear.
 		{zonalshift.Name, zonalshift.NewController(d)},
+		// Reserved NodeClaims and Nodes whose capacity reservation ended become on-demand (always on, as in Karpenter).
+		{capacitytype.Name, capacitytype.NewController(d)},
+		// Deletes the instance profiles made for node classes once nothing needs them (not with ISOLATED_VPC=true).
+		{instanceprofilegc.Name, instanceprofilegc.NewController(d)},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/requirements"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
@@ -43,8 +44,7 @@ func simulate(ctx context.Context, base *scheduling.Snapshot, cands []*Candidate
 	pods := map[types.NamespacedName]*corev1.Pod{}
 	for _, c := range cands {
 		for _, p := range c.reschedulablePods() {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
+			moved := scheduling.Rescheduled(p)
 			cluster.Pods = append(cluster.Pods, moved)
 			pods[podKey(moved)] = moved
 		}
@@ -115,46 +115,154 @@ func totalPrice(cands []*Candidate) float64 {
 	return sum
 }
 
-// cheaperReplacement narrows a replacement to the instance-type options cheaper than price (and, unless
-// spotToSpot, to on-demand options when a candidate is spot), so that whatever the cloud launches saves money.
+// MinSpotToSpotTypes is how many cheaper spot instance types a single spot node's replacement needs under
+// SpotToSpotConsolidation, and how many of the cheapest the replacement launches from (more when minValues needs
+// them): launching from the cheapest few means the launched type is among them, so the next pass does not find
+// a cheaper spot type again and again (Karpenter's rule and number).
+const MinSpotToSpotTypes = 15
+
+// Unconsolidatable messages of spot-to-spot consolidation, worded as Karpenter's events.
+const (
+	msgSpotToSpotDisabled = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+	msgSpotToSpotTooFew   = "SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d"
+)
+
+// cheaperReplacement narrows a replacement to the instance-type options cheaper than price, so that whatever the
+// cloud launches saves money, as Karpenter's consolidation does:
+//   - when every candidate is spot and the replacement may be spot, the move is spot-to-spot: refused while the
+//     SpotToSpotConsolidation gate (spotToSpot) is off; otherwise the replacement is spot only, and a single
+//     candidate needs at least MinSpotToSpotTypes cheaper spot types and launches from the MinSpotToSpotTypes
+//     cheapest (or as many as minValues needs);
+//   - otherwise the cheaper options are kept, and when a candidate is spot and the replacement may be spot or
+//     on-demand it is made spot (a spot node is not replaced by on-demand when spot would do).
+//
 // It returns the narrowed copy, or a reason why no option is left.
 func cheaperReplacement(r *scheduling.NodeClaimPlan, cands []*Candidate, price float64, types []*cloudprovider.InstanceType, spotToSpot bool) (*scheduling.NodeClaimPlan, StayReason, string) {
+	allSpot := len(cands) > 0 && !slices.ContainsFunc(cands, func(c *Candidate) bool { return c.CapacityType != karpv1.CapacityTypeSpot })
 	anySpot := slices.ContainsFunc(cands, func(c *Candidate) bool { return c.CapacityType == karpv1.CapacityTypeSpot })
+	reqs := plainRequirements(r.Requirements)
+	spotAllowed := requirements.Allows(reqs, karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot)
+	onDemandAllowed := requirements.Allows(reqs, karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand)
+	spotOnly := false
+	options := r.InstanceTypeOptions
+	switch {
+	case allSpot && spotAllowed:
+		if !spotToSpot {
+			return nil, StaySpotToSpot, msgSpotToSpotDisabled
+		}
+		spotOnly, options = true, spotOptions(r, types)
+	case anySpot && spotAllowed && onDemandAllowed:
+		spotOnly, options = true, spotOptions(r, types)
+	}
 	var kept []scheduling.InstanceTypeOption
-	sawCheaperSpot := false
-	for _, o := range r.InstanceTypeOptions {
-		if o.Price >= price {
-			continue
+	for _, o := range options {
+		if o.Price < price {
+			kept = append(kept, o)
 		}
-		if anySpot && !spotToSpot && o.CapacityType == karpv1.CapacityTypeSpot {
-			sawCheaperSpot = true
-			continue
-		}
-		kept = append(kept, o)
 	}
 	if len(kept) == 0 {
-		if sawCheaperSpot {
-			return nil, StaySpotToSpot, fmt.Sprintf("only a spot replacement would be cheaper than $%.4f/h, and spot-to-spot consolidation is off (FEATURE_GATES SpotToSpotConsolidation)", price)
-		}
 		return nil, StayNoCheaper, fmt.Sprintf("no instance type that fits its pods is cheaper than $%.4f/h (cheapest %s at $%.4f/h)", price, r.InstanceType, r.Price)
 	}
+	names := optionNames(kept)
 	out := *r
-	out.InstanceTypeOptions = kept
-	out.InstanceType, out.Zone, out.CapacityType, out.Price = kept[0].Name, kept[0].Zone, kept[0].CapacityType, kept[0].Price
-	names := make([]string, 0, len(kept))
-	capacityTypes := map[string]bool{}
-	for _, o := range kept {
-		names = append(names, o.Name)
-		capacityTypes[o.CapacityType] = true
-	}
 	out.Requirements = narrowRequirements(r.Requirements, corev1.LabelInstanceTypeStable, names)
-	if anySpot && !spotToSpot {
-		out.Requirements = narrowRequirements(out.Requirements, karpv1.CapacityTypeLabelKey, []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeReserved})
+	if spotOnly {
+		out.Requirements = narrowRequirements(out.Requirements, karpv1.CapacityTypeLabelKey, []string{karpv1.CapacityTypeSpot})
 	}
 	if key, have, want := minValuesShort(out.Requirements, names, types); key != "" {
 		return nil, StayNoCheaper, fmt.Sprintf("the cheaper instance types keep %d values of %s, below its minValues %d", have, key, want)
 	}
+	if allSpot && spotOnly && len(cands) == 1 {
+		if len(names) < MinSpotToSpotTypes {
+			return nil, StaySpotToSpot, fmt.Sprintf(msgSpotToSpotTooFew, MinSpotToSpotTypes, len(names))
+		}
+		keep := max(MinSpotToSpotTypes, minValuesPrefix(out.Requirements, names, types))
+		if keep < len(names) {
+			names = names[:keep]
+			kept = slices.DeleteFunc(kept, func(o scheduling.InstanceTypeOption) bool { return !slices.Contains(names, o.Name) })
+			out.Requirements = narrowRequirements(out.Requirements, corev1.LabelInstanceTypeStable, names)
+		}
+	}
+	out.InstanceTypeOptions = kept
+	out.InstanceType, out.Zone, out.CapacityType, out.Price = kept[0].Name, kept[0].Zone, kept[0].CapacityType, kept[0].Price
 	return &out, "", ""
+}
+
+// spotOptions returns the replacement's options as spot: each instance type with its cheapest available spot
+// offering in a zone the replacement allows, cheapest first; types without one are left out.
+func spotOptions(r *scheduling.NodeClaimPlan, types []*cloudprovider.InstanceType) []scheduling.InstanceTypeOption {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	reqs := plainRequirements(r.Requirements)
+	var out []scheduling.InstanceTypeOption
+	for _, o := range r.InstanceTypeOptions {
+		if o.CapacityType == karpv1.CapacityTypeSpot {
+			out = append(out, o)
+			continue
+		}
+		it := byName[o.Name]
+		if it == nil {
+			continue
+		}
+		best := scheduling.InstanceTypeOption{}
+		for _, off := range it.Offerings {
+			if off.CapacityType != karpv1.CapacityTypeSpot || !off.Available || !requirements.Allows(reqs, corev1.LabelTopologyZone, off.Zone) {
+				continue
+			}
+			if best.Name == "" || off.Price < best.Price || (off.Price == best.Price && off.Zone < best.Zone) {
+				best = scheduling.InstanceTypeOption{Name: o.Name, Zone: off.Zone, CapacityType: karpv1.CapacityTypeSpot, Price: off.Price}
+			}
+		}
+		if best.Name != "" {
+			out = append(out, best)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b scheduling.InstanceTypeOption) int {
+		switch {
+		case a.Price < b.Price:
+			return -1
+		case a.Price > b.Price:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// optionNames returns the distinct instance type names of options, in their order.
+func optionNames(options []scheduling.InstanceTypeOption) []string {
+	names := make([]string, 0, len(options))
+	for _, o := range options {
+		if !slices.Contains(names, o.Name) {
+			names = append(names, o.Name)
+		}
+	}
+	return names
+}
+
+// minValuesPrefix returns how many of names (cheapest first) it takes to meet every minValues of reqs; 0 when
+// reqs have none, len(names) when even all do not.
+func minValuesPrefix(reqs []scheduling.NodeSelectorRequirementWithMinValues, names []string, types []*cloudprovider.InstanceType) int {
+	if !slices.ContainsFunc(reqs, func(r scheduling.NodeSelectorRequirementWithMinValues) bool { return r.MinValues != nil }) {
+		return 0
+	}
+	for n := 1; n <= len(names); n++ {
+		if key, _, _ := minValuesShort(reqs, names[:n], types); key == "" {
+			return n
+		}
+	}
+	return len(names)
+}
+
+// plainRequirements drops the minValues of reqs.
+func plainRequirements(reqs []scheduling.NodeSelectorRequirementWithMinValues) []corev1.NodeSelectorRequirement {
+	out := make([]corev1.NodeSelectorRequirement, 0, len(reqs))
+	for _, r := range reqs {
+		out = append(out, r.NodeSelectorRequirement)
+	}
+	return out
 }
 
 // capOptions narrows a replacement to the options priced at most limit (its cheapest option is). It returns r

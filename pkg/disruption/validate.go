@@ -49,8 +49,7 @@ func (chk DrainCheck) remaining() (scheduling.Snapshot, []*corev1.Pod, map[types
 		if !Reschedulable(p) {
 			continue
 		}
-		m := p.DeepCopy()
-		m.Spec.NodeName = ""
+		m := scheduling.Rescheduled(p)
 		moving = append(moving, m)
 		keys[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 	}

@@ -104,8 +104,7 @@ func (d *decider) planWholeCluster(ctx context.Context, open []*Candidate) error
 		movable[c.Node] = true
 		plan.CurrentCost += c.Price
 		for _, p := range c.reschedulablePods() {
-			moved := p.DeepCopy()
-			moved.Spec.NodeName = ""
+			moved := scheduling.Rescheduled(p)
 			pods = append(pods, moved)
 		}
 	}

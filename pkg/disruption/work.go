@@ -125,8 +125,7 @@ func (w *working) reserve(ctx context.Context, leaving []*corev1.Pod, opts sched
 	cluster.NodePools = nil
 	cluster.Pods = make([]*corev1.Pod, 0, len(leaving))
 	for _, p := range leaving {
-		q := p.DeepCopy()
-		q.Spec.NodeName = ""
+		q := scheduling.Rescheduled(p)
 		pods[podKey(q)] = q
 		cluster.Pods = append(cluster.Pods, q)
 	}
@@ -206,8 +205,7 @@ func PassPlan(cluster *scheduling.Snapshot, cmds []*Command) (*scheduling.Snapsh
 		for _, c := range cmd.Candidates {
 			gone[c.Node] = true
 			for _, p := range c.reschedulablePods() {
-				moved := p.DeepCopy()
-				moved.Spec.NodeName = ""
+				moved := scheduling.Rescheduled(p)
 				out.Pods = append(out.Pods, moved)
 			}
 		}

@@ -74,6 +74,9 @@ type Decision struct {
 	At time.Time
 	// MarkOfferingUnavailable asks to mark the instance's (instance type, zone, spot) offering unavailable.
 	MarkOfferingUnavailable bool
+	// MarkReservationUnavailable asks to take no more launches into the instance's capacity reservation (EC2 is
+	// reclaiming it).
+	MarkReservationUnavailable bool
 	// Reason is the event reason ("" for ActionIgnore).
 	Reason string
 	// Message is the event message: what happened and which policy applied.
@@ -106,7 +109,7 @@ func Decide(msg Message, p Policy, terminationGracePeriod *time.Duration, now ti
 		}
 		return Decision{Action: ActionIgnore}
 	case KindCapacityReservationInterruption:
-		return Decision{Action: ActionDelete, Reason: ReasonCapacityReservationInstanceInterrupted,
+		return Decision{Action: ActionDelete, MarkReservationUnavailable: true, Reason: ReasonCapacityReservationInstanceInterrupted,
 			Message: "EC2 is reclaiming the capacity reservation the instance runs in: draining and deleting the NodeClaim"}
 	case KindScheduledChange:
 		return decideScheduled(msg, p.Scheduled, terminationGracePeriod, now)

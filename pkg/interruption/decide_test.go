@@ -72,6 +72,7 @@ func TestDecide(t *testing.T) {
 	hour := time.Hour
 	fiveMin := 5 * time.Minute
 	def := DefaultPolicy()
+	beforeStart := Policy{Spot: SpotDrain, Scheduled: ScheduledDrainBeforeStart}
 	tests := []struct {
 		name   string
 		msg    Message
@@ -92,15 +93,17 @@ func TestDecide(t *testing.T) {
 		{name: "capacity reservation interruption deletes", msg: Message{Kind: KindCapacityReservationInterruption}, policy: def, want: ActionDelete},
 		{name: "running is ignored", msg: Message{Kind: KindStateChange, State: "running"}, policy: def, want: ActionIgnore},
 		{name: "unknown is ignored", msg: Message{Kind: KindUnknown}, policy: def, want: ActionIgnore},
-		{name: "scheduled default, no TGP: 15 minutes before start",
-			msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, want: ActionDeleteAt, at: now.Add(45 * time.Minute)},
-		{name: "scheduled default, TGP 5m", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, tgp: &fiveMin,
-			want: ActionDeleteAt, at: now.Add(55 * time.Minute)},
-		{name: "scheduled default, lead already past: now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(10 * time.Minute)},
-			policy: def, want: ActionDelete},
-		{name: "scheduled default, due exactly now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def, tgp: &hour,
+		{name: "scheduled default: now, as Karpenter", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: def,
 			want: ActionDelete},
-		{name: "scheduled default, no start time: now", msg: Message{Kind: KindScheduledChange}, policy: def, want: ActionDelete},
+		{name: "scheduled DrainBeforeStart, no TGP: 15 minutes before start",
+			msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: beforeStart, want: ActionDeleteAt, at: now.Add(45 * time.Minute)},
+		{name: "scheduled DrainBeforeStart, TGP 5m", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: beforeStart, tgp: &fiveMin,
+			want: ActionDeleteAt, at: now.Add(55 * time.Minute)},
+		{name: "scheduled DrainBeforeStart, lead already past: now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(10 * time.Minute)},
+			policy: beforeStart, want: ActionDelete},
+		{name: "scheduled DrainBeforeStart, due exactly now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)}, policy: beforeStart, tgp: &hour,
+			want: ActionDelete},
+		{name: "scheduled DrainBeforeStart, no start time: now", msg: Message{Kind: KindScheduledChange}, policy: beforeStart, want: ActionDelete},
 		{name: "scheduled drain: now", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)},
 			policy: Policy{Spot: SpotDrain, Scheduled: ScheduledDrain}, want: ActionDelete},
 		{name: "scheduled ignore: event", msg: Message{Kind: KindScheduledChange, StartTime: now.Add(hour)},
@@ -145,6 +148,21 @@ func TestMessageMetricLabel(t *testing.T) {
 	} {
 		if got := tt.msg.MetricLabel(); got != tt.want {
 			t.Errorf("%s %s: %q, want %q", tt.msg.Kind, tt.msg.State, got, tt.want)
+		}
+	}
+}
+
+// TestDecideMarksOnlyAnInterruptedReservation: only a capacity reservation interruption warning asks to take no
+// more launches into the instance's reservation.
+func TestDecideMarksOnlyAnInterruptedReservation(t *testing.T) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for _, msg := range []Message{
+		{Kind: KindCapacityReservationInterruption}, {Kind: KindSpotInterruption}, {Kind: KindRebalanceRecommendation},
+		{Kind: KindStateChange, State: "stopping"}, {Kind: KindScheduledChange, StartTime: now.Add(time.Hour)},
+	} {
+		got := Decide(msg, DefaultPolicy(), nil, now).MarkReservationUnavailable
+		if want := msg.Kind == KindCapacityReservationInterruption; got != want {
+			t.Errorf("%s: MarkReservationUnavailable = %t, want %t", msg.Kind, got, want)
 		}
 	}
 }

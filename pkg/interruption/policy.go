@@ -31,10 +31,10 @@ type ScheduledPolicy string
 
 // Scheduled change (AWS Health) policies.
 const (
-	// ScheduledDrain deletes the NodeClaim at once, as Karpenter does.
+	// ScheduledDrain deletes the NodeClaim at once, as Karpenter does (the default).
 	ScheduledDrain ScheduledPolicy = "Drain"
 	// ScheduledDrainBeforeStart deletes the NodeClaim at the change's start minus its terminationGracePeriod
-	// (DefaultScheduledLeadTime when it has none), or at once when that time has passed.
+	// (DefaultScheduledLeadTime when it has none), or at once when that time has passed: a NodePool's opt-in.
 	ScheduledDrainBeforeStart ScheduledPolicy = "DrainBeforeStart"
 	// ScheduledIgnore only records an event.
 	ScheduledIgnore ScheduledPolicy = "Ignore"
@@ -43,7 +43,7 @@ const (
 // Defaults.
 const (
 	DefaultSpotPolicy      = SpotDrain
-	DefaultScheduledPolicy = ScheduledDrainBeforeStart
+	DefaultScheduledPolicy = ScheduledDrain
 )
 
 // Policy is a NodePool's interruption policy.

@@ -173,6 +173,11 @@ type Metrics struct {
 	// CountDisrupted.
 	NodeClaimsDisrupted     *prometheus.CounterVec
 	PodsDisruptionInitiated *prometheus.CounterVec
+	// DeletionCostNodesPending is, after each pass of the pod deletion cost controller, how many nodes of each
+	// NodePool had pods to write, and DeletionCostWrites counts its pod writes by outcome; record both with
+	// RecordDeletionCostPass.
+	DeletionCostNodesPending *prometheus.GaugeVec
+	DeletionCostWrites       *prometheus.CounterVec
 	// NodeClaimsUnhealthyDisrupted counts NodeClaims deleted by node repair, by the node condition that made the
 	// node unhealthy (snake case, e.g. kernel_ready), NodePool, capacity type and image ID.
 	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
@@ -542,6 +547,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	newClientGoMetrics(m)
 	newInstanceFailureMetrics(m)
 	newDisruptedMetrics(m)
+	newDeletionCostMetrics(m)
 	m.InstanceTypes = NewInstanceTypeGauges(m.InstanceTypeOfferingPrice)
 	m.BuildInfo.WithLabelValues(version.Version(), runtime.Version(), runtime.GOARCH, version.Commit()).Set(1)
 	if err := m.register(reg); err != nil {

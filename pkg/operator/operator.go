@@ -348,6 +348,8 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 	}
 	// EC2 instance status checks (interruption.instancestatus).
 	d.InstanceStatus, _ = cp.(cloudprovider.InstanceStatusLister)
+	// Memory capacity learned from registered nodes (node.capacity).
+	d.CapacityLearner, _ = cp.(cloudprovider.CapacityLearner)
 	return d, nil
 }
 

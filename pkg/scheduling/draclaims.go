@@ -103,7 +103,7 @@ func (r *claimResolver) resolve(p *corev1.Pod) (need []*resourcev1.ResourceClaim
 			}
 		case pc.ResourceClaimTemplateName != nil:
 			names = append(names, fmt.Sprintf("%s (ResourceClaimTemplate %s)", pc.Name, *pc.ResourceClaimTemplateName))
-			if g, ok := generated[pc.Name]; ok && p.Spec.NodeName == "" {
+			if g, ok := generated[pc.Name]; ok && !r.released[p.Namespace+"/"+g] {
 				c = r.claims[p.Namespace+"/"+g]
 			}
 			if c == nil {
@@ -162,4 +162,24 @@ func fromTemplate(p *corev1.Pod, podClaim string) bool {
 		}
 	}
 	return false
+}
+
+// Rescheduled returns a copy of a bound pod as the pod that takes its place once it is evicted: unbound, and
+// without the claims generated for it from ResourceClaimTemplates, since its replacement gets new ones, allocated
+// where it lands. Claims the pod names (spec.resourceClaims[].resourceClaimName) stay: they outlive the pod, and
+// an allocated one keeps the pod on the node that holds its devices.
+func Rescheduled(p *corev1.Pod) *corev1.Pod {
+	out := p.DeepCopy()
+	out.Spec.NodeName = ""
+	kept := out.Status.ResourceClaimStatuses[:0]
+	for _, st := range out.Status.ResourceClaimStatuses {
+		if !fromTemplate(p, st.Name) {
+			kept = append(kept, st)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	out.Status.ResourceClaimStatuses = kept
+	return out
 }

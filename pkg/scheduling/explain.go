@@ -140,12 +140,60 @@ func Explain(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts
 		return nil, err
 	}
 	out := &Explanation{Pod: key.String(), Requests: PodRequests(pod), Outcome: outcomeOf(plan, key)}
+	if err := explainAlone(ctx, snap, pod, opts, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
+// ExplainClaims is the ResourceClaims stage of Explain's NodePool analyses for the pending pod key, by NodePool
+// name (a NodePool whose analysis stops before that stage is left out; none for a pod without claims). It does
+// not solve the whole snapshot, so it is cheap enough to explain every claim pod a plan leaves unschedulable.
+func ExplainClaims(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts Options) (map[string]Stage, error) {
+	var pod *corev1.Pod
+	for _, p := range snap.Pods {
+		if p != nil && p.Namespace == key.Namespace && p.Name == key.Name {
+			pod = p
+			break
+		}
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("pod %s is not among the snapshot's pending pods", key)
+	}
+	if snap.DRA == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return nil, nil
+	}
+	if opts.MaxInstanceTypes <= 0 {
+		opts.MaxInstanceTypes = 60
+	}
+	e := &Explanation{}
+	if err := explainAlone(ctx, snap, pod, opts, e); err != nil {
+		return nil, err
+	}
+	out := map[string]Stage{}
+	for _, p := range e.NodePools {
+		for _, st := range p.Stages {
+			if st.Name == StageResourceClaims {
+				out[p.NodePool] = st
+			}
+		}
+	}
+	return out, nil
+}
+
+// explainAlone fills out's Existing and NodePools: the pod considered alone (no other pending pod) against every
+// existing node and every NodePool.
+func explainAlone(ctx context.Context, snap *Snapshot, pod *corev1.Pod, opts Options, out *Explanation) error {
 	alone := *snap
 	alone.Pods = []*corev1.Pod{pod}
-	s := newSolver(ctx, withDefaultSpread(&alone), opts)
+	prepared, claims, err := explainClaims(ctx, withDefaultSpread(&alone), pod)
+	if err != nil {
+		return err
+	}
+	s := newSolver(ctx, prepared, opts)
+	s.claimInfo = claims
 	if err := s.prepare(); err != nil {
-		return nil, err
+		return err
 	}
 	c := s.classes[0]
 	for s.relax(c) {
@@ -154,7 +202,19 @@ func Explain(ctx context.Context, snap *Snapshot, key types.NamespacedName, opts
 	for _, p := range s.pools {
 		out.NodePools = append(out.NodePools, s.analyzePool(c, p))
 	}
-	return out, nil
+	if claims != nil {
+		for i := range out.Existing.Reasons {
+			out.Existing.Reasons[i].Reason = claims.rename(out.Existing.Reasons[i].Reason)
+		}
+		for i := range out.NodePools {
+			np := &out.NodePools[i]
+			np.Reason, np.Fix = claims.rename(np.Reason), claims.rename(np.Fix)
+			for j := range np.Stages {
+				np.Stages[j].Detail, np.Stages[j].Fix = claims.rename(np.Stages[j].Detail), claims.rename(np.Stages[j].Fix)
+			}
+		}
+	}
+	return nil
 }
 
 func outcomeOf(plan *Plan, key types.NamespacedName) Outcome {
@@ -474,6 +534,25 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 		if len(r.left) == 0 {
 			return r.block(StageVolumes, ReasonVolumes, fmt.Sprintf("no instance type allowed by NodePool %s satisfies the volumes' %s", name, volReqs),
 				"move the volume or allow matching instance types in the NodePool")
+		}
+	}
+
+	// resource claims: the devices of the type's model
+	if ci := s.claimInfo; ci != nil {
+		if ci.why != "" {
+			return r.block(StageResourceClaims, ReasonResources, ci.why, "create the pod's ResourceClaimTemplates and ResourceClaims, or wait for the claim it shares")
+		}
+		if ci.need != nil {
+			removed := r.stage(StageResourceClaims, ReasonResources, ci.offers)
+			r.last().Detail = "the pod's claims: " + ci.need.shape.names
+			if len(removed) > 0 {
+				r.last().Detail += "; " + ci.removedWhy(removed)
+			}
+			if len(r.left) == 0 {
+				return r.block(StageResourceClaims, ReasonResources,
+					fmt.Sprintf("no instance type allowed by NodePool %s has devices for resource claims %s", name, ci.need.shape.names),
+					fmt.Sprintf("allow instance types with the devices in NodePool %s, enable their device models (AWS_FEATURE_GATES DRANVIDIAGPU, DRAEFA) or describe them in the dovetail-dra-device-models ConfigMap, or loosen the claims' selectors", name))
+			}
 		}
 	}
 

@@ -113,6 +113,8 @@ type solver struct {
 	// current option (blockDirty: to be recomputed), so placeBatch skips runs of full nodes without looking at each.
 	blockRoom  [][2]int64
 	blockDirty []bool
+	// claimInfo is the explained pod's resource claims (Explain only).
+	claimInfo *claimExplain
 }
 
 type narrowResult struct {

@@ -78,7 +78,7 @@ func Options() []Option {
 			Usage:     "The cluster runs an EKS control plane: its Kubernetes version is read from EKS DescribeCluster (every 5 minutes) instead of the API server's discovery.",
 			apply:     boolInto(func(s *Settings) *bool { return &s.EKSControlPlane })},
 		{Env: "VM_MEMORY_OVERHEAD_PERCENT", Flag: "vm-memory-overhead-percent", Default: "0.075", Since: "v1.14",
-			Doc:       "Share of an instance type's memory held back for the hypervisor and OS, in [0, 1).",
+			Doc:       "Share of an instance type's memory held back for the hypervisor and OS, in [0, 1): the estimate used until a node of the type registers; then the memory that node reports is used for the type with the same EC2NodeClass AMIs ([aws-provider](aws-provider.md#learned-memory)).",
 			Karpenter: "same; values of 1 or more (no memory left) are refused, Karpenter takes any value ≥ 0",
 			Usage:     "Share of an instance type's memory held back for the hypervisor and OS, in [0, 1).",
 			apply: func(s *Settings, v string) error {

@@ -101,3 +101,10 @@ func (b *SchedPodBuilder) Claim(podClaim, claim string) *SchedPodBuilder {
 	b.pod.Spec.Containers[0].Resources.Claims = append(b.pod.Spec.Containers[0].Resources.Claims, corev1.ResourceClaim{Name: podClaim})
 	return b
 }
+
+// Generated records in the pod's status that the claim generated for its pod claim podClaim (from a
+// ResourceClaimTemplate) is named claim, as the resource claim controller does.
+func (b *SchedPodBuilder) Generated(podClaim, claim string) *SchedPodBuilder {
+	b.pod.Status.ResourceClaimStatuses = append(b.pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: podClaim, ResourceClaimName: &claim})
+	return b
+}

@@ -41,3 +41,11 @@ func HealthScheduledChangeEvent(instanceID string, start time.Time) string {
 		`"startTime":"%[2]s","endTime":"%[3]s","affectedEntities":[{"entityValue":"%[1]s"}]}}`,
 		instanceID, start.UTC().Format(http.TimeFormat), start.Add(2*time.Hour).UTC().Format(http.TimeFormat))
 }
+
+// CapacityReservationInterruptionEvent is the EventBridge body of EC2's warning that the interruptible capacity
+// reservation an instance runs in is being reclaimed.
+func CapacityReservationInterruptionEvent(instanceID string) string {
+	return fmt.Sprintf(`{"version":"0","id":"odcr-%[1]s","detail-type":"EC2 Capacity Reservation Instance Interruption Warning","source":"aws.ec2",`+
+		`"account":"123456789012","time":"2026-11-22T10:00:00Z","region":"us-west-2",`+
+		`"resources":["arn:aws:ec2:us-west-2:123456789012:instance/%[1]s"],"detail":{"instance-id":"%[1]s","instance-action":"terminate"}}`, instanceID)
+}

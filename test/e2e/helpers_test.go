@@ -8,57 +8,17 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, and registers a
-// cleanup that deletes the NodePool and waits until its NodeClaims are gone, so scenarios do not leak nodes into
-// each other.
+// setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, removed when the
+// test ends (framework.Stack.SetupPool).
 func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
 	t.Helper()
-	ctx := context.Background()
-	if err := framework.EnsureNamespace(ctx, env.Client, name); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := framework.NodePool(name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// The workload goes first: a PodDisruptionBudget would otherwise block the drain of the pool's nodes for
-		// ever once the pool is gone and no replacement capacity can be launched.
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting namespace %s: %v", name, err)
-		}
-		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, pool); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)
-			return
-		}
-		// Three minutes, and two seconds more per NodeClaim: the full-size fault scenarios leave 100 nodes, whose
-		// termination took over three minutes on a machine at load 25.
-		timeout := 3 * time.Minute
-		if claims, err := env.NodeClaims(ctx, name); err == nil {
-			timeout += time.Duration(len(claims)) * 2 * time.Second
-		}
-		err := framework.Poll(ctx, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
-			claims, err := env.NodeClaims(ctx, name)
-			return len(claims) == 0, fmt.Sprintf("%d nodeclaims left", len(claims)), err
-		})
-		if err != nil {
-			t.Errorf("cleanup of nodepool %s: %v", name, err)
-		}
-	})
+	env.SetupPool(t, name, opts)
 }
 
 // waitRunning waits until n pods with the labels are Running in the namespace.

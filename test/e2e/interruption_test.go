@@ -143,13 +143,15 @@ func TestInterruptionSpotIgnore(t *testing.T) {
 	t.Logf("nodeclaim %s removed %.1fs after the warning (instance reclaimed after 40s)", claim.Name, time.Since(start).Seconds())
 }
 
-// TestInterruptionScheduledChangeDrainsBeforeStart: an AWS Health scheduled change on a NodePool with the default
-// policy (DrainBeforeStart) records the drain time (start minus the 30 s terminationGracePeriod) on the NodeClaim,
-// keeps the node until then, and deletes the NodeClaim when that time comes.
+// TestInterruptionScheduledChangeDrainsBeforeStart: an AWS Health scheduled change on a NodePool that opts into
+// dovetail.sh/scheduled-change: DrainBeforeStart records the drain time (start minus the 30 s
+// terminationGracePeriod) on the NodeClaim, keeps the node until then, and deletes the NodeClaim when that time
+// comes.
 func TestInterruptionScheduledChangeDrainsBeforeStart(t *testing.T) {
 	ctx := context.Background()
 	const pool = "health"
-	setupPool(t, pool, framework.PoolOptions{TerminationGracePeriod: "30s"})
+	setupPool(t, pool, framework.PoolOptions{TerminationGracePeriod: "30s",
+		Annotations: map[string]string{interruption.ScheduledChangeAnnotation: string(interruption.ScheduledDrainBeforeStart)}})
 	if err := env.Client.Create(ctx, framework.Deployment(pool, "app", pool, 1, "1", "1Gi")); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ require (
 	k8s.io/apiserver v0.34.4
 	k8s.io/client-go v0.34.4
 	k8s.io/component-helpers v0.34.4
+	k8s.io/dynamic-resource-allocation v0.34.4
 	k8s.io/kube-scheduler v0.0.0
 	k8s.io/kubernetes v1.34.4
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
@@ -76,7 +77,6 @@ require (
 	k8s.io/component-base v0.34.4 // indirect
 	k8s.io/controller-manager v0.34.4 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
-	k8s.io/dynamic-resource-allocation v0.34.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kubelet v0.34.4 // indirect

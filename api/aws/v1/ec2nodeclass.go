@@ -367,6 +367,14 @@ type NetworkInterface struct {
 	InterfaceType string `json:"interfaceType"`
 }
 
+// Network interface types of spec.networkInterfaces.
+const (
+	// InterfaceTypeInterface is an ENA interface carrying IP traffic.
+	InterfaceTypeInterface = "interface"
+	// InterfaceTypeEFAOnly is an Elastic Fabric Adapter without IP networking.
+	InterfaceTypeEFAOnly = "efa-only"
+)
+
 // PlacementGroupSelectorTerm selects a placement group by id or by name.
 type PlacementGroupSelectorTerm struct {
 	// ID of the placement group.

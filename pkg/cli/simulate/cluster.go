@@ -208,6 +208,9 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 	for i := range scs.Items {
 		snap.StorageClasses = append(snap.StorageClasses, &scs.Items[i])
 	}
+	if snap.DRA, err = readDRA(ctx, c, snap.Pods); err != nil {
+		return nil, err
+	}
 	if len(out.nodePools) == 0 {
 		if len(out.skipped) == 0 {
 			return nil, fmt.Errorf("--from-cluster: the cluster has no NodePools")

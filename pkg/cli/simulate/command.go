@@ -117,6 +117,9 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 		return fmt.Errorf("scheduling: %w", err)
 	}
 	r := newReport(snap, plan)
+	if err := r.explainClaims(ctx, snap); err != nil {
+		return err
+	}
 	r.SkippedNodePools = skipped
 	r.NodeOverlays = notApplied
 	if o.Output == "json" {

@@ -1,12 +1,17 @@
 package simulate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
@@ -59,6 +64,8 @@ type placementOut struct {
 type unschedulable struct {
 	Pod    string `json:"pod"`
 	Reason string `json:"reason"`
+	// Claims says, per NodePool, which of the pod's resource claims removed which instance types and why.
+	Claims []string `json:"claims,omitempty"`
 }
 
 func newReport(snap *scheduling.Snapshot, plan *scheduling.Plan) *report {
@@ -134,6 +141,9 @@ func (r *report) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "Unschedulable:      %d pods\n", len(r.Unschedulable))
 	for _, u := range r.Unschedulable {
 		fmt.Fprintf(w, "  %s: %s\n", u.Pod, u.Reason)
+		for _, c := range u.Claims {
+			fmt.Fprintf(w, "    %s\n", c)
+		}
 	}
 	if len(r.SkippedNodePools) > 0 {
 		fmt.Fprintf(w, "Skipped NodePools:  %d\n", len(r.SkippedNodePools))
@@ -150,4 +160,62 @@ func (r *report) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "Scheduling step:    %s for %d pods (lower bound: %s more)\n", time.Duration(r.SchedulingSeconds*float64(time.Second)).Round(time.Microsecond), r.Pods,
 		time.Duration(r.BoundSeconds*float64(time.Second)).Round(time.Microsecond))
 	return nil
+}
+
+// explainClaims adds, to each unschedulable pod with resource claims, the ResourceClaims stage of each NodePool:
+// which claim removed which instance types and why. Pods with the same claims and reason share one analysis.
+func (r *report) explainClaims(ctx context.Context, snap *scheduling.Snapshot) error {
+	if snap.DRA == nil {
+		return nil
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range snap.Pods {
+		if len(p.Spec.ResourceClaims) > 0 {
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	done := map[string][]string{}
+	for i := range r.Unschedulable {
+		u := &r.Unschedulable[i]
+		p := pods[u.Pod]
+		if p == nil {
+			continue
+		}
+		key := u.Reason + "\x00" + claimsKey(p)
+		lines, ok := done[key]
+		if !ok {
+			stages, err := scheduling.ExplainClaims(ctx, snap, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, scheduling.Options{})
+			if err != nil {
+				return fmt.Errorf("explaining the claims of pod %s: %w", u.Pod, err)
+			}
+			names := make([]string, 0, len(stages))
+			for n := range stages {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				st := stages[n]
+				lines = append(lines, fmt.Sprintf("NodePool %s: %d of %d instance types left: %s", n, st.After, st.Before, st.Detail))
+			}
+			done[key] = lines
+		}
+		u.Claims = lines
+	}
+	return nil
+}
+
+// claimsKey identifies a pod's claims by the names it gives them and their sources.
+func claimsKey(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, c := range p.Spec.ResourceClaims {
+		b.WriteString(c.Name)
+		if c.ResourceClaimName != nil {
+			b.WriteString("=claim/" + *c.ResourceClaimName)
+		}
+		if c.ResourceClaimTemplateName != nil {
+			b.WriteString("=template/" + *c.ResourceClaimTemplateName)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
 }

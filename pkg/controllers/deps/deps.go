@@ -56,6 +56,9 @@ type Deps struct {
 	// Buffers is the CapacityBuffer state (virtual pods and where they sit); nil when the CapacityBuffer feature
 	// gate is off.
 	Buffers *Buffers
+	// CapacityLearner learns instance types' real capacity from registered Nodes (nil: the cloud provider's, if it
+	// can).
+	CapacityLearner cloudprovider.CapacityLearner
 	// InstanceStatus lists instances whose status checks fail (nil: the cloud provider's, if it can).
 	InstanceStatus cloudprovider.InstanceStatusLister
 	// LaunchNotices is where the provisioner notes the NodeClaims it created, so the cloud provider can wait

@@ -315,8 +315,7 @@ func (k *drainChecker) unbound(p *corev1.Pod) *corev1.Pod {
 	if u, ok := k.unboundCopies[p]; ok {
 		return u
 	}
-	u := p.DeepCopy()
-	u.Spec.NodeName = ""
+	u := scheduling.Rescheduled(p)
 	k.unboundCopies[p] = u
 	return u
 }

@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/internal/disruptionview"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -370,7 +371,7 @@ func (c *Controller) observe(ctx context.Context) (*state, error) {
 		if !ok || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if _, err := decodeRecord(raw); err != nil {
+		if _, err := disruptionview.DecodeRecord(raw); err != nil {
 			// A record we cannot read is dropped (the node is untainted as an orphan) rather than blocking
 			// disruption forever.
 			logger.Error(err, "dropping unreadable disruption record", "nodeclaim", nc.Name)

@@ -108,7 +108,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 			return nil, nil
 		}
 	}
-	raw, err := r.encode()
+	raw, err := r.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress
 // replacement is lost or does not initialize in time or the pods keep not fitting, otherwise wait.
 func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, cmd *InProgress) error {
 	r := cmd.Record
-	age := st.Now.Sub(r.since())
+	age := st.Now.Sub(r.Since())
 	for _, nc := range cmd.Replacements {
 		if !nc.DeletionTimestamp.IsZero() {
 			return c.abort(ctx, st, cmd, fmt.Sprintf("replacement nodeclaim %s is being deleted", nc.Name))
@@ -420,7 +420,7 @@ func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainCheck
 	r.Replacements += len(plans)
 	r.Extra++
 	r.Launched = st.Now.UTC().Truncate(time.Second)
-	raw, err := r.encode()
+	raw, err := r.Encode()
 	if err != nil {
 		return false, err
 	}
@@ -448,7 +448,7 @@ func (c *Controller) syncRecords(ctx context.Context, cmd *InProgress) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	raw, err := cmd.Record.encode()
+	raw, err := cmd.Record.Encode()
 	if err != nil {
 		return err
 	}

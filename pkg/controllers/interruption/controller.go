@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
@@ -184,6 +185,9 @@ func (c *Controller) act(ctx context.Context, msg interruption.Message, nc *karp
 	if d.MarkOfferingUnavailable {
 		c.queue.MarkOfferingUnavailable(ctx, "SpotInterruption", nc.Labels[corev1.LabelInstanceTypeStable],
 			nc.Labels[corev1.LabelTopologyZone], karpv1.CapacityTypeSpot)
+	}
+	if m, ok := c.queue.(cloudprovider.ReservationMarker); ok && d.MarkReservationUnavailable {
+		m.MarkReservationUnavailable(ctx, nc.Labels[awsv1.LabelCapacityReservationID])
 	}
 	alreadyDeleting := nc.DeletionTimestamp != nil
 	switch d.Action {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
@@ -24,11 +25,18 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-// fakeQueue records deletions and offerings marked unavailable.
+// fakeQueue records deletions, offerings and reservations marked unavailable.
 type fakeQueue struct {
-	mu      sync.Mutex
-	deleted []string
-	marked  []string
+	mu           sync.Mutex
+	deleted      []string
+	marked       []string
+	reservations []string
+}
+
+func (q *fakeQueue) MarkReservationUnavailable(_ context.Context, id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reservations = append(q.reservations, id)
 }
 
 func (q *fakeQueue) Receive(context.Context) ([]cloudprovider.QueueMessage, error) { return nil, nil }
@@ -145,6 +153,39 @@ func TestSpotInterruptionDefaultDrains(t *testing.T) {
 	}
 }
 
+// TestCapacityReservationInterruptionDrains: as Karpenter's AWS provider, EC2's capacity reservation interruption
+// warning drains and deletes the NodeClaim, warns CapacityReservationInstanceInterrupted on it and its Node, counts
+// the message as capacity_reservation_interrupted, and takes no more launches into the reservation; the spot
+// offering cache is left alone.
+func TestCapacityReservationInterruptionDrains(t *testing.T) {
+	reserved := test.NodeClaim("a", "default").ProviderID("aws:///us-west-2a/i-a").NodeName("a-node").
+		Finalizer(karpv1.TerminationFinalizer).Label(corev1.LabelInstanceTypeStable, "p5.48xlarge").
+		Label(corev1.LabelTopologyZone, "us-west-2a").Label(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeReserved).
+		Label(awsv1.LabelCapacityReservationID, "cr-0123456789abcdef0").Obj()
+	f := newFixture(t, test.NodePool("default").Obj(), reserved, test.Node("a-node", "aws:///us-west-2a/i-a").Obj())
+	f.handle(t, msg("m1", test.CapacityReservationInterruptionEvent("i-a")))
+
+	if nc := f.nodeClaim(t, "a"); nc.DeletionTimestamp == nil {
+		t.Errorf("nodeclaim a is not being deleted")
+	}
+	if diff := cmp.Diff([]string{"cr-0123456789abcdef0"}, f.queue.reservations); diff != "" {
+		t.Errorf("reservations marked unavailable (-want +got):\n%s", diff)
+	}
+	if len(f.queue.marked) != 0 {
+		t.Errorf("offerings marked unavailable %v, want none", f.queue.marked)
+	}
+	events := f.events()
+	if n := strings.Count(strings.Join(events, "\n"), "Warning CapacityReservationInstanceInterrupted"); n != 2 {
+		t.Errorf("want a CapacityReservationInstanceInterrupted event on the NodeClaim and on the Node, got %q", events)
+	}
+	if got := testutil.ToFloat64(f.m.InterruptionReceivedMessages.WithLabelValues("capacity_reservation_interrupted")); got != 1 {
+		t.Errorf("received capacity_reservation_interrupted = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(f.m.NodeClaimsDisrupted.WithLabelValues("capacity_reservation_interrupted", "default", "reserved", "", metrics.TerminationModeGraceful)); got != 1 {
+		t.Errorf("nodeclaims disrupted = %v, want 1", got)
+	}
+}
+
 func TestSpotInterruptionIgnoreOnlyRecordsAnEvent(t *testing.T) {
 	f := newFixture(t, test.NodePool("stateful").Annotation(interruption.SpotInterruptionAnnotation, "Ignore").Obj(),
 		spotNodeClaim("a", "stateful", "i-a"))
@@ -181,7 +222,8 @@ func TestForeignMessagesAreLeftAndCountedOnce(t *testing.T) {
 }
 
 func TestScheduledChangeDrainsBeforeStart(t *testing.T) {
-	f := newFixture(t, test.NodePool("default").Obj(), spotNodeClaim("a", "default", "i-a"),
+	f := newFixture(t, test.NodePool("default").Annotation(interruption.ScheduledChangeAnnotation, "DrainBeforeStart").Obj(),
+		spotNodeClaim("a", "default", "i-a"),
 		test.NodeClaim("b", "default").ProviderID("aws:///us-west-2a/i-b").TerminationGracePeriod(5*time.Minute).
 			Finalizer(karpv1.TerminationFinalizer).Obj())
 	start := f.clock.Now().Add(time.Hour)
@@ -230,11 +272,16 @@ func TestScheduledChangePolicies(t *testing.T) {
 	f := newFixture(t,
 		test.NodePool("drain").Annotation(interruption.ScheduledChangeAnnotation, "Drain").Obj(),
 		test.NodePool("ignore").Annotation(interruption.ScheduledChangeAnnotation, "Ignore").Obj(),
-		spotNodeClaim("a", "drain", "i-a"), spotNodeClaim("b", "ignore", "i-b"))
+		test.NodePool("default").Obj(),
+		spotNodeClaim("a", "drain", "i-a"), spotNodeClaim("b", "ignore", "i-b"), spotNodeClaim("c", "default", "i-c"))
 	start := f.clock.Now().Add(time.Hour)
-	f.handle(t, msg("m1", test.HealthScheduledChangeEvent("i-a", start)), msg("m2", test.HealthScheduledChangeEvent("i-b", start)))
+	f.handle(t, msg("m1", test.HealthScheduledChangeEvent("i-a", start)), msg("m2", test.HealthScheduledChangeEvent("i-b", start)),
+		msg("m3", test.HealthScheduledChangeEvent("i-c", start)))
 	if f.nodeClaim(t, "a").DeletionTimestamp == nil {
 		t.Errorf("nodeclaim a (Drain) not deleted at once")
+	}
+	if c := f.nodeClaim(t, "c"); c.DeletionTimestamp == nil || c.Annotations[interruption.DeleteAtAnnotation] != "" {
+		t.Errorf("nodeclaim c (no annotation: Drain, as Karpenter) not deleted at once: %v", c.Annotations)
 	}
 	b := f.nodeClaim(t, "b")
 	if b.DeletionTimestamp != nil || b.Annotations[interruption.DeleteAtAnnotation] != "" {

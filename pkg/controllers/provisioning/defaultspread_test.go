@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -84,5 +86,95 @@ func TestClusterInputReadsCSINodeLimits(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]int{"ebs.csi.aws.com": 10}, in.Nodes[0].VolumeLimits); d != "" {
 		t.Errorf("volume limits (-want +got):\n%s", d)
+	}
+}
+
+// TestClusterInputLearnsVolumeLimitsOfNewNodes: a new node of an instance type is given the attach limit the
+// CSINode of an existing node of that type reports (the smallest when several do), for that driver only; other
+// types stay unlimited, and the cloud provider's instance types are left as they are.
+func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{test.NodePool("default").Obj(), test.Pod("p").Requests("1", "1Gi").Unschedulable().Obj()}
+	for name, count := range map[string]int32{"n1": 10, "n2": 12} {
+		objs = append(objs,
+			&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+				{Name: "ebs.csi.aws.com", NodeID: name, Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To(count)}},
+				{Name: "efs.csi.aws.com", NodeID: name},
+			}}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: "fake-large"}}})
+	}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c, _ := newTestController(api)
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.NodePools) != 1 {
+		t.Fatalf("%d nodepools in the input, want 1", len(in.NodePools))
+	}
+	got := map[string]map[string]int{}
+	for _, it := range in.NodePools[0].InstanceTypes {
+		if it.VolumeLimits != nil {
+			got[it.Name] = it.VolumeLimits
+		}
+	}
+	if d := cmp.Diff(map[string]map[string]int{"fake-large": {"ebs.csi.aws.com": 10}}, got); d != "" {
+		t.Errorf("volume limits of new nodes by instance type (-want +got):\n%s", d)
+	}
+	its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, test.NodePool("default").Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.VolumeLimits != nil {
+			t.Errorf("the cloud provider's %s now has volume limits %v", it.Name, it.VolumeLimits)
+		}
+	}
+}
+
+// TestClusterInputReadsVolumesOfBoundPods: the claims and volumes of the pods bound to a node with attach limits
+// are in the input, so the volumes they hold count against the node's limit; a node without limits needs none.
+func TestClusterInputReadsVolumesOfBoundPods(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{test.NodePool("default").Obj(), test.Pod("pending").Requests("1", "1Gi").Unschedulable().Obj(),
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Name: "ebs.csi.aws.com", NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](10)}}}}},
+	}
+	for _, node := range []string{"limited", "unlimited"} {
+		claim, volume := "data-"+node, "pv-"+node
+		pod := test.Pod("db-"+node).Requests("1", "1Gi").NodeName(node).Phase(corev1.PodRunning).Obj()
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		objs = append(objs, pod, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: claim}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}},
+			&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volume}, Spec: corev1.PersistentVolumeSpec{
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: volume}}}})
+	}
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c, _ := newTestController(api)
+	in, _, err := c.snapshot(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims, volumes []string
+	for _, pvc := range in.PersistentVolumeClaims {
+		claims = append(claims, pvc.Name)
+	}
+	for _, pv := range in.PersistentVolumes {
+		volumes = append(volumes, pv.Name)
+	}
+	if d := cmp.Diff([]string{"data-limited"}, claims); d != "" {
+		t.Errorf("claims in the input (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"pv-limited"}, volumes); d != "" {
+		t.Errorf("volumes in the input (-want +got):\n%s", d)
 	}
 }

@@ -138,6 +138,13 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 	if in.Nodes, err = nodes(ctx, d, all, claims); err != nil {
 		return in, err
 	}
+	// New nodes attach as many volumes as the CSINodes of the cluster's nodes of their type report.
+	learned, copies := learnedVolumeLimits(in.Nodes), map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
+	for i := range in.NodePools {
+		o := &in.NodePools[i]
+		o.InstanceTypes = withLearnedVolumeLimits(o.InstanceTypes, learned, copies)
+		typesByPool[o.NodePool.Name] = o.InstanceTypes
+	}
 	written := writtenByRegistration(in.Nodes)
 	if len(written) > 0 {
 		unlabeled := 0
@@ -178,6 +185,8 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 		}
 	}
 	sort.Slice(in.InFlight, func(i, j int) bool { return in.InFlight[i].NodeClaim.Name < in.InFlight[j].NodeClaim.Name })
+	// The volumes of the pods bound to a node with attach limits count against them: their claims are read too.
+	volumePods = append(slices.Clip(volumePods), boundWithClaims(in.Nodes)...)
 	if err := volumesAndDaemonSets(ctx, d, &in, volumePods); err != nil {
 		return in, err
 	}

@@ -114,6 +114,8 @@ type CloudProvider struct {
 	zonalShifts *zonalshift.Tracker
 	// cel evaluates the kubelet CEL expressions of node classes; nil while the NodeClassCEL gate is off.
 	cel *kubeletcel.Env
+	// placementGroups remembers the placement groups node classes select (placementgroup.go).
+	placementGroups *placementGroupCache
 }
 
 // SetInstanceTypeOverlay makes Create launch from overlaid instance types: NodeOverlay prices order the
@@ -185,6 +187,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 	}
 	prices := pricing.NewProvider(clients.EC2, clients.Pricing, clients.Region, opts.Settings.IsolatedVPC, opts.Clock, 0)
 	return &CloudProvider{
+		placementGroups:      newPlacementGroupCache(),
 		kube:                 opts.KubeClient,
 		settings:             opts.Settings,
 		cluster:              cluster,
@@ -279,10 +282,13 @@ func (p *CloudProvider) instanceTypesAllowed(ctx context.Context, nc *awsv1.EC2N
 			zones = append(zones, s.Zone)
 		}
 	}
-	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: p.kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow})
+	pg := p.placementGroup(ctx, nc)
+	its, err := p.instanceTypes.List(ctx, instancetype.Request{Kubelet: p.kubeletOf(nc), Settings: p.shapeSettings(nc), Zones: zones, Allow: allow,
+		AMIs: AMIKey(nc.Status.AMIs), Constraints: launchConstraints(nc, pg)})
 	if err != nil {
 		return nil, err
 	}
+	its = withPlacementGroupLabel(its, pg)
 	if nc.EnclaveEnabled() {
 		// Nitro Enclaves launch only on the types that support them (karpenter.k8s.aws/nitro-sandbox: "true").
 		its = slices.DeleteFunc(slices.Clone(its), func(it *cloudprovider.InstanceType) bool {
@@ -300,6 +306,7 @@ func (p *CloudProvider) shapeSettings(nc *awsv1.EC2NodeClass) instancetype.Setti
 		ReservedENIs:            p.settings.ReservedENIs,
 		EphemeralStorage:        launchtemplate.EphemeralStorage(nc),
 		InstanceStoreRAID0:      instanceStoreRAID0(nc),
+		NetworkInterfaces:       nc.Spec.NetworkInterfaces,
 	}
 	if awsv1.IsWindows(nc.AMIFamily()) {
 		s.OS = karpv1.OSWindows

@@ -9,6 +9,8 @@ import (
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,7 +33,13 @@ type ClusterInfo struct {
 	// ClusterDNS is the cluster DNS service IP: the kube-dns Service's ClusterIP, else the tenth address of the
 	// service CIDR.
 	ClusterDNS string
+	// IPFamily is the family of the cluster's pod and service addresses: IPv6 when the cluster DNS address is an
+	// IPv6 address, else IPv4.
+	IPFamily corev1.IPFamily
 }
+
+// IPv6 says whether the cluster is an IPv6 cluster.
+func (c ClusterInfo) IPv6() bool { return c.IPFamily == corev1.IPv6Protocol }
 
 // clusterInfoSource fills ClusterInfo from settings, the Kubernetes API and, for what they leave out, EKS
 // DescribeCluster. The endpoint, CA, service CIDR and DNS address are kept once known (a failure is retried on
@@ -96,8 +104,8 @@ func (s *clusterInfoSource) discover(ctx context.Context) (ClusterInfo, error) {
 				info.KubernetesVersion = awssdk.ToString(c.Version)
 				s.versionAt = s.clock.Now()
 			}
-			if info.ServiceCIDR == "" && c.KubernetesNetworkConfig != nil {
-				info.ServiceCIDR = awssdk.ToString(c.KubernetesNetworkConfig.ServiceIpv4Cidr)
+			if info.ServiceCIDR == "" {
+				info.ServiceCIDR = eksServiceCIDR(c.KubernetesNetworkConfig)
 			}
 		}
 	}
@@ -114,7 +122,35 @@ func (s *clusterInfoSource) discover(ctx context.Context) (ClusterInfo, error) {
 		return ClusterInfo{}, err
 	}
 	info.ClusterDNS = dns
+	info.IPFamily = ipFamily(dns)
+	if info.IPv6() {
+		log.FromContext(ctx).V(1).Info("discovered an IPv6 cluster", "cluster-dns", dns, "service-cidr", info.ServiceCIDR)
+	}
 	return info, nil
+}
+
+// eksServiceCIDR is the service range EKS reports: the IPv6 range of an IPv6 cluster (ipFamily ipv6), else the
+// IPv4 range, else whichever is set.
+func eksServiceCIDR(nc *ekstypes.KubernetesNetworkConfigResponse) string {
+	if nc == nil {
+		return ""
+	}
+	v4, v6 := awssdk.ToString(nc.ServiceIpv4Cidr), awssdk.ToString(nc.ServiceIpv6Cidr)
+	if nc.IpFamily == ekstypes.IpFamilyIpv6 && v6 != "" {
+		return v6
+	}
+	if v4 != "" {
+		return v4
+	}
+	return v6
+}
+
+// ipFamily is the IP family of an address: IPv6 for an IPv6 address (not an IPv4-mapped one), else IPv4.
+func ipFamily(addr string) corev1.IPFamily {
+	if a, err := netip.ParseAddr(addr); err == nil && a.Unmap().Is6() {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
 }
 
 // clusterDNS is the kube-dns Service's ClusterIP, or the tenth address of the service CIDR when the Service
@@ -182,7 +218,8 @@ func (s *clusterInfoSource) readVersion(ctx context.Context) (string, error) {
 	return awssdk.ToString(out.Cluster.Version), nil
 }
 
-// ClusterDNS returns the cluster DNS service address of a service CIDR: its tenth address (10.100.0.10).
+// ClusterDNS returns the cluster DNS service address of a service CIDR: its tenth address (10.100.0.10, or
+// fd00:10:96::a for fd00:10:96::/108).
 func ClusterDNS(serviceCIDR string) (string, error) {
 	p, err := netip.ParsePrefix(serviceCIDR)
 	if err != nil {

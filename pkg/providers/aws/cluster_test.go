@@ -9,6 +9,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -74,5 +75,56 @@ func TestClusterInfoReadsEKSOnceThenOnlyTheVersion(t *testing.T) {
 	}
 	if api.calls != 2 {
 		t.Errorf("%d DescribeCluster calls, want 2", api.calls)
+	}
+}
+
+// fakeEKSNetwork answers DescribeCluster with a given network configuration.
+type fakeEKSNetwork struct {
+	nc *ekstypes.KubernetesNetworkConfigResponse
+}
+
+func (f fakeEKSNetwork) DescribeCluster(context.Context, *eks.DescribeClusterInput, ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	return &eks.DescribeClusterOutput{Cluster: &ekstypes.Cluster{Version: awssdk.String("1.34"),
+		Endpoint: awssdk.String("https://eks.example"), CertificateAuthority: &ekstypes.Certificate{Data: awssdk.String("CA")},
+		KubernetesNetworkConfig: f.nc}}, nil
+}
+
+// TestClusterIPFamily: a cluster is IPv6 when its DNS address is (the kube-dns Service's ClusterIP, or without
+// it the tenth address of EKS's IPv6 service range); the service CIDR handed to nodeadm is the IPv6 range then.
+func TestClusterIPFamily(t *testing.T) {
+	v4 := &ekstypes.KubernetesNetworkConfigResponse{ServiceIpv4Cidr: awssdk.String("172.20.0.0/16"), IpFamily: ekstypes.IpFamilyIpv4}
+	v6 := &ekstypes.KubernetesNetworkConfigResponse{ServiceIpv6Cidr: awssdk.String("fd30:1c53:5f8a::/108"), IpFamily: ekstypes.IpFamilyIpv6}
+	dns := func(ip string) func(context.Context) (string, error) {
+		return func(context.Context) (string, error) { return ip, nil }
+	}
+	noDNS := func(context.Context) (string, error) { return "", errors.New(`services "kube-dns" not found`) }
+	for _, tc := range []struct {
+		name              string
+		nc                *ekstypes.KubernetesNetworkConfigResponse
+		kubeDNS           func(context.Context) (string, error)
+		wantDNS, wantCIDR string
+		wantFamily        corev1.IPFamily
+	}{
+		{"IPv4 cluster", v4, dns("172.20.0.10"), "172.20.0.10", "172.20.0.0/16", corev1.IPv4Protocol},
+		{"IPv6 cluster", v6, dns("fd30:1c53:5f8a::a"), "fd30:1c53:5f8a::a", "fd30:1c53:5f8a::/108", corev1.IPv6Protocol},
+		{"IPv6 cluster without kube-dns", v6, noDNS, "fd30:1c53:5f8a::a", "fd30:1c53:5f8a::/108", corev1.IPv6Protocol},
+		{"IPv6 kube-dns, no network configuration from EKS", nil, dns("fd00:10:96::a"), "fd00:10:96::a", defaultServiceCIDR, corev1.IPv6Protocol},
+		{"IPv4-mapped kube-dns address is IPv4", v4, dns("::ffff:172.20.0.10"), "::ffff:172.20.0.10", "172.20.0.0/16", corev1.IPv4Protocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &clusterInfoSource{eks: fakeEKSNetwork{tc.nc}, name: "c", kubeDNS: tc.kubeDNS,
+				clock: clocktesting.NewFakeClock(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC))}
+			info, err := s.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := [3]string{info.ClusterDNS, info.ServiceCIDR, string(info.IPFamily)}
+			if want := [3]string{tc.wantDNS, tc.wantCIDR, string(tc.wantFamily)}; got != want {
+				t.Errorf("DNS, service CIDR, family = %v, want %v", got, want)
+			}
+			if info.IPv6() != (tc.wantFamily == corev1.IPv6Protocol) {
+				t.Errorf("IPv6() = %v", info.IPv6())
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -18,6 +19,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/instancetype"
 	"github.com/dovetail/dovetail/pkg/providers/aws/launchtemplate"
+	"github.com/dovetail/dovetail/pkg/providers/aws/resolve"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 	"github.com/dovetail/dovetail/pkg/requirements"
 )
@@ -65,6 +67,10 @@ func (p *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		}
 	}
 	its = fitting(its, nodeClaim.Spec.Resources.Requests)
+	if pg := p.placementGroup(ctx, nc); pg != nil && pg.Strategy == resolve.PlacementStrategyPartition && placementPartition(pg, reqs) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("NodeClaim %s allows none of the partitions 1-%d of placement group %s",
+			nodeClaim.Name, pg.PartitionCount, pg.ID))
+	}
 	info, err := p.clusterInfo.get(ctx)
 	if err != nil {
 		return nil, err
@@ -168,6 +174,10 @@ func (p *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 		}
 		return nil, nil, "", reservation, err
 	}
+	if pg := p.placementGroup(ctx, nc); pg != nil {
+		// CreateFleet does not say where it placed the instance; the launch template pinned the group and partition.
+		launched.PlacementGroupID, launched.PlacementPartition = pg.ID, placementPartition(pg, reqs)
+	}
 	it := byName[launched.Type]
 	if it == nil {
 		return nil, nil, "", reservation, fmt.Errorf("CreateFleet launched %s (%s), which was not among the offered types", launched.ID, launched.Type)
@@ -248,7 +258,28 @@ func (p *CloudProvider) launchedNodeClaim(nodeClaim *karpv1.NodeClaim, nc *awsv1
 	for k, v := range p.instanceLabels(it.Labels, launched, nc) {
 		out.Labels[k] = v
 	}
+	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
+	out.Labels[awsv1.LabelInstanceTenancy] = tenancy(reqs)
+	if launched.PlacementGroupID != "" {
+		out.Labels[awsv1.LabelPlacementGroupID] = launched.PlacementGroupID
+		if launched.PlacementPartition > 0 {
+			out.Labels[awsv1.LabelPlacementGroupPartition] = strconv.Itoa(int(launched.PlacementPartition))
+		}
+	}
 	return out
+}
+
+// efaCount is how many EFA interfaces a launch template gives instances of it: every EFA the type takes when the
+// NodeClaim requests vpc.amazonaws.com/efa and the node class sets no spec.networkInterfaces (which then say it).
+func efaCount(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, it *cloudprovider.InstanceType) int {
+	if len(nc.Spec.NetworkInterfaces) > 0 {
+		return 0
+	}
+	if _, ok := nodeClaim.Spec.Resources.Requests[instancetype.ResourceEFA]; !ok {
+		return 0
+	}
+	q := it.Capacity[instancetype.ResourceEFA]
+	return int(q.Value())
 }
 
 func readyForLaunch(nc *awsv1.EC2NodeClass) error {
@@ -325,6 +356,7 @@ type templateGroup struct {
 	image    string
 	maxPods  int64
 	reserved string
+	efa      int
 }
 
 // launchTemplates makes sure a launch template exists for every chosen instance type and returns instance type
@@ -343,7 +375,8 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 			continue
 		}
 		images[c.InstanceType] = ami
-		g := templateGroup{image: ami, maxPods: it.Capacity.Pods().Value(), reserved: quantities(it.Overhead.KubeReserved)}
+		g := templateGroup{image: ami, maxPods: it.Capacity.Pods().Value(), reserved: quantities(it.Overhead.KubeReserved),
+			efa: efaCount(nc, nodeClaim, it)}
 		groups[g] = append(groups[g], c.InstanceType)
 	}
 	if len(groups) == 0 {
@@ -358,6 +391,8 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 	for _, g := range nc.Status.SecurityGroups {
 		sgs = append(sgs, g.ID)
 	}
+	reqs := karpv1.NodeSelectorRequirements(nodeClaim.Spec.Requirements)
+	pg := p.placementGroup(ctx, nc)
 	ltByType := map[string]string{}
 	for _, g := range keys {
 		it := byName[groups[g][0]]
@@ -368,6 +403,14 @@ func (p *CloudProvider) launchTemplates(ctx context.Context, nc *awsv1.EC2NodeCl
 		}
 		spec := launchtemplate.Spec{
 			NodeClass: nc, ImageID: g.image, UserData: userData, SecurityGroupIDs: sgs, InstanceProfile: nc.InstanceProfileName(),
+			IPv6:     info.IPv6(),
+			EFACount: g.efa,
+		}
+		if t := tenancy(reqs); t != "default" {
+			spec.Tenancy = t
+		}
+		if pg != nil {
+			spec.PlacementGroupID, spec.PlacementPartition = pg.ID, placementPartition(pg, reqs)
 		}
 		if capacityType == cloudprovider.CapacityTypeReserved && len(choices) > 0 {
 			spec.CapacityReservationID = choices[0].ReservationID

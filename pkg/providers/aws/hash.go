@@ -14,8 +14,10 @@ import (
 const NodeClassHashVersion = "v2"
 
 // NodeClassHash hashes the EC2NodeClass fields that are fixed at launch and not re-resolved: user data, AMI
-// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy, context
-// and enclave options. Selector terms are left out: their results (subnets, security groups, AMIs) are compared directly.
+// family, tags, kubelet, block devices, metadata options, monitoring, public IP, instance store policy, context,
+// enclave options, network interfaces, connection tracking, CPU options and the placement group selector
+// (ipPrefixCount is left out, as Karpenter leaves it out). Subnet, security group and AMI selector terms are
+// left out: their results are compared directly.
 func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	s := nc.Spec
 	b, err := json.Marshal(struct {
@@ -30,8 +32,15 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 		InstanceStorePolicy      *awsv1.InstanceStorePolicy
 		Context                  *string
 		EnclaveOptions           *awsv1.EnclaveOptions
+		// Added while no node could launch with them (they were refused until 2026-11-29): omitted when unset,
+		// so the hashes of node classes without them did not change.
+		NetworkInterfaces      []awsv1.NetworkInterface          `json:",omitempty"`
+		ConnectionTracking     *awsv1.ConnectionTracking         `json:",omitempty"`
+		CPUOptions             *awsv1.CPUOptions                 `json:",omitempty"`
+		PlacementGroupSelector *awsv1.PlacementGroupSelectorTerm `json:",omitempty"`
 	}{s.AMIFamily, s.UserData, s.Tags, s.Kubelet.String(), s.BlockDeviceMappings, s.MetadataOptions, s.DetailedMonitoring,
-		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context, s.EnclaveOptions})
+		s.AssociatePublicIPAddress, s.InstanceStorePolicy, s.Context, s.EnclaveOptions,
+		s.NetworkInterfaces, s.ConnectionTracking, s.CPUOptions, s.PlacementGroupSelector})
 	if err != nil {
 		// Every field is plain data; Marshal cannot fail on them.
 		return ""

@@ -149,7 +149,19 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	if err != nil {
 		return "", err
 	}
-	return Drift(nc, inst), nil
+	if r := Drift(nc, inst); r != "" {
+		return r, nil
+	}
+	// The group the selector resolves to now, against the one the node was launched into (a group deleted and
+	// made again under the same name has a new id).
+	var want string
+	if pg := p.placementGroup(ctx, nc); pg != nil {
+		want = pg.ID
+	}
+	if nodeClaim.Labels[awsv1.LabelPlacementGroupID] != want {
+		return karpv1.ReasonPlacementGroupDrift, nil
+	}
+	return "", nil
 }
 
 // Drift compares an instance with its node class's resolved status, in Karpenter's order: image, security

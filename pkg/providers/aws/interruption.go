@@ -9,8 +9,10 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/capacityreservation"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/unavailable"
 )
@@ -27,6 +29,8 @@ type InterruptionQueue struct {
 	sqs         sdk.SQSAPI
 	name        string
 	unavailable *unavailable.Cache
+	// reservations is the provider's count of room left in capacity reservations.
+	reservations *capacityreservation.Tracker
 
 	mu  sync.Mutex
 	url string
@@ -37,7 +41,7 @@ var _ cloudprovider.InterruptionQueue = (*InterruptionQueue)(nil)
 // InterruptionQueue returns the interruption queue named name, in the provider's account and region. Offerings
 // marked unavailable through it are skipped by the provider's launches.
 func (p *CloudProvider) InterruptionQueue(name string) *InterruptionQueue {
-	return &InterruptionQueue{sqs: p.clients.SQS, name: name, unavailable: p.unavailable}
+	return &InterruptionQueue{sqs: p.clients.SQS, name: name, unavailable: p.unavailable, reservations: p.reservations}
 }
 
 // Name returns the queue name.
@@ -109,6 +113,19 @@ func (q *InterruptionQueue) Delete(ctx context.Context, m cloudprovider.QueueMes
 // MarkOfferingUnavailable makes the offering unavailable in the provider's cache.
 func (q *InterruptionQueue) MarkOfferingUnavailable(ctx context.Context, reason, instanceType, zone, capacityType string) {
 	q.unavailable.MarkUnavailable(ctx, reason, unavailable.Offering{InstanceType: instanceType, Zone: zone, CapacityType: capacityType})
+}
+
+var _ cloudprovider.ReservationMarker = (*InterruptionQueue)(nil)
+
+// MarkReservationUnavailable leaves the capacity reservation no room for launches until the provider next reads
+// its availability from EC2 (DescribeCapacityReservations), as Karpenter does on a capacity reservation
+// interruption warning.
+func (q *InterruptionQueue) MarkReservationUnavailable(ctx context.Context, reservationID string) {
+	if q.reservations == nil || reservationID == "" {
+		return
+	}
+	q.reservations.Unavailable(reservationID)
+	log.FromContext(ctx).Info("capacity reservation marked unavailable", "capacity-reservation-id", reservationID)
 }
 
 func (q *InterruptionQueue) forgetURL() {

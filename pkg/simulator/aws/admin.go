@@ -28,6 +28,15 @@ type InstanceInfo struct {
 	NodeWithheld bool              `json:"nodeWithheld,omitempty"`
 	LaunchTime   time.Time         `json:"launchTime"`
 	Tags         map[string]string `json:"tags"`
+
+	// IPv6Address is the instance's IPv6 address (an IPv6 cluster's instance launched with one).
+	IPv6Address string `json:"ipv6Address,omitempty"`
+	// ClusterDNS is the cluster DNS address the instance's user data gives its kubelet (known once the
+	// instance runs).
+	ClusterDNS string `json:"clusterDNS,omitempty"`
+	// NodeJoinError says why the instance cannot join the cluster (an IPv6 cluster's instance without an IPv6
+	// address or an IPv6 cluster DNS address).
+	NodeJoinError string `json:"nodeJoinError,omitempty"`
 }
 
 // State is the simulator's state dump.
@@ -71,7 +80,8 @@ func (s *Simulator) Instances() []InstanceInfo {
 				tags[k] = v
 			}
 			out = append(out, InstanceInfo{Account: key, ID: i.ID, Type: i.Type, Zone: i.Zone, CapacityType: i.capacityType(),
-				State: i.State, PrivateIP: i.PrivateIP, NodeName: i.PrivateDNS, NodeCreated: i.node.created && !i.node.deleted,
+				State: i.State, PrivateIP: i.PrivateIP, IPv6Address: i.IPv6Address, ClusterDNS: i.node.clusterDNS,
+				NodeJoinError: i.node.joinError, NodeName: i.PrivateDNS, NodeCreated: i.node.created && !i.node.deleted,
 				NodeReady: i.node.taintRemoved, UserDataError: i.node.userDataError, NodeWithheld: i.node.withheld,
 				LaunchTime: i.LaunchTime, Tags: tags})
 		}

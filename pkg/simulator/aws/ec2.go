@@ -25,6 +25,7 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"DescribeSubnets":                s.describeSubnets,
 		"DescribeSecurityGroups":         s.describeSecurityGroups,
 		"DescribeCapacityReservations":   s.describeCapacityReservations,
+		"CancelCapacityReservation":      s.cancelCapacityReservation,
 		"CreateLaunchTemplate":           s.createLaunchTemplate,
 		"DescribeLaunchTemplates":        s.describeLaunchTemplates,
 		"DeleteLaunchTemplate":           s.deleteLaunchTemplate,
@@ -39,6 +40,9 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"DescribeInstanceStatus":         s.describeInstanceStatus,
 		"DescribeRegions":                s.describeRegions,
 		"DescribeLaunchTemplateVersions": s.describeLaunchTemplateVersions,
+		"CreatePlacementGroup":           s.createPlacementGroup,
+		"DescribePlacementGroups":        s.describePlacementGroups,
+		"DeletePlacementGroup":           s.deletePlacementGroup,
 	}
 }
 
@@ -189,7 +193,8 @@ func (s *Simulator) describeVpcs(_ *http.Request, a *account, _ params) ([]*el, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return []*el{List("vpcSet", "item", []*el{E("item", T("vpcId", a.vpcID), T("state", "available"),
-		T("cidrBlock", "10.0.0.0/16"), T("ownerId", a.number), B("isDefault", false))})}, nil
+		T("cidrBlock", "10.0.0.0/16"), T("ownerId", a.number), B("isDefault", false),
+		ipv6Associations(a.vpcIPv6, "vpc", s.opts.Region))})}, nil
 }
 
 func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*el, *apiError) {
@@ -223,6 +228,11 @@ func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*e
 				return []string{a.vpcID}, true
 			case "cidr-block", "cidr":
 				return []string{sn.CIDR.String()}, true
+			case "ipv6-cidr-block-association.ipv6-cidr-block":
+				if sn.IPv6CIDR.IsValid() {
+					return []string{sn.IPv6CIDR.String()}, true
+				}
+				return nil, true
 			case "state":
 				return []string{"available"}, true
 			case "map-public-ip-on-launch":
@@ -239,15 +249,17 @@ func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*e
 		if !ok {
 			continue
 		}
-		items = append(items, E("item", T("subnetId", sn.ID), T("subnetArn", fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", s.opts.Region, a.number, sn.ID)),
+		item := E("item", T("subnetId", sn.ID), T("subnetArn", fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", s.opts.Region, a.number, sn.ID)),
 			T("state", "available"), T("vpcId", a.vpcID), T("cidrBlock", sn.CIDR.String()),
 			I("availableIpAddressCount", int64(sn.available())), T("availabilityZone", sn.Zone),
 			T("availabilityZoneId", sn.ZoneID), B("defaultForAz", false), B("mapPublicIpOnLaunch", sn.MapPublicIP),
-			T("ownerId", a.number), tagSetXML("tagSet", sn.Tags)))
+			T("ownerId", a.number), tagSetXML("tagSet", sn.Tags))
+		item.kids = append(item.kids, subnetIPv6XML(sn, s.opts.Region)...)
+		items = append(items, item)
 	}
 	if err := validateFilters(fs, func(n string) ([]string, bool) {
 		return nil, map[string]bool{"subnet-id": true, "availability-zone": true, "availability-zone-id": true, "vpc-id": true,
-			"cidr-block": true, "cidr": true, "state": true, "map-public-ip-on-launch": true, "owner-id": true}[n]
+			"cidr-block": true, "cidr": true, "ipv6-cidr-block-association.ipv6-cidr-block": true, "state": true, "map-public-ip-on-launch": true, "owner-id": true}[n]
 	}); err != nil {
 		return nil, err
 	}

@@ -150,15 +150,28 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 			List("disks", "item", []*el{E("item", I("sizeInGB", int64(t.LocalStorageGB)), I("count", 1), T("type", diskType))}))
 	}
 	netPerf := t.NetworkPerformance
+	cards := t.NetworkCards()
+	cardEls := make([]*el, 0, len(cards))
+	for i, n := range cards {
+		bw := float64(t.NetworkBandwidthMbps) / 1000 / float64(len(cards))
+		cardEls = append(cardEls, E("item", I("networkCardIndex", int64(i)), T("networkPerformance", netPerf),
+			I("maximumNetworkInterfaces", int64(n)), F("baselineBandwidthInGbps", bw), F("peakBandwidthInGbps", bw)))
+	}
+	efa := t.EFAInterfaces()
+	var efaInfo *el
+	if efa > 0 {
+		efaInfo = E("efaInfo", I("maximumEfaInterfaces", int64(efa)))
+	}
 	net := E("networkInfo", T("networkPerformance", netPerf), I("maximumNetworkInterfaces", int64(t.MaxENIs)),
-		I("maximumNetworkCards", 1), I("defaultNetworkCardIndex", 0),
-		List("networkCards", "item", []*el{E("item", I("networkCardIndex", 0), T("networkPerformance", netPerf),
-			I("maximumNetworkInterfaces", int64(t.MaxENIs)),
-			F("baselineBandwidthInGbps", float64(t.NetworkBandwidthMbps)/1000),
-			F("peakBandwidthInGbps", float64(t.NetworkBandwidthMbps)/1000))}),
+		I("maximumNetworkCards", int64(len(cards))), I("defaultNetworkCardIndex", 0),
+		List("networkCards", "item", cardEls),
 		I("ipv4AddressesPerInterface", int64(t.IPv4PerENI)), I("ipv6AddressesPerInterface", int64(t.IPv4PerENI)),
-		B("ipv6Supported", true), T("enaSupport", "required"), B("efaSupported", false),
+		B("ipv6Supported", true), T("enaSupport", "required"), B("efaSupported", efa > 0), efaInfo,
 		B("encryptionInTransitSupported", t.Hypervisor == "nitro" && t.Generation >= 5))
+	if t.NestedVirtualization() {
+		proc.kids = append(proc.kids, StrList("supportedFeatures", "item", []string{"nested-virtualization"}))
+	}
+	placement := E("placementGroupInfo", StrList("supportedStrategies", "item", t.PlacementStrategies()))
 	hyper := TOpt("hypervisor", t.Hypervisor)
 	enclaves := "unsupported"
 	if t.NitroEnclaves() {
@@ -175,7 +188,7 @@ func (s *Simulator) instanceTypeXML(t *catalog.InstanceType) *el {
 		B("instanceStorageSupported", t.LocalStorageGB > 0), storage,
 		E("ebsInfo", T("ebsOptimizedSupport", "default"), T("encryptionSupport", "supported"), T("nvmeSupport", "required"),
 			E("ebsOptimizedInfo", I("baselineBandwidthInMbps", int64(t.EBSBandwidthMbps)), I("maximumBandwidthInMbps", int64(t.EBSBandwidthMbps)))),
-		net, gpu, neuron,
+		net, placement, gpu, neuron,
 		B("burstablePerformanceSupported", t.Burstable), B("dedicatedHostsSupported", false), B("autoRecoverySupported", true),
 		StrList("supportedBootModes", "item", []string{"legacy-bios", "uefi"}))
 }

@@ -52,7 +52,7 @@ func (s *Simulator) serveEKS(w http.ResponseWriter, r *http.Request, a *account)
 		"certificateAuthority": map[string]string{
 			"data": base64.StdEncoding.EncodeToString(s.opts.ClusterCA),
 		},
-		"kubernetesNetworkConfig": map[string]string{"serviceIpv4Cidr": s.opts.ServiceCIDR, "ipFamily": "ipv4"},
+		"kubernetesNetworkConfig": s.kubernetesNetworkConfig(),
 		"resourcesVpcConfig": map[string]any{"subnetIds": subnets, "securityGroupIds": sgs, "vpcId": vpc,
 			"clusterSecurityGroupId": sgs[len(sgs)-1], "endpointPublicAccess": true, "endpointPrivateAccess": true},
 		"tags": map[string]string{},

@@ -13,11 +13,14 @@ const (
 	EventRebalance        = "rebalance"
 	EventHealth           = "health"
 	EventStateChange      = "state-change"
+	// EventCapacityReservationInterruption is EC2's warning that the interruptible capacity reservation the
+	// instance runs in is being reclaimed.
+	EventCapacityReservationInterruption = "capacity-reservation-interruption"
 )
 
 // EventRequest asks the simulator to send an interruption-style event for an instance.
 type EventRequest struct {
-	// Kind is spot-interruption, rebalance, health or state-change.
+	// Kind is spot-interruption, rebalance, health, state-change or capacity-reservation-interruption.
 	Kind string `json:"kind"`
 	// InstanceID is the instance the event is about; its account owns the queue unless Account is set.
 	InstanceID string `json:"instanceId"`
@@ -30,7 +33,8 @@ type EventRequest struct {
 	// StartTime/EndTime bound a health event's scheduled change (default: in 1h, for 2h).
 	StartTime *time.Time `json:"startTime,omitempty"`
 	EndTime   *time.Time `json:"endTime,omitempty"`
-	// TerminateAfter terminates the instance after this delay (spot-interruption default 2m; "-1s" never).
+	// TerminateAfter terminates the instance after this delay (spot-interruption and
+	// capacity-reservation-interruption default 2m; "-1s" never).
 	TerminateAfter *Duration `json:"terminateAfter,omitempty"`
 }
 
@@ -95,6 +99,16 @@ func (s *Simulator) SendEvent(req EventRequest) (string, error) {
 		if after >= 0 && inst != nil {
 			inst.terminateAt = now.Add(after)
 		}
+	case EventCapacityReservationInterruption:
+		env.DetailType = "EC2 Capacity Reservation Instance Interruption Warning"
+		detail = map[string]string{"instance-id": req.InstanceID, "instance-action": "terminate"}
+		after := 2 * time.Minute
+		if req.TerminateAfter != nil {
+			after = time.Duration(*req.TerminateAfter)
+		}
+		if after >= 0 && inst != nil {
+			inst.terminateAt = now.Add(after)
+		}
 	case EventRebalance:
 		env.DetailType = "EC2 Instance Rebalance Recommendation"
 		detail = map[string]string{"instance-id": req.InstanceID}
@@ -132,7 +146,8 @@ func (s *Simulator) SendEvent(req EventRequest) (string, error) {
 			"affectedEntities": []map[string]string{{"entityValue": req.InstanceID}},
 		}
 	default:
-		return "", fmt.Errorf("event kind %q is not one of %s, %s, %s, %s", req.Kind, EventSpotInterruption, EventRebalance, EventHealth, EventStateChange)
+		return "", fmt.Errorf("event kind %q is not one of %s, %s, %s, %s, %s", req.Kind, EventSpotInterruption, EventRebalance, EventHealth,
+			EventStateChange, EventCapacityReservationInterruption)
 	}
 	d, err := json.Marshal(detail)
 	if err != nil {

@@ -338,6 +338,14 @@ func capacityMessage(code, typeName, zone string) string {
 
 // launchLocked creates one pending instance for a resolved candidate.
 func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string, extraTags []Tag) (*instance, *apiError) {
+	placement, perr := s.placeLocked(a, c.lt, c.zone)
+	if perr != nil {
+		return nil, perr
+	}
+	nis := s.interfacesOfLocked(c.lt)
+	if err := checkInterfaces(c.typeName, c.typ.NetworkCards(), c.typ.EFAInterfaces(), nis); err != nil {
+		return nil, err
+	}
 	ip, ok := c.subnet.allocate()
 	if !ok {
 		return nil, errBadRequest("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
@@ -370,6 +378,12 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		ProfileName:        c.lt.profileName(),
 		LaunchTemplateID:   c.lt.ID,
 		LaunchTemplateName: c.lt.Name,
+		Placement:          placement,
+		NetworkInterfaces:  nis,
+		CPUNested:          c.lt.Data.get("CpuOptions.NestedVirtualization"),
+	}
+	if c.subnet.IPv6CIDR.IsValid() && c.lt.wantsIPv6() {
+		inst.IPv6Address = c.subnet.allocateIPv6()
 	}
 	if c.crID != "" {
 		inst.CapacityReservationID = c.crID
@@ -408,7 +422,8 @@ func (s *Simulator) runInstances(_ *http.Request, a *account, p params) ([]*el, 
 	for k, v := range lt.Data {
 		data[k] = v
 	}
-	for _, k := range []string{"ImageId", "InstanceType", "UserData", "IamInstanceProfile.Name"} {
+	for _, k := range []string{"ImageId", "InstanceType", "UserData", "IamInstanceProfile.Name",
+		"Placement.GroupId", "Placement.GroupName", "Placement.PartitionNumber", "Placement.Tenancy"} {
 		if v := p.get(k); v != "" {
 			data[k] = v
 		}
@@ -421,8 +436,23 @@ func (s *Simulator) runInstances(_ *http.Request, a *account, p params) ([]*el, 
 	for k, v := range p.sub("TagSpecification") {
 		data["TagSpecification."+k] = v
 	}
+	subnetID := p.get("SubnetId")
+	if nis := p.sub("NetworkInterface"); len(nis) > 0 {
+		// Interfaces given with the call replace the template's; the instance's subnet is the first one's.
+		for k := range data {
+			if strings.HasPrefix(k, "NetworkInterface.") {
+				delete(data, k)
+			}
+		}
+		for k, v := range nis {
+			data["NetworkInterface."+k] = v
+		}
+		if subnetID == "" {
+			subnetID = p.get("NetworkInterface.1.SubnetId")
+		}
+	}
 	anon := &launchTemplate{ID: lt.ID, Name: lt.Name, Data: data}
-	c := &candidate{ltSpec: params{}, lt: anon, ov: params{"SubnetId": p.get("SubnetId"), "AvailabilityZone": p.get("Placement.AvailabilityZone")},
+	c := &candidate{ltSpec: params{}, lt: anon, ov: params{"SubnetId": subnetID, "AvailabilityZone": p.get("Placement.AvailabilityZone")},
 		spot: p.get("InstanceMarketOptions.MarketType") == "spot"}
 	s.resolveCandidateLocked(a, c)
 	if c.errCode != "" {

@@ -35,7 +35,15 @@ type instance struct {
 	SecurityGroups                                  []string
 	ProfileName                                     string
 	LaunchTemplateID, LaunchTemplateName            string
+	// Placement is the instance's placement group, partition and tenancy; NetworkInterfaces its interfaces as the
+	// launch template gave them (placementgroups.go).
+	Placement         instancePlacement
+	NetworkInterfaces []instanceInterface
+	// CPUNested is the launch template's CpuOptions.NestedVirtualization (enabled, disabled or empty).
+	CPUNested string
 
+	// IPv6Address is the primary interface's IPv6 address ("" without one).
+	IPv6Address string
 	// terminateAt schedules an out-of-band termination (spot interruption).
 	terminateAt time.Time
 	// health is the injected status-check state DescribeInstanceStatus reports (nil: every check passes).
@@ -55,6 +63,9 @@ type nodeProgress struct {
 	taintRemoved  bool
 	deleted       bool
 	userDataError string
+	// clusterDNS is the cluster DNS address the user data gives the kubelet; joinError says why the instance
+	// cannot join the cluster (an IPv6 cluster's instance without an IPv6 address or IPv6 DNS address).
+	clusterDNS, joinError string
 	// checked says the NoNode faults were consulted (once, when the instance started running); withheld says
 	// one of them matched, so the instance never gets a Node.
 	checked, withheld bool
@@ -103,14 +114,14 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 		E("instanceState", I("code", stateCodes[i.State]), T("name", i.State)),
 		T("privateDnsName", i.PrivateDNS), T("dnsName", ""), T("stateTransitionReason", i.StateReason), I("amiLaunchIndex", 0),
 		T("instanceType", i.Type), TS("launchTime", i.LaunchTime),
-		E("placement", T("availabilityZone", i.Zone), T("availabilityZoneId", i.ZoneID), T("groupName", ""), T("tenancy", "default")),
+		i.placementXML(),
 		E("monitoring", T("state", "disabled")), T("subnetId", i.SubnetID), T("vpcId", a.vpcID),
-		T("privateIpAddress", i.PrivateIP), B("sourceDestCheck", true), List("groupSet", "item", groups),
+		T("privateIpAddress", i.PrivateIP), TOpt("ipv6Address", i.IPv6Address), B("sourceDestCheck", true), List("groupSet", "item", groups),
 		reason, T("architecture", i.Arch), T("rootDeviceType", "ebs"), T("rootDeviceName", "/dev/xvda"),
 		T("virtualizationType", "hvm"), lifecycle, spotReq, tagSetXML("tagSet", i.Tags), T("hypervisor", hypervisor), profile,
 		B("ebsOptimized", true), B("enaSupport", true), cr, T("bootMode", "uefi"), T("platformDetails", "Linux/UNIX"),
 		E("metadataOptions", T("state", "applied"), T("httpTokens", "required"), I("httpPutResponseHopLimit", 1), T("httpEndpoint", "enabled")),
-		E("privateDnsNameOptions", T("hostnameType", "ip-name")))
+		E("privateDnsNameOptions", T("hostnameType", "ip-name")), i.networkInterfacesXML(a.vpcID), i.cpuOptionsXML())
 }
 
 func instanceValues(i *instance, vpc string) valuesFunc {

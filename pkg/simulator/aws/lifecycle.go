@@ -138,6 +138,14 @@ func (s *Simulator) nodeSpecLocked(i *instance) (NodeSpec, bool) {
 		return NodeSpec{}, false
 	}
 	i.node.sink, i.node.cluster = sink, cluster
+	i.node.clusterDNS = b.ClusterDNS
+	if s.ipv6() {
+		if problem := ipv6NodeProblem(i, b); problem != "" {
+			i.node.withheld, i.node.joinError = true, problem
+			s.log.Error("the instance cannot join the IPv6 cluster; it runs without a Node", "instance-id", i.ID, "reason", problem)
+			return NodeSpec{}, false
+		}
+	}
 	spec, err := s.buildNodeSpec(i, t, b)
 	if err != nil {
 		i.node.userDataError = err.Error()
@@ -219,11 +227,7 @@ func (s *Simulator) expireReservationsLocked(a *account, now time.Time) {
 		cr.State, cr.Available = "expired", 0
 		s.log.Info("capacity reservation expired", "capacity-reservation-id", cr.ID)
 		if !block {
-			for _, i := range a.instances {
-				if i.CapacityReservationID == cr.ID {
-					i.CapacityReservationID = ""
-				}
-			}
+			a.releaseReservationInstancesLocked(cr.ID)
 		}
 	}
 }

@@ -104,6 +104,10 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		// Security groups for pods on: the VPC resource controller advertises the branch interfaces of trunking types.
 		capacity["vpc.amazonaws.com/pod-eni"] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
+	if n := efaInterfaceCount(i.NetworkInterfaces); n > 0 && osName == "linux" {
+		// The EFA device plugin advertises the instance's EFA interfaces (efa and efa-only).
+		capacity["vpc.amazonaws.com/efa"] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
 	if osName == "windows" && t.IPv4PerENI > 1 {
 		// The VPC resource controller gives Windows nodes the secondary addresses of their primary interface.
 		capacity["vpc.amazonaws.com/PrivateIPv4Address"] = *resource.NewQuantity(int64(t.IPv4PerENI-1), resource.DecimalSI)
@@ -172,11 +176,12 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		Taints:      taints,
 		Capacity:    capacity,
 		Allocatable: allocatable,
-		Addresses: []corev1.NodeAddress{
+		// In an IPv6 cluster the IPv6 address comes first: the kubelet's node IP.
+		Addresses: append(ipv6NodeAddress(i), []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: i.PrivateIP},
 			{Type: corev1.NodeHostName, Address: i.PrivateDNS},
 			{Type: corev1.NodeInternalDNS, Address: i.PrivateDNS},
-		},
+		}...),
 		ResourceSlices: slices,
 	}, nil
 }

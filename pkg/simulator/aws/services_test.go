@@ -210,6 +210,8 @@ func TestEventKinds(t *testing.T) {
 		{EventRequest{Kind: EventRebalance, InstanceID: id}, "EC2 Instance Rebalance Recommendation", "aws.ec2", "instance-id", id},
 		{EventRequest{Kind: EventStateChange, InstanceID: id, State: "stopping"}, "EC2 Instance State-change Notification", "aws.ec2", "state", "stopping"},
 		{EventRequest{Kind: EventHealth, InstanceID: id, StartTime: &start}, "AWS Health Event", "aws.health", "startTime", "Tue, 24 Nov 2026 10:00:00 GMT"},
+		{EventRequest{Kind: EventCapacityReservationInterruption, InstanceID: id}, "EC2 Capacity Reservation Instance Interruption Warning",
+			"aws.ec2", "instance-id", id},
 	}
 	for _, tc := range tests {
 		t.Run(tc.req.Kind, func(t *testing.T) {

@@ -36,6 +36,13 @@ type Options struct {
 	KubernetesVersion string
 	// ServiceCIDR is the cluster service CIDR EKS returns (default 10.100.0.0/16).
 	ServiceCIDR string
+	// IPFamily is the cluster's IP family, "ipv4" (default) or "ipv6". An IPv6 cluster (ipv6.go): EKS
+	// DescribeCluster reports ipFamily ipv6 and ServiceIPv6CIDR, the VPC and each subnet have an IPv6 range, an
+	// instance launched with an IPv6 address request gets one, and an instance gets a Node only when it has an
+	// IPv6 address and its user data gives the kubelet an IPv6 cluster DNS address.
+	IPFamily string
+	// ServiceIPv6CIDR is the IPv6 service CIDR EKS returns for an IPv6 cluster (default fd00:10:96::/108).
+	ServiceIPv6CIDR string
 	// Queues are SQS queues created in every account (default: one named ClusterName).
 	Queues []string
 	// Clock drives the instance lifecycle, SQS visibility and long polls (default: the real clock).
@@ -168,6 +175,9 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if opts.ServiceCIDR == "" {
 		opts.ServiceCIDR = "10.100.0.0/16"
+	}
+	if err := defaultIPFamily(&opts); err != nil {
+		return nil, err
 	}
 	if len(opts.Queues) == 0 {
 		opts.Queues = []string{opts.ClusterName}

@@ -34,6 +34,9 @@ type Bootstrap struct {
 	KubeReserved      map[string]string
 	SystemReserved    map[string]string
 	EvictionHard      map[string]string
+	// ClusterDNS is the kubelet's cluster DNS address (NodeConfig kubelet clusterDNS, bootstrap.sh
+	// --dns-cluster-ip, Bottlerocket cluster-dns-ip, Windows -DNSClusterIP); empty when the user data sets none.
+	ClusterDNS string
 	// InstanceStoreRAID0 says the node makes its NVMe instance store one RAID0 array for ephemeral storage
 	// (NodeConfig instance.localStorage.strategy RAID0, bootstrap.sh --local-disks raid0, a Bottlerocket bootstrap
 	// command running "apiclient ephemeral-storage init").
@@ -171,6 +174,13 @@ func mergeNodeConfig(b *Bootstrap, doc []byte) error {
 		b.APIServerEndpoint = nc.Spec.Cluster.APIServerEndpoint
 	}
 	cfg := nc.Spec.Kubelet.Config
+	if v, ok := cfg["clusterDNS"]; ok {
+		list, ok := v.([]any)
+		if !ok || len(list) == 0 {
+			return fmt.Errorf("kubelet config clusterDNS %v is not a list of addresses", v)
+		}
+		b.ClusterDNS = fmt.Sprint(list[0])
+	}
 	if v, ok := cfg["maxPods"]; ok {
 		n, ok := toInt(v)
 		if !ok {
@@ -324,8 +334,14 @@ func parseShell(text string) Bootstrap {
 		b.APIServerEndpoint = strings.Trim(m[1], `'"`)
 	}
 	b.InstanceStoreRAID0 = shellRAID0RE.MatchString(text)
+	if m := shellDNSRE.FindStringSubmatch(text); m != nil {
+		b.ClusterDNS = strings.Trim(m[1], `'"`)
+	}
 	return b
 }
+
+// shellDNSRE finds bootstrap.sh's --dns-cluster-ip and Start-EKSBootstrap.ps1's -DNSClusterIP.
+var shellDNSRE = regexp.MustCompile(`(?:--dns-cluster-ip|-DNSClusterIP)[= ]('[^']*'|"[^"]*"|[^\s'"]+)`)
 
 var shellRAID0RE = regexp.MustCompile(`--local-disks[= ]['"]?raid0\b`)
 
@@ -363,6 +379,9 @@ func mergeBootstrap(dst *Bootstrap, src Bootstrap) {
 	}
 	if src.MaxPods != nil {
 		dst.MaxPods = src.MaxPods
+	}
+	if src.ClusterDNS != "" {
+		dst.ClusterDNS = src.ClusterDNS
 	}
 	dst.InstanceStoreRAID0 = dst.InstanceStoreRAID0 || src.InstanceStoreRAID0
 }
@@ -438,6 +457,13 @@ func parseBottlerocket(text string) (Bootstrap, error) {
 			b.ClusterName, _ = tomlString(val)
 		case full == "settings.kubernetes.api-server":
 			b.APIServerEndpoint, _ = tomlString(val)
+		case full == "settings.kubernetes.cluster-dns-ip":
+			// A string, or (newer Bottlerocket releases) a list of strings.
+			if v, err := tomlString(val); err == nil {
+				b.ClusterDNS = v
+			} else if l, err := tomlStrings(val); err == nil && len(l) > 0 {
+				b.ClusterDNS = l[0]
+			}
 		case table == "settings.kubernetes.kube-reserved" || table == "settings.kubernetes.system-reserved" ||
 			table == "settings.kubernetes.eviction-hard":
 			s, err := tomlString(val)

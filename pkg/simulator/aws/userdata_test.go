@@ -115,13 +115,13 @@ func TestParseUserData(t *testing.T) {
 	}{
 		{name: "empty", in: "", want: Bootstrap{}},
 		{name: "al2023 MIME", in: b64(al2023UserData), want: Bootstrap{
-			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(58),
+			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(58), ClusterDNS: "10.100.0.10",
 			Labels:       map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot"},
 			Taints:       []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
 			KubeReserved: map[string]string{"cpu": "80m", "memory": "893Mi"},
 		}},
 		{name: "al2023 taints in the kubelet config", in: b64(al2023ConfigTaintsUserData), want: Bootstrap{
-			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(29),
+			Format: "al2023", ClusterName: "dovetail", APIServerEndpoint: "https://127.0.0.1:6443", MaxPods: intp(29), ClusterDNS: "10.100.0.10",
 			Labels: map[string]string{"karpenter.k8s.aws/ec2nodeclass": "default", "karpenter.sh/capacity-type": "on-demand",
 				"karpenter.sh/nodepool": "default"},
 			Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
@@ -144,7 +144,7 @@ func TestParseUserData(t *testing.T) {
 			" -KubeletExtraArgs '--node-labels=karpenter.sh/nodepool=win,node.kubernetes.io/windows-build=10.0.26100" +
 			" --register-with-taints=karpenter.sh/unregistered:NoExecute --max-pods=29' -DNSClusterIP '10.100.0.10'\n</powershell>\n"),
 			want: Bootstrap{
-				Format: "windows", ClusterName: "dove'tail", APIServerEndpoint: "https://x", MaxPods: intp(29),
+				Format: "windows", ClusterName: "dove'tail", APIServerEndpoint: "https://x", MaxPods: intp(29), ClusterDNS: "10.100.0.10",
 				Labels: map[string]string{"karpenter.sh/nodepool": "win", "node.kubernetes.io/windows-build": "10.0.26100"},
 				Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}},
 			}},

@@ -14,7 +14,9 @@ type account struct {
 	key    string
 	number string
 
-	vpcID        string
+	vpcID string
+	// vpcIPv6 is the VPC's IPv6 range in an IPv6 cluster (invalid otherwise).
+	vpcIPv6      netip.Prefix
 	subnets      []*subnet
 	sgs          []*securityGroup
 	images       []*image
@@ -26,6 +28,8 @@ type account struct {
 	queues       map[string]*queue
 	reservations []*capacityReservation
 	amiRelease   int
+	// placementGroups by name (placementgroups.go); nil until the first CreatePlacementGroup.
+	placementGroups map[string]*placementGroup
 }
 
 type subnet struct {
@@ -37,6 +41,10 @@ type subnet struct {
 	next             int
 	// maxAvailable caps the free address count (fault injection for IP exhaustion); -1 means no cap.
 	maxAvailable int
+	// IPv6CIDR is the subnet's IPv6 range in an IPv6 cluster (invalid otherwise); nextIPv6 counts the IPv6
+	// addresses handed out.
+	IPv6CIDR netip.Prefix
+	nextIPv6 uint32
 }
 
 func (sn *subnet) size() int { return 1 << (32 - sn.CIDR.Bits()) }
@@ -160,6 +168,10 @@ func (s *Simulator) newAccount(key string) *account {
 				{Key: "Name", Value: fmt.Sprintf("%s-private-%s", cluster, z.Name)},
 				{Key: "kubernetes.io/role/internal-elb", Value: "1"},
 			}),
+		}
+		if s.ipv6() {
+			a.vpcIPv6 = vpcIPv6CIDR(a.number)
+			sn.IPv6CIDR = subnetIPv6CIDR(a.vpcIPv6, i)
 		}
 		a.subnets = append(a.subnets, sn)
 	}

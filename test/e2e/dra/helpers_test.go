@@ -15,7 +15,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
@@ -23,21 +22,6 @@ import (
 
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
-
-// namespace creates a namespace for one test and deletes it when the test ends.
-func namespace(t *testing.T, name string) {
-	t.Helper()
-	ctx := context.Background()
-	if err := framework.EnsureNamespace(ctx, env.Client, name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting namespace %s: %v", name, err)
-		}
-	})
-}
 
 // applyDeviceClasses applies the DeviceClasses of the modelled drivers.
 func applyDeviceClasses(t *testing.T) {

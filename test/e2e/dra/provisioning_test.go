@@ -10,57 +10,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
 
-// needsClaimAwareConsolidation is why the consolidation scenario does not run yet. Observed 2026-11-29 with the
-// provisioning for claims merged (commit 66971a2, whose disruption simulations count a moved pod's claims as
-// released), twice: once the pool allows g6.xlarge, the g6.12xlarge of a pod claiming one L4 stays Consolidatable
-// for two minutes and is never replaced (the pod stays on its device, so nothing unsafe happened, but no
-// replacement carrying an L4 is proposed either).
-const needsClaimAwareConsolidation = "needs consolidation to replace a claim pod's node by a cheaper one carrying " +
-	"its device: no replacement is proposed for a g6.12xlarge whose pod claims one L4 once g6.xlarge is allowed"
-
-// setupPool applies a NodePool and EC2NodeClass named name and a namespace of the same name, and on cleanup deletes
-// the namespace, then the NodePool, and waits until its NodeClaims are gone.
+// setupPool starts the controller, applies the DeviceClasses, and a NodePool and EC2NodeClass named name and a
+// namespace of the same name, removed when the test ends (framework.Stack.SetupPool).
 func setupPool(t *testing.T, name string, opts framework.PoolOptions) {
 	t.Helper()
 	startController(t)
 	applyDeviceClasses(t)
-	ctx := context.Background()
-	if err := framework.EnsureNamespace(ctx, env.Client, name); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := framework.NodePool(name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting namespace %s: %v", name, err)
-		}
-		pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := env.Client.Delete(ctx, pool); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting nodepool %s: %v", name, err)
-			return
-		}
-		err := framework.Poll(ctx, 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
-			claims, err := env.NodeClaims(ctx, name)
-			return len(claims) == 0, fmt.Sprintf("%d nodeclaims left", len(claims)), err
-		})
-		if err != nil {
-			t.Errorf("cleanup of nodepool %s: %v", name, err)
-		}
-	})
+	env.SetupPool(t, name, opts)
 }
 
 // claimDeployment returns a Deployment of the pool whose pods each use one claim from the template.
@@ -224,10 +185,10 @@ func TestMIGClaimsPackOnOneNode(t *testing.T) {
 // replacement must carry an L4 (a g6) rather than be the cheapest node for the pod's CPU and memory. At no
 // point is the pod bound to a node without its device.
 func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
-	t.Skip(needsClaimAwareConsolidation)
 	const pool = "draconsolidate"
-	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, ConsolidateAfter: "0s",
-		Budgets: []map[string]any{{"nodes": "100%"}}})
+	// On-demand only: a spot node would be replaced only by spot with SpotToSpotConsolidation, which is off.
+	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge"}, CapacityTypes: []string{"on-demand"},
+		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
 	ctx := context.Background()
 	tmpl := framework.ClaimTemplate(pool, "l4", "", framework.DeviceRequest{Name: "gpu", Class: "gpu.nvidia.com", Count: 1,
 		Selectors: []string{"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"}})
@@ -243,7 +204,7 @@ func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
 
 	// Widen the pool: cheaper CPU-only types and the small L4 types.
 	objs, err := framework.NodePool(pool, framework.PoolOptions{InstanceTypes: []string{"g6.12xlarge", "g6.xlarge", "g6.2xlarge", "m5.large", "c5.large"},
-		ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
+		CapacityTypes: []string{"on-demand"}, ConsolidateAfter: "0s", Budgets: []map[string]any{{"nodes": "100%"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +235,7 @@ func TestConsolidationKeepsClaimPodsOnTheirDevices(t *testing.T) {
 		return false, fmt.Sprintf("claim pod still on %s", firstNode), nil
 	})
 	if err != nil {
+		env.LogNodeClaimEvents(t, pool)
 		t.Fatalf("consolidation of %s: %v\n%s", firstNode, err, env.Describe(pool, pool))
 	}
 	checkOnOwnDevices(t, runningPods(t, pool, "l4", 1, time.Minute), "g6.xlarge", "g6.2xlarge")

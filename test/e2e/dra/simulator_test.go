@@ -24,7 +24,7 @@ import (
 func TestSimulatedDevicesServeTheKubeScheduler(t *testing.T) {
 	ctx := context.Background()
 	const ns = "drasim"
-	namespace(t, ns)
+	env.Namespace(t, ns)
 	applyDeviceClasses(t)
 
 	// A g5.12xlarge: four A10G GPUs and one EFA interface.

@@ -54,6 +54,9 @@ type Options struct {
 	// SharedSimulator is the endpoint of a simulator another stack runs; this stack then starts none of its own
 	// and SimulatorFlags are ignored (see UpPair).
 	SharedSimulator string
+	// KubeSchedulerConfig is YAML added to the local kube-scheduler's KubeSchedulerConfiguration, e.g. profiles
+	// with podTopologySpread default constraints.
+	KubeSchedulerConfig string
 }
 
 // Stack is a running local stack and clients for it.
@@ -101,6 +104,9 @@ func (o Options) env() []string {
 	}
 	if o.NoController {
 		env = append(env, "DOVETAIL_CONTROLLER=none")
+	}
+	if o.KubeSchedulerConfig != "" {
+		env = append(env, "DOVETAIL_KUBE_SCHEDULER_CONFIG="+o.KubeSchedulerConfig)
 	}
 	return env
 }

@@ -254,15 +254,8 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass, due ma
 			return err
 		})
 	}
-	if nc.Spec.PlacementGroupSelector != nil {
-		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonNotSupported,
-			"placementGroupSelector is not supported by Dovetail yet (instances would launch outside the placement group); remove it to use this EC2NodeClass")
-	}
-	if unsupported := unsupportedLaunchFields(nc); len(unsupported) > 0 {
-		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, ReasonNotSupported, fmt.Sprintf(
-			"%s: accepted as Karpenter v1.14 accepts them, but Dovetail does not apply them to instances yet; remove them to use this EC2NodeClass",
-			strings.Join(unsupported, ", ")))
-	} else if awsv1.ValidationReason(profileErr) == awsv1.ReasonInstanceProfileNotFound {
+	c.placementGroup(ctx, nc)
+	if awsv1.ValidationReason(profileErr) == awsv1.ReasonInstanceProfileNotFound {
 		nc.SetFalse(awsv1.ConditionTypeValidationSucceeded, awsv1.ReasonInstanceProfileNotFound, profileErr.Error())
 	} else if err := c.resolver.ValidateNodeClass(ctx, nc); err != nil {
 		reason := awsv1.ValidationReason(err)
@@ -351,21 +344,44 @@ func isNoMatch(err error) bool {
 	return errors.As(err, &nm) && nm.NoMatch()
 }
 
-// unsupportedLaunchFields names the v1.14 launch fields the node class sets that Dovetail does not apply yet: a
-// node class using them is not ready rather than launching instances without them.
-func unsupportedLaunchFields(nc *awsv1.EC2NodeClass) []string {
-	var out []string
-	if nc.Spec.ConnectionTracking != nil {
-		out = append(out, "spec.connectionTracking")
+// PlacementGroupResolver is what the controller needs from the cloud provider to resolve spec.placementGroupSelector:
+// the id of the available group it names (an error with NoMatch() true when there is none).
+type PlacementGroupResolver interface {
+	PlacementGroupID(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error)
+}
+
+// Reasons of PlacementGroupReady, as Karpenter writes them.
+const (
+	ReasonPlacementGroupNotFound         = "PlacementGroupNotFound"
+	ReasonPlacementGroupResolutionFailed = "PlacementGroupResolutionFailed"
+)
+
+// placementGroup sets PlacementGroupReady: true without a selector or when the selected group is available.
+func (c *Controller) placementGroup(ctx context.Context, nc *awsv1.EC2NodeClass) {
+	sel := nc.Spec.PlacementGroupSelector
+	if sel == nil {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
+		return
 	}
-	if nc.Spec.CPUOptions != nil {
-		out = append(out, "spec.cpuOptions")
+	r, ok := c.resolver.(PlacementGroupResolver)
+	if !ok {
+		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonNotSupported, "this cloud provider does not resolve placementGroupSelector")
+		return
 	}
-	if nc.Spec.IPPrefixCount != nil {
-		out = append(out, "spec.ipPrefixCount")
+	name := sel.Name
+	if name == "" {
+		name = sel.ID
 	}
-	if len(nc.Spec.NetworkInterfaces) > 0 {
-		out = append(out, "spec.networkInterfaces")
+	id, err := r.PlacementGroupID(ctx, nc)
+	switch {
+	case err == nil:
+		nc.SetTrue(awsv1.ConditionTypePlacementGroupReady, karpv1.ReasonReady)
+		log.FromContext(ctx).V(1).Info("resolved placement group", "placement-group", name, "placement-group-id", id)
+	case isNoMatch(err):
+		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonPlacementGroupNotFound, fmt.Sprintf("Placement group %q not found", name))
+	default:
+		log.FromContext(ctx).Info("resolving placement group failed", "placement-group", name, "error", err.Error())
+		nc.SetFalse(awsv1.ConditionTypePlacementGroupReady, ReasonPlacementGroupResolutionFailed,
+			fmt.Sprintf("Failed to resolve placement group %q: %s", name, err.Error()))
 	}
-	return out
 }

@@ -49,6 +49,19 @@ type fakeResolver struct {
 	reservations []awsv1.CapacityReservation
 	// profileErr and validateErr are what ResolveInstanceProfile and ValidateNodeClass answer.
 	profileErr, validateErr error
+	// placementGroups maps the available placement groups' names to their ids; placementErr fails every lookup.
+	placementGroups map[string]string
+	placementErr    error
+}
+
+func (f *fakeResolver) PlacementGroupID(_ context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if f.placementErr != nil {
+		return "", f.placementErr
+	}
+	if id, ok := f.placementGroups[nc.Spec.PlacementGroupSelector.Name]; ok {
+		return id, nil
+	}
+	return "", &resolve.NoMatchError{What: "placement group", Field: "spec.placementGroupSelector", Terms: nc.Spec.PlacementGroupSelector.Name}
 }
 
 func (f *fakeResolver) ResolveCapacityReservations(context.Context, *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error) {
@@ -265,37 +278,57 @@ func TestStatusCapacityReservations(t *testing.T) {
 	}
 }
 
-// TestStatusUnappliedLaunchFieldsNotSupported: v1.14 launch fields that Dovetail admits but does not apply yet make
-// the node class not ready, naming them, instead of launching instances without them.
-func TestStatusUnappliedLaunchFieldsNotSupported(t *testing.T) {
-	c := start(t, &fakeResolver{})
-	ctx := context.Background()
-	obj := test.EC2NodeClass("unapplied", "demo").Obj()
-	obj.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](120)}
-	obj.Spec.IPPrefixCount = ptr.To[int32](1)
-	obj.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{ID: "pg-0123"}
-	if err := c.Create(ctx, obj); err != nil {
-		t.Fatal(err)
+// TestStatusPlacementGroupAndLaunchFields: the launch fields Karpenter v1.14 applies (connection tracking, IPv4
+// prefixes, network interfaces, CPU options) leave the node class valid, and PlacementGroupReady follows the
+// selected group: True when it is available, False with Karpenter's reasons when it is missing or cannot be read.
+func TestStatusPlacementGroupAndLaunchFields(t *testing.T) {
+	cases := []struct {
+		name       string
+		group      string
+		err        error
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantReady  metav1.ConditionStatus
+	}{
+		{"found", "training", nil, metav1.ConditionTrue, karpv1.ReasonReady, metav1.ConditionTrue},
+		{"missing", "nowhere", nil, metav1.ConditionFalse, status.ReasonPlacementGroupNotFound, metav1.ConditionFalse},
+		{"unreadable", "training", errors.New("UnauthorizedOperation"), metav1.ConditionFalse, status.ReasonPlacementGroupResolutionFailed, metav1.ConditionFalse},
 	}
-	eventually(t, func() string {
-		nc := &awsv1.EC2NodeClass{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "unapplied"}, nc); err != nil {
-			return err.Error()
-		}
-		v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
-		if v == nil || v.Status != metav1.ConditionFalse || v.Reason != status.ReasonNotSupported ||
-			!strings.Contains(v.Message, "spec.connectionTracking, spec.ipPrefixCount") {
-			return "ValidationSucceeded not False/NotSupported naming the fields: " + cmp.Diff(nil, nc.Status.Conditions)
-		}
-		pg := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
-		if pg == nil || pg.Status != metav1.ConditionFalse || pg.Reason != status.ReasonNotSupported {
-			return "PlacementGroupReady not False/NotSupported: " + cmp.Diff(nil, nc.Status.Conditions)
-		}
-		if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionFalse {
-			return "Ready is not False"
-		}
-		return ""
-	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, &fakeResolver{placementGroups: map[string]string{"training": "pg-0123"}, placementErr: tc.err})
+			ctx := context.Background()
+			obj := test.EC2NodeClass("pg-"+tc.name, "demo").Obj()
+			obj.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](120)}
+			obj.Spec.IPPrefixCount = ptr.To[int32](1)
+			obj.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
+			obj.Spec.NetworkInterfaces = []awsv1.NetworkInterface{
+				{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeInterface},
+				{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeEFAOnly},
+			}
+			obj.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{Name: tc.group}
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, func() string {
+				nc := &awsv1.EC2NodeClass{}
+				if err := c.Get(ctx, client.ObjectKey{Name: obj.Name}, nc); err != nil {
+					return err.Error()
+				}
+				if v := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeValidationSucceeded); v == nil || v.Status != metav1.ConditionTrue {
+					return "ValidationSucceeded not True: " + cmp.Diff(nil, nc.Status.Conditions)
+				}
+				pg := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
+				if pg == nil || pg.Status != tc.wantStatus || pg.Reason != tc.wantReason {
+					return "PlacementGroupReady: " + cmp.Diff(nil, nc.Status.Conditions)
+				}
+				if ready := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeReady); ready == nil || ready.Status != tc.wantReady {
+					return "Ready is not " + string(tc.wantReady)
+				}
+				return ""
+			})
+		})
+	}
 }
 
 func TestFinalizerWaitsForNodeClaims(t *testing.T) {

@@ -68,6 +68,15 @@ func (t *Tracker) Release(id string) {
 	}
 }
 
+// Unavailable leaves a known reservation no room (EC2 is reclaiming it) until Observe says otherwise.
+func (t *Tracker) Unavailable(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.counts[id]; ok {
+		t.counts[id] = 0
+	}
+}
+
 // Exhausted ends a claim whose launch EC2 refused because the reservation is full: it has no room until
 // EC2 says otherwise.
 func (t *Tracker) Exhausted(id string) {

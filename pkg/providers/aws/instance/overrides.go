@@ -72,7 +72,9 @@ var instanceKeys = func() map[string]bool {
 	}
 	for _, k := range []string{karpv1.NodePoolLabelKey, corev1.LabelTopologyRegion, corev1.LabelFailureDomainBetaRegion,
 		corev1.LabelFailureDomainBetaZone, corev1.LabelWindowsBuild, awsv1.LabelCapacityReservationID,
-		awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible} {
+		awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible,
+		// Chosen at launch (Placement.Tenancy, Placement.PartitionNumber), not properties of the type.
+		awsv1.LabelInstanceTenancy, awsv1.LabelPlacementGroupPartition} {
 		delete(out, k)
 	}
 	for k := range offeringKeys {

@@ -38,6 +38,10 @@ type Instance struct {
 	Tags             map[string]string
 	// CapacityReservationID is the reservation the instance runs in, if any.
 	CapacityReservationID string
+	// PlacementGroupID is the placement group the instance runs in, if any, and PlacementPartition its partition
+	// in a partition group (0 otherwise).
+	PlacementGroupID   string
+	PlacementPartition int32
 }
 
 // ProviderID returns aws:///<zone>/<id>.
@@ -534,6 +538,8 @@ func convert(i ec2types.Instance) *Instance {
 	}
 	if i.Placement != nil {
 		inst.Zone = aws.ToString(i.Placement.AvailabilityZone)
+		inst.PlacementGroupID = aws.ToString(i.Placement.GroupId)
+		inst.PlacementPartition = aws.ToInt32(i.Placement.PartitionNumber)
 	}
 	if i.State != nil {
 		inst.State = string(i.State.Name)

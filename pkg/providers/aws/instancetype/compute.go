@@ -46,6 +46,14 @@ type Info struct {
 	// BranchENIs is how many branch network interfaces (security groups for pods) a trunking-compatible type
 	// offers; 0 for the others.
 	BranchENIs int
+	// NetworkCards holds, for each network card by index, how many network interfaces it takes; empty means one
+	// card taking MaxENIs.
+	NetworkCards []int `json:",omitempty"`
+	// PlacementStrategies are the placement group strategies the type launches in (cluster, partition, spread);
+	// nil means unknown, and every strategy is assumed.
+	PlacementStrategies []string `json:",omitempty"`
+	// NestedVirtualization is true when the type supports nested virtualization (cpuOptions.nestedVirtualization).
+	NestedVirtualization bool `json:",omitempty"`
 }
 
 // Device is a GPU or accelerator model on an instance type; MemoryMiB and Cores (NeuronCores of AWS Neuron
@@ -171,6 +179,9 @@ type Settings struct {
 	OS string
 	// WindowsBuild is the node.kubernetes.io/windows-build value of Windows nodes; empty for Linux.
 	WindowsBuild string
+	// NetworkInterfaces are the node class's spec.networkInterfaces. When set they decide the EFA count (one per
+	// efa-only interface) and their efa-only interfaces on card 0 leave the pod-IP formula.
+	NetworkInterfaces []awsv1.NetworkInterface `json:",omitempty"`
 }
 
 // Shape is what a node of an instance type offers: its labels, capacity and the overhead held back from pods.
@@ -226,7 +237,7 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 	if err != nil {
 		return Shape{}, err
 	}
-	pods := MaxPods(info, kubelet, s.ReservedENIs)
+	pods := MaxPods(info, kubelet, s.ReservedENIs+efaOnlyOnPrimaryCard(s.NetworkInterfaces))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(info.VCPU, resource.DecimalSI),
 		corev1.ResourceMemory:           memoryCapacity(info.MemoryMiB, s.VMMemoryOverheadPercent),
@@ -251,8 +262,8 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 			}
 		}
 	}
-	if info.MaxEFAInterfaces > 0 {
-		add(capacity, ResourceEFA, int64(info.MaxEFAInterfaces))
+	if n := EFACount(info, s.NetworkInterfaces); n > 0 {
+		add(capacity, ResourceEFA, int64(n))
 	}
 	if info.BranchENIs > 0 {
 		add(capacity, ResourcePodENI, int64(info.BranchENIs))
@@ -282,6 +293,33 @@ func Compute(info Info, kubelet Kubelet, s Settings) (Shape, error) {
 			EvictionThreshold: eviction,
 		},
 	}, nil
+}
+
+// EFACount is the vpc.amazonaws.com/efa capacity of a node: the efa-only interfaces of spec.networkInterfaces when
+// the node class sets them, otherwise every EFA interface the type takes.
+func EFACount(info Info, nis []awsv1.NetworkInterface) int {
+	if len(nis) == 0 {
+		return info.MaxEFAInterfaces
+	}
+	n := 0
+	for _, ni := range nis {
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			n++
+		}
+	}
+	return n
+}
+
+// efaOnlyOnPrimaryCard counts the efa-only interfaces on network card 0: each takes an interface the VPC CNI would
+// otherwise give pod addresses from.
+func efaOnlyOnPrimaryCard(nis []awsv1.NetworkInterface) int {
+	n := 0
+	for _, ni := range nis {
+		if ni.NetworkCardIndex == 0 && ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			n++
+		}
+	}
+	return n
 }
 
 func add(l corev1.ResourceList, name corev1.ResourceName, n int64) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,6 +37,7 @@ type Provider struct {
 	unavailable *unavailable.Cache
 	clock       clock.Clock
 	ttl         time.Duration
+	learned     *LearnedMemory
 
 	mu      sync.Mutex
 	fetched time.Time
@@ -50,8 +52,11 @@ func NewProvider(ec2api sdk.EC2API, prices *pricing.Provider, cache *unavailable
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Provider{ec2: ec2api, prices: prices, unavailable: cache, clock: clk, ttl: ttl}
+	return &Provider{ec2: ec2api, prices: prices, unavailable: cache, clock: clk, ttl: ttl, learned: NewLearnedMemory(clk, 0)}
 }
+
+// LearnedMemory is the memory capacity learned from registered nodes; List offers it in place of the estimate.
+func (p *Provider) LearnedMemory() *LearnedMemory { return p.learned }
 
 // Request says for which node class configuration instance types are listed.
 type Request struct {
@@ -62,6 +67,11 @@ type Request struct {
 	// Allow, when set, lists only the instance types it allows (a launch lists those its NodeClaim allows rather
 	// than building every type's offerings).
 	Allow func(name string) bool
+	// AMIs identifies the node class's AMI set (AMIKey): memory learned from nodes launched from it (LearnedMemory)
+	// replaces the VM_MEMORY_OVERHEAD_PERCENT estimate.
+	AMIs string
+	// Constraints leave out the types the node class's launch settings cannot launch.
+	Constraints Constraints
 }
 
 // List returns the instance types that have at least one offering in the requested zones, sorted by name.
@@ -95,6 +105,9 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 		if req.Allow != nil && !req.Allow(name) {
 			continue
 		}
+		if !req.Constraints.Allows(infos[name]) {
+			continue
+		}
 		shape := shapes[name]
 		var offerings []cloudprovider.Offering
 		for _, z := range zones[name] {
@@ -111,8 +124,13 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 		if len(offerings) == 0 {
 			continue
 		}
+		capacity := shape.Capacity
+		if memory, ok := p.learned.Get(name, req.AMIs); ok {
+			capacity = maps.Clone(shape.Capacity)
+			capacity[corev1.ResourceMemory] = memory
+		}
 		out = append(out, &cloudprovider.InstanceType{
-			Name: name, Labels: shape.Labels, Capacity: shape.Capacity, Overhead: shape.Overhead, Offerings: offerings,
+			Name: name, Labels: shape.Labels, Capacity: capacity, Overhead: shape.Overhead, Offerings: offerings,
 		})
 	}
 	return out, nil
@@ -274,6 +292,13 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		}
 		info.CPUManufacturer = aws.ToString(pi.Manufacturer)
 		info.ClockSpeedGHz = aws.ToFloat64(pi.SustainedClockSpeedInGhz)
+		info.NestedVirtualization = slices.Contains(pi.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
+	}
+	if t.PlacementGroupInfo != nil {
+		info.PlacementStrategies = []string{}
+		for _, s := range t.PlacementGroupInfo.SupportedStrategies {
+			info.PlacementStrategies = append(info.PlacementStrategies, string(s))
+		}
 	}
 	if t.GpuInfo != nil {
 		for _, g := range t.GpuInfo.Gpus {
@@ -313,6 +338,13 @@ func FromEC2(t ec2types.InstanceTypeInfo) Info {
 		info.EncryptionInTransit = aws.ToBool(n.EncryptionInTransitSupported)
 		if aws.ToBool(n.EfaSupported) && n.EfaInfo != nil {
 			info.MaxEFAInterfaces = int(aws.ToInt32(n.EfaInfo.MaximumEfaInterfaces))
+		}
+		for _, c := range n.NetworkCards {
+			idx := int(aws.ToInt32(c.NetworkCardIndex))
+			for len(info.NetworkCards) <= idx {
+				info.NetworkCards = append(info.NetworkCards, 0)
+			}
+			info.NetworkCards[idx] = int(aws.ToInt32(c.MaximumNetworkInterfaces))
 		}
 		var gbps float64
 		for _, c := range n.NetworkCards {

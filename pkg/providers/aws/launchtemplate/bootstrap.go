@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"net/netip"
 	"net/textproto"
 	"slices"
 	"strconv"
@@ -41,7 +42,7 @@ type Bootstrap struct {
 	// Endpoint is the API server URL; CABundle its base64-encoded PEM CA.
 	Endpoint string
 	CABundle string
-	// ServiceCIDR is the cluster's service IPv4 CIDR (nodeadm's cluster.cidr).
+	// ServiceCIDR is the cluster's service CIDR (nodeadm's cluster.cidr): the IPv6 range in an IPv6 cluster.
 	ServiceCIDR string
 	Kubelet     KubeletConfig
 	Labels      map[string]string
@@ -218,6 +219,10 @@ func (b Bootstrap) al2() (string, error) {
 	}
 	fmt.Fprintf(&sb, "/etc/eks/bootstrap.sh %s --apiserver-endpoint %s --b64-cluster-ca %s",
 		shellQuote(b.ClusterName), shellQuote(b.Endpoint), shellQuote(b.CABundle))
+	if b.ipv6DNS() {
+		// bootstrap.sh then takes the node's IPv6 address as its node IP and the DNS address as IPv6.
+		sb.WriteString(" --ip-family ipv6")
+	}
 	if len(b.Kubelet.ClusterDNS) > 0 {
 		fmt.Fprintf(&sb, " --dns-cluster-ip %s", shellQuote(b.Kubelet.ClusterDNS[0]))
 	}
@@ -235,6 +240,15 @@ func (b Bootstrap) al2() (string, error) {
 		return "", err
 	}
 	return writeMIME(append(user, part{contentType: `text/x-shellscript; charset="us-ascii"`, body: []byte(sb.String())}))
+}
+
+// ipv6DNS says whether the node's cluster DNS address is an IPv6 address: the mark of an IPv6 cluster.
+func (b Bootstrap) ipv6DNS() bool {
+	if len(b.Kubelet.ClusterDNS) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(b.Kubelet.ClusterDNS[0])
+	return err == nil && a.Unmap().Is6()
 }
 
 // kubeletExtraArgs are the kubelet flags of bootstrap scripts that take them as one string (AL2's bootstrap.sh,

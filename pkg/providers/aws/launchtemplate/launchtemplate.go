@@ -40,6 +40,16 @@ type Spec struct {
 	// Capacity Block (launched with the capacity-block market type).
 	CapacityReservationID string
 	CapacityBlock         bool
+	// IPv6 is an IPv6 cluster's template: the primary network interface gets a primary IPv6 address.
+	IPv6 bool
+	// PlacementGroupID places the instances in a placement group, in partition PlacementPartition when non-zero.
+	PlacementGroupID   string
+	PlacementPartition int32
+	// Tenancy is dedicated for single-tenant hardware; empty or default for shared.
+	Tenancy string
+	// EFACount, when the node class sets no spec.networkInterfaces, gives the instances that many EFA interfaces,
+	// one per network card (pods on them request vpc.amazonaws.com/efa).
+	EFACount int
 }
 
 // Name returns the launch template name for a spec: a hash of its content and the cluster identity.
@@ -51,12 +61,22 @@ func Name(cluster tags.Cluster, s Spec) (string, error) {
 		BDM                                        []*awsv1.BlockDeviceMapping
 		Metadata                                   *awsv1.MetadataOptions
 		Monitoring, PublicIP                       *bool
-		Reservation                                string `json:",omitempty"`
-		Block                                      bool   `json:",omitempty"`
-		Enclave                                    bool   `json:",omitempty"`
+		Reservation                                string                    `json:",omitempty"`
+		Block                                      bool                      `json:",omitempty"`
+		Enclave                                    bool                      `json:",omitempty"`
+		Placement                                  string                    `json:",omitempty"`
+		Partition                                  int32                     `json:",omitempty"`
+		Tenancy                                    string                    `json:",omitempty"`
+		EFA                                        int                       `json:",omitempty"`
+		Interfaces                                 []awsv1.NetworkInterface  `json:",omitempty"`
+		CPU                                        *awsv1.CPUOptions         `json:",omitempty"`
+		ConnTrack                                  *awsv1.ConnectionTracking `json:",omitempty"`
+		Prefixes                                   *int32                    `json:",omitempty"`
+		IPv6                                       bool                      `json:",omitempty"`
 	}{cluster.UID, nc.Name, s.ImageID, s.UserData, s.InstanceProfile, s.SecurityGroupIDs,
 		nc.Spec.BlockDeviceMappings, nc.Spec.MetadataOptions, nc.Spec.DetailedMonitoring, nc.Spec.AssociatePublicIPAddress,
-		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled()})
+		s.CapacityReservationID, s.CapacityBlock, nc.EnclaveEnabled(), s.PlacementGroupID, s.PlacementPartition, s.Tenancy,
+		s.EFACount, nc.Spec.NetworkInterfaces, nc.Spec.CPUOptions, nc.Spec.ConnectionTracking, nc.Spec.IPPrefixCount, s.IPv6})
 	if err != nil {
 		return "", fmt.Errorf("hashing launch template spec: %w", err)
 	}
@@ -118,7 +138,7 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		ImageId:            aws.String(s.ImageID),
 		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData))),
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
-		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions),
+		MetadataOptions:    metadataOptions(nc.Spec.MetadataOptions, s.IPv6),
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(nc.Spec.DetailedMonitoring))},
 	}
 	if nc.EnclaveEnabled() {
@@ -152,17 +172,95 @@ func Data(s Spec) *ec2types.RequestLaunchTemplateData {
 		}
 		d.BlockDeviceMappings = append(d.BlockDeviceMappings, m)
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil {
-		d.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: s.SecurityGroupIDs,
-		}}
-	} else {
+	d.NetworkInterfaces = networkInterfaces(s)
+	if len(d.NetworkInterfaces) == 0 {
 		d.SecurityGroupIds = s.SecurityGroupIDs
+	}
+	d.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(tenancyOf(s))}
+	if s.PlacementGroupID != "" {
+		d.Placement.GroupId = aws.String(s.PlacementGroupID)
+		if s.PlacementPartition > 0 {
+			d.Placement.PartitionNumber = aws.Int32(s.PlacementPartition)
+		}
+	}
+	if o := nc.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil {
+		d.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
 	}
 	return d
 }
 
-func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+func tenancyOf(s Spec) string {
+	if s.Tenancy == "" {
+		return string(ec2types.TenancyDefault)
+	}
+	return s.Tenancy
+}
+
+// networkInterfaces are the launch template's interfaces: spec.networkInterfaces as given; else EFACount EFA
+// interfaces, one per network card; else one primary interface when the template must set something on it (a
+// public address choice, IPv4 prefixes, connection tracking or an IPv6 cluster's address); else none, and the instance gets EC2's default.
+// EFA-only interfaces carry no IP settings.
+func networkInterfaces(s Spec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	nc := s.NodeClass
+	conntrack := connectionTracking(nc.Spec.ConnectionTracking)
+	ip := func(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+		ni.AssociatePublicIpAddress = nc.Spec.AssociatePublicIPAddress
+		ni.Ipv4PrefixCount = nc.Spec.IPPrefixCount
+		ni.ConnectionTrackingSpecification = conntrack
+		if s.IPv6 && aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
+			// As Karpenter does in an IPv6 cluster: one IPv6 address on the primary interface, its primary one
+			// (the node's address for the kubelet and the VPC CNI).
+			ni.PrimaryIpv6 = aws.Bool(true)
+			ni.Ipv6AddressCount = aws.Int32(1)
+		}
+	}
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	switch {
+	case len(nc.Spec.NetworkInterfaces) > 0:
+		for _, ni := range nc.Spec.NetworkInterfaces {
+			r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+				InterfaceType: aws.String(ni.InterfaceType), Groups: s.SecurityGroupIDs,
+			}
+			if ni.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+				ip(&r)
+			}
+			out = append(out, r)
+		}
+	case s.EFACount > 0:
+		for i := 0; i < s.EFACount; i++ {
+			// The first EFA is the primary interface; the others sit at device index 1 of their cards.
+			dev := int32(1)
+			if i == 0 {
+				dev = 0
+			}
+			r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(int32(i)), DeviceIndex: aws.Int32(dev), InterfaceType: aws.String("efa"),
+				Groups: s.SecurityGroupIDs,
+			}
+			ip(&r)
+			out = append(out, r)
+		}
+	case nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil || conntrack != nil || s.IPv6:
+		r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{DeviceIndex: aws.Int32(0), Groups: s.SecurityGroupIDs}
+		ip(&r)
+		out = append(out, r)
+	}
+	return out
+}
+
+func connectionTracking(ct *awsv1.ConnectionTracking) *ec2types.ConnectionTrackingSpecificationRequest {
+	if ct == nil || (ct.TCPEstablishedTimeout == nil && ct.UDPStreamTimeout == nil && ct.UDPTimeout == nil) {
+		return nil
+	}
+	return &ec2types.ConnectionTrackingSpecificationRequest{
+		TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+	}
+}
+
+// metadataOptions are the node class's instance metadata options; without any (the API server defaults them, so
+// only for a class built in code) the IPv6 endpoint is on in an IPv6 cluster, as in Karpenter.
+func metadataOptions(m *awsv1.MetadataOptions, ipv6 bool) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
 	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 		HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
 		HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Disabled,
@@ -170,6 +268,9 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 		HttpTokens:              ec2types.LaunchTemplateHttpTokensStateRequired,
 	}
 	if m == nil {
+		if ipv6 {
+			out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Enabled
+		}
 		return out
 	}
 	if m.HTTPEndpoint != nil {

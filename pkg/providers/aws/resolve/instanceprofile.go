@@ -117,7 +117,12 @@ func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 	if nc.Spec.InstanceProfile != nil {
 		return nil
 	}
-	name := InstanceProfileName(r.cluster, r.region, nc.Name)
+	return r.deleteOwnedProfile(ctx, InstanceProfileName(r.cluster, r.region, nc.Name), nc.Name)
+}
+
+// deleteOwnedProfile removes the roles of an instance profile tagged as this cluster's and deletes it (a profile
+// already gone is no error; one not tagged as this cluster's is left alone).
+func (r *Resolver) deleteOwnedProfile(ctx context.Context, name, nodeClass string) error {
 	profile, err := r.getProfile(ctx, name)
 	if sdk.IsNotFound(err) {
 		return nil
@@ -139,7 +144,7 @@ func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 	if _, err := r.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !sdk.IsNotFound(err) {
 		return sdk.Wrap(err, "deleting instance profile %s", name)
 	}
-	log.FromContext(ctx).Info("deleted instance profile", "instance-profile", name, "ec2nodeclass", nc.Name)
+	log.FromContext(ctx).Info("deleted instance profile", "instance-profile", name, "ec2nodeclass", nodeClass)
 	return nil
 }
 

@@ -24,6 +24,10 @@ func Info(t *catalog.InstanceType) instancetype.Info {
 		BareMetal:            t.BareMetal,
 		NitroEnclaves:        t.NitroEnclaves(),
 		BranchENIs:           catalog.BranchENIs(t.Name),
+		MaxEFAInterfaces:     t.EFAInterfaces(),
+		NetworkCards:         t.NetworkCards(),
+		PlacementStrategies:  t.PlacementStrategies(),
+		NestedVirtualization: t.NestedVirtualization(),
 	}
 	for _, g := range t.GPUs {
 		info.GPUs = append(info.GPUs, instancetype.Device{Name: g.Name, Manufacturer: g.Manufacturer, Count: int64(g.Count), MemoryMiB: g.MemoryMiB})

@@ -1,4 +1,4 @@
-package disruption
+package disruptionview
 
 import (
 	"context"
