@@ -20,7 +20,7 @@ func TestToleratesTaint(t *testing.T) {
 		{"exists, every key", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
 		{"other effect", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
 		{"other key", corev1.Toleration{Key: "team", Operator: corev1.TolerationOpExists}, false},
-		{"empty key with Equal covers nothing", corev1.Toleration{Value: "gpu"}, false},
+		{"empty key with Equal: value compared, as the kube-scheduler does", corev1.Toleration{Value: "gpu"}, true},
 		{"numeric operator", corev1.Toleration{Key: "dedicated", Operator: "Gt", Value: "1"}, false},
 	} {
 		if got := ToleratesTaint(&tc.tol, &taint); got != tc.want {
