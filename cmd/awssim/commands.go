@@ -142,6 +142,35 @@ func newFaultCommand(c *client) *cobra.Command {
 	noNode.Flags().IntVar(&nf.Count, "count", 0, "hold back only the next N matching instances (0: all until cleared)")
 	noNode.Flags().BoolVar(&nfClear, "clear", false, "remove every no-node fault (instances already held back stay without a Node)")
 
+	var rh awssim.RebootHangFault
+	var rhClear bool
+	rebootHang := &cobra.Command{
+		Use:   "reboot-hang",
+		Short: "Reboots of matching instances never end: their Nodes stay NotReady; --clear removes these faults",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out json.RawMessage
+			if rhClear {
+				if err := c.do("DELETE", "faults/reboot-hang", nil, &out); err != nil {
+					return err
+				}
+				printJSON(cmd.OutOrStdout(), out)
+				return nil
+			}
+			if rh.Count < 0 {
+				return fmt.Errorf("--count %d must not be negative", rh.Count)
+			}
+			if err := c.do("POST", "faults/reboot-hang", rh, &out); err != nil {
+				return err
+			}
+			printJSON(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	rebootHang.Flags().StringVar(&rh.NodePool, "nodepool", "", "only instances tagged karpenter.sh/nodepool with this value (glob); default any")
+	rebootHang.Flags().IntVar(&rh.Count, "count", 0, "only the next N reboots of matching instances (0: all until cleared)")
+	rebootHang.Flags().BoolVar(&rhClear, "clear", false, "remove every reboot-hang fault (reboots already hanging stay so)")
+
 	var ips awssim.SubnetIPRequest
 	subnetIPs := &cobra.Command{
 		Use:   "subnet-ips",
@@ -183,7 +212,7 @@ func newFaultCommand(c *client) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(capacity, throttle, latency, consistency, noNode, subnetIPs, clear, show)
+	cmd.AddCommand(capacity, throttle, latency, consistency, noNode, rebootHang, subnetIPs, clear, show)
 	return cmd
 }
 

@@ -38,6 +38,7 @@ type serveOptions struct {
 	queues            []string
 	pending           time.Duration
 	shuttingDown      time.Duration
+	reboot            time.Duration
 	retention         time.Duration
 	taintDelay        string
 	tick              time.Duration
@@ -78,6 +79,7 @@ func newServeCommand() *cobra.Command {
 	f.StringSliceVar(&o.queues, "queues", nil, "SQS queues created in every account (default: the cluster name)")
 	f.DurationVar(&o.pending, "pending-duration", 2*time.Second, "time an instance stays pending before running (and its Node appears)")
 	f.DurationVar(&o.shuttingDown, "shutting-down-duration", 2*time.Second, "time an instance stays shutting-down before terminated (and its Node is deleted)")
+	f.DurationVar(&o.reboot, "reboot-duration", 5*time.Second, "time a rebooted instance's Node stays NotReady before it is back with a new boot ID")
 	f.DurationVar(&o.retention, "terminated-retention", time.Minute, "time terminated instances stay visible")
 	f.StringVar(&o.taintDelay, "uninitialized-taint-delay", "1s", "delay before the uninitialized taint is removed: a duration, MIN-MAX for a random delay, or 'never'")
 	f.DurationVar(&o.tick, "tick", 100*time.Millisecond, "lifecycle tick interval")
@@ -147,7 +149,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 		return err
 	}
 	for name, d := range map[string]time.Duration{"--pending-duration": o.pending, "--shutting-down-duration": o.shuttingDown,
-		"--terminated-retention": o.retention, "--tick": o.tick} {
+		"--terminated-retention": o.retention, "--tick": o.tick, "--reboot-duration": o.reboot} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
 		}
@@ -164,7 +166,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 		ServiceIPv6CIDR: o.serviceIPv6CIDR, Queues: o.queues, Logger: logger, Seed: o.seed,
 		ResponseDelay: o.responseDelay,
 		Timing: awssim.Timing{Pending: o.pending, ShuttingDown: o.shuttingDown, TerminatedRetention: o.retention,
-			UninitializedTaintDelayMin: tmin, UninitializedTaintDelayMax: tmax, Tick: o.tick},
+			UninitializedTaintDelayMin: tmin, UninitializedTaintDelayMax: tmax, Tick: o.tick, Reboot: o.reboot},
 	}
 	if opts.Catalog, err = catalog.Load(); err != nil {
 		return fmt.Errorf("loading instance catalog: %w", err)

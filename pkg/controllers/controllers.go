@@ -26,6 +26,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/podevents"
+	nodeclaimreboot "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/reboot"
 	nodeclaimtermination "github.com/dovetail/dovetail/pkg/controllers/nodeclaim/termination"
 	nodeclasshash "github.com/dovetail/dovetail/pkg/controllers/nodeclass/hash"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclass/instanceprofilegc"
@@ -72,6 +73,8 @@ func New(d deps.Deps) []Named {
 		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
 		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
 		{consistency.Name, consistency.NewController(d)},
+		// Carries out the reboots node repair asks for (RebootForRepair); always on, so a reboot in progress ends.
+		{nodeclaimreboot.Name, nodeclaimreboot.NewController(d)},
 		// Announces condition transitions and removed finalizers of NodeClaims, NodePools, EC2NodeClasses and Nodes.
 		{conditionevents.Name, conditionevents.NewController(d)},
 		{nodetermination.Name, nodetermination.NewController(d)},

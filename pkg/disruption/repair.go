@@ -6,6 +6,7 @@ import (
 	"time"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Repair says that node repair replaces the candidate (Karpenter v1.15's repair as a disruption method: the
@@ -25,6 +26,9 @@ type Repair struct {
 	// NodeClaimGracePeriod says the NodeClaim has a terminationGracePeriod. A node with pods that block a drain
 	// (do-not-disrupt, a PodDisruptionBudget allowing nothing) is repaired only with a bound on its drain.
 	NodeClaimGracePeriod bool
+	// Reboot says the node is rebooted in place rather than replaced (a policy of the AWS gate RebootForRepair):
+	// no simulation, no replacement, the pods stay; it takes a place in the Unhealthy budget like a replacement.
+	Reboot bool
 }
 
 // repair runs before drift: it replaces every candidate with a Repair, oldest eligibility first, replacement
@@ -57,6 +61,10 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 			d.examined[c.NodeClaim] = true
 			continue
 		}
+		if c.Repair.Reboot {
+			d.acceptReboot(c)
+			continue
+		}
 		if c.Repair.DrainBound == nil && !c.Repair.NodeClaimGracePeriod {
 			if s := blocker(c, d.snap.NodePools, d.snap.PodDisruptionBudgets, d.snap.Now); s != nil && (s.Reason == StayDoNotDisrupt || s.Reason == StayPDB) {
 				d.examined[c.NodeClaim] = true
@@ -81,6 +89,9 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		}
 		d.examined[c.NodeClaim] = true
 		if sim.Unschedulable != "" {
+			if d.terminateFirst(c, sim) {
+				continue
+			}
 			d.stayf(c, StayRepairBlocked, "unhealthy (%s), but it cannot be replaced: %s", c.Repair.Condition, sim.Unschedulable)
 			continue
 		}
@@ -92,4 +103,35 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		d.accept(cmd, sim)
 	}
 	return nil
+}
+
+// acceptReboot adds a reboot command for c: it uses up a place in its NodePool's budgets (when initialized, as
+// a replacement would), moves no pods, and takes no others' for the rest of the pass.
+func (d *decider) acceptReboot(c *Candidate) {
+	d.taken[c.NodeClaim] = true
+	d.examined[c.NodeClaim] = true
+	for r, n := range d.allowed[c.NodePool] {
+		if c.Initialized {
+			d.allowed[c.NodePool][r] = max(0, n-1)
+		}
+	}
+	d.work.close(c.Node)
+	d.result.Commands = append(d.result.Commands, &Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionReboot,
+		Candidates: []*Candidate{c}})
+}
+
+// terminateFirst adds a terminate-first command for c when TerminateFirstRepair is on and what keeps c from being
+// replaced first is its NodePool's limits (the node itself holds the room its replacement needs), provided the
+// NodePool can launch again (Ready, not being deleted). It reports whether it did.
+func (d *decider) terminateFirst(c *Candidate, sim *simulation) bool {
+	if !d.opts.TerminateFirstRepair || sim.UnschedulableCode != scheduling.ReasonLimits {
+		return false
+	}
+	np := d.snap.NodePools[c.NodePool]
+	if np == nil || !np.DeletionTimestamp.IsZero() || !np.IsTrue(karpv1.ConditionTypeReady) {
+		return false
+	}
+	d.accept(&Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionTerminateFirst, Candidates: []*Candidate{c},
+		Savings: c.Price}, nil)
+	return true
 }

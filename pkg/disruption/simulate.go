@@ -19,8 +19,10 @@ import (
 type simulation struct {
 	// Replacements are the new nodes the pods need.
 	Replacements []*scheduling.NodeClaimPlan
-	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits).
-	Unschedulable string
+	// Unschedulable is the first pod that would fit nowhere, with why ("" when every pod fits), and
+	// UnschedulableCode the category of why.
+	Unschedulable     string
+	UnschedulableCode scheduling.ReasonCode
 	// plan is the solve's plan and pods the moved pods it places, by name (nil when there was nothing to move).
 	plan *scheduling.Plan
 	pods map[types.NamespacedName]*corev1.Pod
@@ -61,6 +63,7 @@ func simulate(ctx context.Context, base *scheduling.Snapshot, cands []*Candidate
 	if len(plan.Unschedulable) > 0 {
 		u := plan.Unschedulable[0]
 		out.Unschedulable = fmt.Sprintf("pod %s would not fit anywhere else: %s", u.Pod, u.Reason)
+		out.UnschedulableCode = u.Code
 	}
 	return out, nil
 }

@@ -90,6 +90,13 @@ const (
 const (
 	DecisionDelete  = "delete"
 	DecisionReplace = "replace"
+	// DecisionTerminateFirst deletes the candidate before any replacement exists (node repair with Karpenter
+	// v1.15's TerminateFirstRepair, when the NodePool's limits leave no room for a replacement): its pods go pending
+	// and the provisioner launches for them once the node is gone.
+	DecisionTerminateFirst = "terminate-first"
+	// DecisionReboot reboots the candidate in place (node repair with the AWS gate RebootForRepair): nothing is
+	// launched or deleted, and the pods stay.
+	DecisionReboot = "reboot"
 )
 
 // Command is one disruption to carry out: taint and drain Candidates after launching Replacements.
@@ -98,7 +105,7 @@ type Command struct {
 	Reason karpv1.DisruptionReason
 	// ConsolidationType is empty, single or multi for consolidation, "" for drift.
 	ConsolidationType string
-	// Decision is delete (no replacement) or replace.
+	// Decision is delete (no replacement), replace or reboot.
 	Decision   string
 	Candidates []*Candidate
 	// Replacements are the NodeClaims to launch (and wait for) before the candidates are deleted.
@@ -238,4 +245,7 @@ type Options struct {
 	// PodDeletionCostManagement is Karpenter v1.15's gate: the controller writes controller.kubernetes.io/
 	// pod-deletion-cost, so the ranking reads only karpenter.sh/disruption-cost.
 	PodDeletionCostManagement bool
+	// TerminateFirstRepair is Karpenter v1.15's gate: an unhealthy node whose replacement the NodePool's limits
+	// leave no room for is deleted first instead of staying.
+	TerminateFirstRepair bool
 }

@@ -257,3 +257,9 @@ func (w *working) closedTo(names map[string]bool) *scheduling.Snapshot {
 	}
 	return &out
 }
+
+// close keeps later commands' pods off the named node for the rest of the pass (a node being rebooted): its room
+// is what its own pods take.
+func (w *working) close(name string) {
+	w.cluster.Nodes = w.closedTo(map[string]bool{name: true}).Nodes
+}

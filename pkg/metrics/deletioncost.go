@@ -2,10 +2,8 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// LabelResult is the outcome of a pod-deletion-cost write (karpenter_pod_deletion_cost_pod_annotation_writes_total).
-const LabelResult = "result"
-
-// Values of LabelResult, as Karpenter v1.15 names them.
+// Values of LabelResult (metrics.go) for a pod-deletion-cost write (karpenter_pod_deletion_cost_pod_annotation_writes_total),
+// as Karpenter v1.15 names them.
 const (
 	// DeletionCostUpdated: the annotation was written (or removed) as planned.
 	DeletionCostUpdated = "updated"

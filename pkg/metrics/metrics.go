@@ -36,6 +36,8 @@ const (
 	// Labels of karpenter_nodeclaims_unhealthy_disrupted_total.
 	LabelCondition = "condition"
 	LabelImageID   = "image_id"
+	// LabelResult is how a node reboot ended, or the outcome of a pod-deletion-cost write.
+	LabelResult = "result"
 	// LabelPolicy is a NodePool's consolidationPolicy.
 	LabelPolicy = "policy"
 	// LabelMessageType is the kind of an interruption-queue message.
@@ -84,6 +86,9 @@ var lifetimeBuckets = []float64{
 var karpenterDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
 	0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150,
 	300, 450, 600}
+
+// rebootBuckets span a fast reboot (10 s) to past the 20-minute observation window, doubling.
+var rebootBuckets = prometheus.ExponentialBuckets(10, 2, 8)
 
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 900}
 
@@ -181,6 +186,12 @@ type Metrics struct {
 	// NodeClaimsUnhealthyDisrupted counts NodeClaims deleted by node repair, by the node condition that made the
 	// node unhealthy (snake case, e.g. kernel_ready), NodePool, capacity type and image ID.
 	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
+	// NodeReboots counts the reboots node repair carried out to their end, by result (succeeded, provider_error,
+	// recovery_timeout, invalid_request); NodeRebootDuration is the time from the request to that end, by result,
+	// and NodeRebootRecovery the time from the RebootInstances call to the node's return (succeeded reboots only).
+	NodeReboots        *prometheus.CounterVec
+	NodeRebootDuration *prometheus.HistogramVec
+	NodeRebootRecovery prometheus.Histogram
 	// DisruptionDecisions counts the disruption controller's commands, by decision (delete, replace), reason
 	// and consolidation type (empty, single, multi; "" for drift).
 	DisruptionDecisions *prometheus.CounterVec
@@ -434,6 +445,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodeclaims_unhealthy_disrupted_total",
 			Help: "NodeClaims deleted by node repair, by the node condition that made the node unhealthy, owning NodePool, capacity type and image ID.",
 		}, []string{LabelCondition, LabelNodePool, LabelCapacityType, LabelImageID}),
+		NodeReboots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_nodes_reboots_total",
+			Help: "Node reboots carried out by node repair, by result (succeeded, provider_error, recovery_timeout, invalid_request).",
+		}, []string{LabelResult}),
+		NodeRebootDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "karpenter_nodes_reboot_duration_seconds",
+			Help:    "Time from a node reboot's request to its end, by result.",
+			Buckets: rebootBuckets,
+		}, []string{LabelResult}),
+		NodeRebootRecovery: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "karpenter_nodes_reboot_recovery_duration_seconds",
+			Help:    "Time from the reboot call to the node's return (a new boot ID, Ready), for reboots that succeeded.",
+			Buckets: rebootBuckets,
+		}),
 		DisruptionDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_voluntary_disruption_decisions_total",
 			Help: "Voluntary disruption commands started, by decision (delete, replace), reason and consolidation type.",

@@ -333,6 +333,7 @@ func NewDeps(ctx context.Context, mgr manager.Manager, cfg *rest.Config, s *sett
 		Namespace:            DefaultNamespace,
 		Buffers:              buffers,
 		Client:               mgr.GetClient(),
+		Cache:                mgr.GetCache(),
 		APIReader:            mgr.GetAPIReader(),
 		LaunchNotices:        notices,
 		KubeClient:           kube,

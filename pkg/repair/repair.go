@@ -58,17 +58,51 @@ type Health struct {
 	RepairAt time.Time
 }
 
-// Check returns the node's health against the policies.
+// Check returns the node's health against the policies: the match whose toleration ends first.
 func Check(node *corev1.Node, policies []cloudprovider.RepairPolicy) Health {
+	return CheckAt(node, policies, time.Time{}, time.Time{})
+}
+
+// CheckAt returns the node's health against the policies at now. A policy with a Reason pattern matches a
+// condition of its type and status whose reason the pattern accepts; one without applies to a condition no
+// patterned policy of the same type and status matched. Tolerations count from the condition's
+// lastTransitionTime, or from notBefore when later (the end of the node's last reboot, so a condition a reboot
+// did not clear gets its whole toleration again). Among the matches whose toleration has passed, a replacement
+// wins over a reboot (the node needs more than a reboot), then the earliest; with none passed, the earliest.
+func CheckAt(node *corev1.Node, policies []cloudprovider.RepairPolicy, now, notBefore time.Time) Health {
 	var h Health
-	for _, p := range policies {
-		for _, c := range node.Status.Conditions {
-			if c.Type != p.ConditionType || c.Status != p.ConditionStatus {
+	better := func(c Health) bool {
+		if !h.Unhealthy {
+			return true
+		}
+		cDue, hDue := !now.IsZero() && !now.Before(c.RepairAt), !now.IsZero() && !now.Before(h.RepairAt)
+		if cDue != hDue {
+			return cDue
+		}
+		if cDue && c.Policy.Reboots() != h.Policy.Reboots() {
+			return !c.Policy.Reboots()
+		}
+		return c.RepairAt.Before(h.RepairAt)
+	}
+	for _, c := range node.Status.Conditions {
+		patterned := false
+		for _, p := range policies {
+			if c.Type == p.ConditionType && c.Status == p.ConditionStatus && p.Reason != "" && p.MatchesReason(c.Reason) {
+				patterned = true
+			}
+		}
+		for _, p := range policies {
+			if c.Type != p.ConditionType || c.Status != p.ConditionStatus || (p.Reason == "" && patterned) || !p.MatchesReason(c.Reason) {
 				continue
 			}
-			at := c.LastTransitionTime.Add(p.TolerationDuration)
-			if !h.Unhealthy || at.Before(h.RepairAt) {
-				h = Health{Unhealthy: true, Condition: c, Policy: p, Since: c.LastTransitionTime.Time, RepairAt: at}
+			since := c.LastTransitionTime.Time
+			start := since
+			if notBefore.After(start) {
+				start = notBefore
+			}
+			cand := Health{Unhealthy: true, Condition: c, Policy: p, Since: since, RepairAt: start.Add(p.TolerationDuration)}
+			if better(cand) {
+				h = cand
 			}
 		}
 	}
@@ -105,19 +139,39 @@ type Decision struct {
 	// Recheck is when the node should be looked at again if nothing changes: RepairAt when Tolerated, Now plus
 	// HeldBackRecheck when HeldBack; zero otherwise.
 	Recheck time.Time
+	// Action is what a Repair verdict does: RepairReplace (or empty) or RepairReboot. Escalated says the policy
+	// asked for a reboot but the node had RebootsBeforeReplacement recent ones, so it is replaced.
+	Action    cloudprovider.RepairAction
+	Escalated bool
+}
+
+// Reboots says the decision is to reboot the node in place.
+func (d Decision) Reboots() bool {
+	return d.Verdict == Repair && d.Action == cloudprovider.RepairReboot
 }
 
 // Message says the decision in one sentence, e.g. for events and `dovetailctl explain node`.
 func (d Decision) Message() string {
 	h := d.Health
 	cond := fmt.Sprintf("%s=%s since %s", h.Condition.Type, h.Condition.Status, h.Since.UTC().Format(time.RFC3339))
+	if h.Policy.Reason != "" {
+		cond = fmt.Sprintf("%s=%s, reason %s, since %s", h.Condition.Type, h.Condition.Status, h.Condition.Reason, h.Since.UTC().Format(time.RFC3339))
+	}
 	switch d.Verdict {
 	case Tolerated:
 		return fmt.Sprintf("unhealthy (%s); would be repaired at %s, after the %s toleration", cond,
 			h.RepairAt.UTC().Format(time.RFC3339), h.Policy.TolerationDuration)
 	case Repair:
-		return fmt.Sprintf("unhealthy (%s) past its %s toleration since %s: repaired now (its NodeClaim deleted, the drain not waiting for PodDisruptionBudgets)",
+		if d.Reboots() {
+			return fmt.Sprintf("unhealthy (%s) past its %s toleration since %s: rebooted in place", cond, h.Policy.TolerationDuration,
+				h.RepairAt.UTC().Format(time.RFC3339))
+		}
+		msg := fmt.Sprintf("unhealthy (%s) past its %s toleration since %s: repaired now (its NodeClaim deleted, the drain not waiting for PodDisruptionBudgets)",
 			cond, h.Policy.TolerationDuration, h.RepairAt.UTC().Format(time.RFC3339))
+		if d.Escalated {
+			msg += fmt.Sprintf("; replaced, not rebooted, after %d reboots within %s", RebootsBeforeReplacement, RebootHistoryWindow)
+		}
+		return msg
 	case HeldBack:
 		return fmt.Sprintf("unhealthy (%s) past its %s toleration since %s, but repair holds back: %s",
 			cond, h.Policy.TolerationDuration, h.RepairAt.UTC().Format(time.RFC3339), d.Group.LimitMessage())
@@ -139,7 +193,20 @@ type Input struct {
 	Policies []cloudprovider.RepairPolicy
 	// Nodes are every Node of the cluster; a node's group is read from its karpenter.sh/nodepool label.
 	Nodes []*corev1.Node
+	// RebootEnded is, by node name, when the node's last reboot ended (its NodeClaim's Rebooting condition turned
+	// false): tolerations count from then at the earliest.
+	RebootEnded map[string]time.Time
+	// RecentReboots counts, by node name, the reboots repair asked for within RebootHistoryWindow: a node that
+	// had RebootsBeforeReplacement of them is replaced instead of rebooted again.
+	RecentReboots map[string]int
 }
+
+// RebootsBeforeReplacement is how many reboots within RebootHistoryWindow repair tries on a node before it
+// replaces it instead (Karpenter v1.15's figures).
+const (
+	RebootsBeforeReplacement = 2
+	RebootHistoryWindow      = 24 * time.Hour
+)
 
 // Decide returns a decision for each node of the input, sorted by node name.
 func Decide(in Input) []Decision {
@@ -147,7 +214,7 @@ func Decide(in Input) []Decision {
 	groups := map[string]*Group{}
 	cluster := &Group{}
 	for i, n := range in.Nodes {
-		health[i] = Check(n, in.Policies)
+		health[i] = CheckAt(n, in.Policies, in.Now, in.RebootEnded[n.Name])
 		pool := n.Labels[karpv1.NodePoolLabelKey]
 		g := groups[pool]
 		if g == nil && pool != "" {
@@ -183,6 +250,12 @@ func Decide(in Input) []Decision {
 			d.Verdict, d.Recheck = HeldBack, in.Now.Add(HeldBackRecheck)
 		default:
 			d.Verdict = Repair
+			if h.Policy.Reboots() {
+				d.Action = cloudprovider.RepairReboot
+				if in.RecentReboots[n.Name] >= RebootsBeforeReplacement {
+					d.Action, d.Escalated = cloudprovider.RepairReplace, true
+				}
+			}
 		}
 		out[i] = d
 	}

@@ -49,7 +49,7 @@ func FeatureGates() []FeatureGate {
 		{Name: FeatureStaticCapacity, Since: "v1.14", Implemented: true, Doc: "implemented: a NodePool with `spec.replicas` keeps that many nodes ([static NodePools](static-nodepools.md))"},
 		{Name: FeatureCapacityBuffer, Since: "v1.14", Implemented: true, Doc: "implemented: `CapacityBuffer` objects (autoscaling.x-k8s.io/v1beta1) keep spare room for pods of a given shape ([capacity buffers](capacitybuffer.md)); off, buffers are ignored and the controller says so once in its log"},
 		{Name: FeatureTerminateFirstDrift, Since: "v1.15", Implemented: true, Doc: "implemented for static NodePools: a drifted node that `limits.nodes` leaves no room to replace first is deleted first, and the NodePool refills ([static NodePools](static-nodepools.md#what-dovetail-does)); not yet for nodes bound to a full capacity reservation"},
-		{Name: FeatureTerminateFirstRepair, Since: "v1.15", Doc: "not implemented yet (Karpenter v1.15: the same for unhealthy nodes under node repair); `true` is refused"},
+		{Name: FeatureTerminateFirstRepair, Since: "v1.15", Implemented: true, Doc: "implemented: an unhealthy node under node repair whose NodePool's limits leave no room to replace it first is deleted first, and the provisioner replaces it ([repair](repair.md#terminate-first-terminatefirstrepair)); a static NodePool's unhealthy nodes are always deleted first"},
 		{Name: FeaturePodDeletionCostManagement, Since: "v1.15", Implemented: true, Doc: "implemented: every minute the controller writes `controller.kubernetes.io/pod-deletion-cost` on the ReplicaSet pods of its nodes in the order disruption would take them (nodes being deleted lowest), so a scale-down empties those nodes first, and consolidation then reads only `karpenter.sh/disruption-cost` ([disruption](disruption.md#pod-deletion-cost))"},
 	}
 }
@@ -68,7 +68,7 @@ func AWSFeatureGates() []FeatureGate {
 		{Name: AWSFeatureNodeClassCEL, Since: "v1.15", Implemented: true, Doc: "implemented: `spec.kubelet` `maxPods`, `kubeReserved` and `systemReserved` may be CEL expressions, evaluated per instance type with `vcpus`, `memory_mib`, `default_enis`, `ips_per_eni`, `max_pods`, `instance_type`, `min` and `max` ([API](api.md#karpenter-v115)); off, an EC2NodeClass holding an expression is not ready (`ValidationSucceeded=False`, reason `KubeletExpressionsDisabled`)"},
 		{Name: AWSFeatureDRANVIDIAGPU, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with NVIDIA GPUs carry the devices the NVIDIA GPU DRA driver (`gpu.nvidia.com`) publishes, MIG partitions included, and claims are planned against them ([DRA](dra.md))"},
 		{Name: AWSFeatureDRAEFA, Since: "v1.15", Implemented: true, Doc: "implemented: with `IGNORE_DRA_REQUESTS=false`, instance types with EFA carry the EFA interfaces the dranet driver (`dra.net`) publishes, on the PCIe roots of their GPUs ([DRA](dra.md))"},
-		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Doc: "not implemented yet (node repair reboots a node in place for GPU faults a reboot clears); `true` is refused"},
+		{Name: AWSFeatureRebootForRepair, Since: "v1.15", Implemented: true, Doc: "implemented: with `NodeRepair=true`, a node whose `AcceleratedHardwareReady=False` reason names a GPU fault a reboot clears (NVIDIA XID 46, 48, 54, 62, 63, 95, 109, 110, 136, 140, 143, 155, 156, 158) is rebooted in place (`ec2:RebootInstances`) instead of replaced; a node not back within 20 minutes, or rebooted twice within 24 hours, is replaced ([repair](repair.md#reboot-rebootforrepair))"},
 	}
 }
 
@@ -125,6 +125,13 @@ func applyAWSFeatureGates(s *Settings, v string) error {
 	}
 	s.AWSFeatureGates = gates
 	return nil
+}
+
+// ParseAWSFeatureGates reads an AWS_FEATURE_GATES value (Name=true|false pairs) over the gates' defaults, as the
+// controller does; an unknown name is an error.
+func ParseAWSFeatureGates(v string) (map[string]bool, error) {
+	gates, _, err := parseGates(v, AWSFeatureGates(), nil)
+	return gates, err
 }
 
 // parseGates reads comma-separated Name=bool pairs over the defaults of known. A name in removed is accepted with

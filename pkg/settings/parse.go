@@ -296,6 +296,16 @@ func Options() []Option {
 			Karpenter: "Dovetail's own",
 			Usage:     "Comma-separated ConditionType=duration pairs replacing the cloud provider's toleration of a node condition before node repair (e.g. KernelReady=1m); needs FEATURE_GATES NodeRepair=true. Empty: the provider's tolerations.",
 			apply:     applyNodeRepairTolerations},
+		{Env: "REBOOT_OBSERVATION_WINDOW", Flag: "reboot-observation-window", Default: "20m",
+			Doc:       "How long after the reboot call a node rebooted by node repair (AWS_FEATURE_GATES RebootForRepair=true) has to come back with a new boot ID and Ready before it is replaced.",
+			Karpenter: "Dovetail's own; Karpenter's window is fixed at 20 minutes",
+			Usage:     "How long after the reboot call a node rebooted by node repair has to come back (new boot ID, Ready) before it is replaced.",
+			apply:     durationInto(func(s *Settings) *time.Duration { return &s.RebootObservationWindow })},
+		{Env: "KUBERNETES_VERSION_REFRESH_INTERVAL", Flag: "kubernetes-version-refresh-interval", Default: "5m",
+			Doc:       "How often the cluster's Kubernetes version is read again (from the API server, or EKS `DescribeCluster` with `EKS_CONTROL_PLANE=true`); a control-plane upgrade reaches `@latest` AMI aliases, and so AMI drift, within this interval plus `AMI_REFRESH_INTERVAL`, without a restart.",
+			Karpenter: "Dovetail's own; Karpenter reads the version every 5 minutes",
+			Usage:     "How often the cluster's Kubernetes version is read again (API server, or EKS DescribeCluster with EKS_CONTROL_PLANE=true).",
+			apply:     durationInto(func(s *Settings) *time.Duration { return &s.KubernetesVersionRefreshInterval })},
 	}
 }
 
@@ -342,6 +352,22 @@ func Parse(args []string, getenv func(string) string) (*Settings, error) {
 	}
 	if len(s.NodeRepairTolerations) > 0 && !s.FeatureEnabled(FeatureNodeRepair) {
 		return nil, fmt.Errorf("NODE_REPAIR_TOLERATIONS (--node-repair-tolerations) has no effect unless FEATURE_GATES (--feature-gates) has %s=true", FeatureNodeRepair)
+	}
+	// As in Karpenter these gates are accepted whatever node repair does, but they act only on repair as a
+	// disruption method: say so rather than ignore them silently.
+	for _, g := range []struct {
+		name string
+		on   bool
+	}{
+		{"FEATURE_GATES " + FeatureTerminateFirstRepair, s.FeatureEnabled(FeatureTerminateFirstRepair)},
+		{"AWS_FEATURE_GATES " + AWSFeatureRebootForRepair, s.AWSFeatureEnabled(AWSFeatureRebootForRepair)},
+	} {
+		switch {
+		case g.on && !s.FeatureEnabled(FeatureNodeRepair):
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=true has no effect without FEATURE_GATES %s=true", g.name, FeatureNodeRepair))
+		case g.on && s.LegacyNodeRepair:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=true has no effect with LEGACY_NODE_REPAIR=true (the legacy repair controller only replaces nodes)", g.name))
+		}
 	}
 	if s.MetricsPort == s.HealthProbePort {
 		return nil, fmt.Errorf("METRICS_PORT (--metrics-port) and HEALTH_PROBE_PORT (--health-probe-port) must differ, both are %d", s.MetricsPort)

@@ -19,20 +19,22 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := &Settings{
-		ClusterName:             "demo",
-		VMMemoryOverheadPercent: 0.075,
-		BatchIdleDuration:       time.Second,
-		BatchMaxDuration:        10 * time.Second,
-		RegistrationTimeout:     15 * time.Minute,
-		MetricsPort:             8080,
-		HealthProbePort:         8081,
-		LogLevel:                "info",
-		KubeClientQPS:           200,
-		KubeClientBurst:         300,
-		PreferencePolicy:        PreferencePolicyRespect,
-		MinValuesPolicy:         MinValuesPolicyStrict,
-		FeatureGates:            defaultFeatureGates(),
-		AWSFeatureGates:         defaultAWSFeatureGates(),
+		ClusterName:                      "demo",
+		VMMemoryOverheadPercent:          0.075,
+		BatchIdleDuration:                time.Second,
+		BatchMaxDuration:                 10 * time.Second,
+		RegistrationTimeout:              15 * time.Minute,
+		RebootObservationWindow:          20 * time.Minute,
+		KubernetesVersionRefreshInterval: 5 * time.Minute,
+		MetricsPort:                      8080,
+		HealthProbePort:                  8081,
+		LogLevel:                         "info",
+		KubeClientQPS:                    200,
+		KubeClientBurst:                  300,
+		PreferencePolicy:                 PreferencePolicyRespect,
+		MinValuesPolicy:                  MinValuesPolicyStrict,
+		FeatureGates:                     defaultFeatureGates(),
+		AWSFeatureGates:                  defaultAWSFeatureGates(),
 
 		DisableControllerWarmup:      true,
 		LeaderElectionName:           "karpenter-leader-election",
@@ -332,5 +334,28 @@ func TestFeatureGateDefaults(t *testing.T) {
 	}
 	if err := applyAWSFeatureGates(&s, defaultAWSFeatureGatesString()); err != nil {
 		t.Fatalf("the default AWS_FEATURE_GATES %q does not parse: %v", defaultAWSFeatureGatesString(), err)
+	}
+}
+
+// The repair gates are accepted without node repair as a disruption method, as in Karpenter, with a warning.
+func TestRepairGateWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"FEATURE_GATES": "NodeRepair=true,TerminateFirstRepair=true", "AWS_FEATURE_GATES": "RebootForRepair=true"}, nil},
+		{map[string]string{"AWS_FEATURE_GATES": "RebootForRepair=true"},
+			[]string{"AWS_FEATURE_GATES RebootForRepair=true has no effect without FEATURE_GATES NodeRepair=true"}},
+		{map[string]string{"FEATURE_GATES": "NodeRepair=true,TerminateFirstRepair=true", "LEGACY_NODE_REPAIR": "true"},
+			[]string{"FEATURE_GATES TerminateFirstRepair=true has no effect with LEGACY_NODE_REPAIR=true (the legacy repair controller only replaces nodes)"}},
+	} {
+		tc.env["CLUSTER_NAME"] = "a"
+		s, err := Parse(nil, func(k string) string { return tc.env[k] })
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if d := cmp.Diff(tc.want, s.Warnings); d != "" {
+			t.Errorf("%v: warnings (-want +got):\n%s", tc.env, d)
+		}
 	}
 }

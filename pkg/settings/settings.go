@@ -66,6 +66,8 @@ type Settings struct {
 	// RegistrationTimeout is how long a launched NodeClaim may wait for its Node; then the NodeClaim is deleted
 	// and its instance terminated.
 	RegistrationTimeout time.Duration
+	// RebootObservationWindow is how long a node node repair rebooted has to come back before it is replaced.
+	RebootObservationWindow time.Duration
 	// MetricsPort is the port of the Prometheus /metrics endpoint.
 	MetricsPort int
 	// HealthProbePort is the port of the /healthz and /readyz endpoints.
@@ -115,6 +117,9 @@ type Settings struct {
 	IgnoreDRARequests bool
 	// EKSControlPlane reads the Kubernetes version from EKS DescribeCluster instead of the API server.
 	EKSControlPlane bool
+	// KubernetesVersionRefreshInterval is how often the cluster's Kubernetes version is read again (zero: the
+	// provider's default of 5 minutes).
+	KubernetesVersionRefreshInterval time.Duration
 	// DisableDryRun turns off the launch dry runs that validate EC2NodeClasses (pkg/controllers/nodeclass/status).
 	DisableDryRun bool
 	// EnableZonalShift makes the AWS provider follow the cluster's ARC zonal shifts (no launches into a shifted zone).

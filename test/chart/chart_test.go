@@ -40,10 +40,12 @@ var karpenterEnv = []string{
 
 // notInChart are the settings the chart does not set, with the reason; a user sets them through controller.env.
 var notInChart = map[string]string{
-	"DISABLE_LEADER_ELECTION": "leader election stays on in a cluster: replicas compete for the Lease",
-	"ENABLE_PROFILING":        "a debugging aid, not a deployment choice",
-	"REGISTRATION_TIMEOUT":    "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
-	"NODE_REPAIR_TOLERATIONS": "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
+	"DISABLE_LEADER_ELECTION":             "leader election stays on in a cluster: replicas compete for the Lease",
+	"ENABLE_PROFILING":                    "a debugging aid, not a deployment choice",
+	"REGISTRATION_TIMEOUT":                "Karpenter's chart has no such value; the 15 min default suits clusters, tests shorten it",
+	"NODE_REPAIR_TOLERATIONS":             "Karpenter has no such setting; the cloud provider's tolerations suit clusters, tests shorten them",
+	"REBOOT_OBSERVATION_WINDOW":           "Karpenter has no such setting; its 20 min window is the default, tests shorten it",
+	"KUBERNETES_VERSION_REFRESH_INTERVAL": "Karpenter has no such setting; its 5 min period is the default, tests shorten it",
 	// Karpenter's settings its chart does not render either: the controller's default, Karpenter's, applies.
 	"DISABLE_CONTROLLER_WARMUP": "Karpenter's chart does not render it; its default true applies",
 	"LEADER_ELECTION_NAME":      "Karpenter's chart has no such value; the default shares Karpenter's Lease, which the Role names",

@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 			// other policies keep the provider's 30 minutes, longer than any scenario keeps a node NotReady.
 			// static_test.go: static NodePools (repairv115_test.go: drifted terminate-first at limits.nodes). capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
 			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true,TerminateFirstDrift=true",
-			"NODE_REPAIR_TOLERATIONS=KernelReady=20s",
+			// repairreboot_test.go: reboot repair (AcceleratedHardwareReady with a GPU fault a reboot clears), its
+			// toleration shortened like KernelReady's, and a node not back from its reboot replaced after 30 s.
+			"AWS_FEATURE_GATES=RebootForRepair=true",
+			"NODE_REPAIR_TOLERATIONS=KernelReady=20s,AcceleratedHardwareReady=20s",
+			"REBOOT_OBSERVATION_WINDOW=30s",
 			// zonalshift_test.go: ARC zonal shifts followed (the simulator knows the cluster; no shift unless a test starts one).
 			"ENABLE_ZONAL_SHIFT=true",
 		},

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -152,22 +151,7 @@ func TestNodeRepairReplacementFirst(t *testing.T) {
 func TestStaticDriftTerminateFirst(t *testing.T) {
 	ctx := context.Background()
 	const pool = "static-tf"
-	setupPool(t, pool, framework.PoolOptions{
-		InstanceTypes: []string{"m5.large"}, Replicas: ptr.To[int64](2), Limits: map[string]any{"nodes": "2"},
-		Budgets: []map[string]any{{"nodes": "1"}}, ConsolidateAfter: "0s",
-	})
-	watch := &staticWatch{}
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); watch.run(wctx, pool, 2, 1) }()
-	defer func() {
-		stop()
-		wg.Wait()
-		if len(watch.violations) > 0 {
-			t.Errorf("%d of %d samples out of bounds:\n%s", len(watch.violations), watch.samples, strings.Join(watch.violations, "\n"))
-		}
-	}()
+	watch := staticPool(t, pool, 2, "2", 2, 1)
 	kept := waitStatic(t, pool, 2, 90*time.Second, nil)
 	watch.setFloor(1) // terminate-first: one node down while its replacement launches
 

@@ -98,6 +98,30 @@ func waitStatic(t *testing.T, pool string, n int, timeout time.Duration, extra f
 	return names
 }
 
+// staticPool creates a static NodePool of replicas m5.large nodes, limits.nodes limit and a disruption budget of
+// one node, and samples it until the test ends (watch.run with maxActive and maxDeleting); samples out of bounds
+// fail the test then.
+func staticPool(t *testing.T, pool string, replicas int64, limit string, maxActive, maxDeleting int) *staticWatch {
+	t.Helper()
+	setupPool(t, pool, framework.PoolOptions{
+		InstanceTypes: []string{"m5.large"}, Replicas: ptr.To(replicas), Limits: map[string]any{"nodes": limit},
+		Budgets: []map[string]any{{"nodes": "1"}}, ConsolidateAfter: "0s",
+	})
+	watch := &staticWatch{}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); watch.run(ctx, pool, maxActive, maxDeleting) }()
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		if len(watch.violations) > 0 {
+			t.Errorf("%d of %d samples out of bounds:\n%s", len(watch.violations), watch.samples, strings.Join(watch.violations, "\n"))
+		}
+	})
+	return watch
+}
+
 func kubectlScale(t *testing.T, pool string, n int) {
 	t.Helper()
 	out, err := exec.Command("kubectl", "--kubeconfig", env.Kubeconfig, "scale", "nodepool", pool, fmt.Sprintf("--replicas=%d", n)).CombinedOutput()
@@ -113,22 +137,7 @@ func kubectlScale(t *testing.T, pool string, n int) {
 func TestStaticNodePool(t *testing.T) {
 	ctx := context.Background()
 	const pool = "static"
-	setupPool(t, pool, framework.PoolOptions{
-		InstanceTypes: []string{"m5.large"}, Replicas: ptr.To[int64](3), Limits: map[string]any{"nodes": "6"},
-		Budgets: []map[string]any{{"nodes": "1"}}, ConsolidateAfter: "0s",
-	})
-	watch := &staticWatch{}
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); watch.run(wctx, pool, 6, 1) }()
-	defer func() {
-		stop()
-		wg.Wait()
-		if len(watch.violations) > 0 {
-			t.Errorf("%d of %d samples out of bounds:\n%s", len(watch.violations), watch.samples, strings.Join(watch.violations, "\n"))
-		}
-	}()
+	watch := staticPool(t, pool, 3, "6", 6, 1)
 
 	start := time.Now()
 	waitStatic(t, pool, 3, 90*time.Second, nil)

@@ -29,6 +29,12 @@ const (
 	// DisruptionCostAnnotationKey on a Pod is the int32 cost of evicting it, read by consolidation in place of
 	// controller.kubernetes.io/pod-deletion-cost (Karpenter v1.15).
 	DisruptionCostAnnotationKey = Group + "/disruption-cost"
+	// RebootPreBootIDAnnotationKey on a NodeClaim holds its Node's boot ID from before the reboot was issued: a
+	// different boot ID means the reboot happened and is not issued again. Removed when the reboot ends.
+	RebootPreBootIDAnnotationKey = Group + "/reboot-pre-boot-id"
+	// RebootTerminationGracePeriodAnnotationKey on a NodeClaim bounds the drain before a reboot (a Go duration;
+	// "0s" reboots at once); without it the drain waits for every pod.
+	RebootTerminationGracePeriodAnnotationKey = Group + "/reboot-termination-grace-period"
 )
 
 // NodeClassLabelKey is the label naming the node class of a NodeClaim and its Node, <group>/<lowercased kind>

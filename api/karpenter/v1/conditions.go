@@ -19,6 +19,20 @@ const (
 	ConditionTypeInstanceTerminating  = "InstanceTerminating"
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	ConditionTypeDisruptionReason     = "DisruptionReason"
+	// ConditionTypeRebooting is true from the moment node repair asks for a node to be rebooted in place until the
+	// reboot succeeds or fails (Karpenter v1.15, the AWS gate RebootForRepair); its reason is the reboot's phase.
+	ConditionTypeRebooting = "Rebooting"
+)
+
+// Reasons of the Rebooting condition, Karpenter v1.15's: RebootRequested and RebootIssued while it is true,
+// RebootSucceeded or RebootFailed once it is false.
+const (
+	RebootReasonRequested = "RebootRequested"
+	RebootReasonIssued    = "RebootIssued"
+	RebootReasonSucceeded = "RebootSucceeded"
+	RebootReasonFailed    = "RebootFailed"
+	// RebootReasonRebooting is the reason of the Initialized condition, Unknown while the node reboots.
+	RebootReasonRebooting = "Rebooting"
 )
 
 // NodePool condition types.

@@ -21,6 +21,9 @@ const (
 
 	// Node repair.
 	EventReasonNodeRepairBlocked = "NodeRepairBlocked"
+	// Reboot repair (on the NodeClaim).
+	EventReasonRebootObserved = "RebootObserved"
+	EventReasonRebootFailed   = "RebootFailed"
 
 	// Node termination.
 	EventReasonDisrupted                      = "Disrupted"

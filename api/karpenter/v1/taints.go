@@ -11,7 +11,14 @@ const (
 	// CloudProviderUninitializedTaintKey is owned by the cloud controller manager; Dovetail never adds or
 	// keeps it.
 	CloudProviderUninitializedTaintKey = "node.cloudprovider.kubernetes.io/uninitialized"
+	// RebootingTaintKey keeps new pods off a node from the moment its reboot is asked for until it boots again.
+	RebootingTaintKey = Group + "/rebooting"
 )
+
+// RebootingNoScheduleTaint returns the taint put on a node node repair reboots.
+func RebootingNoScheduleTaint() corev1.Taint {
+	return corev1.Taint{Key: RebootingTaintKey, Effect: corev1.TaintEffectNoSchedule}
+}
 
 // DisruptedNoScheduleTaint returns the taint put on nodes being disrupted.
 func DisruptedNoScheduleTaint() corev1.Taint {

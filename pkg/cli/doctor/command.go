@@ -17,6 +17,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/leaderlease"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
+	"github.com/dovetail/dovetail/pkg/settings"
 )
 
 // Options are the command's flags.
@@ -32,6 +33,9 @@ type Options struct {
 	Timeout              time.Duration
 	LeaseName            string
 	Namespace            string
+	// AWSFeatureGates is the controller's AWS_FEATURE_GATES (RebootForRepair=true adds ec2:RebootInstances to the
+	// permission check).
+	AWSFeatureGates string
 }
 
 // ErrChecksFailed is returned when at least one check failed; the command then exits 1.
@@ -69,6 +73,7 @@ leader Lease, a Karpenter controller still installed, instances Karpenter launch
 	f.DurationVar(&o.UninitializedTimeout, "uninitialized-timeout", 10*time.Minute, "how long a node may carry the cloud provider's uninitialized taint")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long")
 	f.StringVar(&o.LeaseName, "leader-election-name", envOr("LEADER_ELECTION_NAME", leaderlease.DefaultName), "the controller's leader Lease name (default $LEADER_ELECTION_NAME, else Karpenter's)")
+	f.StringVar(&o.AWSFeatureGates, "aws-feature-gates", os.Getenv("AWS_FEATURE_GATES"), "the controller's AWS feature gates (default $AWS_FEATURE_GATES); RebootForRepair=true adds ec2:RebootInstances to the permission check")
 	f.StringVarP(&o.Namespace, "namespace", "n", envOr("LEADER_ELECTION_NAMESPACE", "kube-system"), "the namespace of the controller's leader Lease (default $LEADER_ELECTION_NAMESPACE, else kube-system)")
 	return cmd
 }
@@ -90,6 +95,9 @@ func (o Options) Validate() error {
 	}
 	if o.UninitializedTimeout <= 0 || o.Timeout <= 0 {
 		return fmt.Errorf("--uninitialized-timeout and --timeout must be positive")
+	}
+	if _, err := settings.ParseAWSFeatureGates(o.AWSFeatureGates); err != nil {
+		return fmt.Errorf("--aws-feature-gates: %w", err)
 	}
 	return nil
 }
@@ -131,6 +139,9 @@ func run(ctx context.Context, o Options, cmd *cobra.Command) error {
 		Region:               o.Region,
 		LeaseName:            o.LeaseName,
 		Namespace:            o.Namespace,
+	}
+	if gates, err := settings.ParseAWSFeatureGates(o.AWSFeatureGates); err == nil {
+		d.RebootForRepair = gates[settings.AWSFeatureRebootForRepair]
 	}
 	if !o.SkipAWS {
 		awsCfg, err := sdk.LoadConfig(ctx, o.Region)

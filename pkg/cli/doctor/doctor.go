@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -79,11 +82,14 @@ var (
 		"ec2:DescribeLaunchTemplates", "ec2:CreateTags", "ec2:TerminateInstances", "ec2:DescribeInstances", "ec2:DescribeInstanceStatus",
 		"ec2:DescribeInstanceTypes", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeAvailabilityZones",
 		"ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeImages",
+		"ec2:DescribePlacementGroups",
 		"ssm:GetParameter", "pricing:GetProducts", "eks:DescribeCluster",
-		"iam:GetInstanceProfile", "iam:CreateInstanceProfile", "iam:DeleteInstanceProfile",
+		"iam:GetInstanceProfile", "iam:CreateInstanceProfile", "iam:DeleteInstanceProfile", "iam:ListInstanceProfiles",
 		"iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:TagInstanceProfile", "iam:PassRole",
 	}
 	QueueActions = []string{"sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:DeleteMessage"}
+	// RebootActions are added when node repair may reboot nodes (AWS_FEATURE_GATES RebootForRepair=true).
+	RebootActions = []string{"ec2:RebootInstances"}
 )
 
 // Doctor runs the checks.
@@ -95,6 +101,8 @@ type Doctor struct {
 	Region  string
 	// Queue is the interruption queue's name (INTERRUPTION_QUEUE); empty means interruption handling is off.
 	Queue string
+	// RebootForRepair is the AWS feature gate RebootForRepair: node repair may call ec2:RebootInstances.
+	RebootForRepair bool
 	// PrincipalARN is the IAM principal whose permissions are simulated; empty: derived from the caller identity.
 	PrincipalARN string
 	// K8sVersion is the cluster's minor version ("1.34"), for AMI aliases.
@@ -130,6 +138,8 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 			for _, s := range nc.Status.Subnets {
 				zones[nc.Name] = appendUnique(zones[nc.Name], s.Zone)
 			}
+			placementGroupStatus(r, nc)
+			efaInterfaces(r, nc)
 		}
 	}
 	d.daemonSets(r, st)
@@ -181,6 +191,9 @@ func (d *Doctor) permissions(ctx context.Context, r *Report, principal string) {
 	actions := append([]string(nil), ControllerActions...)
 	if d.Queue != "" {
 		actions = append(actions, QueueActions...)
+	}
+	if d.RebootForRepair {
+		actions = append(actions, RebootActions...)
 	}
 	var denied []string
 	in := &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String(principal), ActionNames: actions}
@@ -267,7 +280,73 @@ func (d *Doctor) nodeClass(ctx context.Context, r *Report, nc *nodeClass) []stri
 		r.pass("nodeclass-amis/"+name, "EC2NodeClass %s: %s", name, strings.Join(ids, ", "))
 	}
 	d.instanceProfile(ctx, r, nc)
+	d.placementGroup(ctx, r, res, nc)
+	efaInterfaces(r, nc)
 	return zones
+}
+
+// Reasons of a False PlacementGroupReady condition, as the node class status controller sets them.
+const (
+	reasonPlacementGroupNotFound         = "PlacementGroupNotFound"
+	reasonPlacementGroupResolutionFailed = "PlacementGroupResolutionFailed"
+)
+
+// placementGroup resolves spec.placementGroupSelector as the controller does; a failure is reported with the
+// reason the controller's PlacementGroupReady condition carries for it.
+func (d *Doctor) placementGroup(ctx context.Context, r *Report, res *resolve.Resolver, nc *nodeClass) {
+	sel := nc.Spec.PlacementGroupSelector
+	if sel == nil {
+		return
+	}
+	check := "nodeclass-placement-group/" + nc.Name
+	pg, err := res.PlacementGroup(ctx, sel)
+	var noMatch *resolve.NoMatchError
+	switch {
+	case errors.As(err, &noMatch):
+		r.fail(check, "create the placement group in "+d.Region+", or make spec.placementGroupSelector name an available one",
+			"EC2NodeClass %s: PlacementGroupReady=False (%s): %v; its NodePools launch nothing", nc.Name, reasonPlacementGroupNotFound, err)
+	case err != nil:
+		r.fail(check, "allow ec2:DescribePlacementGroups and check spec.placementGroupSelector",
+			"EC2NodeClass %s: PlacementGroupReady=False (%s): %v; its NodePools launch nothing", nc.Name, reasonPlacementGroupResolutionFailed, err)
+	default:
+		r.pass(check, "EC2NodeClass %s: placement group %s (%s, strategy %s)", nc.Name, pg.Name, pg.ID, pg.Strategy)
+	}
+}
+
+// placementGroupStatus reports the PlacementGroupReady condition the controller set, when AWS is not read.
+func placementGroupStatus(r *Report, nc *nodeClass) {
+	if nc.Spec.PlacementGroupSelector == nil {
+		return
+	}
+	check := "nodeclass-placement-group/" + nc.Name
+	c := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
+	switch {
+	case c == nil:
+		r.warn(check, "check that the controller runs", "EC2NodeClass %s: no PlacementGroupReady condition yet", nc.Name)
+	case c.Status == metav1.ConditionFalse:
+		fix := "allow ec2:DescribePlacementGroups and check spec.placementGroupSelector"
+		if c.Reason == reasonPlacementGroupNotFound {
+			fix = "create the placement group, or make spec.placementGroupSelector name an available one"
+		}
+		r.fail(check, fix, "EC2NodeClass %s: PlacementGroupReady=False (%s): %s; its NodePools launch nothing", nc.Name, c.Reason, c.Message)
+	default:
+		r.pass(check, "EC2NodeClass %s: PlacementGroupReady=%s", nc.Name, c.Status)
+	}
+}
+
+// efaInterfaces says which instance types a node class's efa-only network interfaces leave out.
+func efaInterfaces(r *Report, nc *nodeClass) {
+	n := 0
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	r.pass("nodeclass-efa/"+nc.Name, "EC2NodeClass %s asks for %d efa-only network interface(s): instance types without that many EFA interfaces (or the network cards and device indexes spec.networkInterfaces names) are left out",
+		nc.Name, n)
 }
 
 // freeIPs sums the subnets' free addresses and names those with fewer than minFreeIPs.

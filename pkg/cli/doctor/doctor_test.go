@@ -76,6 +76,12 @@ func healthy() []client.Object {
 
 func (e *env) doctor(t *testing.T, queue string, objs ...client.Object) *Report {
 	t.Helper()
+	return e.doctorWith(t, queue, nil, objs...)
+}
+
+// doctorWith runs doctor with mod applied to it first (nil: none).
+func (e *env) doctorWith(t *testing.T, queue string, mod func(*Doctor), objs ...client.Object) *Report {
+	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
@@ -92,6 +98,9 @@ func (e *env) doctor(t *testing.T, queue string, objs ...client.Object) *Report 
 		K8sVersion:           "1.34",
 		UninitializedTimeout: 10 * time.Minute,
 		Clock:                clocktesting.NewFakePassiveClock(now),
+	}
+	if mod != nil {
+		mod(d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

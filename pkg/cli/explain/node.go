@@ -119,6 +119,11 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 		return err
 	}
 	r.Warnings = warnings
+	ptrs := make([]*awsv1.EC2NodeClass, 0, len(classes.Items))
+	for i := range classes.Items {
+		ptrs = append(ptrs, &classes.Items[i])
+	}
+	r.Warnings = append(r.Warnings, nodeClassNotes(v.AllNodePools, ptrs)...)
 	if nc != nil {
 		if cmd, ok, err := ctrldisruption.RecordOf(nc); err != nil {
 			r.Warnings = append(r.Warnings, err.Error()+" (the controller drops an unreadable record on its next pass)")

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cli/simulate"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
@@ -78,6 +79,15 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	for _, s := range cl.Skipped {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("NodePool %s is left out: %s", s.NodePool, s.Reason))
 	}
+	var pools karpv1.NodePoolList
+	if err := c.List(ctx, &pools); err != nil {
+		return fmt.Errorf("listing nodepools: %w", err)
+	}
+	all := make([]*karpv1.NodePool, 0, len(pools.Items))
+	for i := range pools.Items {
+		all = append(all, &pools.Items[i])
+	}
+	r.Warnings = append(r.Warnings, nodeClassNotes(all, cl.NodeClasses)...)
 	if r.Warnings, err = o.applyUnavailable(ctx, c, instanceTypes(cl.Snapshot.InstanceTypes), r.Warnings); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (instanceTypes) Name() string { return "dovetailctl" }
 
 // RepairPolicies are the AWS provider's: explain reports when the controller would repair a node.
 func (instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy {
-	return awsprovider.RepairPolicies()
+	return awsprovider.RepairPolicies(false)
 }
 
 // podsByNode serves the lists of pods by spec.nodeName that the controller's snapshot makes once per NodeClaim

@@ -8,6 +8,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	ctrldisruption "github.com/dovetail/dovetail/pkg/controllers/disruption"
+	awsprovider "github.com/dovetail/dovetail/pkg/providers/aws"
 	"github.com/dovetail/dovetail/pkg/repair"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
@@ -32,7 +33,7 @@ func repairReport(s *settings.Settings, v *ctrldisruption.View, node *corev1.Nod
 		r.Verdict, r.Message = "NotManaged", "no NodeClaim launched this node: it is never repaired"
 		return r, nil
 	}
-	policies, err := repair.WithTolerations(instanceTypes(nil).RepairPolicies(), s.NodeRepairTolerations)
+	policies, err := repair.WithTolerations(awsprovider.RepairPolicies(s.AWSFeatureEnabled(settings.AWSFeatureRebootForRepair)), s.NodeRepairTolerations)
 	if err != nil {
 		return nil, fmt.Errorf("--node-repair-tolerations: %w", err)
 	}

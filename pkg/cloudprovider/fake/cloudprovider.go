@@ -38,6 +38,7 @@ type CloudProvider struct {
 	errs          map[string][]error
 	drift         cloudprovider.DriftReason
 	repair        []cloudprovider.RepairPolicy
+	rebooted      []string
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -99,6 +100,30 @@ func (f *CloudProvider) Deleted() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.deleted...)
+}
+
+var _ cloudprovider.Rebooter = (*CloudProvider)(nil)
+
+// Reboot records a reboot of the NodeClaim's instance (an error queued with SetErr("Reboot", ...) first); an
+// instance the fake does not know is a NotFoundError.
+func (f *CloudProvider) Reboot(_ context.Context, nc *karpv1.NodeClaim) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.popErr("Reboot"); err != nil {
+		return err
+	}
+	if _, ok := f.instances[nc.Status.ProviderID]; !ok {
+		return cloudprovider.NewNotFoundError(fmt.Errorf("instance %q", nc.Status.ProviderID))
+	}
+	f.rebooted = append(f.rebooted, nc.Status.ProviderID)
+	return nil
+}
+
+// Rebooted returns the provider IDs of the reboots made, in order.
+func (f *CloudProvider) Rebooted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.rebooted...)
 }
 
 // AddInstance adds a live instance, e.g. one leaked without a NodeClaim, and returns its provider ID.

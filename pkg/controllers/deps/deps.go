@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -19,6 +20,9 @@ import (
 type Deps struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// Cache is the manager's informer cache behind Client, for the periodic counts that walk every cached object
+	// (EachCachedPod); nil: they list through Client.
+	Cache cache.Cache
 	// APIReader reads from the API server directly, for the few decisions that must not trust a cache that
 	// may lag behind (under load the informers were seen half a minute behind). Nil: Client is used.
 	APIReader client.Reader

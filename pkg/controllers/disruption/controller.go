@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -113,6 +114,8 @@ type Controller struct {
 	inFlight bool
 	// repairNotices is the last node repair notice (held back, do-not-repair) per NodeClaim (markRepairs).
 	repairNotices map[string]announced
+	// reboots is when node repair asked for each recent reboot, by NodeClaim UID (commitReboot).
+	reboots map[types.UID][]time.Time
 }
 
 // recentRecord is a record written by this controller.
@@ -123,7 +126,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}, repairNotices: map[string]announced{}}
+	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}, repairNotices: map[string]announced{}, reboots: map[types.UID][]time.Time{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -237,6 +240,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// together: one after another, a pass's tens of commands took minutes of API round trips on a busy cluster.
 	var ready []*starting
 	for _, cmd := range commandsOf(res) {
+		if cmd.Decision == core.DecisionReboot {
+			if err := c.commitReboot(ctx, st, cmd); err != nil {
+				c.commandFailed(ctx, candidateNames(cmd.Candidates)[0], err, &errs)
+			}
+			continue
+		}
 		s, err := c.prepare(ctx, st, chk, cmd)
 		if err != nil {
 			c.commandFailed(ctx, candidateNames(cmd.Candidates)[0], err, &errs)
@@ -348,6 +357,7 @@ func DecisionOptions(s *settings.Settings) core.Options {
 		MaxDriftCommands:          DriftCommandsPerPass,
 		Scheduling:                adapter.New(s).Options,
 		PodDeletionCostManagement: s.FeatureEnabled(settings.FeaturePodDeletionCostManagement),
+		TerminateFirstRepair:      s.FeatureEnabled(settings.FeatureTerminateFirstRepair),
 	}
 }
 

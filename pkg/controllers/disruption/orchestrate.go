@@ -95,9 +95,9 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 		}
 		r.Launch = append(r.Launch, launchOf(plan))
 	}
-	if len(cmd.Replacements) == 0 {
+	if len(cmd.Replacements) == 0 && cmd.Decision != core.DecisionTerminateFirst {
 		// Nothing to wait for: the pods must fit on the nodes there are now, beside those of the other commands
-		// draining.
+		// draining. A terminate-first command's pods do not: they wait for the node its deletion makes room for.
 		why, _, err := chk.check(ctx, &InProgress{Record: r, Candidates: candidates})
 		if err != nil {
 			return nil, err

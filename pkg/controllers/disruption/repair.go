@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -48,9 +49,20 @@ func (c *Controller) markRepairs(ctx context.Context, st *state, snap *core.Snap
 	if err != nil {
 		return err
 	}
-	in := repair.Input{Now: st.Now, Policies: policies}
+	in := repair.Input{Now: st.Now, Policies: policies, RebootEnded: map[string]time.Time{}, RecentReboots: map[string]int{}}
 	for _, n := range st.Nodes {
 		in.Nodes = append(in.Nodes, n)
+	}
+	c.forgetReboots(st.Now)
+	for i := range st.Claims {
+		nc := &st.Claims[i]
+		if nc.Status.NodeName == "" {
+			continue
+		}
+		if cond := nc.GetCondition(karpv1.ConditionTypeRebooting); cond != nil && cond.Status == metav1.ConditionFalse {
+			in.RebootEnded[nc.Status.NodeName] = cond.LastTransitionTime.Time
+		}
+		in.RecentReboots[nc.Status.NodeName] = len(c.reboots[nc.UID])
 	}
 	decisions := map[string]repair.Decision{}
 	for _, d := range repair.Decide(in) {
@@ -92,6 +104,10 @@ func (c *Controller) markRepairs(ctx context.Context, st *state, snap *core.Snap
 				continue
 			}
 			cand.Repair = repairOf(d, nc)
+			if d.Escalated {
+				log.FromContext(ctx).Info("node rebooted too often, replacing it instead", "node", node.Name, "nodeclaim", nc.Name,
+					"reboots", in.RecentReboots[node.Name], "window", repair.RebootHistoryWindow.String())
+			}
 		}
 	}
 	for name := range c.repairNotices {
@@ -121,6 +137,7 @@ func repairOf(d repair.Decision, nc *karpv1.NodeClaim) *core.Repair {
 		Message:              "Unhealthy: " + d.Message(),
 		Eligible:             d.Health.RepairAt,
 		NodeClaimGracePeriod: nc.Spec.TerminationGracePeriod != nil,
+		Reboot:               d.Reboots(),
 	}
 	if p := d.Health.Policy.TerminationGracePeriod; p != nil {
 		bound := *p

@@ -47,8 +47,8 @@ type Options struct {
 	// AWS_ENDPOINT_URL*, credentials chain).
 	AWSConfig *awssdk.Config
 	// KubernetesVersion (e.g. "1.34") fixes the version that selects AMI alias parameters; empty reads it every
-	// VersionRefresh from ServerVersion (Settings.EKSControlPlane false) or EKS DescribeCluster (true, or no
-	// ServerVersion).
+	// Settings.KubernetesVersionRefreshInterval (VersionRefresh when zero) from ServerVersion
+	// (Settings.EKSControlPlane false) or EKS DescribeCluster (true, or no ServerVersion).
 	KubernetesVersion string
 	// ServerVersion returns the API server's Kubernetes version as major.minor (discovery).
 	ServerVersion func(context.Context) (string, error)
@@ -208,7 +208,7 @@ func newWithClients(opts Options, clients *sdk.Clients) *CloudProvider {
 			endpoint: opts.Settings.ClusterEndpoint, caBundle: opts.Settings.ClusterCABundle,
 			version: opts.KubernetesVersion, serviceCIDR: opts.ServiceCIDR,
 			eksControlPlane: opts.Settings.EKSControlPlane, serverVersion: opts.ServerVersion, kubeDNS: opts.KubeDNS,
-			clock: opts.Clock,
+			versionRefresh: opts.Settings.KubernetesVersionRefreshInterval, clock: opts.Clock,
 		},
 	}
 }

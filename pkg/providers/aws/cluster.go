@@ -20,8 +20,9 @@ import (
 // defaultServiceCIDR is EKS's default service range, used when neither a setting nor EKS names one.
 const defaultServiceCIDR = "10.100.0.0/16"
 
-// VersionRefresh is how often the cluster's Kubernetes version is read again (Karpenter's interval), so that a
-// control-plane upgrade moves AMI aliases to the new version's AMIs without a restart.
+// VersionRefresh is how often the cluster's Kubernetes version is read again by default (Karpenter's interval;
+// KUBERNETES_VERSION_REFRESH_INTERVAL changes it), so that a control-plane upgrade moves AMI aliases to the new
+// version's AMIs without a restart.
 const VersionRefresh = 5 * time.Minute
 
 // ClusterInfo is what nodes need to join the cluster.
@@ -43,7 +44,7 @@ func (c ClusterInfo) IPv6() bool { return c.IPFamily == corev1.IPv6Protocol }
 
 // clusterInfoSource fills ClusterInfo from settings, the Kubernetes API and, for what they leave out, EKS
 // DescribeCluster. The endpoint, CA, service CIDR and DNS address are kept once known (a failure is retried on
-// the next call); the Kubernetes version is read again every VersionRefresh: from the API server's discovery
+// the next call); the Kubernetes version is read again every versionRefresh: from the API server's discovery
 // (EKS_CONTROL_PLANE=false, the default) or EKS DescribeCluster (EKS_CONTROL_PLANE=true).
 type clusterInfoSource struct {
 	eks                                      sdk.EKSAPI
@@ -55,7 +56,9 @@ type clusterInfoSource struct {
 	serverVersion func(context.Context) (string, error)
 	// kubeDNS returns the ClusterIP of kube-system/kube-dns ("" or an error: none); nil skips it.
 	kubeDNS func(context.Context) (string, error)
-	clock   clock.Clock
+	// versionRefresh is how often the version is read again; zero means VersionRefresh.
+	versionRefresh time.Duration
+	clock          clock.Clock
 
 	mu sync.Mutex
 	// info is the cached answer; its KubernetesVersion was read at versionAt.
@@ -171,14 +174,18 @@ func (s *clusterInfoSource) clusterDNS(ctx context.Context, serviceCIDR string) 
 	return ClusterDNS(serviceCIDR)
 }
 
-// refreshVersionLocked reads the Kubernetes version when it is unknown or older than VersionRefresh. A failed
+// refreshVersionLocked reads the Kubernetes version when it is unknown or older than the refresh interval. A failed
 // refresh keeps the version known before; with none, it is an error.
 func (s *clusterInfoSource) refreshVersionLocked(ctx context.Context) error {
 	if s.version != "" {
 		s.info.KubernetesVersion = s.version
 		return nil
 	}
-	if s.info.KubernetesVersion != "" && s.clock.Since(s.versionAt) < VersionRefresh {
+	every := s.versionRefresh
+	if every <= 0 {
+		every = VersionRefresh
+	}
+	if s.info.KubernetesVersion != "" && s.clock.Since(s.versionAt) < every {
 		return nil
 	}
 	v, err := s.readVersion(ctx)

@@ -78,6 +78,35 @@ func TestClusterInfoReadsEKSOnceThenOnlyTheVersion(t *testing.T) {
 	}
 }
 
+// TestClusterInfoVersionRefreshInterval: a configured refresh interval replaces VersionRefresh: the version is
+// read again once it has passed, not before.
+func TestClusterInfoVersionRefreshInterval(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC))
+	api := &fakeEKS{version: "1.34"}
+	s := &clusterInfoSource{eks: api, name: "c", eksControlPlane: true, versionRefresh: 10 * time.Second, clock: clk}
+	ctx := context.Background()
+	version := func() string {
+		t.Helper()
+		info, err := s.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.KubernetesVersion
+	}
+	if v := version(); v != "1.34" {
+		t.Fatalf("version %q, want 1.34", v)
+	}
+	api.version = "1.35"
+	clk.Step(9 * time.Second)
+	if v := version(); v != "1.34" {
+		t.Errorf("version %q 9s after the first read, want still 1.34", v)
+	}
+	clk.Step(time.Second)
+	if v := version(); v != "1.35" {
+		t.Errorf("version %q 10s after the first read, want 1.35", v)
+	}
+}
+
 // fakeEKSNetwork answers DescribeCluster with a given network configuration.
 type fakeEKSNetwork struct {
 	nc *ekstypes.KubernetesNetworkConfigResponse

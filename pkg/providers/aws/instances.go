@@ -72,6 +72,22 @@ func (p *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	})
 }
 
+var _ cloudprovider.Rebooter = (*CloudProvider)(nil)
+
+// Reboot reboots the NodeClaim's instance in place (node repair with the AWS gate RebootForRepair). As Karpenter, no
+// reboot goes into a zone traffic is shifted away from: the call is refused with an error and tried again later.
+func (p *CloudProvider) Reboot(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return cloudprovider.NewNotFoundError(err)
+	}
+	if zoneID := nodeClaim.Labels[awsv1.LabelTopologyZoneID]; p.isZoneIDShifted(ctx, zoneID) {
+		return fmt.Errorf("instance %s is in zone %s (%s), which traffic is shifted away from: the reboot waits for the zonal shift to end",
+			id, nodeClaim.Labels[corev1.LabelTopologyZone], zoneID)
+	}
+	return p.instances.Reboot(ctx, id)
+}
+
 var _ cloudprovider.Adopter = (*CloudProvider)(nil)
 
 // AdoptInstances gives this cluster's identity to the instances the NodeClaims name (status.providerID) that were

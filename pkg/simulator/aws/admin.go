@@ -439,6 +439,19 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case route == "DELETE faults/no-node":
 		s.ClearNoNodeFaults()
 		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "POST faults/reboot-hang":
+		var f RebootHangFault
+		if !readAdmin(w, r, &f) {
+			return
+		}
+		if err := s.AddRebootHangFault(f); err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+		writeAdmin(w, http.StatusOK, s.GetFaults())
+	case route == "DELETE faults/reboot-hang":
+		s.ClearRebootHangFaults()
+		writeAdmin(w, http.StatusOK, s.GetFaults())
 	case route == "POST faults/throttle":
 		var t ThrottleFault
 		if !readAdmin(w, r, &t) {

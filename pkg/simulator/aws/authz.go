@@ -291,7 +291,7 @@ func (s *Simulator) ec2Checks(a *account, action string, p params) []authzCheck 
 			return []authzCheck{{action: "ec2:" + action, resource: s.ec2ARN(a, "launch-template", "*"), ctx: region}}
 		}
 		return []authzCheck{resTags("launch-template", lt.ID, lt.Tags)}
-	case "TerminateInstances":
+	case "TerminateInstances", "RebootInstances":
 		var out []authzCheck
 		for _, id := range p.strings("InstanceId") {
 			var tags tagSet

@@ -33,6 +33,7 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"RunInstances":                   s.runInstances,
 		"DescribeInstances":              s.describeInstances,
 		"TerminateInstances":             s.terminateInstances,
+		"RebootInstances":                s.rebootInstances,
 		"CreateTags":                     s.createTags,
 		"DeleteTags":                     s.deleteTags,
 		"DescribeVpcs":                   s.describeVpcs,

@@ -72,3 +72,36 @@ func (f *fakeSink) count() int {
 	defer f.mu.Unlock()
 	return len(f.nodes)
 }
+
+func (f *fakeSink) BeginReboot(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "reboot "+name)
+	n, ok := f.nodes[name]
+	if !ok {
+		return nil
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	return nil
+}
+
+func (f *fakeSink) EndReboot(_ context.Context, name, bootID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "back "+name)
+	n, ok := f.nodes[name]
+	if !ok {
+		return nil
+	}
+	n.Status.NodeInfo.BootID = bootID
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status = corev1.ConditionTrue
+		}
+	}
+	return nil
+}

@@ -91,8 +91,10 @@ func (f NoNodeFault) matches(tags tagSet) bool {
 type Faults struct {
 	Capacity []CapacityFault `json:"capacity"`
 	// NoNode are registration faults: matching instances run without ever getting a Node.
-	NoNode   []NoNodeFault `json:"noNode,omitempty"`
-	Throttle ThrottleFault `json:"throttle"`
+	NoNode []NoNodeFault `json:"noNode,omitempty"`
+	// RebootHang are reboot faults: the reboots of matching instances never end (their Nodes stay NotReady).
+	RebootHang []RebootHangFault `json:"rebootHang,omitempty"`
+	Throttle   ThrottleFault     `json:"throttle"`
 	// Latency is added to every AWS call.
 	Latency Duration `json:"latency"`
 	// NotFoundAfterLaunch makes DescribeInstances by instance id answer InvalidInstanceID.NotFound for instances
@@ -233,6 +235,11 @@ func (s *Simulator) GetFaults() Faults {
 	for _, nf := range s.faults.NoNode {
 		nf.Tags = copyMap(nf.Tags)
 		f.NoNode = append(f.NoNode, nf)
+	}
+	f.RebootHang = nil
+	for _, rf := range s.faults.RebootHang {
+		rf.Tags = copyMap(rf.Tags)
+		f.RebootHang = append(f.RebootHang, rf)
 	}
 	return f
 }

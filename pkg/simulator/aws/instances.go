@@ -49,6 +49,8 @@ type instance struct {
 	// health is the injected status-check state DescribeInstanceStatus reports (nil: every check passes).
 	health *instanceHealth
 	node   nodeProgress
+	// reboots counts the RebootInstances calls the instance took; its Node's boot ID changes with each.
+	reboots int
 }
 
 // nodeProgress tracks what the lifecycle has done to the instance's Node.
@@ -69,6 +71,8 @@ type nodeProgress struct {
 	// checked says the NoNode faults were consulted (once, when the instance started running); withheld says
 	// one of them matched, so the instance never gets a Node.
 	checked, withheld bool
+	// reboot is the Node's side of the instance's last reboot.
+	reboot rebootProgress
 }
 
 func (i *instance) capacityType() string {

@@ -14,7 +14,7 @@ type nodeAction struct {
 	acct *account
 	inst *instance
 	sink NodeSink
-	kind string // create, untaint, delete
+	kind string // create, untaint, delete, reboot-begin, reboot-end
 	spec NodeSpec
 	name string
 	// taintDelay (create) is drawn under the lock, in instance order, so a seed gives the same delays however
@@ -105,6 +105,11 @@ func (s *Simulator) advanceLocked() []nodeAction {
 				}
 			case i.State == StateRunning && i.node.created && !i.node.taintRemoved && !i.node.taintAt.IsZero() && !now.Before(i.node.taintAt):
 				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "untaint", name: i.PrivateDNS})
+			case i.State == StateRunning && i.node.created && i.node.reboot.pending:
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "reboot-begin", name: i.PrivateDNS})
+			case i.State == StateRunning && i.node.created && i.node.reboot.active && !i.node.reboot.hang && !now.Before(i.node.reboot.until):
+				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "reboot-end", name: i.PrivateDNS,
+					spec: NodeSpec{BootID: bootID(i.ID, i.reboots)}})
 			case i.State == StateTerminated && i.node.created && !i.node.deleted:
 				out = append(out, nodeAction{acct: a, inst: i, sink: i.node.sink, kind: "delete", name: i.PrivateDNS})
 			}
@@ -173,6 +178,17 @@ func (s *Simulator) perform(ctx context.Context, a nodeAction) {
 		err = sink.RemoveTaint(ctx, a.name, UninitializedTaintKey)
 	case "delete":
 		err = sink.DeleteNode(ctx, a.name)
+	case "reboot-begin", "reboot-end":
+		r, ok := sink.(NodeRebooter)
+		if !ok {
+			s.log.Warn("the node sink cannot show reboots; the Node stays as it is", "node", a.name, "instance-id", a.inst.ID)
+			break
+		}
+		if a.kind == "reboot-begin" {
+			err = r.BeginReboot(ctx, a.name)
+		} else {
+			err = r.EndReboot(ctx, a.name, a.spec.BootID)
+		}
 	}
 	if err != nil {
 		s.log.Error("node call failed; will retry", "call", a.kind, "node", a.spec.Name+a.name, "instance-id", a.inst.ID, "error", err)
@@ -193,6 +209,15 @@ func (s *Simulator) perform(ctx context.Context, a nodeAction) {
 	case "delete":
 		a.inst.node.deleted = true
 		s.log.Info("node deleted", "node", a.name, "instance-id", a.inst.ID)
+	case "reboot-begin":
+		a.inst.node.reboot.pending, a.inst.node.reboot.active = false, true
+		s.log.Info("node rebooting", "node", a.name, "instance-id", a.inst.ID)
+	case "reboot-end":
+		a.inst.node.reboot.active = false
+		if a.inst.node.spec != nil {
+			a.inst.node.spec.BootID = a.spec.BootID
+		}
+		s.log.Info("node back from reboot", "node", a.name, "instance-id", a.inst.ID, "boot-id", a.spec.BootID)
 	}
 }
 

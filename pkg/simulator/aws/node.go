@@ -169,6 +169,7 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 	}
 	return NodeSpec{
 		Name:        i.PrivateDNS,
+		BootID:      bootID(i.ID, i.reboots),
 		ProviderID:  fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID),
 		InstanceID:  i.ID,
 		Labels:      labels,

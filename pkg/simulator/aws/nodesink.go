@@ -43,6 +43,8 @@ type NodeSpec struct {
 	Capacity    corev1.ResourceList
 	Allocatable corev1.ResourceList
 	Addresses   []corev1.NodeAddress
+	// BootID is the Node's status.nodeInfo.bootID; it changes with every reboot of the instance.
+	BootID string
 	// ResourceSlices are the slices the node's DRA drivers publish once the Node exists (spec.nodeName set to
 	// Name); the sink removes them with the Node.
 	ResourceSlices []resourcev1.ResourceSlice
@@ -74,6 +76,7 @@ func (n NodeSpec) Node() *corev1.Node {
 		OperatingSystem: n.Labels[corev1.LabelOSStable],
 		KubeletVersion:  n.Annotations["awssim.dovetail.dev/kubelet-version"],
 		OSImage:         "awssim",
+		BootID:          n.BootID,
 	}
 	return node
 }

@@ -91,6 +91,9 @@ type Timing struct {
 	UninitializedTaintDelayMax time.Duration
 	// Tick is how often Run advances the lifecycle (default 100ms).
 	Tick time.Duration
+	// Reboot is how long a rebooted instance's Node stays NotReady before it is back with a new boot ID
+	// (default 5s).
+	Reboot time.Duration
 }
 
 // kubernetesVersionPattern is the form of a Kubernetes version the simulator accepts (major.minor).
@@ -205,6 +208,9 @@ func New(opts Options) (*Simulator, error) {
 	}
 	if t.TerminatedRetention == 0 {
 		t.TerminatedRetention = time.Minute
+	}
+	if t.Reboot == 0 {
+		t.Reboot = 5 * time.Second
 	}
 	if t.UninitializedTaintDelayMin == 0 && t.UninitializedTaintDelayMax == 0 {
 		t.UninitializedTaintDelayMin, t.UninitializedTaintDelayMax = time.Second, time.Second

@@ -63,8 +63,18 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 		snap.NodeCounts[pool]++
 		// Records that cannot be read do not count: the controller drops them before it builds a snapshot.
 		candidate := carriesCommand(nc)
-		if !nc.DeletionTimestamp.IsZero() || candidate {
+		// A node node repair reboots counts against the budgets until its reboot ends, takes no pods and is no
+		// candidate: its pods stay on it.
+		rebooting := nc.IsTrue(karpv1.ConditionTypeRebooting)
+		if !nc.DeletionTimestamp.IsZero() || candidate || rebooting {
 			snap.Disrupting[pool]++
+		}
+		if rebooting && nc.DeletionTimestamp.IsZero() && !candidate {
+			held[nc.Name] = true
+			if nc.Status.NodeName != "" {
+				held[nc.Status.NodeName] = true
+			}
+			continue
 		}
 		replacement := active[nc.Annotations[ReplacementForAnnotationKey]]
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) && !replacement {

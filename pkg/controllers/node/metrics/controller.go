@@ -52,16 +52,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.deps.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	pods := &corev1.PodList{}
-	if err := c.deps.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
 	type sums struct{ requests, limits, daemonRequests, daemonLimits corev1.ResourceList }
 	byNode := make(map[string]*sums, len(nodes.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	// The pods are walked in the cache, not listed: a list copies every Pod struct on every count.
+	if err := c.deps.EachCachedPod(ctx, func(p *corev1.Pod) {
 		if p.Spec.NodeName == "" || termination.IsTerminal(p) {
-			continue
+			return
 		}
 		s := byNode[p.Spec.NodeName]
 		if s == nil {
@@ -75,6 +71,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			add(s.daemonRequests, req)
 			add(s.daemonLimits, lim)
 		}
+	}); err != nil {
+		return err
 	}
 	entries := make([]metrics.NodeEntry, 0, len(nodes.Items))
 	for i := range nodes.Items {

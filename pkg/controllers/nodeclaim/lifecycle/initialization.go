@@ -16,7 +16,9 @@ import (
 
 // initialize marks the NodeClaim Initialized once its Node is ready for pods.
 func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
-	if nc.IsTrue(karpv1.ConditionTypeInitialized) || nc.Status.NodeName == "" {
+	// A node that reboots (node repair's reboot) is initialized again only once the reboot has ended: until then
+	// the running, not yet rebooted node could pass the checks below.
+	if nc.IsTrue(karpv1.ConditionTypeInitialized) || nc.Status.NodeName == "" || nc.IsTrue(karpv1.ConditionTypeRebooting) {
 		return reconcile.Result{}, false, nil
 	}
 	stored := nc.DeepCopy()

@@ -495,6 +495,23 @@ func (p *Provider) TerminateReporting(ctx context.Context, id string, failed fun
 	return nil
 }
 
+// Reboot reboots the instance in place (ec2:RebootInstances). It returns a NotFoundError when EC2 does not know
+// the instance and a RebootRefusedError when the call is not authorized (retrying cannot help); other errors may be
+// retried. EC2 takes no client token for a reboot: the caller makes sure it asks once.
+func (p *Provider) Reboot(ctx context.Context, id string) error {
+	if _, err := p.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}}); err != nil {
+		if sdk.IsNotFound(err) {
+			return cloudprovider.NewNotFoundError(fmt.Errorf("instance %s: %w", id, err))
+		}
+		if deniedCodes[sdk.ErrorCode(err)] {
+			return &cloudprovider.RebootRefusedError{Err: sdk.Wrap(err, "rebooting instance %s", id)}
+		}
+		return sdk.Wrap(err, "rebooting instance %s", id)
+	}
+	log.FromContext(ctx).Info("rebooting instance", "instance-id", id)
+	return nil
+}
+
 // Tag adds or replaces tags on an instance owned by this cluster (for example Name=<node name> after
 // registration). Keys that carry cluster identity cannot be changed this way.
 func (p *Provider) Tag(ctx context.Context, id string, t map[string]string) error {
