@@ -18,7 +18,9 @@ const counterSliceSuffix = "/shared-counters"
 // exactly when all its slices are present. Counter-set names, unique per slice before 1.35, must then be unique in
 // the pool; a pool where they are not is invalid, which the allocator reports.
 //
-// The input is not changed; slices already in the 1.35 layout are returned as they are.
+// The input is not changed; slices already in the 1.35 layout are returned as they are. (The nested module
+// test/oracle builds this package with the 1.34 allocator, which reads counters per slice; its device models carry
+// no counters.)
 func splitSharedCounters(slices []*resourcev1.ResourceSlice) []*resourcev1.ResourceSlice {
 	type poolGeneration struct {
 		driver, pool string
