@@ -18,7 +18,9 @@ const header = "# Metrics\n\n" +
 	"as in Karpenter it keeps Karpenter's name, type and labels, so existing dashboards and alerts keep working;\n" +
 	"figures Karpenter does not have are prefixed `dovetail_`. The last column says whether a metric is the same as\n" +
 	"Karpenter v1.14's or how it differs. controller-runtime's own metrics (`controller_runtime_reconcile_total`,\n" +
-	"`workqueue_*`, `rest_client_*`, `leader_election_master_status`, Go and process metrics) are served alongside.\n" +
+	"`workqueue_*`, `rest_client_*`, `leader_election_master_status`, Go and process metrics) are served alongside,\n" +
+	"from the same controller-runtime version as Karpenter v1.14's (v0.23); its\n" +
+	"`controller_runtime_reconcile_timeouts_total` stays 0, as in Karpenter, which sets no reconcile timeout either.\n" +
 	"Each controller run keeps its metrics in a registry of its own, served on `/metrics` together with\n" +
 	"controller-runtime's.\n\n" +
 	"The chart ships four Grafana dashboards built on these metrics (capacity, provisioning, disruption,\n" +
@@ -67,9 +69,6 @@ not a bill: no savings plans, reserved-instance discounts, EBS volumes or data t
 - While a NodeClaim waits for its Node, Dovetail sets ` + "`Registered`" + ` and ` + "`Initialized`" + ` to ` + "`False`" + ` with a reason naming
   what is missing, where Karpenter leaves them ` + "`Unknown`" + `; the condition metrics therefore split the wait. Dovetail
   keeps the three ` + "`dovetail_nodeclaims_*_duration_seconds`" + ` histograms, which measure each phase from creation.
-- Karpenter metric not exported yet: ` + "`controller_runtime_reconcile_timeouts_total`" + `
-  (controller-runtime v0.23 registers it; Dovetail is built with v0.22, and neither Karpenter nor Dovetail sets a
-  reconcile timeout, so Karpenter's series stay 0).
 - ` + "`karpenter_scheduler_pending_pods_by_effective_zone_count`" + ` narrows a pod's zones by its node selector, first required
   node affinity term and volumes, not by its topology spread constraints as Karpenter also does.
 - The ` + "`karpenter_pods_provisioning_*`" + ` metrics start from the first provisioning pass that found the pod a place, kept

@@ -73,8 +73,10 @@ type Node struct {
 }
 
 // Node returns the node named name, with the given labels, carrying slices (slices for other nodes are kept: the
-// allocator ignores them unless they are network-wide and select the node).
+// allocator ignores them unless they are network-wide and select the node). Slices may hold counter sets in either
+// layout, that of Kubernetes 1.34 or of 1.35 (see splitSharedCounters).
 func (a *Allocator) Node(name string, labels map[string]string, slices []*resourcev1.ResourceSlice) *Node {
+	slices = splitSharedCounters(slices)
 	n := &Node{a: a, node: &corev1.Node{}, slices: slices, pools: sets.New[string]()}
 	n.node.Name = name
 	n.node.Labels = labels
@@ -117,7 +119,9 @@ func (n *Node) Clone() *Node {
 
 // Allocate allocates claims together on the node. On success it records their devices and returns one result per
 // claim; when the claims do not fit it returns ok=false and changes nothing. err is for claims the allocator cannot
-// evaluate (an unknown DeviceClass, a CEL expression failing at runtime).
+// evaluate (an unknown DeviceClass, a CEL expression failing at runtime) and for a node whose devices cannot be
+// allocated because one of its pools is invalid (such as a device name given twice); the latter matches
+// structured.ErrFailedAllocationOnNode with errors.Is.
 func (n *Node) Allocate(ctx context.Context, claims []*resourcev1.ResourceClaim) (results []resourcev1.AllocationResult, ok bool, err error) {
 	if len(claims) == 0 {
 		return nil, true, nil

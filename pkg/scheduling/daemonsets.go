@@ -85,7 +85,7 @@ func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration) *corev1
 		}
 		ok := false
 		for j := range tolerations {
-			if tolerations[j].ToleratesTaint(t) {
+			if ToleratesTaint(&tolerations[j], t) {
 				ok = true
 				break
 			}

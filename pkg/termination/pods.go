@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Priority classes whose pods are evicted last, after every other pod on the node is gone.
@@ -134,7 +135,7 @@ func IsStuckTerminating(pod *corev1.Pod, now time.Time) bool {
 func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
 	taint := karpv1.DisruptedNoScheduleTaint()
 	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(&taint) {
+		if scheduling.ToleratesTaint(&pod.Spec.Tolerations[i], &taint) {
 			return true
 		}
 	}

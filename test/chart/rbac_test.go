@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -152,6 +153,13 @@ func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.calls[c]++
+		// client-go v0.35 and later informers stream their initial list in a watch (sendInitialEvents=true) and
+		// fall back to a plain list when the API server cannot stream it: such a watch needs the list grant too.
+		if c.Verb == "watch" && q.Get("sendInitialEvents") == "true" {
+			l := c
+			l.Verb = "list"
+			r.calls[l]++
+		}
 		if err == nil && resp.StatusCode == http.StatusForbidden {
 			r.forbidden[c] = req.Method + " " + req.URL.RequestURI()
 		}
@@ -727,6 +735,36 @@ func TestParseAPICall(t *testing.T) {
 	}
 	if _, ok := parseAPICall("GET", "/apis/karpenter.sh/v1", false, ""); ok {
 		t.Error("discovery read as a resource request")
+	}
+}
+
+// TestRecorderWatchList: a watch that streams the initial list counts as the list it replaces; a plain watch does
+// not.
+func TestRecorderWatchList(t *testing.T) {
+	r := newRecorder()
+	rt := r.wrap(roundTripper(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	for _, u := range []string{
+		"https://api/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+		"https://api/apis/karpenter.sh/v1/nodepools?watch=true&resourceVersion=12",
+	} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls, _ := r.snapshot()
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.String())
+	}
+	want := []string{"list nodes", "watch nodepools.karpenter.sh", "watch nodes"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
 

@@ -176,7 +176,7 @@ func TestSlicesWithinAPILimits(t *testing.T) {
 					counters += len(c.Counters)
 				}
 			}
-			if counters > resourcev1.ResourceSliceMaxDeviceCountersPerSlice {
+			if counters > maxDeviceCountersPerSlice {
 				t.Errorf("%s: slice %s consumes %d counters", it.Name, s.Name, counters)
 			}
 		}
@@ -256,3 +256,7 @@ func TestParseOverridesErrors(t *testing.T) {
 		})
 	}
 }
+
+// maxDeviceCountersPerSlice is the kube-apiserver's limit, in Kubernetes 1.34 (the local control plane's), on the
+// counters all devices of one ResourceSlice consume (k8s.io/api v0.34's ResourceSliceMaxDeviceCountersPerSlice).
+const maxDeviceCountersPerSlice = 1024

@@ -384,7 +384,7 @@ func tolerates(taints []corev1.Taint, tols []corev1.Toleration) bool {
 		}
 		ok := false
 		for _, tol := range tols {
-			if tol.ToleratesTaint(&t) {
+			if scheduling.ToleratesTaint(&tol, &t) {
 				ok = true
 			}
 		}
