@@ -122,8 +122,8 @@ type Metrics struct {
 	// APIWriteInvalid counts the controllers' API writes refused with 422 Unprocessable Entity, by controller, verb
 	// and kind.
 	APIWriteInvalid *prometheus.CounterVec
-	NodePoolUsage               *prometheus.GaugeVec
-	NodePoolLimit               *prometheus.GaugeVec
+	NodePoolUsage   *prometheus.GaugeVec
+	NodePoolLimit   *prometheus.GaugeVec
 	// NodePoolCost is the hourly price of a NodePool's NodeClaims; set it with SetNodePoolCost.
 	NodePoolCost *prometheus.GaugeVec
 	// CostTrackerErrors counts the launched NodeClaims SetNodePoolCost could not price.
