@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,11 +35,23 @@ type patchOp struct {
 // false when stored has no status or no conditions (a new list would replace one made meantime): the caller then
 // writes with a lock. The patch is nil when nothing differs.
 func NodeClaimStatusPatch(stored, nc *karpv1.NodeClaim) (patch []byte, ok bool, err error) {
-	before, err := fieldsOf(stored.Status)
+	return statusPatch(stored.Status, nc.Status, stored.Status.Conditions, nc.Status.Conditions)
+}
+
+// NodePoolStatusPatch is NodeClaimStatusPatch for a NodePool: its counted resources and nodes, observed node
+// class generation and conditions.
+func NodePoolStatusPatch(stored, np *karpv1.NodePool) (patch []byte, ok bool, err error) {
+	return statusPatch(stored.Status, np.Status, stored.Status.Conditions, np.Status.Conditions)
+}
+
+// statusPatch builds the patch between two statuses of one kind (see NodeClaimStatusPatch); the conditions are
+// the statuses' own.
+func statusPatch(storedStatus, status any, storedConds, conds []metav1.Condition) (patch []byte, ok bool, err error) {
+	before, err := fieldsOf(storedStatus)
 	if err != nil {
 		return nil, false, err
 	}
-	after, err := fieldsOf(nc.Status)
+	after, err := fieldsOf(status)
 	if err != nil {
 		return nil, false, err
 	}
@@ -67,7 +79,7 @@ func NodeClaimStatusPatch(stored, nc *karpv1.NodeClaim) (patch []byte, ok bool, 
 			ops = append(ops, patchOp{Op: "remove", Path: "/status/" + k})
 		}
 	}
-	condOps, err := conditionOps(stored.Status.Conditions, nc.Status.Conditions)
+	condOps, err := conditionOps(storedConds, conds)
 	if err != nil {
 		return nil, false, err
 	}
@@ -75,12 +87,12 @@ func NodeClaimStatusPatch(stored, nc *karpv1.NodeClaim) (patch []byte, ok bool, 
 	if len(ops) == 0 {
 		return nil, true, nil
 	}
-	if len(before) == 0 || len(stored.Status.Conditions) == 0 {
+	if len(before) == 0 || len(storedConds) == 0 {
 		return nil, false, nil
 	}
 	out, err := json.Marshal(ops)
 	if err != nil {
-		return nil, false, fmt.Errorf("encoding nodeclaim status patch: %w", err)
+		return nil, false, fmt.Errorf("encoding status patch: %w", err)
 	}
 	return out, true, nil
 }
@@ -135,14 +147,14 @@ func conditionOps(before, after []metav1.Condition) ([]patchOp, error) {
 }
 
 // fieldsOf returns the status's JSON fields.
-func fieldsOf(s karpv1.NodeClaimStatus) (map[string]json.RawMessage, error) {
+func fieldsOf(s any) (map[string]json.RawMessage, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("encoding nodeclaim status: %w", err)
+		return nil, fmt.Errorf("encoding status: %w", err)
 	}
 	out := map[string]json.RawMessage{}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("decoding nodeclaim status: %w", err)
+		return nil, fmt.Errorf("decoding status: %w", err)
 	}
 	return out, nil
 }
@@ -158,15 +170,29 @@ func PatchNodeClaimStatus(ctx context.Context, c client.Client, stored, nc *karp
 	if err != nil {
 		return err
 	}
+	return writeStatus(ctx, c, stored, nc, "nodeclaims", body, ok)
+}
+
+// PatchNodePoolStatus is PatchNodeClaimStatus for a NodePool, whose status the NodePool counter, readiness and
+// registration health write.
+func PatchNodePoolStatus(ctx context.Context, c client.Client, stored, np *karpv1.NodePool) error {
+	body, ok, err := NodePoolStatusPatch(stored, np)
+	if err != nil {
+		return err
+	}
+	return writeStatus(ctx, c, stored, np, "nodepools", body, ok)
+}
+
+func writeStatus(ctx context.Context, c client.Client, stored, obj client.Object, resource string, body []byte, ok bool) error {
 	if !ok {
-		return c.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+		return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
 	}
 	if body == nil {
 		return nil
 	}
-	err = c.Status().Patch(ctx, nc, client.RawPatch(types.JSONPatchType, body))
+	err := c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
 	if failedTest(err) {
-		return apierrors.NewConflict(schema.GroupResource{Group: karpv1.Group, Resource: "nodeclaims"}, nc.Name, err)
+		return apierrors.NewConflict(schema.GroupResource{Group: karpv1.Group, Resource: resource}, obj.GetName(), err)
 	}
 	return err
 }

@@ -176,12 +176,14 @@ func (c *Controller) waitLaunched(_ context.Context, nc *karpv1.NodeClaim) (reco
 	return reconcile.Result{}, !nc.IsTrue(karpv1.ConditionTypeLaunched), nil
 }
 
-// patchStatus writes nc's status if it differs from stored, with optimistic locking.
+// patchStatus writes nc's status if it differs from stored: only the fields and conditions that changed, each
+// changed condition tested to be still as stored read it (deps.PatchNodeClaimStatus); other controllers'
+// conditions and labels written meanwhile no longer make it fail, as a lock on the whole NodeClaim did.
 func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeClaim) error {
 	if equalStatus(stored, nc) {
 		return nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 	}
 	c.deps.Metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, stored.Status.Conditions, nc.Status.Conditions)
