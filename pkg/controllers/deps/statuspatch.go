@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -197,13 +198,22 @@ func writeStatus(ctx context.Context, c client.Client, stored, obj client.Object
 	return err
 }
 
-// failedTest reports whether err is the API server's answer to a JSON patch whose test failed: 422 without
-// causes (a validation error names its fields).
+// failedTest reports whether err is the API server's answer to a JSON patch computed from a stale copy: 422
+// without causes (a failed test; a validation error names its fields), or 422 whose causes are all duplicate
+// conditions (a condition appended that someone else appended since the copy was read).
 func failedTest(err error) bool {
 	var status apierrors.APIStatus
 	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
 		return false
 	}
 	details := status.Status().Details
-	return details == nil || len(details.Causes) == 0
+	if details == nil || len(details.Causes) == 0 {
+		return true
+	}
+	for _, c := range details.Causes {
+		if c.Type != metav1.CauseTypeFieldValueDuplicate || !strings.HasPrefix(c.Field, "status.conditions") {
+			return false
+		}
+	}
+	return true
 }

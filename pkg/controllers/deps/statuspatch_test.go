@@ -87,6 +87,13 @@ func TestNodeClaimStatusWritersDoNotConflict(t *testing.T) {
 	if !apierrors.IsConflict(err) {
 		t.Errorf("changing a condition changed meanwhile: got %v, want a conflict", err)
 	}
+	// Drifted was appended since read: appending it again from the old copy is refused as stale too.
+	err = write(func(n *karpv1.NodeClaim) {
+		meta.SetStatusCondition(&n.Status.Conditions, condition(karpv1.ConditionTypeDrifted, "False", "NotDrifted", later))
+	})
+	if !apierrors.IsConflict(err) {
+		t.Errorf("appending a condition appended meanwhile: got %v, want a conflict", err)
+	}
 	// Dropping a condition from a stale copy works when it is still as read.
 	if err := write(func(n *karpv1.NodeClaim) {
 		meta.RemoveStatusCondition(&n.Status.Conditions, karpv1.ConditionTypeLaunched)
