@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
@@ -193,6 +194,8 @@ func writeStatus(ctx context.Context, c client.Client, stored, obj client.Object
 	}
 	err := c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
 	if failedTest(err) {
+		log.FromContext(ctx).V(1).Info("status patch refused: computed from a stale copy", "name", obj.GetName(),
+			"resource", resource, "patch", string(body), "error", err.Error())
 		return apierrors.NewConflict(schema.GroupResource{Group: karpv1.Group, Resource: resource}, obj.GetName(), err)
 	}
 	return err
