@@ -39,6 +39,9 @@ type Controller struct {
 	deps deps.Deps
 	// launches remembers, by NodeClaim name, launches this controller made that its cache may not show yet.
 	launches *launchMemo
+	// registrations remembers, by NodeClaim name, the registrations this controller wrote that its cache may not
+	// show yet.
+	registrations *registrationMemo
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
 	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy; launchConflicts does so
@@ -60,7 +63,7 @@ const LaunchName = Name + ".launch"
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, launches: newLaunchMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
+	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 
 // Register adds the controller to the manager as two controllers on NodeClaims: the launch workers
@@ -167,6 +170,7 @@ func (c *Controller) addFinalizer(ctx context.Context, nc *karpv1.NodeClaim) (re
 // hold every launch window open to its bound until the note expired.
 func (c *Controller) gone(name string) {
 	c.launches.forget(name)
+	c.registrations.forget(name)
 	c.deps.LaunchNotices.Arrived(name)
 }
 

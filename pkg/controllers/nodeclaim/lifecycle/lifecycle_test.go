@@ -837,3 +837,35 @@ func TestRegistrationRecordsWhyTheNodeIsNotInitialized(t *testing.T) {
 		t.Errorf("the registering pass wrote the NodeClaim's status %d times (%v), want once", len(writes), writes)
 	}
 }
+
+// TestRegistrationNotRepeatedFromStaleCopy: a pass that reads the NodeClaim as it was before this controller
+// registered it (a cache behind the controller's own write) writes nothing, instead of a status write the API
+// server would refuse.
+func TestRegistrationNotRepeatedFromStaleCopy(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("stale-a", "default").Obj())
+	nc := h.reconcileUntil("stale-a", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.create(test.Node("node-stale-a", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	before := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-a"}, before); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileUntil("stale-a", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+	writes := 0
+	d := h.env.Deps
+	d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := h.c
+	c.deps = d
+	res, done, err := c.register(h.ctx, before.DeepCopy())
+	if err != nil || !done || res.RequeueAfter == 0 {
+		t.Errorf("pass on the stale copy: result %+v, done %v, error %v; want a requeue and the pass stopped", res, done, err)
+	}
+	if writes != 0 {
+		t.Errorf("%d status writes from the stale copy, want 0", writes)
+	}
+}
