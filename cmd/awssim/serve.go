@@ -34,6 +34,7 @@ type serveOptions struct {
 	kubernetesVersion string
 	serviceCIDR       string
 	ipFamily          string
+	ipv6OnlySubnets   bool
 	serviceIPv6CIDR   string
 	queues            []string
 	pending           time.Duration
@@ -75,6 +76,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "1.34", "cluster Kubernetes version (EKS and SSM AMI parameters)")
 	f.StringVar(&o.serviceCIDR, "service-cidr", "10.100.0.0/16", "service CIDR EKS DescribeCluster returns")
 	f.StringVar(&o.ipFamily, "ip-family", "ipv4", "cluster IP family, ipv4 or ipv6 (an IPv6 cluster: IPv6 subnets, instances and Nodes; see docs/simulator.md)")
+	f.BoolVar(&o.ipv6OnlySubnets, "ipv6-only-subnets", false, "with --ip-family ipv6: every subnet is IPv6-only (no IPv4 range; instances get no private IPv4 address)")
 	f.StringVar(&o.serviceIPv6CIDR, "service-ipv6-cidr", "fd00:10:96::/108", "IPv6 service CIDR EKS DescribeCluster returns for an IPv6 cluster")
 	f.StringSliceVar(&o.queues, "queues", nil, "SQS queues created in every account (default: the cluster name)")
 	f.DurationVar(&o.pending, "pending-duration", 2*time.Second, "time an instance stays pending before running (and its Node appears)")
@@ -163,6 +165,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	opts := awssim.Options{
 		Region: o.region, Zones: o.zones, ClusterName: o.clusterName, ClusterEndpoint: o.clusterEndpoint,
 		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, IPFamily: o.ipFamily,
+		IPv6OnlySubnets: o.ipv6OnlySubnets,
 		ServiceIPv6CIDR: o.serviceIPv6CIDR, Queues: o.queues, Logger: logger, Seed: o.seed,
 		ResponseDelay: o.responseDelay,
 		Timing: awssim.Timing{Pending: o.pending, ShuttingDown: o.shuttingDown, TerminatedRetention: o.retention,

@@ -75,8 +75,8 @@ not a bill: no savings plans, reserved-instance discounts, EBS volumes or data t
 - The ` + "`karpenter_pods_provisioning_*`" + ` metrics start from the first provisioning pass that found the pod a place, kept
   in memory as Karpenter keeps it: a restarted controller does not observe the pods an earlier process placed.
   ` + "`operator_ec2nodeclass_status_condition_transition_seconds`" + ` is registered but
-  observed only when an EC2NodeClass condition changes status after it was first written, which the end-to-end
-  scenario does not cause.
+  observed only when an EC2NodeClass condition changes status after it was first written (the end-to-end
+  scenario flips ` + "`SubnetsReady`" + ` to see it), not for the first write of its conditions.
 - The nodepool counter counts a NodePool at most about once a second, so ` + "`karpenter_nodepools_usage`" + ` follows
   NodeClaims within about a second; the node series are counted every 5 seconds, as Karpenter does.
 `

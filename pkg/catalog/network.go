@@ -4,7 +4,7 @@ import "slices"
 
 // efaInterfaces is the number of Elastic Fabric Adapter interfaces an instance type takes, for the EFA-capable
 // types the simulator models (from the EC2 documentation of each type's network cards, 2026-11). Types not listed
-// take none.
+// take none. It is the one table of EFA interfaces: the DRA device model (pkg/dra/devices) reads it too.
 var efaInterfaces = map[string]int{
 	"c5n.18xlarge": 1, "c5n.metal": 1, "c6gn.16xlarge": 1, "c6i.32xlarge": 1, "c6in.32xlarge": 2, "c7gn.16xlarge": 1,
 	"c7i.48xlarge": 1, "hpc6a.48xlarge": 1, "hpc7g.16xlarge": 1, "i4i.32xlarge": 1, "m5dn.24xlarge": 1,

@@ -35,6 +35,12 @@ type InstanceType struct {
 	// VolumeLimits are how many volumes of each CSI driver a new node of this type can attach (what its CSINode
 	// will report as allocatable), used until the node has a CSINode; drivers absent are not limited.
 	VolumeLimits map[string]int
+	// LaunchLabels are labels the provider chooses at launch from the NodeClaim's requirements rather than
+	// properties of the type (on AWS: the instance tenancy, the placement group partition), each with the values
+	// it can choose. A pod's requirement on such a key is met by a type offering a value it allows, whether or
+	// not the NodePool names the key (Karpenter's undefined well-known labels); the NodeClaim carries the
+	// requirement to the launch. The map may be shared between types: read only.
+	LaunchLabels map[string][]string
 }
 
 // Overhead is the capacity a Node holds back from pods.

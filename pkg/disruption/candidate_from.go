@@ -3,6 +3,7 @@ package disruption
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 )
@@ -19,12 +20,16 @@ func CandidateFrom(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod, 
 		InstanceType:    labels[corev1.LabelInstanceTypeStable],
 		Zone:            labels[corev1.LabelTopologyZone],
 		CapacityType:    labels[karpv1.CapacityTypeLabelKey],
+		ReservationID:   labels[awsv1.LabelCapacityReservationID],
 		Pods:            pods,
 		NodeAnnotations: node.Annotations,
 		Initialized:     nc.IsTrue(karpv1.ConditionTypeInitialized),
 		Deleting:        !nc.DeletionTimestamp.IsZero() || !node.DeletionTimestamp.IsZero(),
 		Consolidatable:  nc.IsTrue(karpv1.ConditionTypeConsolidatable),
 		CreatedAt:       nc.CreationTimestamp.Time,
+	}
+	if c.ReservationID == "" {
+		c.ReservationID = nc.Labels[awsv1.LabelCapacityReservationID]
 	}
 	if cond := nc.GetCondition(karpv1.ConditionTypeDrifted); cond != nil && cond.Status == "True" {
 		c.Drifted = cond.Reason

@@ -360,6 +360,14 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 		}
 		d.examined[c.NodeClaim] = true
 		if sim.Unschedulable != "" {
+			done, err := d.terminateFirstReserved(ctx, c, karpv1.DisruptionReasonDrifted, d.opts.TerminateFirstDrift)
+			if err != nil {
+				return err
+			}
+			if done {
+				decided++
+				continue
+			}
 			d.stayf(c, StayPodsDoNotFit, "drifted (%s), but it cannot be replaced: %s", c.Drifted, sim.Unschedulable)
 			continue
 		}

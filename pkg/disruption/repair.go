@@ -6,7 +6,6 @@ import (
 	"time"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
-	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Repair says that node repair replaces the candidate (Karpenter v1.15's repair as a disruption method: the
@@ -89,7 +88,11 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 		}
 		d.examined[c.NodeClaim] = true
 		if sim.Unschedulable != "" {
-			if d.terminateFirst(c, sim) {
+			done, err := d.terminateFirst(ctx, c, sim, karpv1.DisruptionReasonUnhealthy, d.opts.TerminateFirstRepair)
+			if err != nil {
+				return err
+			}
+			if done {
 				continue
 			}
 			d.stayf(c, StayRepairBlocked, "unhealthy (%s), but it cannot be replaced: %s", c.Repair.Condition, sim.Unschedulable)
@@ -118,20 +121,4 @@ func (d *decider) acceptReboot(c *Candidate) {
 	d.work.close(c.Node)
 	d.result.Commands = append(d.result.Commands, &Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionReboot,
 		Candidates: []*Candidate{c}})
-}
-
-// terminateFirst adds a terminate-first command for c when TerminateFirstRepair is on and what keeps c from being
-// replaced first is its NodePool's limits (the node itself holds the room its replacement needs), provided the
-// NodePool can launch again (Ready, not being deleted). It reports whether it did.
-func (d *decider) terminateFirst(c *Candidate, sim *simulation) bool {
-	if !d.opts.TerminateFirstRepair || sim.UnschedulableCode != scheduling.ReasonLimits {
-		return false
-	}
-	np := d.snap.NodePools[c.NodePool]
-	if np == nil || !np.DeletionTimestamp.IsZero() || !np.IsTrue(karpv1.ConditionTypeReady) {
-		return false
-	}
-	d.accept(&Command{Reason: karpv1.DisruptionReasonUnhealthy, Decision: DecisionTerminateFirst, Candidates: []*Candidate{c},
-		Savings: c.Price}, nil)
-	return true
 }

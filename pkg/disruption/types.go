@@ -59,6 +59,9 @@ type Candidate struct {
 	Zone         string
 	CapacityType string
 	Price        float64
+	// ReservationID is the capacity reservation the node runs in (its karpenter.k8s.aws/capacity-reservation-id
+	// label), or empty.
+	ReservationID string
 	// Pods are every pod bound to the node that is not terminal.
 	Pods []*corev1.Pod
 	// NodeAnnotations are the Node's annotations (do-not-disrupt).
@@ -90,9 +93,10 @@ const (
 const (
 	DecisionDelete  = "delete"
 	DecisionReplace = "replace"
-	// DecisionTerminateFirst deletes the candidate before any replacement exists (node repair with Karpenter
-	// v1.15's TerminateFirstRepair, when the NodePool's limits leave no room for a replacement): its pods go pending
-	// and the provisioner launches for them once the node is gone.
+	// DecisionTerminateFirst deletes the candidate before any replacement exists (Karpenter v1.15's
+	// TerminateFirstDrift and TerminateFirstRepair, when nothing can launch the replacement while the node holds
+	// what it needs: the room of its full capacity reservation, or its NodePool's limits): its pods go pending and
+	// the provisioner launches for them once the node is gone. Command.TerminateFirstReason says why.
 	DecisionTerminateFirst = "terminate-first"
 	// DecisionReboot reboots the candidate in place (node repair with the AWS gate RebootForRepair): nothing is
 	// launched or deleted, and the pods stay.
@@ -105,9 +109,13 @@ type Command struct {
 	Reason karpv1.DisruptionReason
 	// ConsolidationType is empty, single or multi for consolidation, "" for drift.
 	ConsolidationType string
-	// Decision is delete (no replacement), replace or reboot.
-	Decision   string
-	Candidates []*Candidate
+	// Decision is delete (no replacement), replace, terminate-first or reboot.
+	Decision string
+	// TerminateFirstReason says why a terminate-first command could not launch its replacement first (the
+	// terminate_first_reason label of karpenter_voluntary_disruption_terminate_first_decisions_total); empty for
+	// the other decisions.
+	TerminateFirstReason string
+	Candidates           []*Candidate
 	// Replacements are the NodeClaims to launch (and wait for) before the candidates are deleted.
 	Replacements []*scheduling.NodeClaimPlan
 	// Placements are where the simulation put the candidates' pods that do not go to a replacement: on existing
@@ -245,7 +253,11 @@ type Options struct {
 	// PodDeletionCostManagement is Karpenter v1.15's gate: the controller writes controller.kubernetes.io/
 	// pod-deletion-cost, so the ranking reads only karpenter.sh/disruption-cost.
 	PodDeletionCostManagement bool
-	// TerminateFirstRepair is Karpenter v1.15's gate: an unhealthy node whose replacement the NodePool's limits
-	// leave no room for is deleted first instead of staying.
+	// TerminateFirstRepair is Karpenter v1.15's gate: an unhealthy node whose replacement cannot launch first
+	// (its capacity reservation is full, or its NodePool's limits leave no room) is deleted first instead of
+	// staying.
 	TerminateFirstRepair bool
+	// TerminateFirstDrift is Karpenter v1.15's gate: a drifted node in a full capacity reservation, whose pods
+	// fit once the node gives back its room in the reservation, is deleted first instead of staying.
+	TerminateFirstDrift bool
 }

@@ -37,8 +37,9 @@ func newWorking(c *scheduling.Snapshot) *working {
 
 // apply records a command: its candidates' nodes leave the cluster, the pods its simulation moved go where the
 // simulation put them (onto existing nodes, using their room, or onto the replacements), and each replacement
-// joins as an in-flight node with exactly the room its pods take, so that later simulations count its pods
-// (topology spread, affinity) but put nothing more on it.
+// (or, for a terminate-first command, each node its simulation planned) joins as an in-flight node with exactly
+// the room its pods take, so that later simulations count its pods (topology spread, affinity) but put nothing
+// more on it.
 func (w *working) apply(cmd *Command, sim *simulation) {
 	gone := map[string]bool{}
 	for _, c := range cmd.Candidates {
@@ -55,7 +56,12 @@ func (w *working) apply(cmd *Command, sim *simulation) {
 		return
 	}
 	w.place(sim.plan.Placements, sim.pods, cmd.Message())
-	for _, r := range cmd.Replacements {
+	launched := cmd.Replacements
+	if cmd.Decision == DecisionTerminateFirst {
+		// The provisioner launches these once the candidates are gone; later simulations count them all the same.
+		launched = sim.Replacements
+	}
+	for _, r := range launched {
 		w.replacements++
 		name := fmt.Sprintf("disruption-replacement-%d", w.replacements)
 		labels := map[string]string{}

@@ -18,11 +18,12 @@ import (
 // modelled.
 var features = structured.Features{PrioritizedList: true, PartitionableDevices: true, ConsumableCapacity: true}
 
-// Allocator allocates claims against DeviceClasses. It is safe for concurrent use; its CEL cache is shared by every
-// node it makes.
+// Allocator allocates claims against DeviceClasses. It is safe for concurrent use; its CEL cache and the selector
+// outcomes it remembers per device (see candidates.go) are shared by every node it makes.
 type Allocator struct {
 	classes classLister
 	cache   *cel.Cache
+	memo    *selectorMemo
 }
 
 // NewAllocator returns an allocator over the given DeviceClasses.
@@ -33,7 +34,7 @@ func NewAllocator(classes []*resourcev1.DeviceClass) *Allocator {
 			l.byName[c.Name] = c
 		}
 	}
-	return &Allocator{classes: l, cache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: true})}
+	return &Allocator{classes: l, cache: cel.NewCache(1000, cel.Features{EnableConsumableCapacity: true}), memo: newSelectorMemo()}
 }
 
 type classLister struct {
@@ -124,7 +125,18 @@ func (n *Node) Allocate(ctx context.Context, claims []*resourcev1.ResourceClaim)
 	if len(n.slices) == 0 {
 		return nil, false, nil
 	}
-	alloc, err := structured.NewAllocator(ctx, features, n.state, n.a.classes, n.slices, n.a.cache)
+	slices, excluded := n.narrow(ctx, claims)
+	state := n.state
+	if len(excluded) > 0 {
+		state.AllocatedDevices = n.state.AllocatedDevices.Clone().Insert(excluded...)
+	}
+	return n.allocate(ctx, claims, state, slices)
+}
+
+// allocate is Allocate with the allocator's view of the node's devices given (see narrow).
+func (n *Node) allocate(ctx context.Context, claims []*resourcev1.ResourceClaim, state structured.AllocatedState,
+	slices []*resourcev1.ResourceSlice) (results []resourcev1.AllocationResult, ok bool, err error) {
+	alloc, err := structured.NewAllocator(ctx, features, state, n.a.classes, slices, n.a.cache)
 	if err != nil {
 		return nil, false, fmt.Errorf("creating the structured allocator: %w", err)
 	}
@@ -148,9 +160,15 @@ func (n *Node) Fit(ctx context.Context, claims []*resourcev1.ResourceClaim, max 
 	if len(claims) == 0 {
 		return max, nil
 	}
+	if len(n.slices) == 0 {
+		return 0, nil
+	}
 	c := n.Clone()
+	// The devices the rounds allocate are ones the claims can use, so the others are set aside once, on the copy.
+	slices, excluded := c.narrow(ctx, claims)
+	c.state.AllocatedDevices.Insert(excluded...)
 	for k := 0; k < max; k++ {
-		_, ok, err := c.Allocate(ctx, claims)
+		_, ok, err := c.allocate(ctx, claims, c.state, slices)
 		if err != nil {
 			return k, err
 		}

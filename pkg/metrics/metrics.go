@@ -30,9 +30,12 @@ const (
 	// LabelToStatus is the status a condition changed to, on the transition-time histograms (Karpenter v1.15).
 	LabelToStatus = "to_status"
 	// Labels of the disruption metrics.
-	LabelCapacityType      = "capacity_type"
-	LabelDecision          = "decision"
-	LabelConsolidationType = "consolidation_type"
+	LabelCapacityType = "capacity_type"
+	LabelDecision     = "decision"
+	// LabelTerminateFirstReason says why a terminate-first decision could not launch the replacement first:
+	// no-reserved-capacity, static-at-limit (Karpenter's values) or at-limit (Dovetail's).
+	LabelTerminateFirstReason = "terminate_first_reason"
+	LabelConsolidationType    = "consolidation_type"
 	// Labels of karpenter_nodeclaims_unhealthy_disrupted_total.
 	LabelCondition = "condition"
 	LabelImageID   = "image_id"
@@ -203,6 +206,10 @@ type Metrics struct {
 	DisruptionDecisions *prometheus.CounterVec
 	// DisruptionDecisionsByNodePool counts the same commands once for each NodePool of their candidates.
 	DisruptionDecisionsByNodePool *prometheus.CounterVec
+	// TerminateFirstDecisions counts the terminate-first decisions (a node deleted before its replacement
+	// exists), once for each NodePool of their candidates, by reason and why the replacement could not launch
+	// first (LabelTerminateFirstReason).
+	TerminateFirstDecisions *prometheus.CounterVec
 	// DisruptionFailedValidations counts the candidates of commands the disruption controller decided but did not
 	// start because the cluster had changed (their pods no longer fit, a replacement's NodePool was gone).
 	DisruptionFailedValidations *prometheus.CounterVec
@@ -473,6 +480,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_voluntary_disruption_decisions_by_nodepool_total",
 			Help: helpOf("karpenter_voluntary_disruption_decisions_by_nodepool_total"),
 		}, []string{LabelDecision, LabelReason, LabelConsolidationType, LabelNodePool}),
+		TerminateFirstDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "karpenter_voluntary_disruption_terminate_first_decisions_total",
+			Help: helpOf("karpenter_voluntary_disruption_terminate_first_decisions_total"),
+		}, []string{LabelNodePool, LabelReason, LabelTerminateFirstReason}),
 		DisruptionFailedValidations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_voluntary_disruption_failed_validations_total",
 			Help: helpOf("karpenter_voluntary_disruption_failed_validations_total"),

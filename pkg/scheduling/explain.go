@@ -454,7 +454,7 @@ func (s *solver) analyzePoolTerm(c *class, p *poolInfo, pod *corev1.Pod, podReqs
 			merged[k] = m
 			continue
 		}
-		if p.typeKeys[k] && k != labelHostname {
+		if (p.typeKeys[k] && k != labelHostname) || p.launchKeys[k] {
 			merged[k] = pr
 			continue
 		}
@@ -794,16 +794,25 @@ func topoFix(f *topoFailure, pool string) string {
 type typeFilter struct {
 	keys []string
 	reqs []*Requirement
+	// launch marks the keys whose values the launch chooses (InstanceType.LaunchLabels).
+	launch []bool
 }
 
 func (p *poolInfo) filterFor(reqs Requirements) typeFilter {
 	var f typeFilter
 	for _, k := range reqs.Keys() {
+		if p.launchKeys[k] {
+			f.keys = append(f.keys, k)
+			f.reqs = append(f.reqs, reqs[k])
+			f.launch = append(f.launch, true)
+			continue
+		}
 		if k == labelZone || k == labelCapacityType || !p.typeKeys[k] || p.nodeKeys[k] {
 			continue
 		}
 		f.keys = append(f.keys, k)
 		f.reqs = append(f.reqs, reqs[k])
+		f.launch = append(f.launch, false)
 	}
 	return f
 }
@@ -811,6 +820,12 @@ func (p *poolInfo) filterFor(reqs Requirements) typeFilter {
 // mismatch returns the first key whose requirement t's labels fail, or "".
 func (f typeFilter) mismatch(t *itInfo) string {
 	for i, k := range f.keys {
+		if f.launch[i] {
+			if !launchAllows(t, k, f.reqs[i]) {
+				return k
+			}
+			continue
+		}
 		v, ok := t.labels[k]
 		if !f.reqs[i].Matches(v, ok) {
 			return k

@@ -43,11 +43,14 @@ type poolInfo struct {
 	types    []*itInfo
 	typeKeys map[string]bool // label keys instance types define
 	nodeKeys map[string]bool // label keys the pool itself sets (labels and single-valued requirements)
-	limits   Vec
-	limited  []bool
-	limNodes int64 // -1: unlimited
-	used     Vec   // usage + capacity reserved by planned nodes
-	nodes    int64
+	// launchKeys are label keys some instance type lets the launch choose (InstanceType.LaunchLabels) and none
+	// carries as a label: a pod's requirement on one narrows the node's requirements like an instance type key.
+	launchKeys map[string]bool
+	limits     Vec
+	limited    []bool
+	limNodes   int64 // -1: unlimited
+	used       Vec   // usage + capacity reserved by planned nodes
+	nodes      int64
 }
 
 // sig is a distinct (pool, narrowed requirements) combination with the instance types compatible with it,
@@ -147,11 +150,22 @@ func (s *solver) preparePools() error {
 			for k := range info.labels {
 				p.typeKeys[k] = true
 			}
+			for k := range it.LaunchLabels {
+				if p.launchKeys == nil {
+					p.launchKeys = map[string]bool{}
+				}
+				p.launchKeys[k] = true
+			}
 			p.types = append(p.types, info)
 		}
 		sort.SliceStable(p.types, func(a, b int) bool { return p.types[a].name < p.types[b].name })
 		p.typeKeys[labelZone] = true
 		p.typeKeys[labelCapacityType] = true
+		for k := range p.launchKeys {
+			if p.typeKeys[k] {
+				delete(p.launchKeys, k)
+			}
+		}
 		for k, r := range p.reqs {
 			if !p.typeKeys[k] && r.Finite() {
 				p.nodeKeys[k] = true
@@ -199,6 +213,12 @@ func (s *solver) prepareType(p *poolInfo, it *cloudprovider.InstanceType) *itInf
 // typeCompatible reports whether instance type t can launch under reqs, and its cheapest compatible offering.
 func (p *poolInfo) typeCompatible(t *itInfo, reqs Requirements) (cloudprovider.Offering, bool) {
 	for k, r := range reqs {
+		if p.launchKeys[k] {
+			if !launchAllows(t, k, r) {
+				return cloudprovider.Offering{}, false
+			}
+			continue
+		}
 		if k == labelZone || k == labelCapacityType || !p.typeKeys[k] || p.nodeKeys[k] {
 			continue
 		}
@@ -214,6 +234,21 @@ func (p *poolInfo) typeCompatible(t *itInfo, reqs Requirements) (cloudprovider.O
 		}
 	}
 	return cloudprovider.Offering{}, false
+}
+
+// launchAllows reports whether the launch of t can give label k a value r allows (or, when t lets the launch
+// choose no value of k, whether r allows the label's absence).
+func launchAllows(t *itInfo, k string, r *Requirement) bool {
+	vs, ok := t.it.LaunchLabels[k]
+	if !ok {
+		return r.Matches("", false)
+	}
+	for _, v := range vs {
+		if r.Matches(v, true) {
+			return true
+		}
+	}
+	return false
 }
 
 func reqsKey(poolName string, reqs Requirements) string {

@@ -663,7 +663,7 @@ func (s *solver) computeNarrow(g *sig, cons *constraints) narrowResult {
 			}
 			continue
 		}
-		if p.typeKeys[k] && k != labelHostname {
+		if (p.typeKeys[k] && k != labelHostname) || p.launchKeys[k] {
 			if !changed {
 				reqs = reqs.Copy()
 				changed = true

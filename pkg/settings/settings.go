@@ -113,7 +113,7 @@ type Settings struct {
 	LogOutputPaths []string
 	// LogErrorOutputPaths are where the logger's own errors (a log line it could not write) go.
 	LogErrorOutputPaths []string
-	// IgnoreDRARequests is always true: pods with dynamic resource allocation claims are not provisioned for.
+	// IgnoreDRARequests (true by default) leaves pods with dynamic resource allocation claims out of provisioning.
 	IgnoreDRARequests bool
 	// EKSControlPlane reads the Kubernetes version from EKS DescribeCluster instead of the API server.
 	EKSControlPlane bool

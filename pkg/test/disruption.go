@@ -32,6 +32,12 @@ func (b *CandidateBuilder) Spot() *CandidateBuilder {
 	return b
 }
 
+// Reserved makes it a node in the capacity reservation id.
+func (b *CandidateBuilder) Reserved(id string) *CandidateBuilder {
+	b.c.CapacityType, b.c.ReservationID = karpv1.CapacityTypeReserved, id
+	return b
+}
+
 // Pods adds bound, running pods.
 func (b *CandidateBuilder) Pods(pods ...*corev1.Pod) *CandidateBuilder {
 	for _, p := range pods {

@@ -30,8 +30,9 @@ func TestMain(m *testing.M) {
 			"INTERRUPTION_QUEUE=dovetail",
 			// repair_test.go: node repair on, with the KernelReady toleration shortened to repairToleration. The
 			// other policies keep the provider's 30 minutes, longer than any scenario keeps a node NotReady.
-			// static_test.go: static NodePools (repairv115_test.go: drifted terminate-first at limits.nodes). capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
-			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true,TerminateFirstDrift=true",
+			// static_test.go: static NodePools (repairv115_test.go: drifted terminate-first at limits.nodes, and an
+			// unhealthy node terminate-first at a NodePool's limits). capacitybuffer_test.go: CapacityBuffers. nodeoverlay_test.go: NodeOverlays.
+			"FEATURE_GATES=NodeRepair=true,StaticCapacity=true,CapacityBuffer=true,NodeOverlay=true,TerminateFirstDrift=true,TerminateFirstRepair=true",
 			// repairreboot_test.go: reboot repair (AcceleratedHardwareReady with a GPU fault a reboot clears), its
 			// toleration shortened like KernelReady's, and a node not back from its reboot replaced after 30 s.
 			"AWS_FEATURE_GATES=RebootForRepair=true",

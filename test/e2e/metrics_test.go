@@ -70,9 +70,9 @@ var unscrapedMetrics = map[string]string{
 	"operator_capacitybuffer_termination_current_time_seconds":        "needs a CapacityBuffer",
 	"operator_capacitybuffer_termination_duration_seconds":            "needs a CapacityBuffer",
 	// Karpenter v1.15 features behind feature gates the scenario does not exercise.
-	"karpenter_nodes_reboots_total":                                    "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
-	"karpenter_nodes_reboot_duration_seconds":                          "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
-	"karpenter_nodes_reboot_recovery_duration_seconds":                 "v1.15: needs a reboot for repair (AWS_FEATURE_GATES RebootForRepair)",
+	"karpenter_nodes_reboots_total":                                    "v1.15: needs a reboot for repair; repairreboot_test.go scrapes it",
+	"karpenter_nodes_reboot_duration_seconds":                          "v1.15: needs a reboot for repair; repairreboot_test.go scrapes it",
+	"karpenter_nodes_reboot_recovery_duration_seconds":                 "v1.15: needs a reboot for repair; repairreboot_test.go scrapes it",
 	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "v1.15: feature gate PodDeletionCostManagement",
 	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "v1.15: feature gate PodDeletionCostManagement",
 	"karpenter_voluntary_disruption_terminate_first_decisions_total":   "v1.15: feature gates TerminateFirstDrift, TerminateFirstRepair",
@@ -84,8 +84,7 @@ var unscrapedMetrics = map[string]string{
 // Karpenter"), and notYetLabels the Karpenter labels its metrics still lack, as "metric/label". They are reported,
 // not failed; one that is served now fails the test until it is taken off these lists, so they only shrink.
 var notYetMetrics = map[string]bool{
-	"controller_runtime_reconcile_timeouts_total":               true,
-	"operator_ec2nodeclass_status_condition_transition_seconds": true,
+	"controller_runtime_reconcile_timeouts_total": true,
 }
 
 var notYetLabels = map[string]bool{}
@@ -278,6 +277,10 @@ func TestKarpenterMetricsScraped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the launch in nodepool %s never failed: %v", icePool, err)
 	}
+	// The failing pool's EC2NodeClass loses its subnets and gets them back: SubnetsReady goes True → False → True,
+	// so the EC2NodeClass condition transition histogram has observations, as a Karpenter user's subnet mistake
+	// would give it.
+	flipSubnetsReady(t, icePool)
 	// The failing NodePool and its EC2NodeClass go (their pod stays pending): the EC2NodeClass's termination (it
 	// has a finalizer) is timed.
 	for _, o := range []client.Object{&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: icePool}},
@@ -351,6 +354,45 @@ func TestKarpenterMetricsScraped(t *testing.T) {
 		bodies[i] = sc.body
 	}
 	checkKarpenterMetrics(t, bodies)
+}
+
+// flipSubnetsReady points the EC2NodeClass's subnet selector at no subnet, waits until SubnetsReady is False, puts
+// the selector back and waits until it is True again.
+func flipSubnetsReady(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	nc := &awsv1.EC2NodeClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	terms := nc.Spec.SubnetSelectorTerms
+	set := func(terms []awsv1.SubnetSelectorTerm, want metav1.ConditionStatus) {
+		t.Helper()
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			t.Fatal(err)
+		}
+		base := nc.DeepCopy()
+		nc.Spec.SubnetSelectorTerms = terms
+		if err := env.Client.Patch(ctx, nc, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+		err := framework.Poll(ctx, time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+			got := &awsv1.EC2NodeClass{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+				return false, "", err
+			}
+			c := got.GetCondition(awsv1.ConditionTypeSubnetsReady)
+			if c == nil {
+				return false, "no SubnetsReady condition", nil
+			}
+			return c.Status == want && c.ObservedGeneration == got.Generation, fmt.Sprintf("SubnetsReady %s (generation %d of %d)", c.Status, c.ObservedGeneration, got.Generation), nil
+		})
+		if err != nil {
+			t.Fatalf("ec2nodeclass %s: waiting for SubnetsReady %s: %v", name, want, err)
+		}
+	}
+	set([]awsv1.SubnetSelectorTerm{{Tags: map[string]string{"dovetail.sh/e2e-no-such-subnet": "true"}}}, metav1.ConditionFalse)
+	set(terms, metav1.ConditionTrue)
 }
 
 // checkKarpenterMetrics fails the test with every Karpenter metric missing from all the scrapes, every label name

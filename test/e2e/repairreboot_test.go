@@ -83,8 +83,9 @@ func rebooting(nc *karpv1.NodeClaim) string {
 }
 
 // TestNodeRepairReboot (NodeRepair, AWS gate RebootForRepair): a node reporting a GPU fault a reboot clears is
-// rebooted in place after its toleration (20 s here) and comes back: same NodeClaim, same instance, one
-// RebootInstances call, a new boot ID, the pod still there.
+// drained and rebooted in place after its toleration (20 s here), and comes back: same NodeClaim, same instance, one
+// RebootInstances call, a new boot ID. Its pod was evicted before the call (Karpenter v1.15 drains first) and runs
+// on a node the provisioner launched for it; the reboot counts as a disruption of reason unhealthy.
 func TestNodeRepairReboot(t *testing.T) {
 	ctx := context.Background()
 	const pool = "repair-reboot"
@@ -95,9 +96,13 @@ func TestNodeRepairReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	bootID := node.Status.NodeInfo.BootID
+	before, err := env.Pods(ctx, pool, map[string]string{"app": "app"})
+	if err != nil || len(before) != 1 {
+		t.Fatalf("pods before the fault: %d (%v), want 1", len(before), err)
+	}
 	setGPUFault(ctx, t, claim.Status.NodeName)
 
-	err := framework.Poll(ctx, 90*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
+	err = framework.Poll(ctx, 90*time.Second, time.Second, func(ctx context.Context) (bool, string, error) {
 		nc := &karpv1.NodeClaim{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Name}, nc); err != nil {
 			return false, "", err
@@ -107,12 +112,13 @@ func TestNodeRepairReboot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waiting for the reboot: %v\n%s", err, env.Describe(pool, pool))
 	}
-	claims, err := env.NodeClaims(ctx, pool)
-	if err != nil {
+	after := &karpv1.NodeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Name}, after); err != nil {
 		t.Fatal(err)
 	}
-	if len(claims) != 1 || claims[0].UID != claim.UID || claims[0].Status.ProviderID != claim.Status.ProviderID || !claims[0].DeletionTimestamp.IsZero() {
-		t.Errorf("after the reboot: %d nodeclaims, want the same one (%s, %s)", len(claims), claim.Name, claim.Status.ProviderID)
+	if after.UID != claim.UID || after.Status.ProviderID != claim.Status.ProviderID || !after.DeletionTimestamp.IsZero() {
+		t.Errorf("after the reboot: nodeclaim %s (%s, deleting %v), want the same one in service (%s)", after.Name,
+			after.Status.ProviderID, !after.DeletionTimestamp.IsZero(), claim.Status.ProviderID)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, node); err != nil {
 		t.Fatal(err)
@@ -132,13 +138,29 @@ func TestNodeRepairReboot(t *testing.T) {
 		t.Errorf("instance %s: %v %v, want running", id, st, err)
 	}
 	waitRunning(t, pool, map[string]string{"app": "app"}, 1, time.Minute)
+	pods, err := env.Pods(ctx, pool, map[string]string{"app": "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Name == before[0].Name {
+			t.Errorf("pod %s was not drained before the reboot", p.Name)
+		}
+	}
 	if v, err := env.MetricSum(ctx, "karpenter_nodes_reboots_total", map[string]string{"result": "succeeded"}); err != nil || v < 1 {
 		t.Errorf("karpenter_nodes_reboots_total{result=succeeded} = %v (%v), want at least 1", v, err)
+	}
+	if v, err := env.MetricSum(ctx, "karpenter_nodeclaims_disrupted_total", map[string]string{"reason": "unhealthy", "nodepool": pool}); err != nil || v < 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=unhealthy,nodepool=%s} = %v (%v), want at least 1", pool, v, err)
+	}
+	if v, err := env.MetricSum(ctx, "karpenter_pods_drained_total", map[string]string{"reason": "unhealthy"}); err != nil || v < 1 {
+		t.Errorf("karpenter_pods_drained_total{reason=unhealthy} = %v (%v), want at least 1", v, err)
 	}
 }
 
 // TestNodeRepairRebootNotBack (RebootForRepair, the simulator's reboot-hang fault): a node whose reboot does not
-// bring it back within the observation window (30 s here) is replaced: its NodeClaim deleted, a new node for its pod.
+// bring it back within the observation window (30 s here) is replaced: its NodeClaim deleted. Its pod, drained before
+// the reboot, runs on a new node.
 func TestNodeRepairRebootNotBack(t *testing.T) {
 	ctx := context.Background()
 	const pool = "repair-reboot-hang"
@@ -158,14 +180,17 @@ func TestNodeRepairRebootNotBack(t *testing.T) {
 			return false, "", err
 		}
 		var states []string
-		replaced := false
+		replaced, gone := false, true
 		for _, c := range claims {
 			states = append(states, fmt.Sprintf("%s %s deleting=%v", c.Name, rebooting(&c), !c.DeletionTimestamp.IsZero()))
 			if c.UID != claim.UID && c.IsTrue(karpv1.ConditionTypeInitialized) {
 				replaced = true
 			}
+			if c.UID == claim.UID && c.DeletionTimestamp.IsZero() {
+				gone = false
+			}
 		}
-		return replaced, strings.Join(states, "; "), nil
+		return replaced && gone, strings.Join(states, "; "), nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for the replacement: %v\n%s", err, env.Describe(pool, pool))

@@ -179,4 +179,108 @@ func TestStaticDriftTerminateFirst(t *testing.T) {
 	if !strings.Contains(strings.Join(events, "\n"), "terminate-first") {
 		t.Errorf("no terminate-first deletion among the NodePool's events:\n%s", strings.Join(events, "\n"))
 	}
+	match := map[string]string{"nodepool": pool, "reason": "drifted", "terminate_first_reason": "static-at-limit"}
+	if v, err := env.MetricSum(ctx, "karpenter_voluntary_disruption_terminate_first_decisions_total", match); err != nil || v != 2 {
+		t.Errorf("karpenter_voluntary_disruption_terminate_first_decisions_total%v = %v (%v), want 2", match, v, err)
+	}
+}
+
+// TestNodeRepairTerminateFirst (NodeRepair, TerminateFirstRepair): a NodePool at its limits.nodes of 2, one pod on
+// each node, has no room to launch a replacement for an unhealthy node first; terminate-first deletes the node
+// before any replacement exists, and the provisioner replaces it once it is gone, never above the limit. The
+// decision is counted in karpenter_voluntary_disruption_terminate_first_decisions_total.
+func TestNodeRepairTerminateFirst(t *testing.T) {
+	ctx := context.Background()
+	const pool = "repair-tf"
+	// One pod per node: m5.large has 2 cpu, each pod asks for 1500m.
+	setupPool(t, pool, framework.PoolOptions{ConsolidateAfter: "Never", InstanceTypes: []string{"m5.large"},
+		Limits: map[string]any{"nodes": "2"}, Budgets: []map[string]any{{"nodes": "1"}}})
+	labels := map[string]string{"app": "app"}
+	if err := env.Client.Create(ctx, framework.Deployment(pool, "app", pool, 2, "1500m", "1Gi")); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, pool, labels, 2, 2*time.Minute)
+	claims, err := env.NodeClaims(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 2 {
+		t.Fatalf("%d nodeclaims, want 2", len(claims))
+	}
+	sick := claims[0]
+
+	// Sample the pool while repair runs: never more than 2 NodeClaims (the limit), and no replacement launched by
+	// the disruption controller (dovetail.sh/replacement-for): the provisioner launches the new node.
+	var mu sync.Mutex
+	var violations []string
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for wctx.Err() == nil {
+			if cs, err := env.NodeClaims(wctx, pool); err == nil {
+				mu.Lock()
+				if len(cs) > 2 {
+					violations = append(violations, fmt.Sprintf("%s: %d nodeclaims, above limits.nodes 2", time.Now().Format("15:04:05.000"), len(cs)))
+				}
+				for _, c := range cs {
+					if c.Annotations["dovetail.sh/replacement-for"] != "" {
+						violations = append(violations, fmt.Sprintf("%s: replacement %s launched first", time.Now().Format("15:04:05.000"), c.Name))
+					}
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-wctx.Done():
+			case <-time.After(200 * time.Millisecond): // sampling interval, not a wait for state
+			}
+		}
+	}()
+	defer func() {
+		stop()
+		wg.Wait()
+		if len(violations) > 0 {
+			t.Errorf("%d samples broke terminate-first or the limit:\n%s", len(violations), strings.Join(violations[:min(len(violations), 10)], "\n"))
+		}
+	}()
+
+	setKernelReady(ctx, t, sick.Status.NodeName)
+	start := time.Now()
+	err = framework.Poll(ctx, 2*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		cs, err := env.NodeClaims(ctx, pool)
+		if err != nil {
+			return false, "", err
+		}
+		names := []string{}
+		for _, c := range cs {
+			if c.Name == sick.Name {
+				return false, "the unhealthy nodeclaim " + sick.Name + " is still there", nil
+			}
+			names = append(names, c.Name)
+		}
+		pods, err := env.Pods(ctx, pool, labels)
+		if err != nil {
+			return false, "", err
+		}
+		running := 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		return len(cs) == 2 && running == 2, fmt.Sprintf("nodeclaims %v, %d pods running", names, running), nil
+	})
+	if err != nil {
+		t.Fatalf("terminate-first repair: %v\n%s", err, env.LogTail("dovetail", 40))
+	}
+	t.Logf("the unhealthy node replaced terminate-first in %.1fs", time.Since(start).Seconds())
+	body, err := scrapeController(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `karpenter_voluntary_disruption_terminate_first_decisions_total{nodepool="` + pool + `",reason="unhealthy",terminate_first_reason="at-limit"} 1`
+	if !strings.Contains(body, want) {
+		t.Errorf("metrics lack %s", want)
+	}
 }

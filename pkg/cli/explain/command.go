@@ -39,6 +39,9 @@ type Options struct {
 	MinValuesPolicy  string
 	// NodeRepairTolerations is the controller's NODE_REPAIR_TOLERATIONS (explain node's repair line).
 	NodeRepairTolerations string
+	// DRA are the controller's settings for pods with resource claims (IGNORE_DRA_REQUESTS, AWS_FEATURE_GATES):
+	// explain pod says the controller leaves such a pod out, or plans its claims as the controller would.
+	DRA simulate.DRASettings
 	// Clock gives the time budgets are evaluated at (default: the real clock).
 	Clock clock.PassiveClock
 }
@@ -57,7 +60,7 @@ func (o *Options) validate() error {
 	if o.FromAWS && o.InstanceTypesFile != "" {
 		return fmt.Errorf("--from-aws and --instance-types are exclusive")
 	}
-	return nil
+	return o.DRA.Validate()
 }
 
 // NewCommand returns the `explain` command with its `pod` and `node` subcommands.
@@ -94,6 +97,7 @@ disruption command already in progress on it, if any.`,
 	f.StringVar(&o.ControllerNamespace, "controller-namespace", "kube-system", "namespace the controller runs in: explain reads the offerings it holds unavailable from its ConfigMap there")
 	f.StringVar(&o.ClusterName, "cluster-name", os.Getenv("CLUSTER_NAME"), "cluster name for --from-aws (default: CLUSTER_NAME)")
 	f.StringVar(&o.LeaseName, "leader-election-name", leaseNameDefault(), "the controller's leader Lease name (default: LEADER_ELECTION_NAME, else Karpenter's karpenter-leader-election)")
+	simulate.AddDRAFlags(f, &o.DRA)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "pod NAMESPACE/NAME",
 		Short: "Explain why a pending pod has no capacity, NodePool by NodePool",

@@ -68,11 +68,11 @@ type DecisionCommand struct {
 type CommandInProgress = ctrldisruption.Record
 
 // controllerSettings are the controller settings the command was given (--feature-gates, --preference-policy,
-// --min-values-policy, --node-repair-tolerations), validated by the controller's own parser.
+// --min-values-policy, --node-repair-tolerations, --aws-feature-gates), validated by the controller's own parser.
 func (o *Options) controllerSettings() (*settings.Settings, error) {
 	args := []string{"--cluster-name", "dovetailctl-explain"}
 	for _, f := range []struct{ flag, value string }{{"feature-gates", o.FeatureGates}, {"preference-policy", o.PreferencePolicy},
-		{"min-values-policy", o.MinValuesPolicy}, {"node-repair-tolerations", o.NodeRepairTolerations}} {
+		{"min-values-policy", o.MinValuesPolicy}, {"node-repair-tolerations", o.NodeRepairTolerations}, {"aws-feature-gates", o.DRA.AWSFeatureGates}} {
 		if f.value != "" {
 			args = append(args, "--"+f.flag, f.value)
 		}

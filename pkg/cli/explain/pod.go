@@ -24,6 +24,9 @@ type PodReport struct {
 	Pod string `json:"pod"`
 	// BoundTo is the node a pod that is no longer pending is bound to.
 	BoundTo string `json:"boundTo,omitempty"`
+	// Ignored is the reason the controller leaves the pod out of provisioning: it has resource claims and
+	// IGNORE_DRA_REQUESTS is true (--ignore-dra-requests).
+	Ignored string `json:"ignored,omitempty"`
 	// Warnings are problems reading the cluster or AWS that may make the analysis incomplete.
 	Warnings []string `json:"warnings,omitempty"`
 	// NotLeading says, per leader Lease another autoscaler (Karpenter) holds, that the controller waits and
@@ -61,7 +64,11 @@ func RunPod(ctx context.Context, c client.Reader, o *Options, key types.Namespac
 	if isDaemonOrMirror(&pod) {
 		return fmt.Errorf("pod %s belongs to a DaemonSet: the kube-scheduler places it on its node and Dovetail counts it only as overhead on new nodes", key)
 	}
-	cl, err := simulate.ReadCluster(ctx, c, o.Region, o.InstanceTypesFile)
+	if why := o.DRA.IgnoredReason(&pod); why != "" {
+		r.Ignored = why
+		return r.write(o.Output, w)
+	}
+	cl, err := simulate.ReadCluster(ctx, c, o.Region, o.InstanceTypesFile, o.DRA)
 	if err != nil {
 		return err
 	}
@@ -123,6 +130,11 @@ func (r *PodReport) write(format string, w io.Writer) error {
 	l := &lineWriter{w: w}
 	if r.BoundTo != "" {
 		l.printf("Pod %s is bound to node %s: it is not pending. Try \"dovetailctl explain node %s\".\n", r.Pod, r.BoundTo, r.BoundTo)
+		return l.err
+	}
+	if r.Ignored != "" {
+		l.printf("Pod %s is left out of provisioning: %s.\n", r.Pod, r.Ignored)
+		l.printf("If the controller runs with IGNORE_DRA_REQUESTS=false, pass --ignore-dra-requests=false to see how its claims are planned.\n")
 		return l.err
 	}
 	e := r.Explanation

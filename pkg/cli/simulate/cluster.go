@@ -29,6 +29,8 @@ type clusterState struct {
 	nodeClasses []*awsv1.EC2NodeClass
 	skipped     []SkippedNodePool
 	overlays    []karpv1alpha1.NodeOverlay
+	// held are the pending pods the controller leaves out for their resource claims (IGNORE_DRA_REQUESTS=true).
+	held []*corev1.Pod
 }
 
 // SkippedNodePool is a NodePool of the cluster that the provisioner does not launch nodes from, and why.
@@ -39,12 +41,12 @@ type SkippedNodePool struct {
 
 // clusterSnapshot reads pending pods, nodes with their pods, in-flight NodeClaims, NodePools, EC2NodeClasses,
 // DaemonSets and volume objects from the cluster the kubeconfig points at.
-func clusterSnapshot(ctx context.Context, kubeconfig string) (*clusterState, error) {
+func clusterSnapshot(ctx context.Context, kubeconfig string, dra DRASettings) (*clusterState, error) {
 	c, err := NewClient(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--from-cluster: %w", err)
 	}
-	return readCluster(ctx, c)
+	return readCluster(ctx, c, dra)
 }
 
 // NewClient returns a client for the cluster the kubeconfig points at ("": KUBECONFIG or ~/.kube/config), with
@@ -68,13 +70,17 @@ type Cluster struct {
 	// left out (conflict, runtime validation).
 	Overlays   []karpv1alpha1.NodeOverlay
 	NotApplied []NotAppliedOverlay
+	// Held are the pending pods left out of the snapshot for their resource claims, as the controller leaves them
+	// out with IGNORE_DRA_REQUESTS=true.
+	Held []*corev1.Pod
 }
 
 // ReadCluster builds the snapshot --from-cluster uses (pending pods, nodes with their pods, in-flight NodeClaims,
 // NodePools with usage, EC2NodeClasses, DaemonSets, volumes) and fills its instance types the way simulate does:
 // from instanceTypesFile when set, else from the built-in catalog for region with each NodePool's EC2NodeClass.
-func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile string) (*Cluster, error) {
-	cs, err := readCluster(ctx, c)
+// Pending pods with resource claims are held out or planned with their claims as dra says.
+func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile string, dra DRASettings) (*Cluster, error) {
+	cs, err := readCluster(ctx, c, dra)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +91,7 @@ func ReadCluster(ctx context.Context, c client.Reader, region, instanceTypesFile
 	notApplied := ApplyOverlays(cs.overlays, cs.nodePools, types)
 	cs.snapshot.InstanceTypes = types
 	return &Cluster{Snapshot: cs.snapshot, NodePools: cs.nodePools, NodeClasses: cs.nodeClasses, Skipped: cs.skipped,
-		Overlays: cs.overlays, NotApplied: notApplied}, nil
+		Overlays: cs.overlays, NotApplied: notApplied, Held: cs.held}, nil
 }
 
 // ClusterOverlays returns the cluster's NodeOverlays that the controller applies: all of them but those it reports
@@ -116,7 +122,11 @@ func InstanceTypes(region, instanceTypesFile string, pools []*karpv1.NodePool, c
 	return o.instanceTypes(pools, classes)
 }
 
-func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
+func readCluster(ctx context.Context, c client.Reader, dra DRASettings) (*clusterState, error) {
+	nvidiaGPU, efa, err := dra.validate()
+	if err != nil {
+		return nil, err
+	}
 	var (
 		pods    corev1.PodList
 		nodes   corev1.NodeList
@@ -208,8 +218,11 @@ func readCluster(ctx context.Context, c client.Reader) (*clusterState, error) {
 	for i := range scs.Items {
 		snap.StorageClasses = append(snap.StorageClasses, &scs.Items[i])
 	}
-	if snap.DRA, err = readDRA(ctx, c, snap.Pods); err != nil {
-		return nil, err
+	snap.Pods, out.held = dra.holdDRAPods(snap.Pods)
+	if !dra.IgnoreDRARequests {
+		if snap.DRA, err = readDRA(ctx, c, snap.Pods, nvidiaGPU, efa); err != nil {
+			return nil, err
+		}
 	}
 	if len(out.nodePools) == 0 {
 		if len(out.skipped) == 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -26,6 +27,8 @@ type Options struct {
 	FromCluster       bool
 	Kubeconfig        string
 	Output            string
+	// DRA are the controller's settings for pods with resource claims (IGNORE_DRA_REQUESTS, AWS_FEATURE_GATES).
+	DRA DRASettings
 }
 
 // NewCommand returns the `simulate` command.
@@ -42,10 +45,17 @@ lower bound, the pods that fit on existing nodes, and why any pod could not be p
 and Jobs are expanded to their replicas, DaemonSets add overhead to every node they would run on.
 --nodepools takes NodePool YAML, optionally with EC2NodeClasses (their kubelet settings change node capacity).
 --instance-types takes a JSON array of {name, capacity, overhead, labels, offerings[{zone, capacityType, price,
-available}]}; without it the built-in catalog for --region is used.`,
+available}]}; without it the built-in catalog for --region is used.
+
+Pods with resource claims are treated as the controller treats them: with --ignore-dra-requests (the controller's
+IGNORE_DRA_REQUESTS, true by default as in Karpenter) they are left out and listed as unschedulable with the
+controller's reason; with --ignore-dra-requests=false their claims are planned against DeviceClasses,
+ResourceClaimTemplates and ResourceClaims (from the cluster, or from the --pods file) and the device models of the
+AWS feature gates DRANVIDIAGPU and DRAEFA given with --aws-feature-gates.`,
 		Example: `  dovetailctl simulate --pods workload.yaml --nodepools nodepools.yaml
   dovetailctl simulate --pods pods.json --nodepools np.yaml --instance-types types.json -o json
-  dovetailctl simulate --from-cluster`,
+  dovetailctl simulate --from-cluster
+  dovetailctl simulate --from-cluster --ignore-dra-requests=false --aws-feature-gates DRANVIDIAGPU=true,DRAEFA=true`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return Run(cmd.Context(), o, cmd.OutOrStdout())
@@ -59,6 +69,7 @@ available}]}; without it the built-in catalog for --region is used.`,
 	f.BoolVar(&o.FromCluster, "from-cluster", false, "snapshot pending pods, nodes, NodeClaims and NodePools from the current kubeconfig")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for --from-cluster (default: KUBECONFIG or ~/.kube/config)")
 	f.StringVarP(&o.Output, "output", "o", "table", "output format: table or json")
+	AddDRAFlags(f, &o.DRA)
 	return cmd
 }
 
@@ -70,18 +81,23 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	if o.Output != "table" && o.Output != "json" {
 		return fmt.Errorf("--output: %q is not one of table, json", o.Output)
 	}
+	nvidiaGPU, efa, err := o.DRA.validate()
+	if err != nil {
+		return err
+	}
 	var snap *scheduling.Snapshot
 	var nodeClasses []*awsv1.EC2NodeClass
 	var pools []*karpv1.NodePool
 	var skipped []SkippedNodePool
 	var overlays []karpv1alpha1.NodeOverlay
+	var held []*corev1.Pod
 	switch {
 	case o.FromCluster:
-		cs, err := clusterSnapshot(ctx, o.Kubeconfig)
+		cs, err := clusterSnapshot(ctx, o.Kubeconfig, o.DRA)
 		if err != nil {
 			return err
 		}
-		snap, pools, nodeClasses, skipped, overlays = cs.snapshot, cs.nodePools, cs.nodeClasses, cs.skipped, cs.overlays
+		snap, pools, nodeClasses, skipped, overlays, held = cs.snapshot, cs.nodePools, cs.nodeClasses, cs.skipped, cs.overlays, cs.held
 	default:
 		if o.PodsFile == "" {
 			return fmt.Errorf("--pods is required (or use --from-cluster)")
@@ -105,6 +121,12 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 			snap.NodePools = append(snap.NodePools, adapt.NodePool(np, nil))
 		}
 		pools, nodeClasses, overlays = objs.nodePools, objs.nodeClasses, objs.overlays
+		snap.Pods, held = o.DRA.holdDRAPods(snap.Pods)
+		if !o.DRA.IgnoreDRARequests {
+			if snap.DRA, err = objs.dra(nvidiaGPU, efa); err != nil {
+				return err
+			}
+		}
 	}
 	types, err := o.instanceTypes(pools, nodeClasses)
 	if err != nil {
@@ -120,6 +142,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	if err := r.explainClaims(ctx, snap); err != nil {
 		return err
 	}
+	r.addHeld(held)
 	r.SkippedNodePools = skipped
 	r.NodeOverlays = notApplied
 	if o.Output == "json" {

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -23,15 +24,20 @@ import (
 
 // objects are the Kubernetes objects read from the input files.
 type objects struct {
-	pods         []*corev1.Pod
-	daemonSets   []*appsv1.DaemonSet
-	pvcs         []*corev1.PersistentVolumeClaim
-	pvs          []*corev1.PersistentVolume
-	scs          []*storagev1.StorageClass
-	nodePools    []*karpv1.NodePool
-	nodeClasses  []*awsv1.EC2NodeClass
-	overlays     []karpv1alpha1.NodeOverlay
-	generatedIDs int
+	pods        []*corev1.Pod
+	daemonSets  []*appsv1.DaemonSet
+	pvcs        []*corev1.PersistentVolumeClaim
+	pvs         []*corev1.PersistentVolume
+	scs         []*storagev1.StorageClass
+	nodePools   []*karpv1.NodePool
+	nodeClasses []*awsv1.EC2NodeClass
+	overlays    []karpv1alpha1.NodeOverlay
+	// deviceClasses, claimTemplates and claims are what pods' resource claims are planned against with
+	// --ignore-dra-requests=false.
+	deviceClasses  []*resourcev1.DeviceClass
+	claimTemplates []*resourcev1.ResourceClaimTemplate
+	claims         []*resourcev1.ResourceClaim
+	generatedIDs   int
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -225,12 +231,60 @@ func (o *objects) add(doc labelled) error {
 			return fmt.Errorf("%s: NodeOverlay: metadata.name is required", doc.where)
 		}
 		o.overlays = append(o.overlays, no)
+	case "DeviceClass":
+		var dc resourcev1.DeviceClass
+		if err := strict(doc, &dc); err != nil {
+			return err
+		}
+		o.deviceClasses = append(o.deviceClasses, &dc)
+	case "ResourceClaimTemplate":
+		var t resourcev1.ResourceClaimTemplate
+		if err := strict(doc, &t); err != nil {
+			return err
+		}
+		if t.Namespace == "" {
+			t.Namespace = "default"
+		}
+		defaultClaimSpec(&t.Spec.Spec)
+		o.claimTemplates = append(o.claimTemplates, &t)
+	case "ResourceClaim":
+		var c resourcev1.ResourceClaim
+		if err := strict(doc, &c); err != nil {
+			return err
+		}
+		if c.Namespace == "" {
+			c.Namespace = "default"
+		}
+		defaultClaimSpec(&c.Spec)
+		o.claims = append(o.claims, &c)
 	case "":
 		return fmt.Errorf("%s: missing kind", doc.where)
 	default:
-		return fmt.Errorf("%s: unsupported kind %q (want Pod, Deployment, StatefulSet, ReplicaSet, Job, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, NodePool, EC2NodeClass or NodeOverlay)", doc.where, tm.Kind)
+		return fmt.Errorf("%s: unsupported kind %q (want Pod, Deployment, StatefulSet, ReplicaSet, Job, DaemonSet, PersistentVolumeClaim, PersistentVolume, StorageClass, NodePool, EC2NodeClass, NodeOverlay, DeviceClass, ResourceClaimTemplate or ResourceClaim)", doc.where, tm.Kind)
 	}
 	return nil
+}
+
+// defaultClaimSpec sets what the API server defaults in a claim's requests: allocationMode ExactCount, and a count
+// of 1 for it.
+func defaultClaimSpec(spec *resourcev1.ResourceClaimSpec) {
+	def := func(mode *resourcev1.DeviceAllocationMode, count *int64) {
+		if *mode == "" {
+			*mode = resourcev1.DeviceAllocationModeExactCount
+		}
+		if *mode == resourcev1.DeviceAllocationModeExactCount && *count == 0 {
+			*count = 1
+		}
+	}
+	for i := range spec.Devices.Requests {
+		r := &spec.Devices.Requests[i]
+		if r.Exactly != nil {
+			def(&r.Exactly.AllocationMode, &r.Exactly.Count)
+		}
+		for j := range r.FirstAvailable {
+			def(&r.FirstAvailable[j].AllocationMode, &r.FirstAvailable[j].Count)
+		}
+	}
 }
 
 func validateNodePool(np *karpv1.NodePool) error {

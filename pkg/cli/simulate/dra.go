@@ -22,11 +22,11 @@ import (
 const DRANamespace = "kube-system"
 
 // readDRA gathers what pending pods' resource claims are planned against, as the controller does with
-// IGNORE_DRA_REQUESTS=false and the AWS gates DRANVIDIAGPU and DRAEFA on: the cluster's ResourceClaims,
-// ResourceClaimTemplates, DeviceClasses and ResourceSlices, and the built-in device models of the catalog with
-// the overrides of the dovetail-dra-device-models ConfigMap. It returns nil when no pending pod has claims or the
-// API server does not serve resource.k8s.io/v1.
-func readDRA(ctx context.Context, c client.Reader, pending []*corev1.Pod) (*scheduling.DRA, error) {
+// IGNORE_DRA_REQUESTS=false: the cluster's ResourceClaims, ResourceClaimTemplates, DeviceClasses and
+// ResourceSlices, and the device models of the catalog (the built-in ones of the AWS gates DRANVIDIAGPU and DRAEFA
+// that are on) with the overrides of the dovetail-dra-device-models ConfigMap. It returns nil when no pending pod
+// has claims or the API server does not serve resource.k8s.io/v1.
+func readDRA(ctx context.Context, c client.Reader, pending []*corev1.Pod, nvidiaGPU, efa bool) (*scheduling.DRA, error) {
 	withClaims := false
 	for _, p := range pending {
 		if len(p.Spec.ResourceClaims) > 0 {
@@ -70,7 +70,7 @@ func readDRA(ctx context.Context, c client.Reader, pending []*corev1.Pod) (*sche
 	if err != nil {
 		return nil, fmt.Errorf("loading the instance type catalog for DRA device models: %w", err)
 	}
-	models, err := devices.New(cat, devices.Options{NVIDIAGPU: true, EFA: true, Overrides: overrides})
+	models, err := devices.New(cat, devices.Options{NVIDIAGPU: nvidiaGPU, EFA: efa, Overrides: overrides})
 	if err != nil {
 		return nil, fmt.Errorf("--from-cluster: configmap %s/%s key %s: %w", DRANamespace, devices.OverridesConfigMap, devices.OverridesKey, err)
 	}
@@ -89,4 +89,28 @@ func readDRA(ctx context.Context, c client.Reader, pending []*corev1.Pod) (*sche
 	}
 	sort.Slice(d.Slices, func(i, j int) bool { return d.Slices[i].Name < d.Slices[j].Name })
 	return d, nil
+}
+
+// dra is readDRA for the objects of the input files: their DeviceClasses, ResourceClaimTemplates and
+// ResourceClaims, and the built-in device models of the gates that are on. It returns nil when no pod has claims.
+func (o *objects) dra(nvidiaGPU, efa bool) (*scheduling.DRA, error) {
+	withClaims := false
+	for _, p := range o.pods {
+		if len(p.Spec.ResourceClaims) > 0 {
+			withClaims = true
+			break
+		}
+	}
+	if !withClaims {
+		return nil, nil
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading the instance type catalog for DRA device models: %w", err)
+	}
+	models, err := devices.New(cat, devices.Options{NVIDIAGPU: nvidiaGPU, EFA: efa})
+	if err != nil {
+		return nil, fmt.Errorf("DRA device models: %w", err)
+	}
+	return &scheduling.DRA{Models: models, DeviceClasses: o.deviceClasses, ClaimTemplates: o.claimTemplates, Claims: o.claims}, nil
 }

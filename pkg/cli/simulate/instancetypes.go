@@ -145,6 +145,9 @@ func catalogInstanceTypes(cat *catalog.Catalog, region string, nc *awsv1.EC2Node
 		kubelet = instancetype.KubeletOf(nc.Spec.Kubelet, nil)
 	}
 	settings := instancetype.Settings{VMMemoryOverheadPercent: 0.075}
+	// As the controller's: the launch chooses the tenancy (a placement group's partitions need the group, which
+	// the catalog does not know).
+	launch := map[string][]string{awsv1.LabelInstanceTenancy: instancetype.TenancyValues()}
 	var out []*cloudprovider.InstanceType
 	for _, t := range cat.TypesIn(region) {
 		shape, err := instancetype.Compute(fromcatalog.Info(t), kubelet, settings)
@@ -154,7 +157,8 @@ func catalogInstanceTypes(cat *catalog.Catalog, region string, nc *awsv1.EC2Node
 			}
 			continue // a catalog entry the arithmetic cannot handle (no vCPU or memory figures)
 		}
-		it := &cloudprovider.InstanceType{Name: t.Name, Labels: shape.Labels, Capacity: shape.Capacity, Overhead: shape.Overhead}
+		it := &cloudprovider.InstanceType{Name: t.Name, Labels: shape.Labels, Capacity: shape.Capacity, Overhead: shape.Overhead,
+			LaunchLabels: launch}
 		ro := t.Offerings[region]
 		for _, z := range ro.Zones {
 			if ro.OnDemandUSD > 0 {

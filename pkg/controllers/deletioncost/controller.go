@@ -37,18 +37,9 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
 // Register runs a pass every Interval (on the injected clock) while the manager is leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if _, err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "pod deletion cost pass failed; the next one retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "pod deletion cost pass failed; the next one retries", func(ctx context.Context) error {
+		_, err := c.Reconcile(ctx)
+		return err
 	}))
 }
 

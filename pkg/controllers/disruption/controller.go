@@ -358,6 +358,7 @@ func DecisionOptions(s *settings.Settings) core.Options {
 		Scheduling:                adapter.New(s).Options,
 		PodDeletionCostManagement: s.FeatureEnabled(settings.FeaturePodDeletionCostManagement),
 		TerminateFirstRepair:      s.FeatureEnabled(settings.FeatureTerminateFirstRepair),
+		TerminateFirstDrift:       s.FeatureEnabled(settings.FeatureTerminateFirstDrift),
 	}
 }
 

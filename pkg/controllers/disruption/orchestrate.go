@@ -143,6 +143,9 @@ func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, 
 		if !pools[cand.NodePool] {
 			pools[cand.NodePool] = true
 			c.deps.Metrics.DisruptionDecisionsByNodePool.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType, cand.NodePool).Inc()
+			if cmd.TerminateFirstReason != "" {
+				c.deps.Metrics.TerminateFirstDecisions.WithLabelValues(cand.NodePool, strings.ToLower(string(r.Reason)), cmd.TerminateFirstReason).Inc()
+			}
 		}
 	}
 
@@ -327,7 +330,11 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 		// cluster as it is, which does better than waiting).
 		return c.nextWave(ctx, st, chk, cmd)
 	}
-	why, contended, err := chk.check(ctx, cmd)
+	why, contended, err := "", false, error(nil)
+	if r.Decision != core.DecisionTerminateFirst {
+		// A terminate-first command's pods do not fit until its node is gone: they wait for the room it leaves.
+		why, contended, err = chk.check(ctx, cmd)
+	}
 	if err != nil {
 		return err
 	}

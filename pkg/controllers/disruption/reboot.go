@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/repair"
 )
@@ -61,6 +62,13 @@ func (c *Controller) commitReboot(ctx context.Context, st *state, cmd *core.Comm
 	reason := strings.ToLower(string(cmd.Reason))
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(cmd.Decision, reason, "").Inc()
 	c.deps.Metrics.DisruptionDecisionsByNodePool.WithLabelValues(cmd.Decision, reason, "", cand.NodePool).Inc()
+	// As Karpenter v1.15, a reboot counts as a disruption of the NodeClaim (its pods are drained), though the
+	// NodeClaim stays.
+	deps.CountDisrupted(ctx, c.deps, nc, reason, "")
+	if condition != "" {
+		c.deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(repair.ConditionLabel(condition), nc.NodePoolName(),
+			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
+	}
 	log.FromContext(ctx).Info("disrupting", "reason", cmd.Reason, "decision", cmd.Decision, "nodeclaims", []string{nc.Name},
 		"node", cand.Node, "condition", condition, "termination-grace-period", nc.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey])
 	return nil

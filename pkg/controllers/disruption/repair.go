@@ -6,7 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -160,17 +162,35 @@ func (c *Controller) stampRepairDeadline(ctx context.Context, r Record, nc *karp
 		return fmt.Errorf("command %s: drain bound %q: %w", r.ID, r.DrainBound, err)
 	}
 	deadline := c.deps.Clock.Now().Add(bound)
-	if v, ok := nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
-		if t, err := termination.ParseDeadline(v); err == nil && !t.After(deadline) {
-			return nil
+	// The command's earlier writes (its record, its condition) changed the NodeClaim since it was read: on a
+	// conflict it is read again.
+	cur := nc
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if v, ok := cur.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+			if t, err := termination.ParseDeadline(v); err == nil && !t.After(deadline) {
+				return nil
+			}
 		}
-	}
-	stamped := nc.DeepCopy()
-	if stamped.Annotations == nil {
-		stamped.Annotations = map[string]string{}
-	}
-	stamped.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = termination.FormatDeadline(deadline)
-	if err := c.deps.Client.Patch(ctx, stamped, client.MergeFromWithOptions(nc, client.MergeFromWithOptimisticLock{})); err != nil {
+		stamped := cur.DeepCopy()
+		if stamped.Annotations == nil {
+			stamped.Annotations = map[string]string{}
+		}
+		stamped.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = termination.FormatDeadline(deadline)
+		err := c.deps.Client.Patch(ctx, stamped, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			var reader client.Reader = c.deps.Client
+			if c.deps.APIReader != nil {
+				reader = c.deps.APIReader
+			}
+			fresh := &karpv1.NodeClaim{}
+			if gerr := reader.Get(ctx, client.ObjectKeyFromObject(nc), fresh); gerr != nil {
+				return gerr
+			}
+			cur = fresh
+		}
+		return err
+	})
+	if err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("stamping the termination deadline of nodeclaim %s: %w", nc.Name, err))
 	}
 	return nil

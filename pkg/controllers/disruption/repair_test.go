@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,5 +129,40 @@ func TestRepairDoNotRepair(t *testing.T) {
 	}
 	if !blocked {
 		t.Error("no DisruptionBlocked event for the do-not-repair node")
+	}
+}
+
+// TestRepairRebootCounted: a reboot repair hands the node to the reboot controller (Rebooting=True,
+// RebootRequested, the drain bound annotated) without deleting it, and counts it as Karpenter v1.15 does: in
+// karpenter_nodeclaims_disrupted_total (reason unhealthy), karpenter_pods_disruption_initiated_total (its pod) and
+// karpenter_nodeclaims_unhealthy_disrupted_total (its condition).
+func TestRepairRebootCounted(t *testing.T) {
+	e := repairEnv(t, nil)
+	ctx := context.Background()
+	bound := 2 * time.Minute
+	e.Cloud.SetRepairPolicies([]cloudprovider.RepairPolicy{{ConditionType: "FakeHardwareReady", ConditionStatus: corev1.ConditionFalse,
+		TolerationDuration: 10 * time.Minute, TerminationGracePeriod: &bound, Action: cloudprovider.RepairReboot}})
+	if err := disruption.NewController(e.Deps).Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	cond := nc.GetCondition(karpv1.ConditionTypeRebooting)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != karpv1.RebootReasonRequested || !nc.DeletionTimestamp.IsZero() ||
+		nc.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey] != "2m0s" {
+		t.Fatalf("nodeclaim after a reboot repair: Rebooting %+v, deleting %v, annotations %v", cond, !nc.DeletionTimestamp.IsZero(), nc.Annotations)
+	}
+	labels := []string{"unhealthy", "default", nc.Labels[karpv1.CapacityTypeLabelKey], "", "graceful"}
+	if v := testutil.ToFloat64(e.Deps.Metrics.NodeClaimsDisrupted.WithLabelValues(labels...)); v != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total%v = %v, want 1", labels, v)
+	}
+	if v := testutil.ToFloat64(e.Deps.Metrics.PodsDisruptionInitiated.WithLabelValues(labels...)); v != 1 {
+		t.Errorf("karpenter_pods_disruption_initiated_total%v = %v, want 1", labels, v)
+	}
+	if v := testutil.ToFloat64(e.Deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues("fake_hardware_ready", "default",
+		nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID)); v != 1 {
+		t.Errorf("karpenter_nodeclaims_unhealthy_disrupted_total = %v, want 1", v)
 	}
 }

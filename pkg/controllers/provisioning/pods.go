@@ -56,8 +56,8 @@ func unboundWorkload(p *corev1.Pod) bool {
 }
 
 // ReasonDRARequests is the reason (FailedScheduling event message) given to a pending pod that asks for dynamic
-// resource allocation: IGNORE_DRA_REQUESTS=true (Karpenter's default, and the only value Dovetail accepts) leaves
-// such pods out of provisioning, as Karpenter does.
+// resource allocation: IGNORE_DRA_REQUESTS=true (Karpenter's default) leaves such pods out of provisioning, as
+// Karpenter does. dovetailctl simulate and explain report such pods with it too.
 const ReasonDRARequests = "the pod has dynamic resource allocation claims (spec.resourceClaims or a container's resources.claims), " +
 	"which Dovetail does not provision for (IGNORE_DRA_REQUESTS=true)"
 

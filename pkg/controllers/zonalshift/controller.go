@@ -54,21 +54,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.watcher == nil || !c.watcher.ZonalShiftEnabled() {
 		return nil
 	}
-	return m.Add(manager.RunnableFunc(c.run))
-}
-
-func (c *Controller) run(ctx context.Context) error {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-	for {
-		if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-			deps.LogError(ctx, err, "following zonal shifts (allow arc-zonal-shift:GetManagedResource)")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.deps.Clock.After(Interval):
-		}
-	}
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "following zonal shifts (allow arc-zonal-shift:GetManagedResource)", c.Poll))
 }
 
 // Poll reads the shifts once and publishes the events of the zones shifted or cleared since the last poll. After

@@ -45,7 +45,7 @@ func (m *Models) Slices(instanceType, nodeName string) []resourcev1.ResourceSlic
 			for _, g := range it.GPUs {
 				gpus += g.Count
 			}
-			efas := efaInterfaces[instanceType]
+			efas := efaInterfaces(it)
 			roots := 1
 			if gpus > 0 && efas > 0 {
 				roots = min(gpus, efas)

@@ -148,11 +148,19 @@ func launchConstraints(nc *awsv1.EC2NodeClass, pg *resolve.PlacementGroup) insta
 	return c
 }
 
-// withPlacementGroupLabel gives every instance type the placement group's id label (copies; the listed types are
-// shared).
+// withPlacementGroupLabel gives every instance type the placement group's id label and, in a partition group, the
+// group's partitions as a launch label (copies; the listed types are shared).
 func withPlacementGroupLabel(its []*cloudprovider.InstanceType, pg *resolve.PlacementGroup) []*cloudprovider.InstanceType {
 	if pg == nil {
 		return its
+	}
+	// A partition group lets the launch choose its partition (placementPartition): a pod may ask for one.
+	var launch map[string][]string
+	if pg.Strategy == resolve.PlacementStrategyPartition && pg.PartitionCount > 0 {
+		launch = map[string][]string{awsv1.LabelInstanceTenancy: instancetype.TenancyValues()}
+		for n := int32(1); n <= pg.PartitionCount; n++ {
+			launch[awsv1.LabelPlacementGroupPartition] = append(launch[awsv1.LabelPlacementGroupPartition], strconv.Itoa(int(n)))
+		}
 	}
 	out := make([]*cloudprovider.InstanceType, len(its))
 	for i, it := range its {
@@ -162,6 +170,9 @@ func withPlacementGroupLabel(its []*cloudprovider.InstanceType, pg *resolve.Plac
 			c.Labels = map[string]string{}
 		}
 		c.Labels[awsv1.LabelPlacementGroupID] = pg.ID
+		if launch != nil {
+			c.LaunchLabels = launch
+		}
 		out[i] = &c
 	}
 	return out

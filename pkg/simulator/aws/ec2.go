@@ -32,6 +32,7 @@ func (s *Simulator) ec2Handlers() map[string]ec2Handler {
 		"CreateFleet":                    s.createFleet,
 		"RunInstances":                   s.runInstances,
 		"DescribeInstances":              s.describeInstances,
+		"DescribeNetworkInterfaces":      s.describeNetworkInterfaces,
 		"TerminateInstances":             s.terminateInstances,
 		"RebootInstances":                s.rebootInstances,
 		"CreateTags":                     s.createTags,
@@ -228,7 +229,12 @@ func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*e
 			case "vpc-id":
 				return []string{a.vpcID}, true
 			case "cidr-block", "cidr":
+				if sn.IPv6Native {
+					return nil, true
+				}
 				return []string{sn.CIDR.String()}, true
+			case "ipv6-native":
+				return []string{boolStr(sn.IPv6Native)}, true
 			case "ipv6-cidr-block-association.ipv6-cidr-block":
 				if sn.IPv6CIDR.IsValid() {
 					return []string{sn.IPv6CIDR.String()}, true
@@ -251,16 +257,20 @@ func (s *Simulator) describeSubnets(_ *http.Request, a *account, p params) ([]*e
 			continue
 		}
 		item := E("item", T("subnetId", sn.ID), T("subnetArn", fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", s.opts.Region, a.number, sn.ID)),
-			T("state", "available"), T("vpcId", a.vpcID), T("cidrBlock", sn.CIDR.String()),
+			T("state", "available"), T("vpcId", a.vpcID), subnetCIDRXML(sn),
 			I("availableIpAddressCount", int64(sn.available())), T("availabilityZone", sn.Zone),
 			T("availabilityZoneId", sn.ZoneID), B("defaultForAz", false), B("mapPublicIpOnLaunch", sn.MapPublicIP),
 			T("ownerId", a.number), tagSetXML("tagSet", sn.Tags))
-		item.kids = append(item.kids, subnetIPv6XML(sn, s.opts.Region)...)
+		for _, k := range subnetIPv6XML(sn, s.opts.Region) {
+			if k != nil {
+				item.kids = append(item.kids, k)
+			}
+		}
 		items = append(items, item)
 	}
 	if err := validateFilters(fs, func(n string) ([]string, bool) {
 		return nil, map[string]bool{"subnet-id": true, "availability-zone": true, "availability-zone-id": true, "vpc-id": true,
-			"cidr-block": true, "cidr": true, "ipv6-cidr-block-association.ipv6-cidr-block": true, "state": true, "map-public-ip-on-launch": true, "owner-id": true}[n]
+			"cidr-block": true, "cidr": true, "ipv6-cidr-block-association.ipv6-cidr-block": true, "state": true, "map-public-ip-on-launch": true, "owner-id": true, "ipv6-native": true}[n]
 	}); err != nil {
 		return nil, err
 	}

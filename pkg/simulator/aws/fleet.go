@@ -3,6 +3,7 @@ package awssim
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -324,7 +325,7 @@ func (s *Simulator) resolveCandidateLocked(a *account, c *candidate) {
 		c.fail(code, "%s", capacityMessage(code, c.typeName, c.zone))
 		return
 	}
-	if c.subnet.available() <= 0 {
+	if !c.subnet.IPv6Native && c.subnet.available() <= 0 {
 		c.fail("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
 }
@@ -346,12 +347,22 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 	if err := checkInterfaces(c.typeName, c.typ.NetworkCards(), c.typ.EFAInterfaces(), nis); err != nil {
 		return nil, err
 	}
-	ip, ok := c.subnet.allocate()
-	if !ok {
-		return nil, errBadRequest("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
+	if err := s.checkSubnetFamilyLocked(c, nis); err != nil {
+		return nil, err
+	}
+	var ip netip.Addr
+	if !c.subnet.IPv6Native {
+		var ok bool
+		if ip, ok = c.subnet.allocate(); !ok {
+			return nil, errBadRequest("InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
+		}
+	}
+	for k := range nis {
+		for n := 0; n < nis[k].IPv6PrefixCount; n++ {
+			nis[k].IPv6Prefixes = append(nis[k].IPv6Prefixes, c.subnet.allocateIPv6Prefix())
+		}
 	}
 	now := s.clock.Now()
-	b := ip.As4()
 	if c.lt.ID != "" {
 		// EC2 names the launch template (one version here) on every instance launched from one.
 		extraTags = append([]Tag{{Key: "aws:ec2launchtemplate:id", Value: c.lt.ID}, {Key: "aws:ec2launchtemplate:version", Value: "1"}}, extraTags...)
@@ -364,8 +375,6 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		SubnetID:           c.subnet.ID,
 		ImageID:            c.image.ID,
 		Arch:               c.image.Arch,
-		PrivateIP:          ip.String(),
-		PrivateDNS:         fmt.Sprintf("ip-%d-%d-%d-%d.%s.compute.internal", b[0], b[1], b[2], b[3], s.opts.Region),
 		Spot:               c.spot,
 		ReservationID:      reservationID,
 		State:              StatePending,
@@ -382,7 +391,15 @@ func (s *Simulator) launchLocked(a *account, c *candidate, reservationID string,
 		NetworkInterfaces:  nis,
 		CPUNested:          c.lt.Data.get("CpuOptions.NestedVirtualization"),
 	}
-	if c.subnet.IPv6CIDR.IsValid() && c.lt.wantsIPv6() {
+	if ip.IsValid() {
+		b := ip.As4()
+		inst.PrivateIP = ip.String()
+		inst.PrivateDNS = fmt.Sprintf("ip-%d-%d-%d-%d.%s.compute.internal", b[0], b[1], b[2], b[3], s.opts.Region)
+	} else {
+		// An IPv6-only subnet names the instance after its id.
+		inst.PrivateDNS = resourceName(inst.ID, s.opts.Region)
+	}
+	if c.subnet.IPv6CIDR.IsValid() && (c.lt.wantsIPv6() || c.subnet.IPv6Native) {
 		inst.IPv6Address = c.subnet.allocateIPv6()
 	}
 	if c.crID != "" {

@@ -120,12 +120,12 @@ func (s *Simulator) instanceXML(a *account, i *instance) *el {
 		T("instanceType", i.Type), TS("launchTime", i.LaunchTime),
 		i.placementXML(),
 		E("monitoring", T("state", "disabled")), T("subnetId", i.SubnetID), T("vpcId", a.vpcID),
-		T("privateIpAddress", i.PrivateIP), TOpt("ipv6Address", i.IPv6Address), B("sourceDestCheck", true), List("groupSet", "item", groups),
+		TOpt("privateIpAddress", i.PrivateIP), TOpt("ipv6Address", i.IPv6Address), B("sourceDestCheck", true), List("groupSet", "item", groups),
 		reason, T("architecture", i.Arch), T("rootDeviceType", "ebs"), T("rootDeviceName", "/dev/xvda"),
 		T("virtualizationType", "hvm"), lifecycle, spotReq, tagSetXML("tagSet", i.Tags), T("hypervisor", hypervisor), profile,
 		B("ebsOptimized", true), B("enaSupport", true), cr, T("bootMode", "uefi"), T("platformDetails", "Linux/UNIX"),
 		E("metadataOptions", T("state", "applied"), T("httpTokens", "required"), I("httpPutResponseHopLimit", 1), T("httpEndpoint", "enabled")),
-		E("privateDnsNameOptions", T("hostnameType", "ip-name")), i.networkInterfacesXML(a.vpcID), i.cpuOptionsXML())
+		i.privateDNSNameOptionsXML(), i.networkInterfacesXML(a.vpcID), i.cpuOptionsXML())
 }
 
 func instanceValues(i *instance, vpc string) valuesFunc {
@@ -148,6 +148,9 @@ func instanceValues(i *instance, vpc string) valuesFunc {
 		case "image-id":
 			return []string{i.ImageID}, true
 		case "private-ip-address":
+			if i.PrivateIP == "" {
+				return nil, true
+			}
 			return []string{i.PrivateIP}, true
 		case "private-dns-name":
 			return []string{i.PrivateDNS}, true
@@ -363,4 +366,14 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// privateDNSNameOptionsXML is how the instance's DNS name was formed: after its IPv4 address, or (in an IPv6-only
+// subnet, without one) after its id, with an AAAA record.
+func (i *instance) privateDNSNameOptionsXML() *el {
+	if i.PrivateIP == "" {
+		return E("privateDnsNameOptions", T("hostnameType", "resource-name"), B("enableResourceNameDnsARecord", false),
+			B("enableResourceNameDnsAAAARecord", true))
+	}
+	return E("privateDnsNameOptions", T("hostnameType", "ip-name"))
 }

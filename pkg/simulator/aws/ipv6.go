@@ -23,6 +23,9 @@ func defaultIPFamily(opts *Options) error {
 	default:
 		return fmt.Errorf("IP family %q: want %s or %s", opts.IPFamily, IPFamilyIPv4, IPFamilyIPv6)
 	}
+	if opts.IPv6OnlySubnets && opts.IPFamily != IPFamilyIPv6 {
+		return fmt.Errorf("IPv6-only subnets need the %s IP family, not %s", IPFamilyIPv6, opts.IPFamily)
+	}
 	if opts.ServiceIPv6CIDR == "" {
 		opts.ServiceIPv6CIDR = "fd00:10:96::/108"
 	}
@@ -104,13 +107,42 @@ func ipv6Associations(p netip.Prefix, kind, region string) *el {
 		E("ipv6CidrBlockState", T("state", "associated")), T("networkBorderGroup", region), T("ipv6Pool", "Amazon"))})
 }
 
-// subnetIPv6XML is a subnet's IPv6 fields: its association, and that it gives no IPv6 address unasked (none
-// without an IPv6 range).
-func subnetIPv6XML(sn *subnet, region string) []*el {
-	if !sn.IPv6CIDR.IsValid() {
+// subnetCIDRXML is a subnet's cidrBlock; an IPv6-only subnet has none.
+func subnetCIDRXML(sn *subnet) *el {
+	if sn.IPv6Native {
 		return nil
 	}
-	return []*el{ipv6Associations(sn.IPv6CIDR, "subnet", region), B("assignIpv6AddressOnCreation", false), B("ipv6Native", false)}
+	return T("cidrBlock", sn.CIDR.String())
+}
+
+// subnetIPv6XML is a subnet's IPv6 and DNS fields as EC2 reports them: a dual-stack subnet gives no IPv6 address
+// unasked and names instances after their IPv4 address (ip-name); an IPv6-only subnet (ipv6Native) gives every
+// interface an IPv6 address and names instances after their id (resource-name, with an AAAA record), as EC2
+// requires for IPv6-only subnets. A subnet without an IPv6 range has no IPv6 association.
+func subnetIPv6XML(sn *subnet, region string) []*el {
+	hostname, aaaa, a := "ip-name", false, false
+	if sn.IPv6Native {
+		hostname, aaaa = "resource-name", true
+	}
+	return []*el{B("enableDns64", sn.DNS64), E("privateDnsNameOptionsOnLaunch", T("hostnameType", hostname),
+		B("enableResourceNameDnsARecord", a), B("enableResourceNameDnsAAAARecord", aaaa)),
+		ipv6Associations(sn.IPv6CIDR, "subnet", region), B("assignIpv6AddressOnCreation", sn.IPv6Native), B("ipv6Native", sn.IPv6Native)}
+}
+
+// allocateIPv6Prefix returns the subnet's next IPv6 /80 prefix (the size EC2 delegates), taken from the top half
+// of the /64 so that it never overlaps the addresses allocateIPv6 hands out.
+func (sn *subnet) allocateIPv6Prefix() string {
+	sn.nextIPv6Prefix++
+	b := sn.IPv6CIDR.Masked().Addr().As16()
+	n := sn.nextIPv6Prefix
+	b[8], b[9] = 0x80|byte(n>>8), byte(n)
+	return netip.PrefixFrom(netip.AddrFrom16(b), 80).String()
+}
+
+// resourceName is an instance's resource-based private DNS name, as EC2 gives it in a subnet whose hostname type
+// is resource-name (every IPv6-only subnet).
+func resourceName(instanceID, region string) string {
+	return instanceID + "." + region + ".compute.internal"
 }
 
 // kubernetesNetworkConfig is EKS DescribeCluster's kubernetesNetworkConfig: the IPv4 service range, or in an
@@ -128,4 +160,33 @@ func ipv6NodeAddress(i *instance) []corev1.NodeAddress {
 		return nil
 	}
 	return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: i.IPv6Address}}
+}
+
+// checkSubnetFamilyLocked refuses a launch the subnet's address families cannot take, as EC2 does: an IPv6-only
+// subnet takes only instance types built on the Nitro System and no IPv4 prefixes; IPv6 prefixes need a subnet
+// with an IPv6 range.
+func (s *Simulator) checkSubnetFamilyLocked(c *candidate, nis []instanceInterface) *apiError {
+	for _, ni := range nis {
+		if ni.IPv6PrefixCount > 0 && !c.subnet.IPv6CIDR.IsValid() {
+			return errInvalidParam("Subnet '%s' has no IPv6 CIDR block: IPv6 prefixes cannot be assigned", c.subnet.ID)
+		}
+		if ni.IPv4Prefixes > 0 && c.subnet.IPv6Native {
+			return errInvalidParam("Subnet '%s' is an IPv6-only subnet: IPv4 prefixes cannot be assigned", c.subnet.ID)
+		}
+	}
+	if c.subnet.IPv6Native && c.typ != nil && c.typ.Hypervisor == "xen" {
+		return errBadRequest("InvalidParameterCombination", "Instance type %s is not supported in IPv6-only subnet '%s': only instances built on the Nitro System are", c.typeName, c.subnet.ID)
+	}
+	return nil
+}
+
+// nodeAddresses are the addresses of an instance's Node: in an IPv6 cluster the IPv6 address first (the kubelet's
+// node IP), then the private IPv4 address (none in an IPv6-only subnet), then its DNS name.
+func nodeAddresses(i *instance) []corev1.NodeAddress {
+	out := ipv6NodeAddress(i)
+	if i.PrivateIP != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: i.PrivateIP})
+	}
+	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: i.PrivateDNS},
+		corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: i.PrivateDNS})
 }

@@ -178,11 +178,7 @@ func (s *Simulator) buildNodeSpec(i *instance, t *catalog.InstanceType, b Bootst
 		Capacity:    capacity,
 		Allocatable: allocatable,
 		// In an IPv6 cluster the IPv6 address comes first: the kubelet's node IP.
-		Addresses: append(ipv6NodeAddress(i), []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: i.PrivateIP},
-			{Type: corev1.NodeHostName, Address: i.PrivateDNS},
-			{Type: corev1.NodeInternalDNS, Address: i.PrivateDNS},
-		}...),
+		Addresses:      nodeAddresses(i),
 		ResourceSlices: slices,
 	}, nil
 }

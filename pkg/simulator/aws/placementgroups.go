@@ -30,9 +30,12 @@ type instanceInterface struct {
 	CardIndex, DeviceIndex int
 	Type                   string
 	IPv4Prefixes           int
-	TCPEstablishedTimeout  int
-	UDPStreamTimeout       int
-	UDPTimeout             int
+	// IPv6PrefixCount is the template's Ipv6PrefixCount; IPv6Prefixes the /80 prefixes delegated at launch.
+	IPv6PrefixCount       int
+	IPv6Prefixes          []string
+	TCPEstablishedTimeout int
+	UDPStreamTimeout      int
+	UDPTimeout            int
 }
 
 // spreadLimitPerZone is how many running instances a rack-level spread group takes per zone.
@@ -292,6 +295,7 @@ func (s *Simulator) interfacesOfLocked(lt *launchTemplate) []instanceInterface {
 		card, _ := ni.intOr("NetworkCardIndex", 0)
 		dev, _ := ni.intOr("DeviceIndex", 0)
 		prefixes, _ := ni.intOr("Ipv4PrefixCount", 0)
+		prefixes6, _ := ni.intOr("Ipv6PrefixCount", 0)
 		tcp, _ := ni.intOr("ConnectionTrackingSpecification.TcpEstablishedTimeout", 0)
 		udpStream, _ := ni.intOr("ConnectionTrackingSpecification.UdpStreamTimeout", 0)
 		udp, _ := ni.intOr("ConnectionTrackingSpecification.UdpTimeout", 0)
@@ -300,7 +304,7 @@ func (s *Simulator) interfacesOfLocked(lt *launchTemplate) []instanceInterface {
 			typ = "interface"
 		}
 		out = append(out, instanceInterface{ID: s.nextIDLocked("eni"), CardIndex: card, DeviceIndex: dev, Type: typ,
-			IPv4Prefixes: prefixes, TCPEstablishedTimeout: tcp, UDPStreamTimeout: udpStream, UDPTimeout: udp})
+			IPv4Prefixes: prefixes, IPv6PrefixCount: prefixes6, TCPEstablishedTimeout: tcp, UDPStreamTimeout: udpStream, UDPTimeout: udp})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].CardIndex != out[j].CardIndex {
@@ -333,38 +337,60 @@ func (i *instance) networkInterfacesXML(vpc string) *el {
 		return nil
 	}
 	items := make([]*el, 0, len(i.NetworkInterfaces))
-	for n, ni := range i.NetworkInterfaces {
-		var ip, prefixes, conntrack *el
-		if ni.Type != "efa-only" && n == 0 {
-			ip = T("privateIpAddress", i.PrivateIP)
-		}
-		if ni.IPv4Prefixes > 0 {
-			ps := make([]*el, 0, ni.IPv4Prefixes)
-			for k := 0; k < ni.IPv4Prefixes; k++ {
-				ps = append(ps, E("item", T("ipv4Prefix", fmt.Sprintf("10.%d.%d.%d/28", 200+n, k/16, (k%16)*16))))
-			}
-			prefixes = List("ipv4PrefixSet", "item", ps)
-		}
-		if ni.TCPEstablishedTimeout+ni.UDPStreamTimeout+ni.UDPTimeout > 0 {
-			var tcp, udpStream, udp *el
-			if ni.TCPEstablishedTimeout > 0 {
-				tcp = I("tcpEstablishedTimeout", int64(ni.TCPEstablishedTimeout))
-			}
-			if ni.UDPStreamTimeout > 0 {
-				udpStream = I("udpStreamTimeout", int64(ni.UDPStreamTimeout))
-			}
-			if ni.UDPTimeout > 0 {
-				udp = I("udpTimeout", int64(ni.UDPTimeout))
-			}
-			conntrack = E("connectionTrackingConfiguration", tcp, udpStream, udp)
-		}
-		items = append(items, E("item", T("networkInterfaceId", ni.ID), T("subnetId", i.SubnetID), T("vpcId", vpc),
-			T("status", "in-use"), ip, T("interfaceType", ni.Type),
-			E("attachment", T("attachmentId", "eni-attach-"+ni.ID[4:]), I("deviceIndex", int64(ni.DeviceIndex)),
-				I("networkCardIndex", int64(ni.CardIndex)), T("status", "attached"), B("deleteOnTermination", true)),
-			prefixes, conntrack))
+	for n := range i.NetworkInterfaces {
+		items = append(items, i.interfaceXML(n, vpc, nil))
 	}
 	return List("networkInterfaceSet", "item", items)
+}
+
+// interfaceXML is the n-th network interface of the instance as DescribeInstances (extra nil) and
+// DescribeNetworkInterfaces (extra: the fields only it reports) describe it.
+func (i *instance) interfaceXML(n int, vpc string, extra []*el) *el {
+	ni := i.NetworkInterfaces[n]
+	var ip, ip6, prefixes, prefixes6, conntrack *el
+	if ni.Type != "efa-only" && n == 0 {
+		ip = TOpt("privateIpAddress", i.PrivateIP)
+		if i.IPv6Address != "" {
+			ip6 = List("ipv6AddressesSet", "item", []*el{E("item", T("ipv6Address", i.IPv6Address), B("isPrimaryIpv6", true))})
+		}
+	}
+	if len(ni.IPv6Prefixes) > 0 {
+		ps := make([]*el, 0, len(ni.IPv6Prefixes))
+		for _, p := range ni.IPv6Prefixes {
+			ps = append(ps, E("item", T("ipv6Prefix", p)))
+		}
+		prefixes6 = List("ipv6PrefixSet", "item", ps)
+	}
+	if ni.IPv4Prefixes > 0 {
+		ps := make([]*el, 0, ni.IPv4Prefixes)
+		for k := 0; k < ni.IPv4Prefixes; k++ {
+			ps = append(ps, E("item", T("ipv4Prefix", fmt.Sprintf("10.%d.%d.%d/28", 200+n, k/16, (k%16)*16))))
+		}
+		prefixes = List("ipv4PrefixSet", "item", ps)
+	}
+	if ni.TCPEstablishedTimeout+ni.UDPStreamTimeout+ni.UDPTimeout > 0 {
+		var tcp, udpStream, udp *el
+		if ni.TCPEstablishedTimeout > 0 {
+			tcp = I("tcpEstablishedTimeout", int64(ni.TCPEstablishedTimeout))
+		}
+		if ni.UDPStreamTimeout > 0 {
+			udpStream = I("udpStreamTimeout", int64(ni.UDPStreamTimeout))
+		}
+		if ni.UDPTimeout > 0 {
+			udp = I("udpTimeout", int64(ni.UDPTimeout))
+		}
+		conntrack = E("connectionTrackingConfiguration", tcp, udpStream, udp)
+	}
+	var instanceID *el
+	if extra != nil {
+		instanceID = T("instanceId", i.ID)
+	}
+	kids := []*el{T("networkInterfaceId", ni.ID), T("subnetId", i.SubnetID), T("vpcId", vpc),
+		T("status", "in-use"), ip, T("interfaceType", ni.Type),
+		E("attachment", T("attachmentId", "eni-attach-"+ni.ID[4:]), instanceID, I("deviceIndex", int64(ni.DeviceIndex)),
+			I("networkCardIndex", int64(ni.CardIndex)), T("status", "attached"), B("deleteOnTermination", true)),
+		ip6, prefixes, prefixes6, conntrack}
+	return E("item", append(kids, extra...)...)
 }
 
 func (i *instance) cpuOptionsXML() *el {

@@ -41,6 +41,9 @@ type Options struct {
 	// instance launched with an IPv6 address request gets one, and an instance gets a Node only when it has an
 	// IPv6 address and its user data gives the kubelet an IPv6 cluster DNS address.
 	IPFamily string
+	// IPv6OnlySubnets, in an IPv6 cluster, makes every subnet IPv6-only (ipv6Native, no IPv4 range): instances
+	// launched into them have no private IPv4 address and a resource-name DNS name (ipv6.go).
+	IPv6OnlySubnets bool
 	// ServiceIPv6CIDR is the IPv6 service CIDR EKS returns for an IPv6 cluster (default fd00:10:96::/108).
 	ServiceIPv6CIDR string
 	// Queues are SQS queues created in every account (default: one named ClusterName).

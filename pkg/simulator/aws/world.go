@@ -45,12 +45,26 @@ type subnet struct {
 	// addresses handed out.
 	IPv6CIDR netip.Prefix
 	nextIPv6 uint32
+	// IPv6Native marks an IPv6-only subnet (no IPv4 range, CIDR invalid): its instances get an IPv6 address and a
+	// resource-name DNS name and no private IPv4 address. DNS64 is its enableDns64 attribute. nextIPv6Prefix counts
+	// the IPv6 /80 prefixes handed out.
+	IPv6Native     bool
+	DNS64          bool
+	nextIPv6Prefix uint32
 }
 
-func (sn *subnet) size() int { return 1 << (32 - sn.CIDR.Bits()) }
+func (sn *subnet) size() int {
+	if !sn.CIDR.IsValid() {
+		return 0
+	}
+	return 1 << (32 - sn.CIDR.Bits())
+}
 
 // available is the free address count as EC2 reports it (5 addresses reserved per subnet).
 func (sn *subnet) available() int {
+	if sn.IPv6Native {
+		return 0 // EC2 counts IPv4 addresses only: an IPv6-only subnet reports none
+	}
 	n := sn.size() - 5 - len(sn.used)
 	if sn.maxAvailable >= 0 && sn.maxAvailable < n {
 		n = sn.maxAvailable
@@ -172,6 +186,11 @@ func (s *Simulator) newAccount(key string) *account {
 		if s.ipv6() {
 			a.vpcIPv6 = vpcIPv6CIDR(a.number)
 			sn.IPv6CIDR = subnetIPv6CIDR(a.vpcIPv6, i)
+			if s.opts.IPv6OnlySubnets {
+				// An IPv6-only subnet as EKS's IPv6 guides set them up: no IPv4 range, an IPv6 address for every
+				// interface, DNS64 on so that pods reach IPv4-only endpoints.
+				sn.CIDR, sn.IPv6Native, sn.DNS64 = netip.Prefix{}, true, true
+			}
 		}
 		a.subnets = append(a.subnets, sn)
 	}

@@ -103,7 +103,8 @@ type PoolOptions struct {
 	// Alias, when set, replaces the EC2NodeClass's AMI alias (e.g. "windows2025@latest").
 	Alias string
 	// Replicas, when set, makes the NodePool static (spec.replicas); Limits then replaces spec.limits (a static
-	// NodePool takes only limits.nodes), e.g. map[string]any{"nodes": "6"}, or removes it when nil.
+	// NodePool takes only limits.nodes), e.g. map[string]any{"nodes": "6"}, or removes it when nil. Without
+	// Replicas, Limits, when set, replaces the example's spec.limits.
 	Replicas *int64
 	Limits   map[string]any
 }
@@ -199,6 +200,10 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 				if err := unstructured.SetNestedMap(o.Object, opts.Limits, "spec", "limits"); err != nil {
 					return nil, err
 				}
+			}
+		} else if opts.Limits != nil {
+			if err := unstructured.SetNestedMap(o.Object, opts.Limits, "spec", "limits"); err != nil {
+				return nil, err
 			}
 		}
 		if opts.ConsolidateAfter != "" {

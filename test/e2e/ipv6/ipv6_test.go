@@ -31,9 +31,10 @@ const (
 	kubeDNS = "fd00:10:96::35"
 )
 
-// TestIPv6ClusterLaunchesNodes: in an IPv6 cluster whose kube-dns Service has an IPv6 ClusterIP, the controller
-// launches nodes whose user data hands the kubelet that address and whose instance has an IPv6 address (the
-// simulator gives a Node only to such instances), the Nodes carry the IPv6 InternalIP first, and the pods run.
+// TestIPv6ClusterLaunchesNodes: in an IPv6 cluster with IPv6-only subnets (no free IPv4 address counted) whose
+// kube-dns Service has an IPv6 ClusterIP, the controller launches nodes whose user data hands the kubelet that
+// address and whose instance has an IPv6 address and no IPv4 one (the simulator gives a Node only to instances with
+// an IPv6 address), the Nodes are named after their instance and carry the IPv6 InternalIP first, and the pods run.
 func TestIPv6ClusterLaunchesNodes(t *testing.T) {
 	ctx := context.Background()
 	svc := &corev1.Service{
@@ -96,6 +97,9 @@ func TestIPv6ClusterLaunchesNodes(t *testing.T) {
 		}
 		if a, err := netip.ParseAddr(inst.IPv6Address); err != nil || !a.Is6() {
 			t.Errorf("node %s: instance %s has IPv6 address %q", n.Name, id, inst.IPv6Address)
+		}
+		if inst.PrivateIP != "" || !strings.HasPrefix(n.Name, id+".") {
+			t.Errorf("node %s: instance %s has private IPv4 address %q; want none in an IPv6-only subnet and a Node named after the instance", n.Name, id, inst.PrivateIP)
 		}
 		if len(n.Status.Addresses) == 0 || n.Status.Addresses[0].Type != corev1.NodeInternalIP || n.Status.Addresses[0].Address != inst.IPv6Address {
 			t.Errorf("node %s: addresses %v, want the InternalIP %s first", n.Name, n.Status.Addresses, inst.IPv6Address)

@@ -46,19 +46,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.deps.NameConflicts == nil {
 		return nil
 	}
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "cluster identity check failed; the next one retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
-	}))
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "cluster identity check failed; the next one retries", c.Reconcile))
 }
 
 // Reconcile runs one check: it sets the gauge and records an event for each other cluster not reported yet.

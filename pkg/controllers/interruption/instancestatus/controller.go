@@ -61,21 +61,12 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.lister == nil {
 		return nil
 	}
-	return m.Add(manager.RunnableFunc(c.run))
+	return m.Add(c.runnable())
 }
 
-func (c *Controller) run(ctx context.Context) error {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-	for {
-		if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-			deps.LogError(ctx, err, "checking instance status (allow ec2:DescribeInstanceStatus)")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.deps.Clock.After(Interval):
-		}
-	}
+// runnable polls at once and then every Interval of the injected clock.
+func (c *Controller) runnable() manager.Runnable {
+	return deps.Periodic(Name, c.deps.Clock, Interval, "checking instance status (allow ec2:DescribeInstanceStatus)", c.Poll)
 }
 
 // Poll reads the status checks once and replaces the NodeClaims whose instances call for it.

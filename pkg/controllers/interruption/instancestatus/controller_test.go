@@ -189,7 +189,7 @@ func TestRunPollsEveryInterval(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- f.c.run(ctx) }()
+	go func() { done <- f.c.runnable().Start(ctx) }()
 	calls := func() int {
 		f.lister.mu.Lock()
 		defer f.lister.mu.Unlock()

@@ -70,7 +70,8 @@ func TestRegisteredNodesTeachTheCloudProvider(t *testing.T) {
 	register := func(name string) *corev1.Node {
 		t.Helper()
 		n := &corev1.Node{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		// From the API server: the manager's cache may not have the Node just created yet.
+		if err := env.Env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			t.Fatal(err)
 		}
 		n.Labels[karpv1.NodeRegisteredLabelKey] = "true"

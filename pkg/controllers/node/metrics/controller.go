@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
@@ -30,19 +29,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
 // Register runs a count at start and every Interval (on the injected clock) while the manager is leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "counting the node metrics failed; the next count retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
-	}))
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "counting the node metrics failed; the next count retries", c.Reconcile))
 }
 
 // Reconcile counts once: one entry a Node with the sums of the requests and limits of its pods that are not

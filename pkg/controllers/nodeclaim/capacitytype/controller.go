@@ -38,19 +38,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
 // Register runs a pass every Interval (on the injected clock) while the manager is leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "capacity type sync failed; the next pass retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
-	}))
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "capacity type sync failed; the next pass retries", c.Reconcile))
 }
 
 // Demote says whether a NodeClaim (or Node) labelled with labels must become on-demand, given the capacity type

@@ -38,19 +38,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
 // Register runs a pass every Interval (on the injected clock) while the manager is leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "garbage collection pass failed; the next one retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
-	}))
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "garbage collection pass failed; the next one retries", c.Reconcile))
 }
 
 // Reconcile runs one pass.

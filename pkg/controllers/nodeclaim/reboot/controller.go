@@ -3,11 +3,14 @@ package reboot
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,9 +21,15 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/reboot"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
+
+// drainedReason is the reason label of karpenter_pods_drained_total for the pods a reboot drains: reboots are
+// node repair's.
+const drainedReason = "unhealthy"
 
 // Name is the controller's name in logs and metrics.
 const Name = "nodeclaim.reboot"
@@ -29,10 +38,16 @@ const Name = "nodeclaim.reboot"
 // turned off meanwhile.
 type Controller struct {
 	deps deps.Deps
+	// issuing is when each NodeClaim's first reboot call was tried, after its drain: the calls may fail for
+	// reboot.IssuanceTimeout from then on. A restart forgets it and counts from its first try after the restart.
+	mu      sync.Mutex
+	issuing map[types.UID]time.Time
 }
 
 // NewController returns the controller.
-func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
+func NewController(d deps.Deps) *Controller {
+	return &Controller{deps: d, issuing: map[types.UID]time.Time{}}
+}
 
 // Register watches the NodeClaims that carry a Rebooting condition.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
@@ -52,6 +67,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	cond := nc.GetCondition(karpv1.ConditionTypeRebooting)
 	if cond == nil || cond.Status != metav1.ConditionTrue || !nc.DeletionTimestamp.IsZero() {
+		c.forget(nc.UID)
 		return reconcile.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "node", nc.Status.NodeName))
@@ -69,6 +85,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if c.deps.Settings != nil {
 		in.Window = c.deps.Settings.RebootObservationWindow
 	}
+	c.mu.Lock()
+	in.IssuingSince = c.issuing[nc.UID]
+	c.mu.Unlock()
+	var plan termination.DrainPlan
+	if in.Phase == reboot.Requested && !in.HasPreBootID && found {
+		pods, err := c.podsOn(ctx, node.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		// No deadline: a reboot's drain only evicts; the pods still there when its grace period ends ride the
+		// reboot, none is deleted.
+		plan = termination.PlanDrain(termination.DrainInput{Now: in.Now, Pods: pods})
+		in.PodsLeft = len(plan.Remaining)
+	}
 	step := reboot.Decide(in)
 	if step.BootChanged && found {
 		if err := c.untaint(ctx, node); err != nil {
@@ -76,7 +106,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	switch step.Action {
+	case reboot.Drain:
+		return c.drain(ctx, node, plan, step)
 	case reboot.Issue:
+		if step.Message != "" {
+			log.FromContext(ctx).Info("drain before reboot ended", "reason", step.Message)
+		}
 		return c.issue(ctx, nc, node, in)
 	case reboot.MarkIssued:
 		return c.markIssued(ctx, nc)
@@ -137,6 +172,11 @@ func (c *Controller) issue(ctx context.Context, nc *karpv1.NodeClaim, node *core
 	if err := c.taint(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
+	c.mu.Lock()
+	if _, ok := c.issuing[nc.UID]; !ok {
+		c.issuing[nc.UID] = c.deps.Clock.Now()
+	}
+	c.mu.Unlock()
 	if !in.HasPreBootID || in.PreBootID != node.Status.NodeInfo.BootID {
 		stored := nc.DeepCopy()
 		if nc.Annotations == nil {
@@ -171,6 +211,62 @@ func (c *Controller) reader() client.Reader {
 	return c.deps.Client
 }
 
+// forget drops what the controller keeps about a NodeClaim's reboot.
+func (c *Controller) forget(uid types.UID) {
+	c.mu.Lock()
+	delete(c.issuing, uid)
+	c.mu.Unlock()
+}
+
+// podsOn lists the pods bound to the node.
+func (c *Controller) podsOn(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.deps.Client.List(ctx, list, client.MatchingFields{index.PodNodeName: node}); err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", node, err)
+	}
+	pods := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		pods = append(pods, &list.Items[i])
+	}
+	return pods, nil
+}
+
+// drain fences the node and evicts the pods of the drain's current wave through the Eviction API, so that
+// PodDisruptionBudgets apply: a refused eviction is tried again at the next look. Pods with
+// karpenter.sh/do-not-disrupt are not evicted; the drain waits for them until its grace period ends.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, plan termination.DrainPlan, step reboot.Step) (reconcile.Result, error) {
+	if err := c.taint(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	logger := log.FromContext(ctx)
+	for _, pod := range plan.Evict {
+		uid := pod.UID
+		err := c.deps.Client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
+			ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+		})
+		if code, ok := metrics.EvictionCode(err); ok && c.deps.Metrics != nil {
+			c.deps.Metrics.PodsEvictionRequests.WithLabelValues(code).Inc()
+		}
+		switch {
+		case err == nil:
+			if c.deps.Metrics != nil {
+				c.deps.Metrics.PodsDrained.WithLabelValues(drainedReason).Inc()
+			}
+			logger.Info("evicted pod before reboot", "pod", pod.Namespace+"/"+pod.Name)
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		case apierrors.IsTooManyRequests(err):
+			logger.V(1).Info("eviction before reboot refused, retrying", "pod", pod.Namespace+"/"+pod.Name, "reason", err.Error())
+		default:
+			return reconcile.Result{}, fmt.Errorf("evicting pod %s/%s before reboot: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	if len(plan.DoNotDisrupt) > 0 {
+		logger.V(1).Info("drain before reboot waits for do-not-disrupt pods", "pods", len(plan.DoNotDisrupt))
+	}
+	return reconcile.Result{RequeueAfter: step.Requeue}, nil
+}
+
 // markIssued moves the reboot to RebootIssued; the NodeClaim's Initialized condition turns Unknown (reason
 // Rebooting) until the reboot ends, and its transition time starts the observation window.
 func (c *Controller) markIssued(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, error) {
@@ -186,6 +282,7 @@ func (c *Controller) markIssued(ctx context.Context, nc *karpv1.NodeClaim) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	c.forget(nc.UID)
 	return reconcile.Result{RequeueAfter: reboot.PollInterval}, nil
 }
 
@@ -238,6 +335,7 @@ func (c *Controller) fail(ctx context.Context, nc *karpv1.NodeClaim, node *corev
 // end turns the Rebooting condition false and drops the boot ID annotation; Initialized goes back to what the
 // lifecycle controller finds (it initializes the NodeClaim again once its Node is ready).
 func (c *Controller) end(ctx context.Context, nc *karpv1.NodeClaim, reason, msg string) error {
+	c.forget(nc.UID)
 	if _, ok := nc.Annotations[karpv1.RebootPreBootIDAnnotationKey]; ok {
 		stored := nc.DeepCopy()
 		delete(nc.Annotations, karpv1.RebootPreBootIDAnnotationKey)

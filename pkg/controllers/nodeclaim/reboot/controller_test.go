@@ -10,15 +10,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/nodeclaim/reboot"
+	core "github.com/dovetail/dovetail/pkg/reboot"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -57,6 +60,11 @@ func (h *harness) rebooting(name string) (string, string) {
 	h.must(h.env.Env.Client.Create(ctx, n))
 	n.Status = status
 	h.must(h.env.Env.Client.Status().Update(ctx, n))
+	// The clock past the shortest drain: a node without pods is rebooted at once.
+	h.must(h.env.Env.Client.Get(ctx, client.ObjectKey{Name: name}, nc))
+	if d := nc.GetCondition(karpv1.ConditionTypeRebooting).LastTransitionTime.Add(core.MinDrainTime).Sub(h.env.Clock.Now()); d > 0 {
+		h.env.Clock.Step(d)
+	}
 	return name, name + "-node"
 }
 
@@ -213,5 +221,60 @@ func TestInvalidGracePeriodFailsWithoutReplacing(t *testing.T) {
 	})
 	if got := h.env.Cloud.Rebooted(); len(got) != 0 {
 		t.Errorf("reboots made: %v, want none", got)
+	}
+}
+
+// TestRebootDrainsFirst: before the reboot call the node is fenced and drained through the Eviction API: a pod
+// goes, a pod its PodDisruptionBudget protects and a do-not-disrupt pod stay, and the call waits for them until
+// the reboot's grace period (5m) ends; they then ride the reboot.
+func TestRebootDrainsFirst(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	nc, node := h.rebooting("gpu")
+	web := test.Pod("web").Label("app", "web").Running(node).Obj()
+	db := test.Pod("db").Label("app", "db").Running(node).Obj()
+	batch := test.Pod("batch").Annotation(karpv1.DoNotDisruptAnnotationKey, "true").Running(node).Obj()
+	for _, p := range []*corev1.Pod{web, db, batch} {
+		h.must(h.env.Env.Client.Create(ctx, p))
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		h.must(h.env.Env.Client.Status().Update(ctx, p))
+	}
+	// The budget allows no disruption, as the disruption controller (absent from envtest) would publish it.
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+	h.must(h.env.Env.Client.Create(ctx, pdb))
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	h.must(h.env.Env.Client.Status().Update(ctx, pdb))
+	exists := func(name string) bool {
+		return h.env.Env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &corev1.Pod{}) == nil
+	}
+	h.until(nc, func(got *karpv1.NodeClaim, n *corev1.Node) (bool, string) {
+		return !exists("web") && hasTaint(n), fmt.Sprintf("web still there %v, taint %v", exists("web"), hasTaint(n))
+	})
+	got := &karpv1.NodeClaim{}
+	h.must(h.env.Env.Client.Get(ctx, client.ObjectKey{Name: nc}, got))
+	if !exists("db") || !exists("batch") {
+		t.Errorf("evicted a pod its PodDisruptionBudget or do-not-disrupt protects: db %v, batch %v", exists("db"), exists("batch"))
+	}
+	if r := rebootingReason(got); r != "True/RebootRequested" {
+		t.Errorf("rebooting %s while draining, want True/RebootRequested", r)
+	}
+	if calls := h.env.Cloud.Rebooted(); len(calls) != 0 {
+		t.Errorf("reboot called before the drain ended: %v", calls)
+	}
+	if v := testutil.ToFloat64(h.env.Deps.Metrics.PodsDrained.WithLabelValues("unhealthy")); v != 1 {
+		t.Errorf("karpenter_pods_drained_total{reason=unhealthy} = %v, want 1", v)
+	}
+	// The grace period ends: the reboot goes ahead with the pods left on the node.
+	h.env.Clock.Step(5 * time.Minute)
+	h.until(nc, func(got *karpv1.NodeClaim, _ *corev1.Node) (bool, string) {
+		return rebootingReason(got) == "True/RebootIssued", rebootingReason(got)
+	})
+	if calls := h.env.Cloud.Rebooted(); len(calls) != 1 {
+		t.Errorf("reboots made: %v, want one", calls)
+	}
+	if !exists("db") || !exists("batch") {
+		t.Errorf("a pod left at the end of the grace period was deleted: db %v, batch %v", exists("db"), exists("batch"))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -46,18 +45,9 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.collector() == nil {
 		return nil
 	}
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if _, err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "instance profile garbage collection failed; the next pass retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "instance profile garbage collection failed; the next pass retries", func(ctx context.Context) error {
+		_, err := c.Reconcile(ctx)
+		return err
 	}))
 }
 

@@ -129,6 +129,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if d.Reason != "" {
 			deps.CountDisrupted(ctx, c.deps, nc, strings.ToLower(string(karpv1.DisruptionReasonDrifted)), "")
 		}
+		if d.TerminateFirst && c.deps.Metrics != nil {
+			c.deps.Metrics.TerminateFirstDecisions.WithLabelValues(np.Name, strings.ToLower(string(d.Reason)), disruption.TerminateFirstStaticAtLimit).Inc()
+		}
 		logger.Info("deleted nodeclaim of static nodepool", "nodeclaim", d.Name, "reason", reason, "replicas", in.Replicas)
 		c.deps.Recorder.Eventf(np, corev1.EventTypeNormal, EventScaledDown, "Deleted nodeclaim %s (%s), replicas %d", d.Name, reason, in.Replicas)
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
@@ -40,19 +39,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	if c.deps.UnavailableOfferings == nil || c.deps.KubeClient == nil {
 		return nil
 	}
-	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
-		for {
-			if err := c.Reconcile(ctx); err != nil {
-				deps.LogError(ctx, err, "publishing unavailable offerings failed; the next pass retries")
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-c.deps.Clock.After(Interval):
-			}
-		}
-	}))
+	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "publishing unavailable offerings failed; the next pass retries", c.Reconcile))
 }
 
 // Reconcile writes the ConfigMap when the list changed since the last write (the first pass always writes, so

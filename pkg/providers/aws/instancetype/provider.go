@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/providers/aws/pricing"
@@ -100,6 +101,9 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Every type launches with default or dedicated tenancy, chosen from the NodeClaim's requirements (one map
+	// shared by every type of the answer).
+	launch := map[string][]string{awsv1.LabelInstanceTenancy: TenancyValues()}
 	var out []*cloudprovider.InstanceType
 	for _, name := range names {
 		if req.Allow != nil && !req.Allow(name) {
@@ -131,10 +135,15 @@ func (p *Provider) List(ctx context.Context, req Request) ([]*cloudprovider.Inst
 		}
 		out = append(out, &cloudprovider.InstanceType{
 			Name: name, Labels: shape.Labels, Capacity: capacity, Overhead: shape.Overhead, Offerings: offerings,
+			LaunchLabels: launch,
 		})
 	}
 	return out, nil
 }
+
+// TenancyValues are the instance tenancies a launch can ask for (karpenter.k8s.aws/instance-tenancy): Karpenter's
+// well-known values for the label.
+func TenancyValues() []string { return []string{"dedicated", "default"} }
 
 func (p *Provider) offering(name, zone, ct string, price float64) cloudprovider.Offering {
 	return cloudprovider.Offering{

@@ -130,3 +130,52 @@ func TestIPv6ChangesTheTemplateName(t *testing.T) {
 		t.Errorf("IPv4 and IPv6 specs share the launch template name %s", v4)
 	}
 }
+
+// TestIPv6PrefixesAndInterfaces: ipPrefixCount asks for IPv4 /28 prefixes in an IPv4 cluster and IPv6 /80
+// prefixes in an IPv6 one (as Karpenter does); in an IPv6 cluster every interface carrying IP traffic (EFA and
+// interface, not efa-only) gets a primary IPv6 address, and none asks for IPv4 settings that an IPv6-only subnet
+// could not give.
+func TestIPv6PrefixesAndInterfaces(t *testing.T) {
+	sgs := []string{"sg-1"}
+	nc := func(prefixes *int32, nis ...awsv1.NetworkInterface) *awsv1.EC2NodeClass {
+		n := &awsv1.EC2NodeClass{}
+		n.Name = "default"
+		n.Spec.IPPrefixCount = prefixes
+		n.Spec.NetworkInterfaces = nis
+		return n
+	}
+	type nic = ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	v6 := func(n nic, prefixes *int32) nic {
+		n.PrimaryIpv6, n.Ipv6AddressCount, n.Ipv6PrefixCount = aws.Bool(true), aws.Int32(1), prefixes
+		return n
+	}
+	two := aws.Int32(2)
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want []nic
+	}{
+		{"IPv4 prefixes", Spec{NodeClass: nc(two), SecurityGroupIDs: sgs},
+			[]nic{{DeviceIndex: aws.Int32(0), Groups: sgs, Ipv4PrefixCount: two}}},
+		{"IPv6 prefixes", Spec{NodeClass: nc(two), SecurityGroupIDs: sgs, IPv6: true},
+			[]nic{v6(nic{DeviceIndex: aws.Int32(0), Groups: sgs}, two)}},
+		{"IPv6 EFA interfaces", Spec{NodeClass: nc(nil), SecurityGroupIDs: sgs, IPv6: true, EFACount: 2},
+			[]nic{
+				v6(nic{NetworkCardIndex: aws.Int32(0), DeviceIndex: aws.Int32(0), InterfaceType: aws.String("efa"), Groups: sgs}, nil),
+				v6(nic{NetworkCardIndex: aws.Int32(1), DeviceIndex: aws.Int32(1), InterfaceType: aws.String("efa"), Groups: sgs}, nil),
+			}},
+		{"IPv6 spec.networkInterfaces", Spec{NodeClass: nc(two,
+			awsv1.NetworkInterface{InterfaceType: awsv1.InterfaceTypeInterface},
+			awsv1.NetworkInterface{NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}), SecurityGroupIDs: sgs, IPv6: true},
+			[]nic{
+				v6(nic{NetworkCardIndex: aws.Int32(0), DeviceIndex: aws.Int32(0), InterfaceType: aws.String("interface"), Groups: sgs}, two),
+				{NetworkCardIndex: aws.Int32(1), DeviceIndex: aws.Int32(0), InterfaceType: aws.String("efa-only"), Groups: sgs},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Data(tc.spec).NetworkInterfaces, cmpopts.IgnoreUnexported(nic{})); diff != "" {
+				t.Errorf("network interfaces (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -198,21 +198,25 @@ func tenancyOf(s Spec) string {
 
 // networkInterfaces are the launch template's interfaces: spec.networkInterfaces as given; else EFACount EFA
 // interfaces, one per network card; else one primary interface when the template must set something on it (a
-// public address choice, IPv4 prefixes, connection tracking or an IPv6 cluster's address); else none, and the instance gets EC2's default.
+// public address choice, IP prefixes, connection tracking or an IPv6 cluster's address); else none, and the instance gets EC2's default.
 // EFA-only interfaces carry no IP settings.
 func networkInterfaces(s Spec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 	nc := s.NodeClass
 	conntrack := connectionTracking(nc.Spec.ConnectionTracking)
 	ip := func(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
 		ni.AssociatePublicIpAddress = nc.Spec.AssociatePublicIPAddress
-		ni.Ipv4PrefixCount = nc.Spec.IPPrefixCount
 		ni.ConnectionTrackingSpecification = conntrack
-		if s.IPv6 && aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
-			// As Karpenter does in an IPv6 cluster: one IPv6 address on the primary interface, its primary one
-			// (the node's address for the kubelet and the VPC CNI).
-			ni.PrimaryIpv6 = aws.Bool(true)
-			ni.Ipv6AddressCount = aws.Int32(1)
+		if !s.IPv6 {
+			ni.Ipv4PrefixCount = nc.Spec.IPPrefixCount
+			return
 		}
+		// As Karpenter does in an IPv6 cluster: every interface carrying IP traffic gets one IPv6 address, its
+		// primary one (on the primary interface, the node's address for the kubelet and the VPC CNI), and
+		// ipPrefixCount asks for IPv6 /80 prefixes instead of IPv4 /28 ones. Nothing asks for an IPv4 address:
+		// in an IPv6-only subnet the instance has none.
+		ni.PrimaryIpv6 = aws.Bool(true)
+		ni.Ipv6AddressCount = aws.Int32(1)
+		ni.Ipv6PrefixCount = nc.Spec.IPPrefixCount
 	}
 	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
 	switch {
