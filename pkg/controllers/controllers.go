@@ -59,76 +59,76 @@ type Named struct {
 // their gate is on.
 func New(d deps.Deps) []Named {
 	all := []Named{
-		{provisioning.Name, provisioning.NewController(d)},
-		{podmetrics.Name, podmetrics.NewController(d)},
-		{lifecycle.Name, lifecycle.NewController(d)},
-		{garbagecollection.Name, garbagecollection.NewController(d)},
-		{hash.Name, hash.NewController(d)},
-		{counter.Name, counter.NewController(d)},
-		{nodemetrics.Name, nodemetrics.NewController(d)},
+		{provisioning.Name, provisioning.NewController(d.For(provisioning.Name))},
+		{podmetrics.Name, podmetrics.NewController(d.For(podmetrics.Name))},
+		{lifecycle.Name, lifecycle.NewController(d.For(lifecycle.Name))},
+		{garbagecollection.Name, garbagecollection.NewController(d.For(garbagecollection.Name))},
+		{hash.Name, hash.NewController(d.For(hash.Name))},
+		{counter.Name, counter.NewController(d.For(counter.Name))},
+		{nodemetrics.Name, nodemetrics.NewController(d.For(nodemetrics.Name))},
 		// Memory capacity learned from registered Nodes, per instance type and AMI set (as Karpenter's AWS provider).
-		{nodecapacity.Name, nodecapacity.NewController(d)},
-		{conditionmetrics.Name, conditionmetrics.NewController(d)},
-		{readiness.Name, readiness.NewController(d)},
-		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d)},
+		{nodecapacity.Name, nodecapacity.NewController(d.For(nodecapacity.Name))},
+		{conditionmetrics.Name, conditionmetrics.NewController(d.For(conditionmetrics.Name))},
+		{readiness.Name, readiness.NewController(d.For(readiness.Name))},
+		{nodeclaimtermination.Name, nodeclaimtermination.NewController(d.For(nodeclaimtermination.Name))},
 		// Checks registered Nodes against their NodeClaims (ConsistentStateFound).
-		{consistency.Name, consistency.NewController(d)},
+		{consistency.Name, consistency.NewController(d.For(consistency.Name))},
 		// Carries out the reboots node repair asks for (RebootForRepair); always on, so a reboot in progress ends.
-		{nodeclaimreboot.Name, nodeclaimreboot.NewController(d)},
+		{nodeclaimreboot.Name, nodeclaimreboot.NewController(d.For(nodeclaimreboot.Name))},
 		// Announces condition transitions and removed finalizers of NodeClaims, NodePools, EC2NodeClasses and Nodes.
-		{conditionevents.Name, conditionevents.NewController(d)},
-		{nodetermination.Name, nodetermination.NewController(d)},
-		{nodeclassstatus.Name, nodeclassstatus.NewController(d)},
-		{nodeclasshash.Name, nodeclasshash.NewController(d)},
+		{conditionevents.Name, conditionevents.NewController(d.For(conditionevents.Name))},
+		{nodetermination.Name, nodetermination.NewController(d.For(nodetermination.Name))},
+		{nodeclassstatus.Name, nodeclassstatus.NewController(d.For(nodeclassstatus.Name))},
+		{nodeclasshash.Name, nodeclasshash.NewController(d.For(nodeclasshash.Name))},
 		// The disruption signals (Drifted, Consolidatable, expiration, the last pod event) that the disruption
 		// controller acts on.
-		{podevents.Name, podevents.NewController(d)},
-		{nodeclaimdisruption.Name, nodeclaimdisruption.NewController(d)},
-		{disruption.Name, disruption.NewController(d)},
+		{podevents.Name, podevents.NewController(d.For(podevents.Name))},
+		{nodeclaimdisruption.Name, nodeclaimdisruption.NewController(d.For(nodeclaimdisruption.Name))},
+		{disruption.Name, disruption.NewController(d.For(disruption.Name))},
 		// The interruption queue (a no-op when INTERRUPTION_QUEUE is empty).
-		{interruption.Name, interruption.NewController(d)},
+		{interruption.Name, interruption.NewController(d.For(interruption.Name))},
 		// EC2 instance status checks: replaces instances whose checks fail (always on, as in Karpenter).
-		{instancestatus.Name, instancestatus.NewController(d)},
+		{instancestatus.Name, instancestatus.NewController(d.For(instancestatus.Name))},
 		// Warns about other clusters using this cluster's name in the account (a no-op for providers that cannot tell).
-		{clusteridentity.Name, clusteridentity.NewController(d)},
+		{clusteridentity.Name, clusteridentity.NewController(d.For(clusteridentity.Name))},
 		// Publishes the offerings the cloud refused recently, for dovetailctl explain.
-		{unavailableofferings.Name, unavailableofferings.NewController(d)},
+		{unavailableofferings.Name, unavailableofferings.NewController(d.For(unavailableofferings.Name))},
 		// NodeOverlays: applied with the NodeOverlay gate on, reported as ignored with it off.
-		{nodeoverlay.Name, nodeoverlay.NewController(d)},
+		{nodeoverlay.Name, nodeoverlay.NewController(d.For(nodeoverlay.Name))},
 		// ARC zonal shifts (ENABLE_ZONAL_SHIFT=true; a no-op otherwise): NodePool events as zones shift and clear.
-		{zonalshift.Name, zonalshift.NewController(d)},
+		{zonalshift.Name, zonalshift.NewController(d.For(zonalshift.Name))},
 		// Reserved NodeClaims and Nodes whose capacity reservation ended become on-demand (always on, as in Karpenter).
-		{capacitytype.Name, capacitytype.NewController(d)},
+		{capacitytype.Name, capacitytype.NewController(d.For(capacitytype.Name))},
 		// Deletes the instance profiles made for node classes once nothing needs them (not with ISOLATED_VPC=true).
-		{instanceprofilegc.Name, instanceprofilegc.NewController(d)},
+		{instanceprofilegc.Name, instanceprofilegc.NewController(d.For(instanceprofilegc.Name))},
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureNodeRepair) {
 		// Legacy node repair (LEGACY_NODE_REPAIR): force-terminates nodes unhealthy past their toleration. Otherwise
 		// node repair is a method of the disruption controller, and this controller repairs static NodePools' nodes.
 		if d.Settings.LegacyNodeRepair {
-			all = append(all, Named{nodehealth.Name, nodehealth.NewController(d)})
+			all = append(all, Named{nodehealth.Name, nodehealth.NewController(d.For(nodehealth.Name))})
 		} else {
-			all = append(all, Named{nodehealth.Name, nodehealth.NewStaticController(d)})
+			all = append(all, Named{nodehealth.Name, nodehealth.NewStaticController(d.For(nodehealth.Name))})
 		}
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureReservedCapacity) {
 		// Reserved capacity: nodes in an ending Capacity Block are drained before EC2 reclaims it.
-		all = append(all, Named{capacityblock.Name, capacityblock.NewController(d)})
+		all = append(all, Named{capacityblock.Name, capacityblock.NewController(d.For(capacityblock.Name))})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureStaticCapacity) {
 		// Static NodePools: keeps spec.replicas NodeClaims, whatever the pods.
-		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d)})
+		all = append(all, Named{nodepoolstatic.Name, nodepoolstatic.NewController(d.For(nodepoolstatic.Name))})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeaturePodDeletionCostManagement) {
 		// Pod deletion cost: ReplicaSets scale down the pods of the nodes disruption would take first.
-		all = append(all, Named{deletioncost.Name, deletioncost.NewController(d)})
+		all = append(all, Named{deletioncost.Name, deletioncost.NewController(d.For(deletioncost.Name))})
 	}
 	if d.Settings != nil && d.Settings.FeatureEnabled(settings.FeatureCapacityBuffer) {
 		// CapacityBuffers: resolves buffers into virtual pods the provisioner keeps room for.
-		all = append(all, Named{capacitybuffer.Name, capacitybuffer.NewController(d)})
+		all = append(all, Named{capacitybuffer.Name, capacitybuffer.NewController(d.For(capacitybuffer.Name))})
 	} else {
 		// Buffers are ignored: says so once if any exist.
-		all = append(all, Named{capacitybuffer.Name + ".disabled", capacitybuffer.NewDisabledNotice(d)})
+		all = append(all, Named{capacitybuffer.Name + ".disabled", capacitybuffer.NewDisabledNotice(d.For(capacitybuffer.Name))})
 	}
 	return all
 }

@@ -119,8 +119,14 @@ type Metrics struct {
 	// CloudProviderThrottledCalls counts cloud API call attempts answered with a throttling error, by service
 	// and operation (each retry counts).
 	CloudProviderThrottledCalls *prometheus.CounterVec
-	NodePoolUsage               *prometheus.GaugeVec
-	NodePoolLimit               *prometheus.GaugeVec
+	// APIWriteConflicts counts the controllers' API writes refused with 409 Conflict (a stale resourceVersion), by
+	// controller, verb and kind.
+	APIWriteConflicts *prometheus.CounterVec
+	// APIWriteInvalid counts the controllers' API writes refused with 422 Unprocessable Entity, by controller, verb
+	// and kind.
+	APIWriteInvalid *prometheus.CounterVec
+	NodePoolUsage   *prometheus.GaugeVec
+	NodePoolLimit   *prometheus.GaugeVec
 	// NodePoolCost is the hourly price of a NodePool's NodeClaims; set it with SetNodePoolCost.
 	NodePoolCost *prometheus.GaugeVec
 	// CostTrackerErrors counts the launched NodeClaims SetNodePoolCost could not price.
@@ -550,6 +556,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_cloudprovider_throttled_calls_total",
 			Help: "Cloud API call attempts answered with a throttling error, by service and operation; each retry counts.",
 		}, []string{LabelService, LabelOperation}),
+		APIWriteConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_api_write_conflicts_total", Help: helpOf("dovetail_api_write_conflicts_total"),
+		}, []string{LabelController, LabelVerb, LabelKind}),
+		APIWriteInvalid: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_api_write_invalid_total", Help: helpOf("dovetail_api_write_invalid_total"),
+		}, []string{LabelController, LabelVerb, LabelKind}),
 		InterruptionForeignMessages: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dovetail_interruption_foreign_messages_total",
 			Help: "Interruption-queue messages about instances this cluster does not own, left in the queue; each counted once.",

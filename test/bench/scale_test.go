@@ -77,6 +77,7 @@ func TestScale(t *testing.T) {
 
 	tracker := buildScaleCluster(t, nodes)
 	t.Logf("bench-scale setup: %d nodes and %d pods Running %.0f s after start", nodes, nodes*podsPerNode, time.Since(start).Seconds())
+	refusedWrites(t, "setup")
 	figures := map[string]any{"nodes": nodes, "pods": nodes * podsPerNode}
 	for _, p := range phases {
 		var f map[string]any
@@ -91,6 +92,7 @@ func TestScale(t *testing.T) {
 			f = driftPhase(t, tracker, nodes)
 		}
 		figures[p] = f
+		refusedWrites(t, p)
 	}
 	report(t, result{Name: "scale", Figures: figures, Targets: map[string]any{
 		"rest.controllerCores": "< 0.05", "rest.controllerRSSMiB": "< 600", "provision.meanPassSeconds": "< 2",

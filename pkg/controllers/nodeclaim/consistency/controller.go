@@ -124,7 +124,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !meta.SetStatusCondition(&nc.Status.Conditions, cond) {
 		return reconcile.Result{RequeueAfter: ScanPeriod}, nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Only this condition, tested to be as read: the lifecycle's and disruption signals' writes meanwhile do not
+	// make it fail.
+	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		c.forget(nc.Name) // checked again on the retry
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 	}

@@ -255,13 +255,14 @@ func (c *Controller) setTrue(nc *karpv1.NodeClaim, t, reason, message string) {
 	})
 }
 
-// patchStatus writes nc's conditions if they differ from stored, with optimistic locking (the patch replaces
-// the whole conditions list, which other controllers write too).
+// patchStatus writes nc's conditions if they differ from stored: only the changed conditions, each tested to be
+// still as stored read it (deps.PatchNodeClaimStatus), so that other controllers' conditions written meanwhile do
+// not make the write fail.
 func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeClaim) error {
 	if equalConditions(stored.Status.Conditions, nc.Status.Conditions) {
 		return nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 	}
 	return nil

@@ -39,6 +39,9 @@ type Controller struct {
 	deps deps.Deps
 	// launches remembers, by NodeClaim name, launches this controller made that its cache may not show yet.
 	launches *launchMemo
+	// registrations remembers, by NodeClaim name, the registrations this controller wrote that its cache may not
+	// show yet.
+	registrations *registrationMemo
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
 	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy; launchConflicts does so
@@ -60,7 +63,7 @@ const LaunchName = Name + ".launch"
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, launches: newLaunchMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
+	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 
 // Register adds the controller to the manager as two controllers on NodeClaims: the launch workers
@@ -167,6 +170,7 @@ func (c *Controller) addFinalizer(ctx context.Context, nc *karpv1.NodeClaim) (re
 // hold every launch window open to its bound until the note expired.
 func (c *Controller) gone(name string) {
 	c.launches.forget(name)
+	c.registrations.forget(name)
 	c.deps.LaunchNotices.Arrived(name)
 }
 
@@ -176,12 +180,14 @@ func (c *Controller) waitLaunched(_ context.Context, nc *karpv1.NodeClaim) (reco
 	return reconcile.Result{}, !nc.IsTrue(karpv1.ConditionTypeLaunched), nil
 }
 
-// patchStatus writes nc's status if it differs from stored, with optimistic locking.
+// patchStatus writes nc's status if it differs from stored: only the fields and conditions that changed, each
+// changed condition tested to be still as stored read it (deps.PatchNodeClaimStatus); other controllers'
+// conditions and labels written meanwhile no longer make it fail, as a lock on the whole NodeClaim did.
 func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeClaim) error {
 	if equalStatus(stored, nc) {
 		return nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 	}
 	c.deps.Metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, stored.Status.Conditions, nc.Status.Conditions)

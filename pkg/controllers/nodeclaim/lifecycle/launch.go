@@ -113,8 +113,9 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 			return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("recording launched labels: %w", err))
 		}
 	}
+	// The status as the API server last answered (the labels' patch returns it, with any condition another
+	// controller wrote since the cache read the NodeClaim): the status patch then holds only what the launch sets.
 	stored = nc.DeepCopy()
-	stored.Status = *meta.Status.DeepCopy()
 	nc.Status.ProviderID = created.Status.ProviderID
 	nc.Status.ImageID = created.Status.ImageID
 	nc.Status.Capacity = created.Status.Capacity

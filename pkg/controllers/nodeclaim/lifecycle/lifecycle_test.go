@@ -277,8 +277,9 @@ func TestTaintSyncNeverKeepsUninitialized(t *testing.T) {
 		h.create(test.Node("node-c", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Taint(karpv1.CloudProviderUninitializedTaint()).Obj())
 		stale := h.node("node-c")
 		removeUninitialized("node-c")
-		// The patch computed from the stale copy is rejected; the one computed again from the Node read from
-		// the API server goes through, without the taint the stale copy still had.
+		// The patch computed from the stale copy touches only the taints registration changes (it removes the
+		// unregistered taint and adds the NodeClaim's), so it goes through at once, without writing back the taint
+		// the stale copy still had.
 		var patches []string
 		d := h.env.Deps
 		d.APIReader = h.env.Env.Client
@@ -292,7 +293,7 @@ func TestTaintSyncNeverKeepsUninitialized(t *testing.T) {
 		if err := NewController(d).syncNode(h.ctx, nc, stale); err != nil {
 			t.Fatalf("syncNode on a stale copy: %v", err)
 		}
-		if diff := cmp.Diff([]string{"node-c stale=true", "node-c stale=false"}, patches); diff != "" {
+		if diff := cmp.Diff([]string{"node-c stale=false"}, patches); diff != "" {
 			t.Errorf("patches (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff([]string{"team:NoSchedule"}, taintKeys(h.node("node-c"))); diff != "" {
@@ -834,5 +835,37 @@ func TestRegistrationRecordsWhyTheNodeIsNotInitialized(t *testing.T) {
 	}
 	if len(writes) != 1 {
 		t.Errorf("the registering pass wrote the NodeClaim's status %d times (%v), want once", len(writes), writes)
+	}
+}
+
+// TestRegistrationNotRepeatedFromStaleCopy: a pass that reads the NodeClaim as it was before this controller
+// registered it (a cache behind the controller's own write) writes nothing, instead of a status write the API
+// server would refuse.
+func TestRegistrationNotRepeatedFromStaleCopy(t *testing.T) {
+	h := newHarness(t)
+	h.create(test.NodeClaim("stale-a", "default").Obj())
+	nc := h.reconcileUntil("stale-a", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.create(test.Node("node-stale-a", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	before := &karpv1.NodeClaim{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKey{Name: "stale-a"}, before); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileUntil("stale-a", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+	writes := 0
+	d := h.env.Deps
+	d.Client = interceptor.NewClient(noWatch{h.env.Deps.Client}, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	c := h.c
+	c.deps = d
+	res, done, err := c.register(h.ctx, before.DeepCopy())
+	if err != nil || !done || res.RequeueAfter == 0 {
+		t.Errorf("pass on the stale copy: result %+v, done %v, error %v; want a requeue and the pass stopped", res, done, err)
+	}
+	if writes != 0 {
+		t.Errorf("%d status writes from the stale copy, want 0", writes)
 	}
 }

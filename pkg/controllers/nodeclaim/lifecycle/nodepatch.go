@@ -17,20 +17,20 @@ type jsonPatchOp struct {
 }
 
 // registrationPatch returns the JSON patch that turns before into desired, as far as registration changes a
-// Node: labels, annotations, finalizers, owner references and taints. The lists (finalizers, owner references,
-// taints) are replaced whole, each after a test that the Node still has the list it was computed from: the patch
-// then fails (the API server answers 422) when another writer changed one of them meanwhile — the cloud
-// controller manager lifting its uninitialized taint must not be undone — but not when the kubelet's status
-// writes or anyone's label changes moved the Node's resourceVersion, as an optimistic lock on the whole object
-// did on most Nodes of a scale-out. Map keys are set one by one and leave the other keys alone. It returns nil
-// when there is nothing to change.
+// Node: labels, annotations, finalizers, owner references and taints. The finalizers and owner references are
+// replaced whole, each after a test that the Node still has the list it was computed from; the taints are
+// changed one by one (taintOps). The patch then fails (the API server answers 422) when another writer changed
+// what it replaces meanwhile — the cloud controller manager lifting its uninitialized taint must not be undone —
+// but not when the kubelet's status writes or anyone's label changes moved the Node's resourceVersion, as an
+// optimistic lock on the whole object did on most Nodes of a scale-out. Map keys are set one by one and leave
+// the other keys alone. It returns nil when there is nothing to change.
 func registrationPatch(before, desired *corev1.Node) ([]byte, error) {
 	var ops []jsonPatchOp
 	ops = append(ops, mapOps("/metadata/labels", before.Labels, desired.Labels)...)
 	ops = append(ops, mapOps("/metadata/annotations", before.Annotations, desired.Annotations)...)
 	ops = append(ops, listOps("/metadata/finalizers", before.Finalizers, desired.Finalizers)...)
 	ops = append(ops, listOps("/metadata/ownerReferences", before.OwnerReferences, desired.OwnerReferences)...)
-	ops = append(ops, listOps("/spec/taints", before.Spec.Taints, desired.Spec.Taints)...)
+	ops = append(ops, taintOps(before.Spec.Taints, desired.Spec.Taints)...)
 	if len(ops) == 0 {
 		return nil, nil
 	}
@@ -69,6 +69,38 @@ func listOps[T any](path string, before, desired []T) []jsonPatchOp {
 		was = nil
 	}
 	return []jsonPatchOp{{Op: "test", Path: path, Value: was}, {Op: "add", Path: path, Value: desired}}
+}
+
+// taintOps removes the taints of before that desired lacks, each where before has it and after a test that it is
+// still there (from the last, so that the indices tested stay right), and appends those desired adds. The other
+// taints are neither sent nor tested: the node lifecycle controller adding or lifting its not-ready taint as the
+// Node registers no longer fails the patch, as a test of the whole list did on about two Nodes in three of a
+// scale-out. With no taints before, the list is added whole after a test that there still is none.
+func taintOps(before, desired []corev1.Taint) []jsonPatchOp {
+	if len(before) == 0 {
+		return listOps("/spec/taints", before, desired)
+	}
+	has := func(list []corev1.Taint, t corev1.Taint) bool {
+		for _, o := range list {
+			if equality.Semantic.DeepEqual(o, t) {
+				return true
+			}
+		}
+		return false
+	}
+	var ops []jsonPatchOp
+	for i := len(before) - 1; i >= 0; i-- {
+		if !has(desired, before[i]) {
+			path := fmt.Sprintf("/spec/taints/%d", i)
+			ops = append(ops, jsonPatchOp{Op: "test", Path: path, Value: before[i]}, jsonPatchOp{Op: "remove", Path: path})
+		}
+	}
+	for _, t := range desired {
+		if !has(before, t) {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/taints/-", Value: t})
+		}
+	}
+	return ops
 }
 
 // escapePointer escapes a map key for a JSON pointer (RFC 6901).

@@ -32,14 +32,23 @@ func TestRegistrationPatch(t *testing.T) {
 				`{"op":"test","path":"/spec/taints","value":null},{"op":"add","path":"/spec/taints","value":[{"key":"team","value":"a","effect":"NoSchedule"}]}]`,
 		},
 		{
-			name: "keys are set one by one, escaped; the taint list is tested, then replaced",
+			name: "keys are set one by one, escaped; a dropped taint is tested where it was, then removed",
 			before: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"keep": "x"}},
 				Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}},
 			desired: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"keep": "x", "a/b~c": "1"}, Finalizers: []string{"karpenter.sh/termination"}},
 				Spec: corev1.NodeSpec{Taints: []corev1.Taint{}}},
 			want: `[{"op":"add","path":"/metadata/labels/a~1b~0c","value":"1"},` +
 				`{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["karpenter.sh/termination"]},` +
-				`{"op":"test","path":"/spec/taints","value":[{"key":"karpenter.sh/unregistered","effect":"NoExecute"}]},{"op":"add","path":"/spec/taints","value":[]}]`,
+				`{"op":"test","path":"/spec/taints/0","value":{"key":"karpenter.sh/unregistered","effect":"NoExecute"}},{"op":"remove","path":"/spec/taints/0","value":null}]`,
+		},
+		{
+			name: "taints of others are left alone: only the dropped one is tested and removed, the new one appended",
+			before: &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+				{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}, taint, {Key: "other", Effect: corev1.TaintEffectNoSchedule}}}},
+			desired: &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+				{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}, {Key: "other", Effect: corev1.TaintEffectNoSchedule}, team}}},
+			want: `[{"op":"test","path":"/spec/taints/1","value":{"key":"karpenter.sh/unregistered","effect":"NoExecute"}},{"op":"remove","path":"/spec/taints/1","value":null},` +
+				`{"op":"add","path":"/spec/taints/-","value":{"key":"team","value":"a","effect":"NoSchedule"}}]`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

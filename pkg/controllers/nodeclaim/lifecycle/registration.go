@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +25,14 @@ import (
 // register finds the Node of a launched NodeClaim, adopts it and syncs it.
 func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.Result, bool, error) {
 	if nc.IsTrue(karpv1.ConditionTypeRegistered) {
+		c.registrations.forget(nc.Name)
 		return reconcile.Result{}, false, nil
+	}
+	// Registered a moment ago by this controller, and the cache does not show it yet (a Node heartbeat brought the
+	// NodeClaim back first): registering again would write from a stale copy, which the API server refuses. The
+	// update recording the registration brings the NodeClaim back; after maxCacheLag the cache is not trusted.
+	if at, ok := c.registrations.get(nc); ok && c.deps.Clock.Since(at) < maxCacheLag {
+		return reconcile.Result{RequeueAfter: cacheLagRequeue}, true, nil
 	}
 	logger := log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.NodePoolName())
 	stored := nc.DeepCopy()
@@ -92,6 +101,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	if err := c.patchStatusFresh(ctx, stored, nc, registered); err != nil {
 		return reconcile.Result{}, true, err
 	}
+	c.registrations.recorded(nc, c.deps.Clock.Now())
 	if err := c.recordRegistration(ctx, nc, true); err != nil {
 		deps.LogError(log.IntoContext(ctx, logger), err, "recording the registration on the nodepool")
 	}
@@ -255,4 +265,43 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 		}
 	}
 	return false
+}
+
+// registrationMemo remembers when this controller recorded each NodeClaim's registration, until the cache shows
+// it (or the NodeClaim goes). Safe for concurrent use.
+type registrationMemo struct {
+	mu sync.Mutex
+	m  map[string]registrationEntry
+}
+
+type registrationEntry struct {
+	uid types.UID
+	at  time.Time
+}
+
+func newRegistrationMemo() *registrationMemo {
+	return &registrationMemo{m: map[string]registrationEntry{}}
+}
+
+func (r *registrationMemo) recorded(nc *karpv1.NodeClaim, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[nc.Name] = registrationEntry{uid: nc.UID, at: at}
+}
+
+// get returns when nc (the same object: its UID) was registered by this controller, if it was.
+func (r *registrationMemo) get(nc *karpv1.NodeClaim) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[nc.Name]
+	if !ok || e.uid != nc.UID {
+		return time.Time{}, false
+	}
+	return e.at, true
+}
+
+func (r *registrationMemo) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, name)
 }

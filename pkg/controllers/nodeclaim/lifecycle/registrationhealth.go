@@ -55,7 +55,9 @@ func (c *Controller) recordRegistration(ctx context.Context, nc *karpv1.NodeClai
 	default:
 		return nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// This condition only, tested to be as read: the NodePool counter's and readiness' writes meanwhile do not
+	// make it fail.
+	if err := deps.PatchNodePoolStatus(ctx, c.deps.Client, stored, np); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("setting %s on nodepool %s: %w", karpv1.ConditionTypeNodeRegistrationHealthy, name, err))
 	}
 	return nil

@@ -41,7 +41,9 @@ func (c *Controller) tag(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.R
 	if err != nil && !cloudprovider.IsNotFound(err) {
 		return reconcile.Result{}, true, fmt.Errorf("tagging instance %s: %w", id, err)
 	}
-	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	// A merge patch of one annotation key needs no lock: with one, the write failed whenever the NodeClaim had
+	// been written since the cache read it (its registration, a moment before), about once per node launched.
+	patch := client.MergeFrom(nc.DeepCopy())
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}

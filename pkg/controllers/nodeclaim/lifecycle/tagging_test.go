@@ -56,3 +56,38 @@ func TestTagOnce(t *testing.T) {
 		t.Errorf("tags (-want +got), second pass must not tag again:\n%s", diff)
 	}
 }
+
+// TestTagAfterStatusWrite: the tagged annotation is recorded from a copy read before another controller wrote the
+// NodeClaim's status (a cache behind the API server); the write must not fail for the stale resourceVersion.
+func TestTagAfterStatusWrite(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := test.NodeClaim("web-abcde", "web").ProviderID("aws:///us-west-2a/i-0123").Obj()
+	nc.Status.NodeName = "ip-10-0-0-1"
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(nc).WithStatusSubresource(&karpv1.NodeClaim{}).Build()
+	ctx := context.Background()
+	stale := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, stale); err != nil {
+		t.Fatal(err)
+	}
+	other := stale.DeepCopy()
+	other.Status.ImageID = "ami-1"
+	if err := kube.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	cloud := &taggingCloud{tagged: map[string]map[string]string{}}
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, CloudProvider: metrics.Instrument(cloud, m), Metrics: m})
+	if _, _, err := c.tag(ctx, stale); err != nil {
+		t.Fatalf("tag from a stale copy: %v", err)
+	}
+	got := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[awsv1.AnnotationInstanceTagged] != "true" || got.Status.ImageID != "ami-1" {
+		t.Errorf("annotation %q, image %q: want both writes kept", got.Annotations[awsv1.AnnotationInstanceTagged], got.Status.ImageID)
+	}
+}

@@ -130,7 +130,9 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	stored := np.DeepCopy()
 	np.Status.Resources = resources
 	np.Status.Nodes = &nodes
-	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Only the counted fields, which this controller alone writes: the conditions other controllers write
+	// meanwhile do not make it fail.
+	if err := deps.PatchNodePoolStatus(ctx, c.deps.Client, stored, np); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another controller wrote the status first: start again from the newer object, quietly.
 			return reconcile.Result{Requeue: true}, nil

@@ -79,7 +79,8 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	if conditionsEqual(stored.Status.Conditions, np.Status.Conditions) && stored.Status.NodeClassObservedGeneration == np.Status.NodeClassObservedGeneration {
 		return reconcile.Result{}, nil
 	}
-	if err := c.deps.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// Only the changed conditions, each tested to be as read (deps.PatchNodePoolStatus).
+	if err := deps.PatchNodePoolStatus(ctx, c.deps.Client, stored, np); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another controller wrote the status first: start again from the newer object, quietly.
 			return reconcile.Result{Requeue: true}, nil

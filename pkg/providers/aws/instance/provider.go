@@ -92,6 +92,9 @@ type Provider struct {
 	owned map[string]time.Time
 
 	batcher *batcher
+	// describer merges the look-ups of single instances (Get) made within DefaultDescribeWindow, on the real clock
+	// (the window only spaces calls; nothing is decided on it).
+	describer *describeBatcher
 
 	// OnLaunchFailure, when set, is called for every error of a CreateFleet answer (one an offering it could not
 	// launch). Set it before first use.
@@ -113,6 +116,7 @@ const ConsistencyWindow = time.Minute
 func NewProvider(ec2api sdk.EC2API, cluster tags.Cluster, cache *unavailable.Cache, clk clock.Clock, window BatchWindow) *Provider {
 	p := &Provider{ec2: ec2api, cluster: cluster, unavailable: cache, clock: clk, owned: map[string]time.Time{}}
 	p.batcher = newBatcher(window, p.createFleet)
+	p.describer = newDescribeBatcher(DefaultDescribeWindow, ec2api.DescribeInstances)
 	return p
 }
 
@@ -374,10 +378,11 @@ func (p *Provider) FindByNodeClaim(ctx context.Context, nodeClaim string) (*Inst
 	return found[0], nil
 }
 
-// Get describes one instance. It returns a NotFoundError when EC2 does not know it, when it is terminated, or
-// when it does not carry this cluster's identity (another cluster's instance is never reported as ours).
+// Get describes one instance (in a DescribeInstances call shared with the look-ups made at the same moment). It
+// returns a NotFoundError when EC2 does not know it, when it is terminated, or when it does not carry this
+// cluster's identity (another cluster's instance is never reported as ours).
 func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
-	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	out, err := p.describer.describe(ctx, id)
 	if err != nil {
 		if sdk.IsNotFound(err) {
 			if p.notVisibleYet(id) {
@@ -520,8 +525,12 @@ func (p *Provider) Tag(ctx context.Context, id string, t map[string]string) erro
 			return fmt.Errorf("tag %q identifies the cluster and cannot be changed", k)
 		}
 	}
-	if _, err := p.Get(ctx, id); err != nil {
-		return err
+	// An instance known as this cluster's (launched or seen by this provider) is tagged without a look-up: the
+	// registration of every node tagged its instance, and described it first, once per node launched.
+	if !p.knownOwned(id) {
+		if _, err := p.Get(ctx, id); err != nil {
+			return err
+		}
 	}
 	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: tags.EC2(t)})
 	if err != nil && sdk.IsNotFound(err) {
