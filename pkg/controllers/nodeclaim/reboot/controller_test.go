@@ -213,6 +213,15 @@ func TestInvalidGracePeriodFailsWithoutReplacing(t *testing.T) {
 	h.must(h.env.Env.Client.Get(context.Background(), client.ObjectKey{Name: nc}, got))
 	got.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey] = "-1s"
 	h.must(h.env.Env.Client.Update(context.Background(), got))
+	// The controller reads from its cache: reconciling before the cache holds the new grace period would reboot.
+	test.Eventually(t, 20*time.Second, func() (bool, string) {
+		cached := &karpv1.NodeClaim{}
+		if err := h.env.Client.Get(context.Background(), client.ObjectKey{Name: nc}, cached); err != nil {
+			return false, err.Error()
+		}
+		v := cached.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey]
+		return v == "-1s", "cached grace period " + v
+	})
 	h.until(nc, func(got *karpv1.NodeClaim, _ *corev1.Node) (bool, string) {
 		return rebootingReason(got) == "False/RebootFailed", rebootingReason(got)
 	})
@@ -246,6 +255,20 @@ func TestRebootDrainsFirst(t *testing.T) {
 	h.must(h.env.Env.Client.Create(ctx, pdb))
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
 	h.must(h.env.Env.Client.Status().Update(ctx, pdb))
+	// The controller reads from its cache: reconciling before it holds the pods and the budget would reboot an
+	// empty node at once.
+	test.Eventually(t, 20*time.Second, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := h.env.Client.List(ctx, pods, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		cachedPDB := &policyv1.PodDisruptionBudget{}
+		if err := h.env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), cachedPDB); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 3 && cachedPDB.Status.DesiredHealthy == 1,
+			fmt.Sprintf("cache holds %d pods, budget status %+v", len(pods.Items), cachedPDB.Status)
+	})
 	exists := func(name string) bool {
 		return h.env.Env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &corev1.Pod{}) == nil
 	}
