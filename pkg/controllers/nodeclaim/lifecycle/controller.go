@@ -42,6 +42,9 @@ type Controller struct {
 	// registrations remembers, by NodeClaim name, the registrations this controller wrote that its cache may not
 	// show yet.
 	registrations *registrationMemo
+	// written keeps each NodeClaim as this controller last wrote it, for the passes that read it from a cache
+	// still behind that write.
+	written *deps.OwnWrites[*karpv1.NodeClaim]
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
 	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy; launchConflicts does so
@@ -63,7 +66,9 @@ const LaunchName = Name + ".launch"
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(), conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
+	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(),
+		written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, maxCacheLag),
+		conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 
 // Register adds the controller to the manager as two controllers on NodeClaims: the launch workers
@@ -138,6 +143,9 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request, n
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// A cache behind this controller's own last write would have the steps write from the older copy, which the
+	// API server refuses.
+	nc, _ = c.written.Latest(nc)
 	if !nc.DeletionTimestamp.IsZero() {
 		c.gone(req.Name)
 		return reconcile.Result{}, nil
@@ -162,6 +170,7 @@ func (c *Controller) addFinalizer(ctx context.Context, nc *karpv1.NodeClaim) (re
 	if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
 		return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 	}
+	c.written.Wrote(nc)
 	return reconcile.Result{}, false, nil
 }
 
@@ -171,6 +180,7 @@ func (c *Controller) addFinalizer(ctx context.Context, nc *karpv1.NodeClaim) (re
 func (c *Controller) gone(name string) {
 	c.launches.forget(name)
 	c.registrations.forget(name)
+	c.written.Forget(name)
 	c.deps.LaunchNotices.Arrived(name)
 }
 
@@ -190,6 +200,7 @@ func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeCla
 	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 	}
+	c.written.Wrote(nc)
 	c.deps.Metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, stored.Status.Conditions, nc.Status.Conditions)
 	return nil
 }

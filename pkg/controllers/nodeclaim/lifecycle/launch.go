@@ -112,6 +112,7 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 		if err := c.deps.Client.Patch(ctx, nc, client.MergeFrom(meta)); err != nil {
 			return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("recording launched labels: %w", err))
 		}
+		c.written.Wrote(nc)
 	}
 	// The status as the API server last answered (the labels' patch returns it, with any condition another
 	// controller wrote since the cache read the NodeClaim): the status patch then holds only what the launch sets.

@@ -51,6 +51,7 @@ func (c *Controller) tag(ctx context.Context, nc *karpv1.NodeClaim) (reconcile.R
 	if err := c.deps.Client.Patch(ctx, nc, patch); err != nil {
 		return reconcile.Result{}, true, client.IgnoreNotFound(fmt.Errorf("recording instance tags: %w", err))
 	}
+	c.written.Wrote(nc)
 	log.FromContext(ctx).V(1).Info("tagged instance", "nodeclaim", nc.Name, "instance-id", id, "node", nc.Status.NodeName)
 	return reconcile.Result{}, false, nil
 }
