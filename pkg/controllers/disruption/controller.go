@@ -116,6 +116,10 @@ type Controller struct {
 	repairNotices map[string]announced
 	// reboots is when node repair asked for each recent reboot, by NodeClaim UID (commitReboot).
 	reboots map[types.UID][]time.Time
+	// rest is what the last decision with nothing in flight found nothing to do on (rest.go); repairDue is the
+	// first repair toleration or hold-back recheck markRepairs saw this pass, zero if none.
+	rest      restMemo
+	repairDue time.Time
 }
 
 // recentRecord is a record written by this controller.
@@ -222,8 +226,20 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if len(snap.Candidates) == 0 {
 		c.record(&core.Result{}, snap, 0)
 		c.decided, c.decidedWith = st.Now, current
+		c.rest = restMemo{}
 		return errors.Join(errs...)
 	}
+	// At rest on the same objects as a decision that found nothing to do, before anything time-bound changed:
+	// the decision would find the same.
+	var key uint64
+	if current == "" {
+		key = restKey(st.View)
+		if key == c.rest.key && st.Now.Before(c.rest.until) && !slices.ContainsFunc(snap.Candidates, func(cand *core.Candidate) bool { return cand.Repair != nil }) {
+			c.decided, c.decidedWith = st.Now, current
+			return errors.Join(errs...)
+		}
+	}
+	c.rest = restMemo{}
 	start := c.deps.Clock.Now()
 	snap.Examined = c.examined
 	res, err := core.Decide(ctx, snap, DecisionOptions(c.deps.Settings))
@@ -272,6 +288,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	})
 	if n := deferred.Load(); n > 0 {
 		logger.Info("commands left for the next decision", "commands", n, "started", len(ready)-int(n), "window", StartWindow.String())
+	}
+	if current == "" && fingerprint(st) == "" && len(ready) == 0 && atRest(res, snap) {
+		c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue)}
 	}
 	current = fingerprint(st)
 	c.inFlight = current != ""

@@ -44,6 +44,7 @@ func (c *Controller) repairPolicies() ([]cloudprovider.RepairPolicy, error) {
 // safety limit gets NodeRepairBlocked (on its Node, NodeClaim and NodePool), one vetoed by do-not-repair
 // DisruptionBlocked, each when its message changes or HeldBackRecheck after the last one.
 func (c *Controller) markRepairs(ctx context.Context, st *state, snap *core.Snapshot) error {
+	c.repairDue = time.Time{}
 	if !RepairInLoop(c.deps.Settings) || len(snap.Candidates) == 0 {
 		return nil
 	}
@@ -69,6 +70,9 @@ func (c *Controller) markRepairs(ctx context.Context, st *state, snap *core.Snap
 	decisions := map[string]repair.Decision{}
 	for _, d := range repair.Decide(in) {
 		decisions[d.Node] = d
+		if !d.Recheck.IsZero() && (c.repairDue.IsZero() || d.Recheck.Before(c.repairDue)) {
+			c.repairDue = d.Recheck
+		}
 	}
 	claims := map[string]*karpv1.NodeClaim{}
 	for i := range st.Claims {

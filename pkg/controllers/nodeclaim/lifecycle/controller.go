@@ -67,7 +67,7 @@ const LaunchName = Name + ".launch"
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
 	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(),
-		written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, maxCacheLag),
+		written:   deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, maxCacheLag),
 		conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 

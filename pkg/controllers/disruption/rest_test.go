@@ -1,0 +1,128 @@
+package disruption_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/test"
+)
+
+// TestNoDecisionAtRest: once a decision found nothing to do, passes on unchanged objects do not decide again, a
+// Node heartbeat included; a changed pod, or RestRecheck passing, makes the next pass decide.
+func TestNoDecisionAtRest(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	// Not consolidatable (no Consolidatable condition) and not drifted: every pass finds nothing to do.
+	clusterNode(t, e, "settled", "8", "16Gi", nil)
+	bindPod(t, e, "web", "1", "settled")
+	ctrl := disruption.NewController(e.Deps)
+	decisions := func() uint64 {
+		t.Helper()
+		m := &dto.Metric{}
+		if err := e.Deps.Metrics.DisruptionEvaluationDuration.WithLabelValues("none", "").(prometheus.Histogram).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	pass := func(want uint64, why string) {
+		t.Helper()
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := decisions(); got != want {
+			t.Errorf("%s: %d decisions, want %d", why, got, want)
+		}
+	}
+	pass(1, "first pass")
+	e.Clock.Step(disruption.PollPeriod)
+	pass(1, "second pass, nothing changed")
+
+	// A heartbeat (a new resource version of the Node, its Ready condition's times) is not a change.
+	n := &corev1.Node{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "settled"}, n); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute))
+	}
+	if err := e.Env.Client.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &corev1.Node{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "settled"}, got)
+		return err == nil && got.ResourceVersion == n.ResourceVersion, "heartbeat not cached yet"
+	})
+	e.Clock.Step(disruption.PollPeriod)
+	pass(1, "after a Node heartbeat")
+
+	bindPod(t, e, "api", "1", "settled")
+	e.Clock.Step(disruption.PollPeriod)
+	pass(2, "after a pod was bound")
+	e.Clock.Step(disruption.PollPeriod)
+	pass(2, "at rest again")
+	e.Clock.Step(disruption.RestRecheck)
+	pass(3, "RestRecheck later")
+}
+
+// TestDecisionAtRestEndsWithDoNotDisrupt: a pod's do-not-disrupt duration ending is a change no object shows;
+// the pass after it decides.
+func TestDecisionAtRestEndsWithDoNotDisrupt(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	clusterNode(t, e, "held", "8", "16Gi", map[string]string{karpv1.ConditionTypeConsolidatable: karpv1.ConditionTypeConsolidatable})
+	p := test.SchedPod("batch").Requests("1", "1Gi").Obj()
+	p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "2m"}
+	p.Spec.NodeName = "held"
+	if err := e.Env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = &metav1.Time{Time: e.Clock.Now()}
+	if err := e.Env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &corev1.Pod{}
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), got)
+		return err == nil && got.Status.StartTime != nil, "pod not cached yet"
+	})
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "held"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := nc.Annotations[disruption.CommandAnnotationKey]; ok {
+		t.Fatal("a command started on a node whose pod has do-not-disrupt for 2m")
+	}
+	e.Clock.Step(2*time.Minute + time.Second)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: "held"}, got); err != nil {
+			return false, err.Error()
+		}
+		_, ok := got.Annotations[disruption.CommandAnnotationKey]
+		return ok || !got.DeletionTimestamp.IsZero(), "no command on the node after its pod's do-not-disrupt ended"
+	})
+}
