@@ -20,6 +20,8 @@ type Buffers struct {
 	room map[string][]*corev1.Pod
 	// changed is called after the virtual pods of a buffer change.
 	changed func()
+	// version counts the changes of pods and room.
+	version uint64
 }
 
 // NewBuffers returns an empty store.
@@ -44,6 +46,7 @@ func (b *Buffers) Set(key string, pods []*corev1.Pod) {
 	}
 	b.mu.Lock()
 	b.pods[key] = pods
+	b.version++
 	f := b.changed
 	b.mu.Unlock()
 	if f != nil {
@@ -59,6 +62,7 @@ func (b *Buffers) Delete(key string) {
 	b.mu.Lock()
 	_, had := b.pods[key]
 	delete(b.pods, key)
+	b.version++
 	f := b.changed
 	b.mu.Unlock()
 	if had && f != nil {
@@ -109,7 +113,40 @@ func (b *Buffers) SetRoom(byNode map[string][]*corev1.Pod) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !sameRoom(b.room, byNode) {
+		b.version++
+	}
 	b.room = byNode
+}
+
+// sameRoom reports whether a and b place the same virtual pods (by namespace and name) on the same nodes.
+func sameRoom(a, b map[string][]*corev1.Pod) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for node, pods := range a {
+		other, ok := b[node]
+		if !ok || len(other) != len(pods) {
+			return false
+		}
+		for i := range pods {
+			if pods[i].Namespace != other[i].Namespace || pods[i].Name != other[i].Name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Version changes whenever the virtual pods or their room may have: equal versions mean the same buffers and
+// room. A nil *Buffers is at version 0.
+func (b *Buffers) Version() uint64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.version
 }
 
 // Room returns deep copies of the virtual pods placed on the Node or NodeClaim of that name.

@@ -43,3 +43,37 @@ func TestBuffers(t *testing.T) {
 		t.Errorf("room %v %v", b.Room("node-1"), b.Room("node-2"))
 	}
 }
+
+func TestBuffersVersion(t *testing.T) {
+	b := NewBuffers()
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	v0 := b.Version()
+	b.SetRoom(nil)
+	if b.Version() != v0 {
+		t.Error("setting the same empty room changed the version")
+	}
+	b.SetRoom(map[string][]*corev1.Pod{"n1": {pod("a")}})
+	v1 := b.Version()
+	if v1 == v0 {
+		t.Error("new room did not change the version")
+	}
+	b.SetRoom(map[string][]*corev1.Pod{"n1": {pod("a")}})
+	if b.Version() != v1 {
+		t.Error("the same room again changed the version")
+	}
+	b.SetRoom(map[string][]*corev1.Pod{"n2": {pod("a")}})
+	v2 := b.Version()
+	if v2 == v1 {
+		t.Error("room moved to another node without a version change")
+	}
+	b.Set("ns/buf", []*corev1.Pod{pod("a")})
+	if b.Version() == v2 {
+		t.Error("a buffer's pods changed without a version change")
+	}
+	var none *Buffers
+	if none.Version() != 0 {
+		t.Error("a nil store is not at version 0")
+	}
+}

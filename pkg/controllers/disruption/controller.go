@@ -233,7 +233,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// the decision would find the same.
 	var key uint64
 	if current == "" {
-		key = restKey(st.View)
+		key = restKey(st.View, c.deps.Buffers.Version())
 		if key == c.rest.key && st.Now.Before(c.rest.until) && !slices.ContainsFunc(snap.Candidates, func(cand *core.Candidate) bool { return cand.Repair != nil }) {
 			c.decided, c.decidedWith = st.Now, current
 			return errors.Join(errs...)

@@ -29,9 +29,10 @@ type restMemo struct {
 
 // restKey fingerprints what a decision reads from the cluster's objects: every NodeClaim, pod, NodePool and
 // PodDisruptionBudget as stored (their resource versions), and of each Node what decisions use (labels,
-// annotations, taints, schedulability, allocatable, condition statuses), not its heartbeats. Pods are combined
-// in any order (the cache lists them in no fixed one).
-func restKey(v *View) uint64 {
+// annotations, taints, schedulability, allocatable, condition statuses), not its heartbeats; buffers is the
+// version of the CapacityBuffers' room (deps.Buffers). Pods are combined in any order (the cache lists them in
+// no fixed one).
+func restKey(v *View, buffers uint64) uint64 {
 	h := fnv.New64a()
 	write := func(parts ...string) {
 		for _, p := range parts {
@@ -73,9 +74,10 @@ func restKey(v *View) uint64 {
 		}
 		pods += ph.Sum64()
 	}
-	var b [16]byte
+	var b [24]byte
 	binary.LittleEndian.PutUint64(b[:8], pods)
-	binary.LittleEndian.PutUint64(b[8:], uint64(len(v.Pods)))
+	binary.LittleEndian.PutUint64(b[8:16], uint64(len(v.Pods)))
+	binary.LittleEndian.PutUint64(b[16:], buffers)
 	_, _ = h.Write(b[:])
 	return h.Sum64()
 }

@@ -23,12 +23,14 @@ func TestRestKey(t *testing.T) {
 		return &View{Claims: []karpv1.NodeClaim{*nc}, Nodes: map[string]*corev1.Node{"n1": n}, Pods: []corev1.Pod{*p1, *p2},
 			AllNodePools: []*karpv1.NodePool{test.NodePool("default").Obj()}}
 	}
-	want := restKey(base())
+	want := restKey(base(), 1)
 	for _, tc := range []struct {
-		name   string
-		change func(v *View)
-		same   bool
+		name    string
+		change  func(v *View)
+		buffers bool
+		same    bool
 	}{
+		{name: "buffer room changed", buffers: true, change: func(*View) {}},
 		{name: "pods listed in another order", same: true, change: func(v *View) { v.Pods[0], v.Pods[1] = v.Pods[1], v.Pods[0] }},
 		{name: "node heartbeat", same: true, change: func(v *View) {
 			v.Nodes["n1"].ResourceVersion = "20"
@@ -47,7 +49,11 @@ func TestRestKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := base()
 			tc.change(v)
-			if got := restKey(v); (got == want) != tc.same {
+			buffers := uint64(1)
+			if tc.buffers {
+				buffers = 2
+			}
+			if got := restKey(v, buffers); (got == want) != tc.same {
 				t.Errorf("key unchanged = %v, want %v", got == want, tc.same)
 			}
 		})
