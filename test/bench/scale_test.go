@@ -37,7 +37,8 @@ import (
 //   - BENCH_SCALE_REST (10m): how long the at-rest phase lasts.
 //   - BENCH_SCALE_PROVISION_PODS (2000): pending pods of the provisioning phase.
 //   - BENCH_SCALE_QUIET (3m): the consolidation phase ends once this long passed without a node draining.
-//   - BENCH_SCALE_OUT: a folder for the controller's CPU and heap profiles (taken at the end of the rest phase).
+//   - BENCH_SCALE_OUT: a folder for the controller's CPU and heap profiles (taken at the end of the rest phase)
+//     and series.csv, its CPU time and RSS every 10 s of the run (plot: go run ./hack/scaleplot).
 const (
 	scaleNamespace = "scale"     // the base cluster's pods
 	scalePool      = "scale"     // its NodePool: m5.xlarge on-demand only, 10 pods a node
@@ -74,12 +75,30 @@ func TestScale(t *testing.T) {
 	}
 	start := time.Now()
 	t.Logf("bench-scale: %d nodes, %d pods, phases %v, machine %+v", nodes, nodes*podsPerNode, phases, describeMachine())
+	var samples *series
+	if out != "" {
+		pid, err := controllerPID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if samples, err = startSeries(pid, filepath.Join(out, "series.csv")); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := samples.Stop(); err != nil {
+				t.Errorf("series: %v", err)
+			}
+		}()
+	}
 
 	tracker := buildScaleCluster(t, nodes)
 	t.Logf("bench-scale setup: %d nodes and %d pods Running %.0f s after start", nodes, nodes*podsPerNode, time.Since(start).Seconds())
 	refusedWrites(t, "setup")
 	figures := map[string]any{"nodes": nodes, "pods": nodes * podsPerNode}
 	for _, p := range phases {
+		if samples != nil {
+			samples.setPhase(p)
+		}
 		var f map[string]any
 		switch p {
 		case "rest":
