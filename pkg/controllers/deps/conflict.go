@@ -1,9 +1,13 @@
 package deps
 
 import (
+	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 const (
@@ -33,3 +37,14 @@ func (b *ConflictBackoff) Conflict(key string) time.Duration { return b.limiter.
 
 // Done forgets key's conflicts: its pass ended without one (or the object is gone).
 func (b *ConflictBackoff) Done(key string) { b.limiter.Forget(key) }
+
+// RequeueOnConflict returns a pass's result, except that a pass that lost an optimistic-lock race (a stale cache,
+// a concurrent writer) is requeued after wait instead of reported as an error: such conflicts are expected, and
+// logged at debug level only.
+func RequeueOnConflict(ctx context.Context, wait time.Duration, res reconcile.Result, err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("conflict, retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	return res, err
+}

@@ -113,18 +113,13 @@ func nodeClaimOwner(node *corev1.Node) string {
 	return ""
 }
 
-// conflictRequeue is how soon a pass that lost an optimistic-lock race (a stale cache, a concurrent writer) is
-// retried; such conflicts are expected and not reported as errors.
+// conflictRequeue is how soon a pass that lost an optimistic-lock race is retried (deps.RequeueOnConflict).
 const conflictRequeue = 200 * time.Millisecond
 
 // Reconcile moves a deleted NodeClaim one step further through termination.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := c.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("conflict, retrying", "error", err.Error())
-		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
-	}
-	return res, err
+	return deps.RequeueOnConflict(ctx, conflictRequeue, res, err)
 }
 
 func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
