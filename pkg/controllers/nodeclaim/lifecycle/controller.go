@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,9 @@ type Controller struct {
 	// written keeps each NodeClaim as this controller last wrote it, for the passes that read it from a cache
 	// still behind that write.
 	written *deps.OwnWrites[*karpv1.NodeClaim]
+	// poolWrites keeps each NodePool as the registration health last wrote it; poolMu serializes those writes.
+	poolWrites *deps.OwnWrites[*karpv1.NodePool]
+	poolMu     sync.Mutex
 	// started is when this controller began running its launches (as leader), zero until then; see firstLaunch.
 	started atomic.Pointer[time.Time]
 	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy; launchConflicts does so
@@ -67,8 +71,9 @@ const LaunchName = Name + ".launch"
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
 	return &Controller{deps: d, launches: newLaunchMemo(), registrations: newRegistrationMemo(),
-		written:   deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, maxCacheLag),
-		conflicts: deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
+		written:    deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, maxCacheLag),
+		poolWrites: deps.NewOwnWrites[*karpv1.NodePool](d.Clock, maxCacheLag),
+		conflicts:  deps.NewConflictBackoff(), launchConflicts: deps.NewConflictBackoff()}
 }
 
 // Register adds the controller to the manager as two controllers on NodeClaims: the launch workers

@@ -28,10 +28,16 @@ func (c *Controller) recordRegistration(ctx context.Context, nc *karpv1.NodeClai
 	if rh == nil || name == "" {
 		return nil
 	}
+	// One at a time, on the NodePool as this controller last wrote it when the cache is behind that write: the
+	// registrations of a scale-out, 50 at once, each found the condition to set on the same cached NodePool, and
+	// all but the first write were refused.
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
 	np := &karpv1.NodePool{}
 	if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("getting nodepool %s: %w", name, err))
 	}
+	np, _ = c.poolWrites.Latest(np)
 	owned := false
 	for _, o := range nc.OwnerReferences {
 		if o.Kind == "NodePool" && o.UID == np.UID {
@@ -60,5 +66,6 @@ func (c *Controller) recordRegistration(ctx context.Context, nc *karpv1.NodeClai
 	if err := deps.PatchNodePoolStatus(ctx, c.deps.Client, stored, np); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("setting %s on nodepool %s: %w", karpv1.ConditionTypeNodeRegistrationHealthy, name, err))
 	}
+	c.poolWrites.Wrote(np)
 	return nil
 }
