@@ -75,13 +75,7 @@ type batcher struct {
 }
 
 func newBatcher(w BatchWindow, call func(context.Context, *ec2.CreateFleetInput, []*launchRequest) (*ec2.CreateFleetOutput, error)) *batcher {
-	if w.Clock == nil {
-		w.Clock = clock.RealClock{}
-	}
-	if w.Size < 1 {
-		w.Size = 1
-	}
-	return &batcher{window: w, call: call, open: map[string]*fleetBatch{}}
+	return &batcher{window: w.withDefaults(), call: call, open: map[string]*fleetBatch{}}
 }
 
 // batchKey identifies requests that may share a fleet: everything of the CreateFleet input but the
@@ -135,37 +129,11 @@ func (b *batcher) sealLocked(key string, fb *fleetBatch) {
 func (b *batcher) collect(ctx context.Context, key string, fb *fleetBatch) {
 	clk := b.window.Clock
 	start := clk.Now()
-	for {
+	b.window.waitClosed(start, func() (bool, time.Time) {
 		b.mu.Lock()
-		sealed, last := fb.sealed, fb.last
-		b.mu.Unlock()
-		if sealed {
-			break
-		}
-		now := clk.Now()
-		maxEnd := start.Add(b.window.Max)
-		if !now.Before(maxEnd) {
-			break
-		}
-		end := last.Add(b.window.Idle)
-		if !now.Before(end) {
-			// Idle, but launches known to be on their way may still join: look again after another idle
-			// period (until Max).
-			if b.window.Waiting == nil || b.window.Waiting() == 0 {
-				break
-			}
-			end = now.Add(b.window.Idle)
-		}
-		if maxEnd.Before(end) {
-			end = maxEnd
-		}
-		t := clk.NewTimer(end.Sub(now))
-		select {
-		case <-t.C():
-		case <-fb.arrived:
-			t.Stop()
-		}
-	}
+		defer b.mu.Unlock()
+		return fb.sealed, fb.last
+	}, fb.arrived)
 	b.mu.Lock()
 	b.sealLocked(key, fb)
 	reqs := fb.reqs

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"k8s.io/utils/clock"
 )
 
 // DefaultDescribeWindow is how long look-ups of single instances (Get) are collected before they go out as one
@@ -46,13 +45,7 @@ type describeBatcher struct {
 }
 
 func newDescribeBatcher(w BatchWindow, call func(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)) *describeBatcher {
-	if w.Clock == nil {
-		w.Clock = clock.RealClock{}
-	}
-	if w.Size < 1 {
-		w.Size = 1
-	}
-	return &describeBatcher{window: w, call: call}
+	return &describeBatcher{window: w.withDefaults(), call: call}
 }
 
 // describe returns DescribeInstances' answer for the one instance id. The merged call runs without the
@@ -101,28 +94,11 @@ func (b *describeBatcher) sealLocked(db *describeBatch) {
 func (b *describeBatcher) collect(ctx context.Context, db *describeBatch) {
 	clk := b.window.Clock
 	start := clk.Now()
-	for {
+	b.window.waitClosed(start, func() (bool, time.Time) {
 		b.mu.Lock()
-		sealed, last := db.sealed, db.last
-		b.mu.Unlock()
-		if sealed {
-			break
-		}
-		now := clk.Now()
-		end, maxEnd := last.Add(b.window.Idle), start.Add(b.window.Max)
-		if maxEnd.Before(end) {
-			end = maxEnd
-		}
-		if !now.Before(end) {
-			break
-		}
-		t := clk.NewTimer(end.Sub(now))
-		select {
-		case <-t.C():
-		case <-db.arrived:
-			t.Stop()
-		}
-	}
+		defer b.mu.Unlock()
+		return db.sealed, db.last
+	}, db.arrived)
 	b.mu.Lock()
 	b.sealLocked(db)
 	ids, waiters := db.ids, db.waiters
