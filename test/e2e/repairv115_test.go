@@ -57,54 +57,32 @@ func TestNodeRepairReplacementFirst(t *testing.T) {
 
 	// Sample the pool while repair runs: at most one of the sick nodes disrupting at a time, and none deleted
 	// before a replacement of its own (dovetail.sh/replacement-for) exists.
-	var mu sync.Mutex
-	var violations []string
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for wctx.Err() == nil {
-			cs, err := env.NodeClaims(wctx, pool)
-			if err == nil {
-				disrupting, replacements := 0, 0
-				var deleted []string
-				for _, c := range cs {
-					if c.Annotations["dovetail.sh/replacement-for"] != "" {
-						replacements++
-					}
-					if _, ok := sick[c.Name]; !ok {
-						continue
-					}
-					if c.DeletionTimestamp != nil || c.Annotations["dovetail.sh/disruption-command"] != "" {
-						disrupting++
-					}
-					if c.DeletionTimestamp != nil {
-						deleted = append(deleted, c.Name)
-					}
-				}
-				mu.Lock()
-				if disrupting > 1 {
-					violations = append(violations, fmt.Sprintf("%s: %d unhealthy nodes disrupting at once (Unhealthy budget 1)", time.Now().Format("15:04:05.000"), disrupting))
-				}
-				if len(deleted) > 0 && replacements == 0 {
-					violations = append(violations, fmt.Sprintf("%s: %v deleted with no replacement launched", time.Now().Format("15:04:05.000"), deleted))
-				}
-				mu.Unlock()
+	defer sampleClaims(ctx, t, pool, "replacement-first or the budget", func(cs []karpv1.NodeClaim) []string {
+		disrupting, replacements := 0, 0
+		var deleted []string
+		for _, c := range cs {
+			if c.Annotations["dovetail.sh/replacement-for"] != "" {
+				replacements++
 			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(200 * time.Millisecond): // sampling interval, not a wait for state
+			if _, ok := sick[c.Name]; !ok {
+				continue
+			}
+			if c.DeletionTimestamp != nil || c.Annotations["dovetail.sh/disruption-command"] != "" {
+				disrupting++
+			}
+			if c.DeletionTimestamp != nil {
+				deleted = append(deleted, c.Name)
 			}
 		}
-	}()
-	defer func() {
-		stop()
-		wg.Wait()
-		if len(violations) > 0 {
-			t.Errorf("%d samples broke replacement-first or the budget:\n%s", len(violations), strings.Join(violations, "\n"))
+		var out []string
+		if disrupting > 1 {
+			out = append(out, fmt.Sprintf("%d unhealthy nodes disrupting at once (Unhealthy budget 1)", disrupting))
 		}
-	}()
+		if len(deleted) > 0 && replacements == 0 {
+			out = append(out, fmt.Sprintf("%v deleted with no replacement launched", deleted))
+		}
+		return out
+	})()
 
 	start := time.Now()
 	err = framework.Poll(ctx, 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
@@ -211,39 +189,18 @@ func TestNodeRepairTerminateFirst(t *testing.T) {
 
 	// Sample the pool while repair runs: never more than 2 NodeClaims (the limit), and no replacement launched by
 	// the disruption controller (dovetail.sh/replacement-for): the provisioner launches the new node.
-	var mu sync.Mutex
-	var violations []string
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for wctx.Err() == nil {
-			if cs, err := env.NodeClaims(wctx, pool); err == nil {
-				mu.Lock()
-				if len(cs) > 2 {
-					violations = append(violations, fmt.Sprintf("%s: %d nodeclaims, above limits.nodes 2", time.Now().Format("15:04:05.000"), len(cs)))
-				}
-				for _, c := range cs {
-					if c.Annotations["dovetail.sh/replacement-for"] != "" {
-						violations = append(violations, fmt.Sprintf("%s: replacement %s launched first", time.Now().Format("15:04:05.000"), c.Name))
-					}
-				}
-				mu.Unlock()
-			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(200 * time.Millisecond): // sampling interval, not a wait for state
+	defer sampleClaims(ctx, t, pool, "terminate-first or the limit", func(cs []karpv1.NodeClaim) []string {
+		var out []string
+		if len(cs) > 2 {
+			out = append(out, fmt.Sprintf("%d nodeclaims, above limits.nodes 2", len(cs)))
+		}
+		for _, c := range cs {
+			if c.Annotations["dovetail.sh/replacement-for"] != "" {
+				out = append(out, fmt.Sprintf("replacement %s launched first", c.Name))
 			}
 		}
-	}()
-	defer func() {
-		stop()
-		wg.Wait()
-		if len(violations) > 0 {
-			t.Errorf("%d samples broke terminate-first or the limit:\n%s", len(violations), strings.Join(violations[:min(len(violations), 10)], "\n"))
-		}
-	}()
+		return out
+	})()
 
 	setKernelReady(ctx, t, sick.Status.NodeName)
 	start := time.Now()
@@ -282,5 +239,41 @@ func TestNodeRepairTerminateFirst(t *testing.T) {
 	want := `karpenter_voluntary_disruption_terminate_first_decisions_total{nodepool="` + pool + `",reason="unhealthy",terminate_first_reason="at-limit"} 1`
 	if !strings.Contains(body, want) {
 		t.Errorf("metrics lack %s", want)
+	}
+}
+
+// sampleClaims checks the pool's NodeClaims every 200 ms, with check naming what each sample breaks, until the
+// function it returns is called; that one stops the sampling and fails the test with the first ten samples that
+// broke what (a rule the whole scenario must keep, which a check at its end cannot see).
+func sampleClaims(ctx context.Context, t *testing.T, pool, what string, check func([]karpv1.NodeClaim) []string) (stop func()) {
+	t.Helper()
+	var mu sync.Mutex
+	var violations []string
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for wctx.Err() == nil {
+			if cs, err := env.NodeClaims(wctx, pool); err == nil {
+				at := time.Now().Format("15:04:05.000")
+				mu.Lock()
+				for _, v := range check(cs) {
+					violations = append(violations, at+": "+v)
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-wctx.Done():
+			case <-time.After(200 * time.Millisecond): // sampling interval, not a wait for state
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+		if len(violations) > 0 {
+			t.Errorf("%d samples broke %s:\n%s", len(violations), what, strings.Join(violations[:min(len(violations), 10)], "\n"))
+		}
 	}
 }
