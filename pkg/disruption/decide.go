@@ -343,18 +343,8 @@ func (d *decider) drift(ctx context.Context, open []*Candidate) error {
 		if d.receiving(c) || d.pdbSpent(c) || !d.room(c, karpv1.DisruptionReasonDrifted) {
 			continue
 		}
-		// Pods moved onto another drifted node would move again: close those nodes, unless that leaves a pod
-		// with nowhere to go.
-		closed := map[string]bool{}
-		for _, o := range drifted {
-			if o != c && !d.taken[o.NodeClaim] {
-				closed[o.Node] = true
-			}
-		}
-		sim, err := simulate(ctx, d.work.closedTo(closed), []*Candidate{c}, d.opts.Scheduling)
-		if err == nil && sim.Unschedulable != "" && len(closed) > 0 {
-			sim, err = simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
-		}
+		// Pods moved onto another drifted node would move again.
+		sim, err := d.simulateAway(ctx, c, drifted)
 		if err != nil {
 			return err
 		}
@@ -663,4 +653,21 @@ func (d *decider) leftOut(cs []*Candidate) {
 			d.stayf(c, StayNotExamined, "consolidation ran out of search time before it got to this node; it goes first next pass")
 		}
 	}
+}
+
+// simulateAway simulates moving c's pods off it with the other candidates of others not taken by a command closed
+// to them (their pods would only move again), unless that leaves a pod with nowhere to go: then on the whole
+// cluster.
+func (d *decider) simulateAway(ctx context.Context, c *Candidate, others []*Candidate) (*simulation, error) {
+	closed := map[string]bool{}
+	for _, o := range others {
+		if o != c && !d.taken[o.NodeClaim] {
+			closed[o.Node] = true
+		}
+	}
+	sim, err := simulate(ctx, d.work.closedTo(closed), []*Candidate{c}, d.opts.Scheduling)
+	if err == nil && sim.Unschedulable != "" && len(closed) > 0 {
+		sim, err = simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
+	}
+	return sim, err
 }

@@ -71,18 +71,8 @@ func (d *decider) repair(ctx context.Context, all []*Candidate) error {
 				continue
 			}
 		}
-		// The pods of an unhealthy node go to healthy nodes: the other nodes under repair are closed to them,
-		// unless that leaves a pod nowhere to go.
-		closed := map[string]bool{}
-		for _, o := range due {
-			if o != c && !d.taken[o.NodeClaim] {
-				closed[o.Node] = true
-			}
-		}
-		sim, err := simulate(ctx, d.work.closedTo(closed), []*Candidate{c}, d.opts.Scheduling)
-		if err == nil && sim.Unschedulable != "" && len(closed) > 0 {
-			sim, err = simulate(ctx, d.work.cluster, []*Candidate{c}, d.opts.Scheduling)
-		}
+		// The pods of an unhealthy node go to healthy nodes, not to the other nodes under repair.
+		sim, err := d.simulateAway(ctx, c, due)
 		if err != nil {
 			return err
 		}
