@@ -92,11 +92,7 @@ func TestDecideRebootRepair(t *testing.T) {
 			if d := cmp.Diff(tc.commands, got); d != "" {
 				t.Errorf("commands (-want +got):\n%s", d)
 			}
-			stays := map[string]disruption.StayReason{}
-			for _, s := range res.Stays {
-				stays[s.Node] = s.Reason
-			}
-			if d := cmp.Diff(tc.stays, stays); d != "" {
+			if d := cmp.Diff(tc.stays, stayReasons(res)); d != "" {
 				t.Errorf("stays (-want +got):\n%s", d)
 			}
 		})

@@ -73,11 +73,7 @@ func TestDecideTerminateFirstRepair(t *testing.T) {
 			if d := cmp.Diff(tc.commands, got); d != "" {
 				t.Errorf("commands (-want +got):\n%s", d)
 			}
-			stays := map[string]disruption.StayReason{}
-			for _, s := range res.Stays {
-				stays[s.Node] = s.Reason
-			}
-			if d := cmp.Diff(tc.stays, stays); d != "" {
+			if d := cmp.Diff(tc.stays, stayReasons(res)); d != "" {
 				t.Errorf("stays (-want +got):\n%s", d)
 			}
 		})
@@ -185,11 +181,7 @@ func TestDecideTerminateFirstReserved(t *testing.T) {
 			if d := cmp.Diff(tc.commands, got); d != "" {
 				t.Errorf("commands (-want +got):\n%s", d)
 			}
-			stays := map[string]disruption.StayReason{}
-			for _, s := range res.Stays {
-				stays[s.Node] = s.Reason
-			}
-			if d := cmp.Diff(tc.stays, stays); d != "" {
+			if d := cmp.Diff(tc.stays, stayReasons(res)); d != "" {
 				t.Errorf("stays (-want +got):\n%s", d)
 			}
 			if after := fmt.Sprint(snap.Cluster.InstanceTypes["default"][1].Offerings); after != before {
