@@ -50,14 +50,7 @@ func samePCIeRoot(requests ...string) resourcev1.DeviceConstraint {
 }
 
 func TestFit(t *testing.T) {
-	cat, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	models, err := devices.New(cat, devices.Options{NVIDIAGPU: true, EFA: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	models := deviceModels(t)
 	a := dra.NewAllocator(classes)
 	migProfile := func(p string) string { return fmt.Sprintf(`device.attributes["gpu.nvidia.com"].profile == %q`, p) }
 	cases := []struct {

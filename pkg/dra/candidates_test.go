@@ -13,7 +13,8 @@ import (
 	"github.com/dovetail/dovetail/pkg/dra/devices"
 )
 
-func modelSlices(t *testing.T, instanceType, node string) []*resourcev1.ResourceSlice {
+// deviceModels are the device models of the catalog's instance types, NVIDIA GPUs and EFA included.
+func deviceModels(t *testing.T) *devices.Models {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
@@ -23,6 +24,12 @@ func modelSlices(t *testing.T, instanceType, node string) []*resourcev1.Resource
 	if err != nil {
 		t.Fatal(err)
 	}
+	return models
+}
+
+func modelSlices(t *testing.T, instanceType, node string) []*resourcev1.ResourceSlice {
+	t.Helper()
+	models := deviceModels(t)
 	var out []*resourcev1.ResourceSlice
 	for _, s := range models.Slices(instanceType, node) {
 		out = append(out, &s)

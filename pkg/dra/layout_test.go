@@ -9,7 +9,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/dovetail/dovetail/pkg/catalog"
 	"github.com/dovetail/dovetail/pkg/dra"
 	"github.com/dovetail/dovetail/pkg/dra/devices"
 )
@@ -56,14 +55,7 @@ func separateCounters(in []resourcev1.ResourceSlice) []*resourcev1.ResourceSlice
 }
 
 func TestFitInEitherCounterLayout(t *testing.T) {
-	cat, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	models, err := devices.New(cat, devices.Options{NVIDIAGPU: true, EFA: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	models := deviceModels(t)
 	a := dra.NewAllocator(classes)
 	mig := func(p string) string { return `device.attributes["gpu.nvidia.com"].profile == "` + p + `"` }
 	cases := []struct {
