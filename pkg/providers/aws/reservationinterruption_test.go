@@ -4,9 +4,7 @@ import (
 	"context"
 	"testing"
 
-	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -17,16 +15,8 @@ func TestReservationInterruptionTakesNoMoreLaunches(t *testing.T) {
 	w := newWorld(t)
 	p := w.providerWith(t, "uid-a", reservedGate(true))
 	ctx := context.Background()
-	nc := test.EC2NodeClass("default", "dovetail").Obj()
-	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
-	if _, err := p.ResolveSubnets(ctx, nc); err != nil { // creates the account the reservation goes into
-		t.Fatal(err)
-	}
-	crID, err := w.sim.AddCapacityReservation(awssim.CapacityReservationRequest{InstanceType: "m5.large", Zone: "us-west-2a", Count: 2,
-		Tags: map[string]string{"team": "ml"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, crID := w.mlReservation(t, p)
+	var err error
 	if nc.Status.CapacityReservations, err = p.ResolveCapacityReservations(ctx, nc); err != nil {
 		t.Fatal(err)
 	}

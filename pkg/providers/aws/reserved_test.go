@@ -41,16 +41,8 @@ func TestReservedCapacityAgainstSimulator(t *testing.T) {
 	w := newWorld(t)
 	p := w.providerWith(t, "uid-a", reservedGate(true))
 	ctx := context.Background()
-	nc := test.EC2NodeClass("default", "dovetail").Obj()
-	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
-	if _, err := p.ResolveSubnets(ctx, nc); err != nil { // creates the account the reservation goes into
-		t.Fatal(err)
-	}
-	crID, err := w.sim.AddCapacityReservation(awssim.CapacityReservationRequest{InstanceType: "m5.large", Zone: "us-west-2a", Count: 2,
-		Tags: map[string]string{"team": "ml"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, crID := w.mlReservation(t, p)
+	var err error
 	if _, err := w.sim.AddCapacityReservation(awssim.CapacityReservationRequest{InstanceType: "m5.large", Zone: "us-west-2b", Count: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,4 +168,21 @@ func reservationAvailable(t *testing.T, p *provider, id string) int32 {
 		t.Fatalf("describe %s: %v", id, err)
 	}
 	return *out.CapacityReservations[0].AvailableInstanceCount
+}
+
+// mlReservation returns a node class selecting the capacity reservations tagged team=ml, and the ID of such a
+// reservation of 2 m5.large in us-west-2a, made in the account p's first call creates.
+func (w *world) mlReservation(t *testing.T, p *provider) (*awsv1.EC2NodeClass, string) {
+	t.Helper()
+	nc := test.EC2NodeClass("default", "dovetail").Obj()
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
+	if _, err := p.ResolveSubnets(context.Background(), nc); err != nil { // creates the account the reservation goes into
+		t.Fatal(err)
+	}
+	crID, err := w.sim.AddCapacityReservation(awssim.CapacityReservationRequest{InstanceType: "m5.large", Zone: "us-west-2a", Count: 2,
+		Tags: map[string]string{"team": "ml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, crID
 }
