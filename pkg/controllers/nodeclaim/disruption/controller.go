@@ -52,11 +52,14 @@ type Controller struct {
 	deps deps.Deps
 	// conflicts spaces the passes of a NodeClaim whose writes keep meeting a stale copy.
 	conflicts *deps.ConflictBackoff
+	// written keeps each NodeClaim as this controller last wrote it, for the passes that read it from a cache
+	// still behind that write (a pod event right after Consolidatable was set would append it a second time).
+	written *deps.OwnWrites[*karpv1.NodeClaim]
 }
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, conflicts: deps.NewConflictBackoff()}
+	return &Controller{deps: d, conflicts: deps.NewConflictBackoff(), written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, time.Minute)}
 }
 
 // Register adds the controller to the manager. Besides NodeClaims it watches NodePools (a template or
@@ -130,9 +133,14 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	ctx = metrics.WithController(ctx, Name)
 	nc := &karpv1.NodeClaim{}
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.written.Forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	nc, _ = c.written.Latest(nc)
 	if !nc.DeletionTimestamp.IsZero() {
+		c.written.Forget(req.Name)
 		return reconcile.Result{}, nil
 	}
 	now := c.deps.Clock.Now()
@@ -265,6 +273,7 @@ func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeCla
 	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 	}
+	c.written.Wrote(nc)
 	return nil
 }
 
