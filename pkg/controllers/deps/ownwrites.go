@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -17,7 +16,7 @@ import (
 // heartbeat or another controller's write often brings a NodeClaim back to the lifecycle before the update its
 // own last write made: in a 100-node scale-out 192 NodeClaim status writes of the lifecycle were refused for it.
 //
-// Resource versions are compared as the API server orders them (k8s.io/apimachinery's CompareResourceVersion);
+// Resource versions are compared as the API server orders them (see newer);
 // an entry is dropped once the cache has caught up with it, when its object is recreated (another UID), and after
 // maxAge, past which the cache is trusted again. It is safe for concurrent use.
 type OwnWrites[T client.Object] struct {
@@ -98,9 +97,28 @@ func (w *OwnWrites[T]) Len() int {
 	return len(w.m)
 }
 
-// newer reports whether resource version a is later than b. Versions that cannot be compared (not the API
-// server's, as some fake clients write) count as not newer: the cache is then believed.
+// newer reports whether resource version a is later than b. The API server's resource versions are positive
+// decimal integers without leading zeros, ordered as numbers (Kubernetes 1.34 made that a guarantee, with
+// k8s.io/apimachinery's CompareResourceVersion, which the scheduling oracle's pinned v0.34 libraries lack).
+// Versions of another form (as some fake clients write) count as not newer: the cache is then believed.
 func newer(a, b string) bool {
-	c, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && c > 0
+	if !wellFormedVersion(a) || !wellFormedVersion(b) {
+		return false
+	}
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+func wellFormedVersion(v string) bool {
+	if v == "" || v[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -100,5 +101,22 @@ func TestOwnWritesSweepsExpired(t *testing.T) {
 	w.Wrote(nc)
 	if w.Len() != 1 {
 		t.Errorf("%d entries after the others expired, want 1", w.Len())
+	}
+}
+
+func TestNewerVersionAgreesWithTheAPIServerOrder(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10", "9", true}, {"9", "10", false}, {"10", "10", false}, {"123", "122", true},
+		{"", "1", false}, {"1", "", false}, {"01", "1", false}, {"1a", "1", false}, {"0", "0", false},
+	} {
+		if got := deps.NewerVersion(tc.a, tc.b); got != tc.want {
+			t.Errorf("NewerVersion(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		if c, err := resourceversion.CompareResourceVersion(tc.a, tc.b); err == nil && (c > 0) != tc.want {
+			t.Errorf("NewerVersion(%q, %q) = %v, CompareResourceVersion says %d", tc.a, tc.b, tc.want, c)
+		}
 	}
 }

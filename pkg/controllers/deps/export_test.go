@@ -1,0 +1,4 @@
+package deps
+
+// NewerVersion is newer, for the tests of package deps_test.
+var NewerVersion = newer
