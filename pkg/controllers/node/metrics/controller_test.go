@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -50,5 +51,61 @@ func TestNodeSeries(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.ClusterStateSynced); got != 1 {
 		t.Errorf("karpenter_cluster_state_synced = %v, want 1", got)
+	}
+}
+
+// TestNodeSumsFollowPodChanges: a Node whose pods are as they were keeps its sums from the count before; a pod
+// bound, deleted or finished changes them at the next count.
+func TestNodeSumsFollowPodChanges(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	node := test.Node("ip-1", "fake:///a/i-1").Label(karpv1.NodePoolLabelKey, "web").Capacity(corev1.ResourceCPU, "4").Obj()
+	app := test.Pod("app").Requests("1", "1Gi").NodeName("ip-1").Phase(corev1.PodRunning).Obj()
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(node, app).Build()
+	m := metrics.NewForTest()
+	c := NewController(deps.Deps{Client: kube, Metrics: m})
+	cpu := func() string {
+		t.Helper()
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s := c.sums["ip-1"]
+		q := s.requests[corev1.ResourceCPU]
+		return q.String()
+	}
+	if got := cpu(); got != "1" {
+		t.Fatalf("first count: %s cpu requested, want 1", got)
+	}
+	// Unchanged pods: the sums are kept, not added up again (a sentinel put in them stays).
+	sentinel := c.sums["ip-1"]
+	sentinel.requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("42")}
+	c.sums["ip-1"] = sentinel
+	if got := cpu(); got != "42" {
+		t.Errorf("count with the same pods: %s cpu, want the kept sums (42)", got)
+	}
+	if err := kube.Create(ctx, test.Pod("web").Requests("2", "1Gi").NodeName("ip-1").Phase(corev1.PodRunning).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpu(); got != "3" {
+		t.Errorf("after a pod was bound: %s cpu, want 3", got)
+	}
+	app.Status.Phase = corev1.PodSucceeded
+	if err := kube.Status().Update(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpu(); got != "2" {
+		t.Errorf("after a pod finished: %s cpu, want 2", got)
+	}
+	if err := kube.Delete(ctx, test.Pod("web").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpu(); got != "0" {
+		t.Errorf("after the last pod was deleted: %s cpu, want 0", got)
+	}
+	if len(c.sums) != 0 {
+		t.Errorf("sums kept for %d Nodes without pods, want none", len(c.sums))
 	}
 }
