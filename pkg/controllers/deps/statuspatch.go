@@ -33,22 +33,24 @@ type patchOp struct {
 // removed) where stored has it, after a test that the API server still holds it as stored read it, or appended
 // when stored has none of its type. The conditions of other types, which other controllers write, are neither
 // sent nor tested, so their writes meanwhile do not make this one fail, as an optimistic lock on the whole
-// NodeClaim did; a change to the same condition does (the API server answers 422 to the failed test). ok is
-// false when stored has no status or no conditions (a new list would replace one made meantime): the caller then
-// writes with a lock. The patch is nil when nothing differs.
-func NodeClaimStatusPatch(stored, nc *karpv1.NodeClaim) (patch []byte, ok bool, err error) {
+// NodeClaim did; a change to the same condition does (the API server answers 422 to the failed test). When stored
+// has no status, the patch tests that the API server has none either and sets the whole status; when it has no
+// conditions, that it has no list either and sets the list: a status or a list made meanwhile fails the test
+// rather than being replaced. first is true in the first case (see PatchNodeClaimStatus). The patch is nil when
+// nothing differs.
+func NodeClaimStatusPatch(stored, nc *karpv1.NodeClaim) (patch []byte, first bool, err error) {
 	return statusPatch(stored.Status, nc.Status, stored.Status.Conditions, nc.Status.Conditions)
 }
 
 // NodePoolStatusPatch is NodeClaimStatusPatch for a NodePool: its counted resources and nodes, observed node
 // class generation and conditions.
-func NodePoolStatusPatch(stored, np *karpv1.NodePool) (patch []byte, ok bool, err error) {
+func NodePoolStatusPatch(stored, np *karpv1.NodePool) (patch []byte, first bool, err error) {
 	return statusPatch(stored.Status, np.Status, stored.Status.Conditions, np.Status.Conditions)
 }
 
 // statusPatch builds the patch between two statuses of one kind (see NodeClaimStatusPatch); the conditions are
 // the statuses' own.
-func statusPatch(storedStatus, status any, storedConds, conds []metav1.Condition) (patch []byte, ok bool, err error) {
+func statusPatch(storedStatus, status any, storedConds, conds []metav1.Condition) (patch []byte, first bool, err error) {
 	before, err := fieldsOf(storedStatus)
 	if err != nil {
 		return nil, false, err
@@ -56,6 +58,17 @@ func statusPatch(storedStatus, status any, storedConds, conds []metav1.Condition
 	after, err := fieldsOf(status)
 	if err != nil {
 		return nil, false, err
+	}
+	if len(before) == 0 {
+		if len(after) == 0 {
+			return nil, false, nil
+		}
+		whole, err := json.Marshal(status)
+		if err != nil {
+			return nil, false, fmt.Errorf("encoding status: %w", err)
+		}
+		// A created object has no status (the API server drops it); a status written since fails the test.
+		return encodeOps([]patchOp{{Op: "test", Path: "/status", Value: json.RawMessage(jsonNull)}, {Op: "add", Path: "/status", Value: whole}}, true)
 	}
 	var ops []patchOp
 	keys := make([]string, 0, len(before)+len(after))
@@ -81,22 +94,37 @@ func statusPatch(storedStatus, status any, storedConds, conds []metav1.Condition
 			ops = append(ops, patchOp{Op: "remove", Path: "/status/" + k})
 		}
 	}
-	condOps, err := conditionOps(storedConds, conds)
-	if err != nil {
-		return nil, false, err
+	switch {
+	case len(storedConds) == 0 && len(conds) > 0:
+		list, err := json.Marshal(conds)
+		if err != nil {
+			return nil, false, fmt.Errorf("encoding conditions: %w", err)
+		}
+		ops = append(ops, patchOp{Op: "test", Path: "/status/conditions", Value: json.RawMessage(jsonNull)},
+			patchOp{Op: "add", Path: "/status/conditions", Value: list})
+	default:
+		condOps, err := conditionOps(storedConds, conds)
+		if err != nil {
+			return nil, false, err
+		}
+		ops = append(ops, condOps...)
 	}
-	ops = append(ops, condOps...)
+	return encodeOps(ops, false)
+}
+
+// jsonNull is the value of a test that a path is absent: the API server's JSON patch takes a missing member as
+// equal to null.
+const jsonNull = "null"
+
+func encodeOps(ops []patchOp, first bool) ([]byte, bool, error) {
 	if len(ops) == 0 {
-		return nil, true, nil
-	}
-	if len(before) == 0 || len(storedConds) == 0 {
-		return nil, false, nil
+		return nil, first, nil
 	}
 	out, err := json.Marshal(ops)
 	if err != nil {
 		return nil, false, fmt.Errorf("encoding status patch: %w", err)
 	}
-	return out, true, nil
+	return out, first, nil
 }
 
 // conditionOps replaces the changed conditions in place, removes the dropped ones (from the last, so the indices
@@ -164,35 +192,38 @@ func fieldsOf(s any) (map[string]json.RawMessage, error) {
 func jsonEqual(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
 // PatchNodeClaimStatus writes nc's status where it differs from stored (the copy it was changed from) with
-// NodeClaimStatusPatch, or, when that cannot be built, with a merge patch under an optimistic lock. A failed test
-// of the JSON patch (a condition written by someone else since stored was read) is returned as a Conflict, so
-// callers treat it as the stale copy it is. On success nc holds the NodeClaim as written.
+// NodeClaimStatusPatch. A failed test of the JSON patch (a condition written by someone else since stored was
+// read) is returned as a Conflict, so callers treat it as the stale copy it is; a first status whose test failed
+// is written once more as a merge patch under an optimistic lock, which lands if the API server holds an empty
+// status and the object is as read. On success nc holds the NodeClaim as written.
 func PatchNodeClaimStatus(ctx context.Context, c client.Client, stored, nc *karpv1.NodeClaim) error {
-	body, ok, err := NodeClaimStatusPatch(stored, nc)
+	body, first, err := NodeClaimStatusPatch(stored, nc)
 	if err != nil {
 		return err
 	}
-	return writeStatus(ctx, c, stored, nc, "nodeclaims", body, ok)
+	return writeStatus(ctx, c, stored, nc, "nodeclaims", body, first)
 }
 
 // PatchNodePoolStatus is PatchNodeClaimStatus for a NodePool, whose status the NodePool counter, readiness and
 // registration health write.
 func PatchNodePoolStatus(ctx context.Context, c client.Client, stored, np *karpv1.NodePool) error {
-	body, ok, err := NodePoolStatusPatch(stored, np)
+	body, first, err := NodePoolStatusPatch(stored, np)
 	if err != nil {
 		return err
 	}
-	return writeStatus(ctx, c, stored, np, "nodepools", body, ok)
+	return writeStatus(ctx, c, stored, np, "nodepools", body, first)
 }
 
-func writeStatus(ctx context.Context, c client.Client, stored, obj client.Object, resource string, body []byte, ok bool) error {
-	if !ok {
-		return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-	}
+func writeStatus(ctx context.Context, c client.Client, stored, obj client.Object, resource string, body []byte, first bool) error {
 	if body == nil {
 		return nil
 	}
 	err := c.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
+	if first && err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		// An empty status stored as {} (as clients of typed objects other than the API server keep it) fails the
+		// test for none too; the lock tells it from a status written since.
+		return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	}
 	if failedTest(err) {
 		log.FromContext(ctx).V(1).Info("status patch refused: computed from a stale copy", "name", obj.GetName(),
 			"resource", resource, "patch", string(body), "error", err.Error())

@@ -2,6 +2,7 @@ package deps_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -124,25 +125,137 @@ func TestNodeClaimStatusWritersDoNotConflict(t *testing.T) {
 	}
 }
 
-// TestNodeClaimStatusPatchFallsBack: with no conditions stored, the patch cannot append to a list that may have
-// been made meanwhile, and the caller writes with a lock; nothing changed, nothing is written.
-func TestNodeClaimStatusPatchFallsBack(t *testing.T) {
+// TestNodeClaimStatusPatchFirst: a first status is set whole after a test that none is stored, a first condition
+// list after a test that none is stored; nothing changed, nothing is written.
+func TestNodeClaimStatusPatchFirst(t *testing.T) {
 	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
 	empty := test.NodeClaim("a", "default").Obj()
 	launched := empty.DeepCopy()
 	launched.Status.ProviderID = "aws:///z/i-1"
 	launched.Status.Conditions = []metav1.Condition{condition(karpv1.ConditionTypeLaunched, "True", "Launched", now)}
+	noConds := empty.DeepCopy()
+	noConds.Status.ProviderID = "aws:///z/i-1"
 	for _, tc := range []struct {
-		name          string
-		stored, nc    *karpv1.NodeClaim
-		wantOK, wantP bool
+		name       string
+		stored, nc *karpv1.NodeClaim
+		wantFirst  bool
+		wantOps    []string
 	}{
-		{"first status", empty, launched, false, false},
-		{"unchanged", launched, launched.DeepCopy(), true, false},
+		{"first status", empty, launched, true, []string{"test /status", "add /status"}},
+		{"first conditions", noConds, launched, false, []string{"test /status/conditions", "add /status/conditions"}},
+		{"unchanged", launched, launched.DeepCopy(), false, nil},
+		{"nothing either", empty, empty.DeepCopy(), false, nil},
 	} {
-		p, ok, err := deps.NodeClaimStatusPatch(tc.stored, tc.nc)
-		if err != nil || ok != tc.wantOK || (p != nil) != tc.wantP {
-			t.Errorf("%s: patch %s, ok %v, err %v; want ok %v, patch %v", tc.name, p, ok, err, tc.wantOK, tc.wantP)
+		p, first, err := deps.NodeClaimStatusPatch(tc.stored, tc.nc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
 		}
+		var ops []struct{ Op, Path string }
+		if p != nil {
+			if err := json.Unmarshal(p, &ops); err != nil {
+				t.Fatalf("%s: decoding %s: %v", tc.name, p, err)
+			}
+		}
+		var got []string
+		for _, o := range ops {
+			got = append(got, o.Op+" "+o.Path)
+		}
+		if first != tc.wantFirst {
+			t.Errorf("%s: first %v, want %v", tc.name, first, tc.wantFirst)
+		}
+		if diff := cmp.Diff(tc.wantOps, got); diff != "" {
+			t.Errorf("%s: patch %s (-want +got ops):\n%s", tc.name, p, diff)
+		}
+	}
+}
+
+// TestFirstStatusWritesWithoutLock runs on a real API server: the first status of a NodeClaim and its first
+// condition list land from a copy whose resourceVersion is stale (an annotation written since, as the node class
+// hash stamp does), and fail as a Conflict when a status or a list was written since instead of replacing it.
+func TestFirstStatusWritesWithoutLock(t *testing.T) {
+	ctx := context.Background()
+	s, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := test.StartEnv(t, s).Client
+	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
+	launched := func(n *karpv1.NodeClaim) {
+		n.Status.ProviderID = "aws:///us-west-2a/i-1"
+		n.Status.Conditions = []metav1.Condition{condition(karpv1.ConditionTypeLaunched, "True", "Launched", now)}
+	}
+	create := func(name string) *karpv1.NodeClaim {
+		nc := test.NodeClaim(name, "default").Obj()
+		if err := kube.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		return nc.DeepCopy()
+	}
+	annotate := func(read *karpv1.NodeClaim) {
+		n := read.DeepCopy()
+		n.Annotations = map[string]string{"karpenter.k8s.aws/ec2nodeclass-hash": "1"}
+		if err := kube.Patch(ctx, n, client.MergeFrom(read)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *karpv1.NodeClaim {
+		n := &karpv1.NodeClaim{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// An annotation since the read: the first status lands all the same, and keeps the annotation.
+	read := create("stale-rv")
+	annotate(read)
+	mine := read.DeepCopy()
+	launched(mine)
+	if err := deps.PatchNodeClaimStatus(ctx, kube, read, mine); err != nil {
+		t.Errorf("first status from a copy behind an annotation: %v", err)
+	}
+	if got := get("stale-rv"); got.Status.ProviderID != "aws:///us-west-2a/i-1" || len(got.Status.Conditions) != 1 ||
+		got.Annotations["karpenter.k8s.aws/ec2nodeclass-hash"] != "1" {
+		t.Errorf("after the first status: provider ID %q, conditions %v, annotations %v", got.Status.ProviderID,
+			got.Status.Conditions, got.Annotations)
+	}
+
+	// A status written since the read: the first status from the old copy is refused, not laid over it.
+	read = create("raced")
+	other := read.DeepCopy()
+	other.Status.Conditions = []metav1.Condition{condition(karpv1.ConditionTypeDrifted, "True", "AMIDrift", now)}
+	if err := kube.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	mine = read.DeepCopy()
+	launched(mine)
+	if err := deps.PatchNodeClaimStatus(ctx, kube, read, mine); !apierrors.IsConflict(err) {
+		t.Errorf("first status over one written since: got %v, want a conflict", err)
+	}
+	if got := get("raced"); len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != karpv1.ConditionTypeDrifted {
+		t.Errorf("conditions after the refused write: %v, want Drifted only", got.Status.Conditions)
+	}
+
+	// A status without conditions: the first list lands from a stale copy, and is refused over one made since.
+	read = create("no-list")
+	read.Status.ProviderID = "aws:///us-west-2a/i-2"
+	if err := kube.Status().Update(ctx, read); err != nil {
+		t.Fatal(err)
+	}
+	base := read.DeepCopy()
+	annotate(base)
+	mine = base.DeepCopy()
+	mine.Status.Conditions = []metav1.Condition{condition(karpv1.ConditionTypeLaunched, "True", "Launched", now)}
+	if err := deps.PatchNodeClaimStatus(ctx, kube, base, mine); err != nil {
+		t.Errorf("first condition list from a copy behind an annotation: %v", err)
+	}
+	mine = base.DeepCopy()
+	mine.Status.Conditions = []metav1.Condition{condition(karpv1.ConditionTypeRegistered, "True", "Registered", now)}
+	if err := deps.PatchNodeClaimStatus(ctx, kube, base, mine); !apierrors.IsConflict(err) {
+		t.Errorf("first condition list over one made since: got %v, want a conflict", err)
+	}
+	if got := get("no-list"); len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != karpv1.ConditionTypeLaunched ||
+		got.Status.ProviderID != "aws:///us-west-2a/i-2" {
+		t.Errorf("after the list writes: provider ID %q, conditions %v", got.Status.ProviderID, got.Status.Conditions)
 	}
 }
