@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/podmetrics"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -109,7 +108,7 @@ func TestTransformForCachePod(t *testing.T) {
 	if a, b := solver.PodRequests(in), solver.PodRequests(got); !cmp.Equal(a, b) {
 		t.Errorf("requests %v, from the cache %v", a, b)
 	}
-	if a, b := provisioning.IsProvisionable(in), provisioning.IsProvisionable(got); a != b {
+	if a, b := solver.IsProvisionable(in), solver.IsProvisionable(got); a != b {
 		t.Errorf("provisionable %v, from the cache %v", a, b)
 	}
 	a, _ := podmetrics.StartedAt(in)

@@ -26,7 +26,6 @@ import (
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
@@ -201,7 +200,7 @@ func buildScaleCluster(t *testing.T, nodes int) *podTracker {
 	mem.Set(mem.Value() * podsPerNode)
 	created := time.Now()
 	if err := parallelDo(ctx, nodes, 16, func(int) error {
-		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: np.Spec.Template.Spec.Requirements,
+		nc := solver.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: np.Spec.Template.Spec.Requirements,
 			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem,
 				corev1.ResourcePods: *resource.NewQuantity(podsPerNode, resource.DecimalSI)}})
 		return env.Client.Create(ctx, nc)

@@ -23,7 +23,6 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
@@ -236,7 +235,7 @@ func (c *Controller) finishStart(ctx context.Context, st *state, cmd *InProgress
 			errs = append(errs, fmt.Errorf("nodepool %s of replacement %s is gone", l.NodePool, l.Name))
 			continue
 		}
-		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requests: l.Requests, Requirements: l.Requirements})
+		nc := solver.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requests: l.Requests, Requirements: l.Requirements})
 		nc.GenerateName, nc.Name = "", l.Name
 		nc.Annotations[ReplacementForAnnotationKey] = r.ID
 		err := c.deps.Client.Create(ctx, nc)

@@ -125,7 +125,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}
 	err := builder.ControllerManagedBy(m).Named(Name+".trigger").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return IsProvisionable(o.(*corev1.Pod))
+			return solver.IsProvisionable(o.(*corev1.Pod))
 		}))).
 		Watches(&karpv1.NodePool{}, trigger).
 		Watches(&karpv1.NodeClaim{}, handler.Funcs{
@@ -183,7 +183,7 @@ func (c *Controller) reconcilePod(ctx context.Context, req reconcile.Request) (r
 	if err := c.deps.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsProvisionable(pod) {
+	if !solver.IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}
 	c.decisions.ack(pod.UID, c.deps.Clock.Now())
@@ -316,7 +316,7 @@ func (c *Controller) apply(ctx context.Context, logger logr.Logger, in solver.In
 	built := make([]*karpv1.NodeClaim, len(plan.NewNodeClaims))
 	createErrs := make([]error, len(plan.NewNodeClaims))
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.NewNodeClaims), func(i int) {
-		built[i] = BuildNodeClaim(plan.NewNodeClaims[i])
+		built[i] = solver.BuildNodeClaim(plan.NewNodeClaims[i])
 		annotatePlanned(built[i], plan.NewNodeClaims[i].Pods)
 		createErrs[i] = c.deps.Client.Create(ctx, built[i])
 		if createErrs[i] == nil {
@@ -493,7 +493,7 @@ func (c *Controller) followUp(ctx context.Context) {
 
 // releaseSurplus deletes the in-flight NodeClaims that have been surplus (see surplus) for surplusGrace, and
 // makes sure a pass runs again while some wait for their grace to end. undecided is the number of pods the
-// kube-scheduler has yet to decide about (see awaitingScheduler).
+// kube-scheduler has yet to decide about (see solver.AwaitingScheduler).
 func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in solver.Input, plan solver.Plan, undecided int) {
 	now := c.deps.Clock.Now()
 	// While pods wait for room this pass can give them, an in-flight NodeClaim the plan does not use now may be the

@@ -25,7 +25,7 @@ import (
 
 // snapshot gathers pending pods, usable NodePools with their instance types and usage, and the NodeClaims of
 // those NodePools with the room they have left. Without pending pods it returns an empty input unless always.
-// undecided counts the pods the kube-scheduler has yet to place or find unschedulable (see awaitingScheduler);
+// undecided counts the pods the kube-scheduler has yet to place or find unschedulable (see solver.AwaitingScheduler);
 // it is counted only when the full snapshot is taken.
 func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, undecided int, err error) {
 	if !always {
@@ -37,7 +37,7 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 		}
 		found := false
 		for i := range shared.Items {
-			if IsProvisionable(&shared.Items[i]) {
+			if solver.IsProvisionable(&shared.Items[i]) {
 				found = true
 				break
 			}
@@ -56,9 +56,9 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 	var pending []*corev1.Pod
 	for i := range podList.Items {
 		switch p := &podList.Items[i]; {
-		case IsProvisionable(p):
+		case solver.IsProvisionable(p):
 			pending = append(pending, p.DeepCopy())
-		case awaitingScheduler(p):
+		case solver.AwaitingScheduler(p):
 			undecided++
 		}
 	}

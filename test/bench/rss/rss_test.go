@@ -32,7 +32,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/test"
 	"github.com/dovetail/dovetail/test/e2e/framework"
@@ -160,7 +159,7 @@ func TestControllerMemoryAt1000Nodes(t *testing.T) {
 	mem.phase("launch")
 	// The NodeClaims the provisioner would create for 10 pods of 350m/1Gi and a DaemonSet pod each.
 	if err := parallel(ctx, nodes, 16, func(int) error {
-		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: np.Spec.Template.Spec.Requirements,
+		nc := solver.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: np.Spec.Template.Spec.Requirements,
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3600m"), corev1.ResourceMemory: resource.MustParse("10368Mi"),
 				corev1.ResourcePods: *resource.NewQuantity(int64(podsPerNode+1), resource.DecimalSI)}})
 		return c.Create(ctx, nc)

@@ -12,6 +12,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 )
@@ -33,7 +34,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	pods := withBufferRoom(d.Buffers, v)
 	for i := range pods {
 		p := &pods[i]
-		if provisioning.IsProvisionable(p) {
+		if solver.IsProvisionable(p) {
 			pending = append(pending, p)
 		}
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {

@@ -19,7 +19,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
-	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -137,8 +137,8 @@ func TestDrift(t *testing.T) {
 
 	t.Run("nodepool hash", func(t *testing.T) {
 		h.t = t
-		h.create(test.NodePool("hashed").NodePoolHash("456", hash.Version).Obj())
-		h.createNodeClaim(test.NodeClaim("hashed-a", "hashed").NodePoolHash("123", hash.Version).Launched(now).Obj())
+		h.create(test.NodePool("hashed").NodePoolHash("456", hashversion.NodePoolVersion).Obj())
+		h.createNodeClaim(test.NodeClaim("hashed-a", "hashed").NodePoolHash("123", hashversion.NodePoolVersion).Launched(now).Obj())
 		h.reconcileUntil("hashed-a", conditionIs(karpv1.ConditionTypeDrifted, karpv1.ReasonNodePoolDrifted,
 			"nodepool hash 123 != 456: the template of nodepool hashed changed after the node was launched"))
 		// The template is changed back: the NodeClaim matches again and the condition goes away.
@@ -148,7 +148,7 @@ func TestDrift(t *testing.T) {
 
 	t.Run("hash of another version is not compared", func(t *testing.T) {
 		h.t = t
-		h.create(test.NodePool("rehashed").NodePoolHash("456", hash.Version).Obj())
+		h.create(test.NodePool("rehashed").NodePoolHash("456", hashversion.NodePoolVersion).Obj())
 		h.createNodeClaim(test.NodeClaim("rehashed-a", "rehashed").NodePoolHash("123", "older").Launched(now).
 			Condition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, karpv1.ReasonNodePoolDrifted, now).Obj())
 		h.reconcileUntil("rehashed-a", conditionIs(karpv1.ConditionTypeDrifted, "", ""))
@@ -200,8 +200,8 @@ func TestDrift(t *testing.T) {
 
 	t.Run("not launched", func(t *testing.T) {
 		h.t = t
-		h.create(test.NodePool("pending").NodePoolHash("456", hash.Version).Obj())
-		h.createNodeClaim(test.NodeClaim("pending-a", "pending").NodePoolHash("123", hash.Version).
+		h.create(test.NodePool("pending").NodePoolHash("456", hashversion.NodePoolVersion).Obj())
+		h.createNodeClaim(test.NodeClaim("pending-a", "pending").NodePoolHash("123", hashversion.NodePoolVersion).
 			Condition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, karpv1.ReasonNodePoolDrifted, now).Obj())
 		h.reconcileUntil("pending-a", conditionIs(karpv1.ConditionTypeDrifted, "", ""))
 	})

@@ -8,7 +8,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -21,29 +21,29 @@ func TestHashDrift(t *testing.T) {
 	}{
 		{
 			name: "same hash",
-			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
-			np:   test.NodePool("default").NodePoolHash("123", hash.Version).Obj(),
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hashversion.NodePoolVersion).Obj(),
+			np:   test.NodePool("default").NodePoolHash("123", hashversion.NodePoolVersion).Obj(),
 		},
 		{
 			name: "template changed",
-			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
-			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hashversion.NodePoolVersion).Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hashversion.NodePoolVersion).Obj(),
 			want: drift{Reason: karpv1.ReasonNodePoolDrifted,
 				Message: "nodepool hash 123 != 456: the template of nodepool default changed after the node was launched"},
 		},
 		{
 			name: "hash versions differ: not comparable",
 			nc:   test.NodeClaim("a", "default").NodePoolHash("123", "old-scheme").Obj(),
-			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hashversion.NodePoolVersion).Obj(),
 		},
 		{
 			name: "nodeclaim without hash",
 			nc:   test.NodeClaim("a", "default").Obj(),
-			np:   test.NodePool("default").NodePoolHash("456", hash.Version).Obj(),
+			np:   test.NodePool("default").NodePoolHash("456", hashversion.NodePoolVersion).Obj(),
 		},
 		{
 			name: "nodepool not hashed yet",
-			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hash.Version).Obj(),
+			nc:   test.NodeClaim("a", "default").NodePoolHash("123", hashversion.NodePoolVersion).Obj(),
 			np:   test.NodePool("default").Obj(),
 		},
 	}

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -27,7 +28,7 @@ func TestConflictIsRetried(t *testing.T) {
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "p"}, np); err != nil {
 		t.Fatal(err)
 	}
-	if np.Annotations[karpv1.NodePoolHashAnnotationKey] != Compute(np) {
-		t.Errorf("hash annotation %q after the retry, want %q", np.Annotations[karpv1.NodePoolHashAnnotationKey], Compute(np))
+	if np.Annotations[karpv1.NodePoolHashAnnotationKey] != hashversion.NodePool(np) {
+		t.Errorf("hash annotation %q after the retry, want %q", np.Annotations[karpv1.NodePoolHashAnnotationKey], hashversion.NodePool(np))
 	}
 }

@@ -46,7 +46,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 // nodePoolOfForeignClaim maps a NodeClaim stamped in another hashing scheme to its NodePool.
 func nodePoolOfForeignClaim(_ context.Context, o client.Object) []reconcile.Request {
 	pool := o.GetLabels()[karpv1.NodePoolLabelKey]
-	if pool == "" || o.GetAnnotations()[karpv1.NodePoolHashVersionAnnotationKey] == Version {
+	if pool == "" || o.GetAnnotations()[karpv1.NodePoolHashVersionAnnotationKey] == hashversion.NodePoolVersion {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
@@ -61,12 +61,12 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 	if !np.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	want := Compute(np)
+	want := hashversion.NodePool(np)
 	// NodeClaims first: they are compared with the NodePool's stamp as it was, which the patch below replaces.
 	if err := c.restampNodeClaims(ctx, np, want); err != nil {
 		return reconcile.Result{}, err
 	}
-	if np.Annotations[karpv1.NodePoolHashAnnotationKey] == want && np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == Version {
+	if np.Annotations[karpv1.NodePoolHashAnnotationKey] == want && np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == hashversion.NodePoolVersion {
 		return reconcile.Result{}, nil
 	}
 	patch := client.MergeFromWithOptions(np.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -74,7 +74,7 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 		np.Annotations = map[string]string{}
 	}
 	np.Annotations[karpv1.NodePoolHashAnnotationKey] = want
-	np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = Version
+	np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = hashversion.NodePoolVersion
 	if err := c.kube.Patch(ctx, np, patch); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool hash: %w", err))
 	}
@@ -109,11 +109,11 @@ func (c *Controller) restampNodeClaims(ctx context.Context, np *karpv1.NodePool,
 		return fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
 	}
 	owner := hashversion.Stamp{Hash: np.Annotations[karpv1.NodePoolHashAnnotationKey], Version: np.Annotations[karpv1.NodePoolHashVersionAnnotationKey]}
-	current := hashversion.Stamp{Hash: want, Version: Version}
+	current := hashversion.Stamp{Hash: want, Version: hashversion.NodePoolVersion}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		have := hashversion.Stamp{Hash: nc.Annotations[karpv1.NodePoolHashAnnotationKey], Version: nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]}
-		if have.Version == Version || !nc.DeletionTimestamp.IsZero() {
+		if have.Version == hashversion.NodePoolVersion || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		stamp, drifted := hashversion.Restamp(have, owner, current)

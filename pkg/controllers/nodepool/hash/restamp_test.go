@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -26,13 +27,13 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	}
 	np := test.NodePool("p").Obj()
 	np.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "k-now", karpv1.NodePoolHashVersionAnnotationKey: "v3"}
-	want := Compute(np)
+	want := hashversion.NodePool(np)
 	objs := []client.Object{np,
 		test.NodeClaim("current-1", "p").NodePoolHash("k-now", "v3").Obj(),
 		test.NodeClaim("current-2", "p").NodePoolHash("k-now", "v3").Obj(),
 		test.NodeClaim("older", "p").NodePoolHash("k-old", "v3").Obj(),
 		test.NodeClaim("unstamped", "p").Obj(),
-		test.NodeClaim("dovetail", "p").NodePoolHash("d-old", Version).Obj(),
+		test.NodeClaim("dovetail", "p").NodePoolHash("d-old", hashversion.NodePoolVersion).Obj(),
 		test.NodeClaim("other-pool", "q").NodePoolHash("k-old", "v3").Obj(),
 	}
 	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
@@ -51,11 +52,11 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 		got[nc.Name] = [2]string{nc.Annotations[karpv1.NodePoolHashAnnotationKey], nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]}
 	}
 	wantClaims := map[string][2]string{
-		"current-1":  {want, Version},
-		"current-2":  {want, Version},
-		"older":      {"v3/k-old", Version},
-		"unstamped":  {want, Version},
-		"dovetail":   {"d-old", Version},
+		"current-1":  {want, hashversion.NodePoolVersion},
+		"current-2":  {want, hashversion.NodePoolVersion},
+		"older":      {"v3/k-old", hashversion.NodePoolVersion},
+		"unstamped":  {want, hashversion.NodePoolVersion},
+		"dovetail":   {"d-old", hashversion.NodePoolVersion},
 		"other-pool": {"k-old", "v3"},
 	}
 	if d := cmp.Diff(wantClaims, got); d != "" {
@@ -65,13 +66,13 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	if err := kube.Get(context.Background(), client.ObjectKey{Name: "p"}, after); err != nil {
 		t.Fatal(err)
 	}
-	if h, v := after.Annotations[karpv1.NodePoolHashAnnotationKey], after.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; h != want || v != Version {
-		t.Errorf("nodepool stamp %s/%s, want %s/%s", v, h, Version, want)
+	if h, v := after.Annotations[karpv1.NodePoolHashAnnotationKey], after.Annotations[karpv1.NodePoolHashVersionAnnotationKey]; h != want || v != hashversion.NodePoolVersion {
+		t.Errorf("nodepool stamp %s/%s, want %s/%s", v, h, hashversion.NodePoolVersion, want)
 	}
 	if r := nodePoolOfForeignClaim(context.Background(), test.NodeClaim("x", "p").NodePoolHash("k", "v3").Obj()); len(r) != 1 || r[0].Name != "p" {
 		t.Errorf("a NodeClaim of another scheme maps to %v, want its NodePool", r)
 	}
-	if r := nodePoolOfForeignClaim(context.Background(), test.NodeClaim("x", "p").NodePoolHash("k", Version).Obj()); len(r) != 0 {
+	if r := nodePoolOfForeignClaim(context.Background(), test.NodeClaim("x", "p").NodePoolHash("k", hashversion.NodePoolVersion).Obj()); len(r) != 0 {
 		t.Errorf("a NodeClaim of this scheme maps to %v, want nothing", r)
 	}
 }

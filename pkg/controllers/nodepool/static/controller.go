@@ -22,10 +22,9 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
-	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/requirements"
@@ -228,11 +227,11 @@ func (c *Controller) create(ctx context.Context, logger logr.Logger, np *karpv1.
 	if np.Annotations == nil {
 		np.Annotations = map[string]string{}
 	}
-	np.Annotations[karpv1.NodePoolHashAnnotationKey] = hash.Compute(np)
-	np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = hash.Version
+	np.Annotations[karpv1.NodePoolHashAnnotationKey] = hashversion.NodePool(np)
+	np.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = hashversion.NodePoolVersion
 	var errs []error
 	for i := 0; i < plan.Create; i++ {
-		nc := provisioning.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: reqs})
+		nc := solver.BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: reqs})
 		if err := c.deps.Client.Create(ctx, nc); err != nil {
 			errs = append(errs, fmt.Errorf("creating nodeclaim: %w", err))
 			continue

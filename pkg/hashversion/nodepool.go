@@ -1,4 +1,4 @@
-package hash
+package hashversion
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 )
 
-// Version is the hashing scheme written to karpenter.sh/nodepool-hash-version. A NodeClaim whose version
-// differs from its NodePool's must be re-hashed, not treated as drifted.
-const Version = "dovetail-v1"
+// NodePoolVersion is the hashing scheme of NodePool, written to karpenter.sh/nodepool-hash-version. A NodeClaim
+// whose version differs from its NodePool's must be re-hashed (Restamp), not treated as drifted.
+const NodePoolVersion = "dovetail-v1"
 
 // hashed is the canonical form of the drift-relevant template fields; field order is fixed and maps are
 // encoded with sorted keys by encoding/json.
@@ -27,8 +27,8 @@ type hashed struct {
 	TerminationGracePeriod string                     `json:"terminationGracePeriod,omitempty"`
 }
 
-// Compute returns the hash of a NodePool's template. Taint order does not matter.
-func Compute(np *karpv1.NodePool) string {
+// NodePool returns the hash of a NodePool's template (karpenter.sh/nodepool-hash). Taint order does not matter.
+func NodePool(np *karpv1.NodePool) string {
 	t := np.Spec.Template
 	h := hashed{
 		Labels:        t.Labels,

@@ -1,4 +1,4 @@
-package provisioning
+package solver
 
 import (
 	"strconv"
@@ -9,14 +9,13 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 )
 
 // BuildNodeClaim returns the NodeClaim to create for a planned claim: named <nodepool>-<5 random characters>
 // by the API server, labelled and owned by its NodePool, with the template's taints, node class, expiry and
 // grace period, the plan's requirements and requests, and the NodePool's hash.
-func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
+func BuildNodeClaim(nn NewNodeClaim) *karpv1.NodeClaim {
 	np := nn.NodePool
 	t := np.Spec.Template
 	labels := map[string]string{}
@@ -32,8 +31,8 @@ func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
 		annotations[k] = v
 	}
 	h, v := np.Annotations[karpv1.NodePoolHashAnnotationKey], np.Annotations[karpv1.NodePoolHashVersionAnnotationKey]
-	if h == "" || v != hash.Version {
-		h, v = hash.Compute(np), hash.Version
+	if h == "" || v != hashversion.NodePoolVersion {
+		h, v = hashversion.NodePool(np), hashversion.NodePoolVersion
 	}
 	annotations[karpv1.NodePoolHashAnnotationKey] = h
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = v
@@ -77,7 +76,7 @@ func BuildNodeClaim(nn solver.NewNodeClaim) *karpv1.NodeClaim {
 
 // minValuesRelaxed reports whether the instance types the NodeClaim may launch as offer fewer distinct values of
 // a requirement's key than its minValues: the scheduler let that through under MIN_VALUES_POLICY=BestEffort.
-func minValuesRelaxed(nn solver.NewNodeClaim) bool {
+func minValuesRelaxed(nn NewNodeClaim) bool {
 	for _, r := range nn.Requirements {
 		if r.MinValues == nil {
 			continue

@@ -1,4 +1,4 @@
-package hash
+package hashversion_test
 
 import (
 	"testing"
@@ -8,10 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-func TestCompute(t *testing.T) {
+func TestNodePool(t *testing.T) {
 	base := test.NodePool("a").Label("team", "x").Taint("k", "v", corev1.TaintEffectNoSchedule).Taint("j", "", corev1.TaintEffectNoExecute).Obj()
 	tests := []struct {
 		name   string
@@ -36,12 +37,12 @@ func TestCompute(t *testing.T) {
 			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
 		}, false},
 	}
-	want := Compute(base)
+	want := hashversion.NodePool(base)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			np := base.DeepCopy()
 			tt.mutate(np)
-			got := Compute(np)
+			got := hashversion.NodePool(np)
 			if (got == want) != tt.same {
 				t.Errorf("hash %s vs base %s: same=%v, want same=%v", got, want, got == want, tt.same)
 			}

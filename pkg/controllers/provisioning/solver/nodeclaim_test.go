@@ -1,4 +1,4 @@
-package provisioning
+package solver
 
 import (
 	"testing"
@@ -11,8 +11,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
-	"github.com/dovetail/dovetail/pkg/controllers/nodepool/hash"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
+	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -23,7 +22,7 @@ func TestBuildNodeClaim(t *testing.T) {
 	np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
 	reqs := []karpv1.NodeSelectorRequirementWithMinValues{karpv1.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")}
 	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	nc := BuildNodeClaim(solver.NewNodeClaim{NodePool: np, Requirements: reqs, Requests: requests})
+	nc := BuildNodeClaim(NewNodeClaim{NodePool: np, Requirements: reqs, Requests: requests})
 
 	if nc.GenerateName != "web-" || nc.Name != "" {
 		t.Errorf("name %q generateName %q", nc.Name, nc.GenerateName)
@@ -31,7 +30,7 @@ func TestBuildNodeClaim(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"team": "a", karpv1.NodePoolLabelKey: "web", "karpenter.k8s.aws/ec2nodeclass": "default"}, nc.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{karpv1.NodePoolHashAnnotationKey: hash.Compute(np), karpv1.NodePoolHashVersionAnnotationKey: hash.Version}, nc.Annotations); diff != "" {
+	if diff := cmp.Diff(map[string]string{karpv1.NodePoolHashAnnotationKey: hashversion.NodePool(np), karpv1.NodePoolHashVersionAnnotationKey: hashversion.NodePoolVersion}, nc.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
 	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].UID != "np-uid" || nc.OwnerReferences[0].Kind != "NodePool" {
@@ -71,20 +70,20 @@ func TestBuildNodeClaimAnnotations(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		nn   solver.NewNodeClaim
+		nn   NewNodeClaim
 		want map[string]string
 	}{
-		{name: "minValues met", nn: solver.NewNodeClaim{NodePool: np, Requirements: family(&two),
+		{name: "minValues met", nn: NewNodeClaim{NodePool: np, Requirements: family(&two),
 			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", spot), typ("c5.large", "c5", spot)}},
 			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "false"}},
-		{name: "minValues relaxed", nn: solver.NewNodeClaim{NodePool: np, Requirements: family(&three),
+		{name: "minValues relaxed", nn: NewNodeClaim{NodePool: np, Requirements: family(&three),
 			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", spot), typ("c5.large", "c5", spot)}},
 			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "true"}},
-		{name: "overlays applied", nn: solver.NewNodeClaim{NodePool: np,
+		{name: "overlays applied", nn: NewNodeClaim{NodePool: np,
 			InstanceTypes: []*cloudprovider.InstanceType{typ("m5.large", "m5", overlaid), withCapacity}},
 			want: map[string]string{karpv1.NodeClaimMinValuesRelaxedAnnotationKey: "false",
 				karpv1.PriceOverlayAppliedAnnotationKey: "true", karpv1.CapacityOverlayAppliedAnnotationKey: "true"}},
-		{name: "static nodeclaim: no instance types planned", nn: solver.NewNodeClaim{NodePool: np}, want: map[string]string{}},
+		{name: "static nodeclaim: no instance types planned", nn: NewNodeClaim{NodePool: np}, want: map[string]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

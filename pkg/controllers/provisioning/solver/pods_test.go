@@ -1,4 +1,4 @@
-package provisioning
+package solver
 
 import (
 	"testing"
@@ -68,8 +68,8 @@ func TestAwaitingScheduler(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := awaitingScheduler(tt.pod); got != tt.want {
-				t.Errorf("awaitingScheduler = %v, want %v", got, tt.want)
+			if got := AwaitingScheduler(tt.pod); got != tt.want {
+				t.Errorf("AwaitingScheduler = %v, want %v", got, tt.want)
 			}
 		})
 	}
