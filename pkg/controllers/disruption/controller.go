@@ -120,6 +120,8 @@ type Controller struct {
 	// first repair toleration or hold-back recheck markRepairs saw this pass, zero if none.
 	rest      restMemo
 	repairDue time.Time
+	// changes counts the changes to the objects a decision at rest reads (changes.go).
+	changes changeWatch
 }
 
 // recentRecord is a record written by this controller.
@@ -134,12 +136,15 @@ func NewController(d deps.Deps) *Controller {
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
-func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
 	if RepairInLoop(c.deps.Settings) {
 		// A NODE_REPAIR_TOLERATIONS naming a condition no policy watches stops the start.
 		if _, err := c.repairPolicies(); err != nil {
 			return err
 		}
+	}
+	if err := c.changes.watch(ctx, m.GetCache()); err != nil {
+		return err
 	}
 	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(Name))
@@ -186,6 +191,15 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	defer c.mu.Unlock()
 	ctx = metrics.WithController(ctx, Name)
 	logger := log.FromContext(ctx)
+	// At rest with no change counted since a decision that found nothing to do, before anything time-bound
+	// changed: the pass would find the same, and lists nothing.
+	changes, watching := c.changes.seen()
+	buffers := c.deps.Buffers.Version()
+	if now := c.deps.Clock.Now(); watching && c.rest.key != 0 && changes == c.rest.changes &&
+		buffers == c.rest.buffers && now.Before(c.rest.until) {
+		c.decided, c.decidedWith, c.inFlight = now, "", false
+		return nil
+	}
 	st, err := c.observe(ctx)
 	if err != nil {
 		return err
@@ -195,8 +209,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// built.
 	var key uint64
 	if len(st.inProgress) == 0 && fingerprint(st) == "" {
-		key = restKey(st.View, c.deps.Buffers.Version())
+		key = restKey(st.View, buffers)
 		if key == c.rest.key && st.Now.Before(c.rest.until) {
+			c.rest.changes = changes
 			c.decided, c.decidedWith, c.inFlight = st.Now, "", false
 			return nil
 		}
@@ -241,7 +256,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		c.record(&core.Result{}, snap, 0)
 		c.decided, c.decidedWith = st.Now, current
 		if atRestBefore && len(errs) == 0 {
-			c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue)}
+			c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue), changes: changes, buffers: buffers}
 		}
 		return errors.Join(errs...)
 	}
@@ -295,7 +310,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		logger.Info("commands left for the next decision", "commands", n, "started", len(ready)-int(n), "window", StartWindow.String())
 	}
 	if atRestBefore && len(errs) == 0 && fingerprint(st) == "" && len(ready) == 0 && atRest(res, snap) {
-		c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue)}
+		c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue), changes: changes, buffers: buffers}
 	}
 	current = fingerprint(st)
 	c.inFlight = current != ""

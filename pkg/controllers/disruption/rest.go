@@ -21,10 +21,13 @@ import (
 // PollPeriod on an idle cluster that was most of the controller's CPU at rest.
 const RestRecheck = 5 * time.Minute
 
-// restMemo is what the last decision at rest found: nothing to do, on objects whose fingerprint is key, until.
+// restMemo is what the last decision at rest found: nothing to do, on objects whose fingerprint is key, until;
+// changes is the changeWatch count read before those objects were listed, and buffers the CapacityBuffers'
+// version in key.
 type restMemo struct {
-	key   uint64
-	until time.Time
+	key              uint64
+	until            time.Time
+	changes, buffers uint64
 }
 
 // restKey fingerprints what a decision reads from the cluster's objects: every NodeClaim, pod, NodePool and

@@ -2,12 +2,14 @@ package disruption_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,4 +127,107 @@ func TestDecisionAtRestEndsWithDoNotDisrupt(t *testing.T) {
 		_, ok := got.Annotations[disruption.CommandAnnotationKey]
 		return ok || !got.DeletionTimestamp.IsZero(), "no command on the node after its pod's do-not-disrupt ended"
 	})
+}
+
+// listCounter counts the lists a controller makes through it.
+type listCounter struct {
+	client.Client
+	lists atomic.Int64
+}
+
+func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists.Add(1)
+	return c.Client.List(ctx, list, opts...)
+}
+
+// TestNoListingAtRest: with the informers watched, a pass at rest on a cluster where nothing changed since a
+// decision that found nothing to do lists nothing; a pod bound since makes a pass decide again, and so does
+// RestRecheck passing with nothing changed.
+func TestNoListingAtRest(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	clusterNode(t, e, "settled", "8", "16Gi", nil)
+	bindPod(t, e, "web", "1", "settled")
+	d := e.Deps
+	counter := &listCounter{Client: d.Client}
+	d.Client = counter
+	ctrl := disruption.NewController(d)
+	if err := ctrl.WatchChanges(ctx, e.Manager.GetCache()); err != nil {
+		t.Fatal(err)
+	}
+	decisions := func() uint64 {
+		t.Helper()
+		m := &dto.Metric{}
+		if err := d.Metrics.DisruptionEvaluationDuration.WithLabelValues("none", "").(prometheus.Histogram).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	// pass runs one pass a PollPeriod after the last and returns the lists it made.
+	pass := func() int64 {
+		t.Helper()
+		e.Clock.Step(disruption.PollPeriod)
+		before := counter.lists.Load()
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return counter.lists.Load() - before
+	}
+	// The informers replay what they hold to a new handler: passes list until those notifications are counted.
+	test.Eventually(t, wait, func() (bool, string) { return pass() == 0, "passes at rest still list" })
+	if got := decisions(); got != 1 {
+		t.Errorf("%d decisions before any change, want 1", got)
+	}
+
+	bindPod(t, e, "api", "1", "settled")
+	test.Eventually(t, wait, func() (bool, string) {
+		pass()
+		return decisions() == 2, "no decision after a pod was bound"
+	})
+	test.Eventually(t, wait, func() (bool, string) { return pass() == 0, "passes at rest after the decision still list" })
+	if got := decisions(); got != 2 {
+		t.Errorf("%d decisions at rest after the pod was bound, want 2", got)
+	}
+	e.Clock.Step(disruption.RestRecheck)
+	if n := pass(); n == 0 || decisions() != 3 {
+		t.Errorf("RestRecheck later: %d lists and %d decisions, want lists and 3 decisions", n, decisions())
+	}
+}
+
+// TestNodeChangeCounted: a Node's heartbeat (new resource version and condition times) is not a change of what a
+// decision reads; its labels, taints, allocatable and condition statuses are.
+func TestNodeChangeCounted(t *testing.T) {
+	base := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "1", Labels: map[string]string{"zone": "a"}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		{"heartbeat", func(n *corev1.Node) {
+			n.ResourceVersion = "2"
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
+		}, false},
+		{"label", func(n *corev1.Node) { n.Labels["team"] = "x" }, true},
+		{"taint", func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+		}, true},
+		{"allocatable", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("3") }, true},
+		{"not ready", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"cordoned", func(n *corev1.Node) { n.Spec.Unschedulable = true }, true},
+	} {
+		cur := base.DeepCopy()
+		tc.change(cur)
+		if got := disruption.NodeChanged(base, cur); got != tc.want {
+			t.Errorf("%s: changed %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
