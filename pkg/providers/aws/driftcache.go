@@ -86,6 +86,17 @@ func (d *driftInstances) get(ctx context.Context, id string, describe func(conte
 	return d.remember(now, inst), nil
 }
 
+// listedAt remembers a listing of the cluster's instances made at now by someone else (the garbage collection's, the
+// capacity type sync's): with one every 2 minutes, drift checks make no listing of their own.
+func (d *driftInstances) listedAt(now time.Time, insts []*instance.Instance) {
+	d.remember(now, insts...)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.After(d.listed) {
+		d.listed = now
+	}
+}
+
 // fresh returns the remembered description of id when it is younger than DriftInstanceTTL.
 func (d *driftInstances) fresh(id string) (*instance.Instance, bool) {
 	now := d.clock.Now()

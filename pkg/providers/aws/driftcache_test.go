@@ -157,3 +157,39 @@ func TestDriftInstancesListed(t *testing.T) {
 		t.Errorf("a listed instance kept more than Drift compares: %+v", inst)
 	}
 }
+
+// TestDriftInstancesFedByListings: a listing made by someone else (CloudProvider.List, for garbage collection)
+// renews the descriptions, so checks within DriftInstanceTTL of it neither list nor describe; after the TTL
+// without another listing, they list again.
+func TestDriftInstancesFedByListings(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	d := newDriftInstances(clk)
+	var lists, describes int
+	list := func(context.Context) ([]*instance.Instance, error) {
+		lists++
+		return []*instance.Instance{{ID: "i-1", ImageID: "ami-2"}}, nil
+	}
+	describe := func(_ context.Context, id string) (*instance.Instance, error) {
+		describes++
+		return &instance.Instance{ID: id, ImageID: "ami-9"}, nil
+	}
+	check := func(why, wantImage string, wantLists, wantDescribes int) {
+		t.Helper()
+		inst, err := d.get(context.Background(), "i-1", describe, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.ImageID != wantImage || lists != wantLists || describes != wantDescribes {
+			t.Errorf("%s: image %s after %d listings and %d descriptions, want %s, %d, %d", why, inst.ImageID, lists,
+				describes, wantImage, wantLists, wantDescribes)
+		}
+	}
+	d.listedAt(clk.Now(), []*instance.Instance{{ID: "i-1", ImageID: "ami-1"}})
+	check("after another's listing", "ami-1", 0, 0)
+	clk.Step(DriftInstanceTTL - time.Second)
+	d.listedAt(clk.Now(), []*instance.Instance{{ID: "i-1", ImageID: "ami-1"}})
+	clk.Step(DriftInstanceTTL - time.Second)
+	check("within the TTL of the second listing", "ami-1", 0, 0)
+	clk.Step(time.Second)
+	check("after the TTL, no other listing", "ami-2", 1, 0)
+}

@@ -28,12 +28,15 @@ func (p *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 	return p.nodeClaimFromInstance(ctx, inst), nil
 }
 
-// List returns every live instance this cluster launched (carrying its identity tag), as NodeClaims.
+// List returns every live instance this cluster launched (carrying its identity tag), as NodeClaims. The listing
+// also renews the descriptions drift checks compare (driftInstances), so they need no listing of their own.
 func (p *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	at := p.clock.Now()
 	insts, err := p.instances.List(ctx)
 	if err != nil {
 		return nil, err
 	}
+	p.drifted.listedAt(at, insts)
 	out := make([]*karpv1.NodeClaim, 0, len(insts))
 	for _, inst := range insts {
 		out = append(out, p.nodeClaimFromInstance(ctx, inst))

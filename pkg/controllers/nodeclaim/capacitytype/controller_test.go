@@ -2,6 +2,7 @@ package capacitytype
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -114,4 +115,43 @@ func TestReservationEndedBecomesOnDemand(t *testing.T) {
 	check(&corev1.Node{}, "n-ended", with(onDemand, karpv1.NodeRegisteredLabelKey, "true"))
 	check(&corev1.Node{}, "n-still", with(reserved, karpv1.NodeRegisteredLabelKey, "true"))
 	check(&corev1.Node{}, "n-unregistered", reserved)
+}
+
+// TestNoListingWithoutReservations: with nothing labelled reserved the cloud is not asked; a reserved NodeClaim or
+// Node makes the pass list the instances.
+func TestNoListingWithoutReservations(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme, corev1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name     string
+		objs     []client.Object
+		wantList bool
+	}{
+		{"on-demand and spot only", []client.Object{
+			test.NodeClaim("a", "default").Label(karpv1.CapacityTypeLabelKey, "on-demand").ProviderID("aws:///z/i-1").Obj(),
+			test.NodeClaim("b", "default").Label(karpv1.CapacityTypeLabelKey, "spot").ProviderID("aws:///z/i-2").Obj(),
+			test.Node("n-a", "aws:///z/i-1").Label(karpv1.CapacityTypeLabelKey, "on-demand").Obj(),
+		}, false},
+		{"a reserved NodeClaim", []client.Object{
+			test.NodeClaim("a", "default").Label(karpv1.CapacityTypeLabelKey, "reserved").ProviderID("aws:///z/i-1").Obj(),
+		}, true},
+		{"a reserved Node", []client.Object{
+			test.NodeClaim("a", "default").Label(karpv1.CapacityTypeLabelKey, "on-demand").ProviderID("aws:///z/i-1").Obj(),
+			test.Node("n-a", "aws:///z/i-1").Label(karpv1.CapacityTypeLabelKey, "reserved").Obj(),
+		}, true},
+	} {
+		cloud := fake.New(clk)
+		listFailed := errors.New("listing refused")
+		cloud.InjectError("List", listFailed)
+		kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+		c := NewController(deps.Deps{Client: kube, CloudProvider: cloud, Clock: clk, Recorder: record.NewFakeRecorder(10), Metrics: metrics.NewForTest()})
+		err := c.Reconcile(ctx)
+		if listed := errors.Is(err, listFailed); listed != tc.wantList {
+			t.Errorf("%s: Reconcile returned %v; listed the cloud %v, want %v", tc.name, err, listed, tc.wantList)
+		}
+	}
 }

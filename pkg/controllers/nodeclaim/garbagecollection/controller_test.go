@@ -2,6 +2,7 @@ package garbagecollection
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"testing"
 	"time"
@@ -200,5 +201,28 @@ func TestGarbageCollectionSparesALaunchNotYetRecorded(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{leaked, unrecorded}, cloud.Deleted()); diff != "" {
 		t.Errorf("terminated instances once the nodeclaim names another (-want +got):\n%s", diff)
+	}
+}
+
+// TestNextPass: passes come every StartupInterval until StartupPasses of them succeeded (failed ones do not
+// count), then every Interval.
+func TestNextPass(t *testing.T) {
+	next := NextPass()
+	failed := errors.New("listing instances: throttled")
+	var got []time.Duration
+	for i := range StartupPasses + 3 {
+		var err error
+		if i < 3 {
+			err = failed
+		}
+		got = append(got, next(err))
+	}
+	var want []time.Duration
+	for range StartupPasses + 2 {
+		want = append(want, StartupInterval)
+	}
+	want = append(want, Interval)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }
