@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,43 +26,37 @@ const Name = "nodeclaim.garbagecollection"
 // time between the cloud launching it and the lifecycle controller recording its provider ID.
 const LeakGracePeriod = 30 * time.Second
 
-// Interval is the time between two passes once StartupPasses passes succeeded, and StartupInterval before, as
-// Karpenter's instance garbage collection: what a restart or a takeover left is found within seconds, and a large
-// cluster's instances are not listed more than needed (at 5,000 instances a listing is about 1 s of CPU; every
-// 30 s, as before, that was half the controller's CPU at rest).
+// MinInterval and MaxInterval bound the time between two passes, which grows with the instances the last pass
+// listed (IntervalPerInstance each): every 30 s up to 1,500 instances, every 2 minutes (Karpenter's interval) from
+// 6,000. A listing's cost grows with the instances (at 5,000 a DescribeInstances listing is about 1 s of CPU,
+// half an idle controller's CPU when made every 30 s), so the listings cost about the same at any size, while a
+// small cluster keeps finding leaked instances and instances gone within 30 s.
 const (
-	Interval        = 2 * time.Minute
-	StartupInterval = 10 * time.Second
-	StartupPasses   = 20
+	MinInterval         = 30 * time.Second
+	MaxInterval         = 2 * time.Minute
+	IntervalPerInstance = 20 * time.Millisecond
 )
+
+// NextPass is the wait after a pass that listed instances instances.
+func NextPass(instances int) time.Duration {
+	return min(MaxInterval, max(MinInterval, time.Duration(instances)*IntervalPerInstance))
+}
 
 // Controller garbage-collects NodeClaims and instances.
 type Controller struct {
 	deps deps.Deps
+	// listed is how many instances the last listing returned.
+	listed atomic.Int64
 }
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 
-// Register runs a pass at once, then every StartupInterval until StartupPasses passes succeeded, then every
-// Interval (on the injected clock), while the manager is leader.
+// Register runs a pass at once, then after each pass NextPass later (on the injected clock), while the manager is
+// leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(deps.PeriodicBy(Name, c.deps.Clock, NextPass(), "garbage collection pass failed; the next one retries", c.Reconcile))
-}
-
-// NextPass returns the wait after each pass of one run of the controller, given the pass's error: StartupInterval
-// until StartupPasses passes succeeded, Interval after.
-func NextPass() func(error) time.Duration {
-	succeeded := 0
-	return func(err error) time.Duration {
-		if err == nil {
-			succeeded++
-		}
-		if succeeded < StartupPasses {
-			return StartupInterval
-		}
-		return Interval
-	}
+	return m.Add(deps.PeriodicBy(Name, c.deps.Clock, func(error) time.Duration { return NextPass(int(c.listed.Load())) },
+		"garbage collection pass failed; the next one retries", c.Reconcile))
 }
 
 // Reconcile runs one pass.
@@ -72,6 +67,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing instances: %w", err)
 	}
+	c.listed.Store(int64(len(instances)))
 	claims := &karpv1.NodeClaimList{}
 	if err := c.deps.Client.List(ctx, claims); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)

@@ -2,7 +2,6 @@ package garbagecollection
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"testing"
 	"time"
@@ -204,25 +203,16 @@ func TestGarbageCollectionSparesALaunchNotYetRecorded(t *testing.T) {
 	}
 }
 
-// TestNextPass: passes come every StartupInterval until StartupPasses of them succeeded (failed ones do not
-// count), then every Interval.
+// TestNextPass: passes come every 30 s up to 1,500 instances, then further apart with the instances, every 2
+// minutes from 6,000.
 func TestNextPass(t *testing.T) {
-	next := NextPass()
-	failed := errors.New("listing instances: throttled")
-	var got []time.Duration
-	for i := range StartupPasses + 3 {
-		var err error
-		if i < 3 {
-			err = failed
+	for _, tc := range []struct {
+		instances int
+		want      time.Duration
+	}{{0, 30 * time.Second}, {1500, 30 * time.Second}, {3000, time.Minute}, {5000, 100 * time.Second},
+		{6000, 2 * time.Minute}, {20000, 2 * time.Minute}} {
+		if got := NextPass(tc.instances); got != tc.want {
+			t.Errorf("after listing %d instances: next pass in %v, want %v", tc.instances, got, tc.want)
 		}
-		got = append(got, next(err))
-	}
-	var want []time.Duration
-	for range StartupPasses + 2 {
-		want = append(want, StartupInterval)
-	}
-	want = append(want, Interval)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }
