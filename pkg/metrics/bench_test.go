@@ -17,7 +17,8 @@ const (
 	benchPods  = 20000
 )
 
-// fill records benchNodes nodes with AWS labels and four resources each, and benchPods pods bound to them.
+// fill records benchNodes nodes with AWS labels and four resources each, as many NodeClaims and Nodes with five
+// conditions each, and benchPods pods bound to them.
 func fill(m *Metrics) {
 	entries := make([]NodeEntry, 0, benchNodes)
 	nodeNames := make([]string, benchNodes)
@@ -34,6 +35,24 @@ func fill(m *Metrics) {
 			Allocatable: rs, Overhead: rs, PodRequests: rs, PodLimits: rs, DaemonRequests: rs, DaemonLimits: rs})
 	}
 	m.Nodes.Replace(entries)
+	// Each NodeClaim and Node with the conditions they carry when settled (ObjectConditions, read at the scrape).
+	conditioned := func(kind string, types ...string) []ConditionedObject {
+		out := make([]ConditionedObject, 0, benchNodes)
+		for i := range benchNodes {
+			obj := ConditionedObject{Name: fmt.Sprintf("%s-%d", kind, i), Labels: map[string]string{
+				"karpenter.sh/nodepool": "default", "karpenter.k8s.aws/ec2nodeclass": "default", "karpenter.sh/initialized": "true"}}
+			for _, t := range types {
+				obj.Conditions = append(obj.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t,
+					LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))})
+			}
+			out = append(out, obj)
+		}
+		return out
+	}
+	claims := conditioned("default", "Launched", "Registered", "Initialized", "Ready", "ConsistentStateFound")
+	nodes := conditioned("ip-10-0-0", "Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+	m.ObjectConditions.SetLister(KindNodeClaim, func() []ConditionedObject { return claims })
+	m.ObjectConditions.SetLister(KindNode, func() []ConditionedObject { return nodes })
 	for i := range benchPods {
 		m.Pods.Set(&PodEntry{Name: fmt.Sprintf("app-%d", i), Namespace: "default", OwnerAPIVersion: "apps/v1", OwnerKind: "ReplicaSet",
 			OwnerName: "app-5d8f", Node: nodeNames[i%benchNodes], NodePool: "default", Zone: "us-west-2a", Arch: "amd64",

@@ -108,11 +108,13 @@ type ObjectConditions struct {
 	generic kindGauges
 	mu      sync.Mutex
 	listers [numObjectKinds]ObjectLister
+	// text are the families by name, as WriteText writes them (objectstext.go).
+	text map[string]objectFamily
 }
 
 // NewObjectConditions returns the collector without listers: it reports nothing until SetLister is called.
 func NewObjectConditions(now func() time.Time) *ObjectConditions {
-	o := &ObjectConditions{now: now}
+	o := &ObjectConditions{now: now, text: objectFamilies()}
 	base := []string{LabelName, LabelNamespace, LabelConditionType, LabelConditionStatus, LabelReason}
 	for k := range numObjectKinds {
 		s := k.spec()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -307,5 +308,57 @@ func TestNodesKeepText(t *testing.T) {
 	}
 	if s := n.byName[again[1].Labels[len(NodeLabelKeys)]]; s == nil || &s.values[0] == &first[again[1].Labels[len(NodeLabelKeys)]].values[0] {
 		t.Errorf("changed node %q: old labels kept", again[1].Labels[len(NodeLabelKeys)])
+	}
+}
+
+// TestObjectConditionsExposition: the condition and termination series the metrics handler writes from the
+// objects are the text client_golang encodes from ObjectConditions' MustNewConstMetric series, for random objects
+// of every kind (repeated condition types, label values that need escaping, objects being deleted), and nothing
+// when there are none.
+func TestObjectConditionsExposition(t *testing.T) {
+	now := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	o := NewObjectConditions(func() time.Time { return now })
+	compare := func(step string) {
+		t.Helper()
+		_, want := gatherText(t, o)
+		reg := NewRegistry()
+		reg.MustRegister(o)
+		write, err := reg.Exposition()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != want {
+			t.Fatalf("%s: text written from the objects differs from MustNewConstMetric's (-want +got):\n%s", step, cmp.Diff(want, buf.String()))
+		}
+	}
+	compare("no listers")
+	r := rand.New(rand.NewPCG(3, 4))
+	values := []string{"a", "b", "", `quo"te`, "new\nline", `back\slash`}
+	pick := func() string { return values[r.IntN(len(values))] }
+	for k := range numObjectKinds {
+		var objs []ConditionedObject
+		for i := range 60 {
+			obj := ConditionedObject{Name: fmt.Sprintf("%s-%d", pick(), i), Namespace: pick(), Labels: map[string]string{}}
+			for _, key := range k.spec().labelKeys {
+				if r.IntN(4) > 0 {
+					obj.Labels[key] = pick()
+				}
+			}
+			for range r.IntN(5) {
+				obj.Conditions = append(obj.Conditions, metav1.Condition{Type: []string{"Ready", "Launched", "Drifted"}[r.IntN(3)],
+					Status: metav1.ConditionStatus([]string{"True", "False", "Unknown"}[r.IntN(3)]), Reason: pick(),
+					LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(r.IntN(5000)) * time.Second))})
+			}
+			if r.IntN(4) == 0 {
+				obj.DeletionTimestamp = now.Add(-time.Duration(r.IntN(600)) * time.Second)
+			}
+			objs = append(objs, obj)
+		}
+		o.SetLister(k, func() []ConditionedObject { return objs })
+		compare(fmt.Sprintf("with %d kinds", k+1))
 	}
 }
