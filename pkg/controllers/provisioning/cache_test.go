@@ -15,8 +15,8 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-// TestPassLeavesBoundPodsAlone: the provisioner reads every pod from the cache without copying it and copies
-// only the pending ones, which it nominates. After passes that plan pending pods onto a registered node (and
+// TestPassLeavesBoundPodsAlone: the provisioner reads every pod from the cache (the informer's store, not even a
+// list's struct copies) and copies only the pending ones, which it nominates. After passes that plan pending pods onto a registered node (and
 // nominate them) and onto new NodeClaims, every bound pod in the cache is as it was.
 func TestPassLeavesBoundPodsAlone(t *testing.T) {
 	e := test.StartControllerEnv(t)
@@ -76,7 +76,10 @@ func TestPassLeavesBoundPodsAlone(t *testing.T) {
 	})
 	before := boundPods(t, e)
 	nodesBefore := cachedNodes(t, e)
-	ctrl := provisioning.NewController(e.Deps)
+	// With the manager's cache, as the controller runs: the pass walks the informer's own pod objects.
+	d := e.Deps
+	d.Cache = e.Manager.GetCache()
+	ctrl := provisioning.NewController(d)
 	if err := ctrl.Schedule(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -28,39 +28,27 @@ import (
 // undecided counts the pods the kube-scheduler has yet to place or find unschedulable (see solver.AwaitingScheduler);
 // it is counted only when the full snapshot is taken.
 func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input, undecided int, err error) {
-	if !always {
-		// Most passes (one per pod event) find nothing pending: look at the cache's own objects, read only,
-		// before copying every pod.
-		shared := &corev1.PodList{}
-		if err := c.deps.Client.List(ctx, shared, client.UnsafeDisableDeepCopy); err != nil {
-			return in, 0, fmt.Errorf("listing pods: %w", err)
-		}
-		found := false
-		for i := range shared.Items {
-			if solver.IsProvisionable(&shared.Items[i]) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return in, 0, nil
-		}
-	}
-	// Every pod, as the cache holds it (no copy: copying 11,000 pods on every pass of a scale-out was most of the
-	// controller's memory at 1,000 nodes): the bound ones are only read. The pending pods are copied, since a
-	// pass patches their nominations (a patch decodes the response into the object).
-	podList := &corev1.PodList{}
-	if err := c.deps.Client.List(ctx, podList, client.UnsafeDisableDeepCopy); err != nil {
-		return in, 0, fmt.Errorf("listing pods: %w", err)
-	}
-	var pending []*corev1.Pod
-	for i := range podList.Items {
-		switch p := &podList.Items[i]; {
+	// Every pod, the cache's own objects (not even their structs copied: a list copied every Pod struct, 58 MB at
+	// 50,000 pods, on every pass, and most passes, one per pod event, find nothing pending): the bound ones are
+	// only read. The pending pods are copied, since a pass patches their nominations (a patch decodes the
+	// response into the object).
+	var all, pending []*corev1.Pod
+	if err := c.deps.EachCachedPod(ctx, func(p *corev1.Pod) {
+		all = append(all, p)
+		switch {
 		case solver.IsProvisionable(p):
-			pending = append(pending, p.DeepCopy())
+			pending = append(pending, p)
 		case solver.AwaitingScheduler(p):
 			undecided++
 		}
+	}); err != nil {
+		return in, 0, err
+	}
+	if len(pending) == 0 && !always {
+		return in, 0, nil
+	}
+	for i, p := range pending {
+		pending[i] = p.DeepCopy()
 	}
 	if len(pending) == 0 && !always {
 		return in, undecided, nil
@@ -72,7 +60,7 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 	if err := c.deps.Client.List(ctx, ncList, client.UnsafeDisableDeepCopy); err != nil {
 		return in, undecided, fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	in, err = ClusterInput(ctx, c.deps, pending, podList.Items, c.withCreated(ncList.Items), pending)
+	in, err = ClusterInput(ctx, c.deps, pending, all, c.withCreated(ncList.Items), pending)
 	return in, undecided, err
 }
 
@@ -80,7 +68,7 @@ func (c *Controller) snapshot(ctx context.Context, always bool) (in solver.Input
 // usage, the NodeClaims in flight with the room they have left, every Node with the pods bound to it (from
 // all), the DaemonSets, and the volume objects that volumePods use. The provisioner passes the pending pods;
 // the disruption controller passes no pods and the pods of the nodes it may move.
-func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []corev1.Pod, claims []karpv1.NodeClaim, volumePods []*corev1.Pod) (in solver.Input, err error) {
+func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []*corev1.Pod, claims []karpv1.NodeClaim, volumePods []*corev1.Pod) (in solver.Input, err error) {
 	logger := log.FromContext(ctx)
 	in.Pods = append([]*corev1.Pod(nil), pods...)
 	sort.Slice(in.Pods, func(i, j int) bool { return solver.PodKey(in.Pods[i]) < solver.PodKey(in.Pods[j]) })
@@ -205,15 +193,14 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []co
 }
 
 // nodes returns every Node with the (non-terminal) pods bound to it and the NodeClaim that launched it, by name.
-func nodes(ctx context.Context, d deps.Deps, pods []corev1.Pod, claims []karpv1.NodeClaim) ([]solver.ExistingNode, error) {
+func nodes(ctx context.Context, d deps.Deps, pods []*corev1.Pod, claims []karpv1.NodeClaim) ([]solver.ExistingNode, error) {
 	nodeList := &corev1.NodeList{}
 	// Read only (see Controller.snapshot): the cache's objects, not copies.
 	if err := d.Client.List(ctx, nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	bound := map[string][]*corev1.Pod{}
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}

@@ -32,8 +32,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	pods := withBufferRoom(d.Buffers, v)
-	for i := range pods {
-		p := &pods[i]
+	for _, p := range pods {
 		if solver.IsProvisionable(p) {
 			pending = append(pending, p)
 		}
@@ -164,14 +163,18 @@ func activeCommands(v *View) map[string]bool {
 	return out
 }
 
-// withBufferRoom returns the view's pods plus the virtual pods of CapacityBuffers bound where the provisioner's
-// last pass keeps their room (see deps.Buffers): consolidation then treats buffer room as needed, so a node
-// holding it is not empty, and removing it must leave (or replace) room for its buffer pods like for real ones.
-func withBufferRoom(b *deps.Buffers, v *View) []corev1.Pod {
-	if b == nil {
-		return v.Pods
+// withBufferRoom returns the view's pods (pointers into v.Pods, no copies) plus the virtual pods of
+// CapacityBuffers bound where the provisioner's last pass keeps their room (see deps.Buffers): consolidation then
+// treats buffer room as needed, so a node holding it is not empty, and removing it must leave (or replace) room
+// for its buffer pods like for real ones.
+func withBufferRoom(b *deps.Buffers, v *View) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(v.Pods))
+	for i := range v.Pods {
+		pods = append(pods, &v.Pods[i])
 	}
-	var extra []corev1.Pod
+	if b == nil {
+		return pods
+	}
 	for i := range v.Claims {
 		nc := &v.Claims[i]
 		node := nc.Status.NodeName
@@ -179,12 +182,10 @@ func withBufferRoom(b *deps.Buffers, v *View) []corev1.Pod {
 			continue
 		}
 		for _, p := range append(b.Room(node), b.Room(nc.Name)...) {
-			p.Spec.NodeName = node
-			extra = append(extra, *p)
+			bound := *p
+			bound.Spec.NodeName = node
+			pods = append(pods, &bound)
 		}
 	}
-	if len(extra) == 0 {
-		return v.Pods
-	}
-	return append(append([]corev1.Pod(nil), v.Pods...), extra...)
+	return pods
 }
