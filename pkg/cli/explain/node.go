@@ -100,8 +100,7 @@ func RunNode(ctx context.Context, c client.Client, o *Options, name string, w io
 		}
 	}
 	var onNode []*corev1.Pod
-	for i := range v.Pods {
-		p := &v.Pods[i]
+	for _, p := range v.Pods {
 		if p.Spec.NodeName == node.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			onNode = append(onNode, p)
 		}

@@ -59,11 +59,11 @@ type podsByNode struct {
 	pods map[string][]corev1.Pod
 }
 
-func newPodsByNode(c client.Client, pods []corev1.Pod) *podsByNode {
+func newPodsByNode(c client.Client, pods []*corev1.Pod) *podsByNode {
 	out := &podsByNode{Client: c, pods: map[string][]corev1.Pod{}}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
-			out.pods[p.Spec.NodeName] = append(out.pods[p.Spec.NodeName], p)
+			out.pods[p.Spec.NodeName] = append(out.pods[p.Spec.NodeName], *p)
 		}
 	}
 	return out

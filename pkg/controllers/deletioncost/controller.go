@@ -55,7 +55,7 @@ type Result struct {
 func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 	ctx = metrics.WithController(ctx, Name)
 	var res Result
-	v, err := disruptionview.Observe(ctx, c.deps.Client, c.deps.Clock.Now())
+	v, err := disruptionview.ObserveCached(ctx, c.deps, c.deps.Clock.Now())
 	if err != nil {
 		return res, fmt.Errorf("observing the cluster: %w", err)
 	}

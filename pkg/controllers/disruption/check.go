@@ -41,8 +41,7 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	// The pass's checks solve on the same nodes and pods, each with other nodes draining.
 	opts.Memo = scheduling.NewMemo()
 	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}, held: map[*corev1.Pod]bool{}}
-	for i := range st.Pods {
-		p := &st.Pods[i]
+	for _, p := range st.Pods {
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero():
 		case p.Spec.NodeName != "":
@@ -55,8 +54,8 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 		return k
 	}
 	podsByKey := map[string]*corev1.Pod{}
-	for i := range st.Pods {
-		podsByKey[st.Pods[i].Namespace+"/"+st.Pods[i].Name] = &st.Pods[i]
+	for _, p := range st.Pods {
+		podsByKey[p.Namespace+"/"+p.Name] = p
 	}
 	usable, unusable := map[string]bool{}, map[string]bool{}
 	for _, cmd := range st.inProgress {

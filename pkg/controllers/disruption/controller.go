@@ -408,7 +408,7 @@ const DriftCommandsPerPass = 64
 
 // observe lists what a pass needs, drops the records it cannot read and groups the commands in progress.
 func (c *Controller) observe(ctx context.Context) (*state, error) {
-	v, err := Observe(ctx, c.deps.Client, c.deps.Clock.Now())
+	v, err := ObserveCached(ctx, c.deps, c.deps.Clock.Now())
 	if err != nil {
 		return nil, err
 	}

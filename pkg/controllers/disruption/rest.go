@@ -68,8 +68,7 @@ func restKey(v *View, buffers uint64) uint64 {
 	write(pdbs...)
 	var pods uint64
 	ph := fnv.New64a()
-	for i := range v.Pods {
-		p := &v.Pods[i]
+	for _, p := range v.Pods {
 		ph.Reset()
 		for _, s := range []string{p.Namespace, p.Name, p.ResourceVersion} {
 			_, _ = ph.Write([]byte(s))

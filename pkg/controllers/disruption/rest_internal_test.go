@@ -20,7 +20,7 @@ func TestRestKey(t *testing.T) {
 		nc.ResourceVersion = "11"
 		p1, p2 := test.Pod("p1").Obj(), test.Pod("p2").Obj()
 		p1.ResourceVersion, p2.ResourceVersion = "12", "13"
-		return &View{Claims: []karpv1.NodeClaim{*nc}, Nodes: map[string]*corev1.Node{"n1": n}, Pods: []corev1.Pod{*p1, *p2},
+		return &View{Claims: []karpv1.NodeClaim{*nc}, Nodes: map[string]*corev1.Node{"n1": n}, Pods: []*corev1.Pod{p1, p2},
 			AllNodePools: []*karpv1.NodePool{test.NodePool("default").Obj()}}
 	}
 	want := restKey(base(), 1)

@@ -154,6 +154,8 @@ func TestNoListingAtRest(t *testing.T) {
 	d := e.Deps
 	counter := &listCounter{Client: d.Client}
 	d.Client = counter
+	// As the controller runs: pods walked in the informer's store (ObserveCached), the rest listed.
+	d.Cache = e.Manager.GetCache()
 	ctrl := disruption.NewController(d)
 	if err := ctrl.WatchChanges(ctx, e.Manager.GetCache()); err != nil {
 		t.Fatal(err)

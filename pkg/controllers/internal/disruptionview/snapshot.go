@@ -163,18 +163,15 @@ func activeCommands(v *View) map[string]bool {
 	return out
 }
 
-// withBufferRoom returns the view's pods (pointers into v.Pods, no copies) plus the virtual pods of
+// withBufferRoom returns the view's pods plus the virtual pods of
 // CapacityBuffers bound where the provisioner's last pass keeps their room (see deps.Buffers): consolidation then
 // treats buffer room as needed, so a node holding it is not empty, and removing it must leave (or replace) room
 // for its buffer pods like for real ones.
 func withBufferRoom(b *deps.Buffers, v *View) []*corev1.Pod {
-	pods := make([]*corev1.Pod, 0, len(v.Pods))
-	for i := range v.Pods {
-		pods = append(pods, &v.Pods[i])
-	}
 	if b == nil {
-		return pods
+		return v.Pods
 	}
+	pods := append([]*corev1.Pod(nil), v.Pods...)
 	for i := range v.Claims {
 		nc := &v.Claims[i]
 		node := nc.Status.NodeName

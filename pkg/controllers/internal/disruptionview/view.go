@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 )
 
 // View is what one disruption pass reads of the cluster. The disruption controller reads it from its cache; dovetailctl
@@ -20,11 +21,12 @@ type View struct {
 	Now time.Time
 	// Claims are every NodeClaim, sorted by name.
 	Claims []karpv1.NodeClaim
-	// Nodes are every Node by name, and Pods every pod. Read from the controller's cache they share their maps
-	// and slices with it (no copy: 11,000 pods copied on every pass were most of the controller's memory at
-	// 1,000 nodes): they are read-only, and code that changes one works on a DeepCopy.
+	// Nodes are every Node by name, and Pods every pod. Read from the controller's cache they are the cache's
+	// (ObserveCached: the pods the informer's own objects, not even their structs copied, which at 50,000 pods
+	// was 58 MB a pass; the Nodes struct copies sharing maps and slices): they are read-only, and code that
+	// changes one works on a DeepCopy.
 	Nodes map[string]*corev1.Node
-	Pods  []corev1.Pod
+	Pods  []*corev1.Pod
 	// NodePools are the NodePools not being deleted, by name; AllNodePools every NodePool, as listed.
 	NodePools    map[string]*karpv1.NodePool
 	AllNodePools []*karpv1.NodePool
@@ -35,6 +37,16 @@ type View struct {
 // Observe lists what a disruption pass reads. It only reads: grouping the commands in progress is the disruption
 // controller's.
 func Observe(ctx context.Context, c client.Reader, now time.Time) (*View, error) {
+	return observe(ctx, c, now, nil)
+}
+
+// ObserveCached is Observe from a controller's cache: the pods are walked in the informer's store (d.EachCachedPod).
+func ObserveCached(ctx context.Context, d deps.Deps, now time.Time) (*View, error) {
+	return observe(ctx, d.Client, now, d.EachCachedPod)
+}
+
+// observe is Observe; eachPod, when set, gives the pods instead of a list through c.
+func observe(ctx context.Context, c client.Reader, now time.Time, eachPod func(context.Context, func(*corev1.Pod)) error) (*View, error) {
 	var (
 		claims karpv1.NodeClaimList
 		nodes  corev1.NodeList
@@ -50,7 +62,6 @@ func Observe(ctx context.Context, c client.Reader, now time.Time) (*View, error)
 		// NodeClaims are copied: a pass records commands on them and marks them deleted in place.
 		{"nodeclaims", &claims, nil},
 		{"nodes", &nodes, []client.ListOption{client.UnsafeDisableDeepCopy}},
-		{"pods", &pods, []client.ListOption{client.UnsafeDisableDeepCopy}},
 		{"nodepools", &pools, nil},
 		{"poddisruptionbudgets", &pdbs, nil},
 	} {
@@ -58,7 +69,20 @@ func Observe(ctx context.Context, c client.Reader, now time.Time) (*View, error)
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
-	v := &View{Now: now, Claims: claims.Items, Nodes: map[string]*corev1.Node{}, Pods: pods.Items, NodePools: map[string]*karpv1.NodePool{}}
+	v := &View{Now: now, Claims: claims.Items, Nodes: map[string]*corev1.Node{}, NodePools: map[string]*karpv1.NodePool{}}
+	if eachPod != nil {
+		if err := eachPod(ctx, func(p *corev1.Pod) { v.Pods = append(v.Pods, p) }); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		v.Pods = make([]*corev1.Pod, len(pods.Items))
+		for i := range pods.Items {
+			v.Pods[i] = &pods.Items[i]
+		}
+	}
 	sort.Slice(v.Claims, func(i, j int) bool { return v.Claims[i].Name < v.Claims[j].Name })
 	for i := range nodes.Items {
 		v.Nodes[nodes.Items[i].Name] = &nodes.Items[i]
