@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
-	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
@@ -143,6 +143,8 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []*c
 		}
 		logger.V(1).Info("nodes standing for nodeclaims whose registration the cache does not show yet", "nodes", len(written), "without-registered-label", unlabeled)
 	}
+	// podsOn are the pods each registered in-flight NodeClaim's node runs, made at the first that needs them.
+	var podsOn map[string][]*corev1.Pod
 	for i := range claims {
 		nc := &claims[i]
 		if node, ok := written[nc.Name]; ok {
@@ -164,10 +166,10 @@ func ClusterInput(ctx context.Context, d deps.Deps, pods []*corev1.Pod, all []*c
 		if !ok {
 			continue
 		}
-		f, err := inFlight(ctx, d, nc, its, allocatable)
-		if err != nil {
-			return in, err
+		if podsOn == nil {
+			podsOn = realPodsByNode(all)
 		}
+		f := inFlight(nc, its, allocatable, podsOn[nc.Status.NodeName])
 		if f != nil {
 			in.InFlight = append(in.InFlight, *f)
 		}
@@ -310,7 +312,7 @@ func volumesAndDaemonSets(ctx context.Context, d deps.Deps, in *solver.Input, vo
 
 // inFlight describes a NodeClaim: its expected labels and the room left on it. allocatable memoizes the
 // instance types' allocatable (see minAllocatable).
-func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType, allocatable map[*cloudprovider.InstanceType]corev1.ResourceList) (*solver.InFlightClaim, error) {
+func inFlight(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType, allocatable map[*cloudprovider.InstanceType]corev1.ResourceList, podsOn []*corev1.Pod) *solver.InFlightClaim {
 	labels := map[string]string{}
 	for _, r := range nc.Spec.Requirements {
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
@@ -324,26 +326,32 @@ func inFlight(ctx context.Context, d deps.Deps, nc *karpv1.NodeClaim, its []*clo
 	if available == nil {
 		available = minAllocatable(nc, its, allocatable)
 		if available == nil {
-			return nil, nil
+			return nil
 		}
 	}
 	available = solver.Sum(available)
 	if nc.Status.NodeName != "" {
-		// The cache's own objects, read only: copying the pods of every registered NodeClaim on each pass was
-		// 11,000 pod copies a pass at 1,000 nodes.
-		pods := &corev1.PodList{}
-		if err := d.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: nc.Status.NodeName}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
+		for _, p := range podsOn {
 			available = solver.Subtract(available, solver.PodRequests(p))
 		}
 	}
-	return &solver.InFlightClaim{NodeClaim: nc, Labels: labels, Taints: nc.Spec.Taints, Available: available}, nil
+	return &solver.InFlightClaim{NodeClaim: nc, Labels: labels, Taints: nc.Spec.Taints, Available: available}
+}
+
+// realPodsByNode returns the pods of all bound to each node that are not terminal, without the virtual pods of
+// CapacityBuffers: what an in-flight NodeClaim's registered node already runs. One walk of the pods a pass
+// already holds, where listing each node's pods from the cache (by index) copied every pod of the cluster on
+// every pass, one list per NodeClaim (5,000 lists at 5,000 nodes).
+func realPodsByNode(all []*corev1.Pod) map[string][]*corev1.Pod {
+	out := map[string][]*corev1.Pod{}
+	for _, p := range all {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
+			p.Annotations[capacitybuffer.VirtualPodAnnotation] == "true" {
+			continue
+		}
+		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+	}
+	return out
 }
 
 // minAllocatable is the element-wise minimum allocatable over the instance types the NodeClaim allows: what it
