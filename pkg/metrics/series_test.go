@@ -196,16 +196,8 @@ func TestExpositionMatchesConstMetrics(t *testing.T) {
 		}
 		reg := NewRegistry()
 		reg.MustRegister(nodes, pods)
-		write, err := reg.Exposition()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if buf.String() != slowText {
-			t.Fatalf("%s: text written from the entries differs from MustNewConstMetric's (-want +got):\n%s", step, cmp.Diff(slowText, buf.String()))
+		if got := exposition(t, reg); got != slowText {
+			t.Fatalf("%s: text written from the entries differs from MustNewConstMetric's (-want +got):\n%s", step, cmp.Diff(slowText, got))
 		}
 		gathered, err := reg.Gather()
 		if err != nil {
@@ -311,6 +303,20 @@ func TestNodesKeepText(t *testing.T) {
 	}
 }
 
+// exposition returns what the metrics handler writes for reg.
+func exposition(t *testing.T, reg *Registry) string {
+	t.Helper()
+	write, err := reg.Exposition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
 // TestObjectConditionsExposition: the condition and termination series the metrics handler writes from the
 // objects are the text client_golang encodes from ObjectConditions' MustNewConstMetric series, for random objects
 // of every kind (repeated condition types, label values that need escaping, objects being deleted), and nothing
@@ -323,16 +329,8 @@ func TestObjectConditionsExposition(t *testing.T) {
 		_, want := gatherText(t, o)
 		reg := NewRegistry()
 		reg.MustRegister(o)
-		write, err := reg.Exposition()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if buf.String() != want {
-			t.Fatalf("%s: text written from the objects differs from MustNewConstMetric's (-want +got):\n%s", step, cmp.Diff(want, buf.String()))
+		if got := exposition(t, reg); got != want {
+			t.Fatalf("%s: text written from the objects differs from MustNewConstMetric's (-want +got):\n%s", step, cmp.Diff(want, got))
 		}
 	}
 	compare("no listers")

@@ -15,8 +15,20 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
+	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
 )
+
+// decisionsMade is how many decisions found nothing to do (karpenter_voluntary_disruption_decision_evaluation_duration
+// with method none).
+func decisionsMade(t *testing.T, m *metrics.Metrics) uint64 {
+	t.Helper()
+	out := &dto.Metric{}
+	if err := m.DisruptionEvaluationDuration.WithLabelValues("none", "").(prometheus.Histogram).Write(out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetHistogram().GetSampleCount()
+}
 
 // TestNoDecisionAtRest: once a decision found nothing to do, passes on unchanged objects do not decide again, a
 // Node heartbeat included; a changed pod, or RestRecheck passing, makes the next pass decide.
@@ -30,14 +42,7 @@ func TestNoDecisionAtRest(t *testing.T) {
 	clusterNode(t, e, "settled", "8", "16Gi", nil)
 	bindPod(t, e, "web", "1", "settled")
 	ctrl := disruption.NewController(e.Deps)
-	decisions := func() uint64 {
-		t.Helper()
-		m := &dto.Metric{}
-		if err := e.Deps.Metrics.DisruptionEvaluationDuration.WithLabelValues("none", "").(prometheus.Histogram).Write(m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetHistogram().GetSampleCount()
-	}
+	decisions := func() uint64 { return decisionsMade(t, e.Deps.Metrics) }
 	pass := func(want uint64, why string) {
 		t.Helper()
 		if err := ctrl.Reconcile(ctx); err != nil {
@@ -160,14 +165,7 @@ func TestNoListingAtRest(t *testing.T) {
 	if err := ctrl.WatchChanges(ctx, e.Manager.GetCache()); err != nil {
 		t.Fatal(err)
 	}
-	decisions := func() uint64 {
-		t.Helper()
-		m := &dto.Metric{}
-		if err := d.Metrics.DisruptionEvaluationDuration.WithLabelValues("none", "").(prometheus.Histogram).Write(m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetHistogram().GetSampleCount()
-	}
+	decisions := func() uint64 { return decisionsMade(t, d.Metrics) }
 	// pass runs one pass a PollPeriod after the last and returns the lists it made.
 	pass := func() int64 {
 		t.Helper()
