@@ -55,7 +55,7 @@ func NewController(d deps.Deps) *Controller { return &Controller{deps: d} }
 // Register runs a pass at once, then after each pass NextPass later (on the injected clock), while the manager is
 // leader.
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return m.Add(deps.PeriodicBy(Name, c.deps.Clock, func(error) time.Duration { return NextPass(int(c.listed.Load())) },
+	return m.Add(deps.PeriodicBy(Name, c.deps.Clock, func() time.Duration { return NextPass(int(c.listed.Load())) },
 		"garbage collection pass failed; the next one retries", c.Reconcile))
 }
 
