@@ -124,7 +124,10 @@ func (c *Controller) restampNodeClaims(ctx context.Context, class string, owner,
 			continue
 		}
 		stamp, drifted := hashversion.Restamp(have, owner, current)
-		if err := mergeAnnotations(ctx, c.kube, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}, stamp); client.IgnoreNotFound(err) != nil {
+		// Only onto the version read (see the NodePool hash controller): a copy from a cache behind this controller's
+		// own restamp, compared with the class's new stamp, would otherwise lose a drifted stamp.
+		target := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, ResourceVersion: nc.ResourceVersion}}
+		if err := mergeAnnotations(ctx, c.kube, target, stamp); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("restamping nodeclaim %s: %w", nc.Name, err)
 		}
 		log.FromContext(ctx).Info("restamped nodeclaim hash", "nodeclaim", nc.Name, "ec2nodeclass", class,
@@ -133,12 +136,17 @@ func (c *Controller) restampNodeClaims(ctx context.Context, class string, owner,
 	return nil
 }
 
-// mergeAnnotations sets the two hash annotations of obj with a JSON merge patch (no other field is written).
+// mergeAnnotations sets the two hash annotations of obj with a JSON merge patch (no other field is written); when
+// obj has a resource version, the patch applies only to that version (an optimistic-lock conflict otherwise).
 func mergeAnnotations(ctx context.Context, kube client.Client, obj client.Object, s hashversion.Stamp) error {
-	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+	meta := map[string]any{"annotations": map[string]string{
 		awsv1.AnnotationEC2NodeClassHash:        s.Hash,
 		awsv1.AnnotationEC2NodeClassHashVersion: s.Version,
-	}}})
+	}}
+	if rv := obj.GetResourceVersion(); rv != "" {
+		meta["resourceVersion"] = rv
+	}
+	raw, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}

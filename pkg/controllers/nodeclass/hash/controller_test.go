@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/dovetail/dovetail/api/aws/v1"
@@ -76,5 +77,44 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	}
 	if r := c.nodeClassOfForeignClaim(context.Background(), stamped(test.NodeClaim("x", "p"), "k", "v5")); len(r) != 1 || r[0].Name != "default" {
 		t.Errorf("a NodeClaim of another scheme maps to %v, want its class", r)
+	}
+}
+
+// TestStaleClaimKeepsItsDriftedStamp: a pass reading the NodeClaims from a cache behind the previous pass's
+// restamp, with the class already in Dovetail's scheme, must not overwrite a drifted stamp.
+func TestStaleClaimKeepsItsDriftedStamp(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{
+		awsv1.AnnotationEC2NodeClassHash: "k-now", awsv1.AnnotationEC2NodeClassHashVersion: "v5"}}}
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(class, stamped(test.NodeClaim("older", "p"), "k-old", "v5")).Build()
+	stale := &karpv1.NodeClaimList{}
+	if err := kube.List(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+	cached := interceptor.NewClient(kube, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if l, ok := list.(*karpv1.NodeClaimList); ok {
+				stale.DeepCopyInto(l)
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	c := New(cached, fixedHasher{hash: "d-2", version: "v1"})
+	for range 2 {
+		if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "default"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "older"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	got := [2]string{nc.Annotations[awsv1.AnnotationEC2NodeClassHash], nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]}
+	if want := [2]string{"v5/k-old", "v1"}; got != want {
+		t.Errorf("stamp of the nodeclaim of the older class after a pass on a stale cache: %v, want %v (drifted)", got, want)
 	}
 }

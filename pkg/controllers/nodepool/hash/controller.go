@@ -117,10 +117,16 @@ func (c *Controller) restampNodeClaims(ctx context.Context, np *karpv1.NodePool,
 			continue
 		}
 		stamp, drifted := hashversion.Restamp(have, owner, current)
-		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			karpv1.NodePoolHashAnnotationKey:        stamp.Hash,
-			karpv1.NodePoolHashVersionAnnotationKey: stamp.Version,
-		}}}
+		// The stamp is computed from the copy read, so the patch applies only to that version: read from a cache
+		// behind this controller's own earlier restamp and compared with the NodePool's new stamp, a NodeClaim of the
+		// older template would otherwise lose its drifted stamp (a conflict requeues the pass instead).
+		patch := map[string]any{"metadata": map[string]any{
+			"resourceVersion": nc.ResourceVersion,
+			"annotations": map[string]string{
+				karpv1.NodePoolHashAnnotationKey:        stamp.Hash,
+				karpv1.NodePoolHashVersionAnnotationKey: stamp.Version,
+			},
+		}}
 		raw, err := json.Marshal(patch)
 		if err != nil {
 			return fmt.Errorf("encoding the hash patch of nodeclaim %s: %w", nc.Name, err)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -74,5 +75,47 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	}
 	if r := nodePoolOfForeignClaim(context.Background(), test.NodeClaim("x", "p").NodePoolHash("k", hashversion.NodePoolVersion).Obj()); len(r) != 0 {
 		t.Errorf("a NodeClaim of this scheme maps to %v, want nothing", r)
+	}
+}
+
+// TestStaleClaimKeepsItsDriftedStamp: a pass that reads the NodeClaims from a cache still behind the previous
+// pass's restamp, and the NodePool already in Dovetail's scheme, has no evidence of drift for a NodeClaim of the
+// older template; it must not overwrite the drifted stamp the previous pass wrote.
+func TestStaleClaimKeepsItsDriftedStamp(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := test.NodePool("p").Obj()
+	np.Annotations = map[string]string{karpv1.NodePoolHashAnnotationKey: "k-now", karpv1.NodePoolHashVersionAnnotationKey: "v3"}
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(np, test.NodeClaim("older", "p").NodePoolHash("k-old", "v3").Obj()).Build()
+	// The cache as it was before the first pass: it never sees the restamp.
+	stale := &karpv1.NodeClaimList{}
+	if err := kube.List(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+	cached := interceptor.NewClient(kube, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if l, ok := list.(*karpv1.NodeClaimList); ok {
+				stale.DeepCopyInto(l)
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	c := NewController(deps.Deps{Client: cached})
+	for range 2 {
+		if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "older"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	got := [2]string{nc.Annotations[karpv1.NodePoolHashAnnotationKey], nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey]}
+	if want := [2]string{"v3/k-old", hashversion.NodePoolVersion}; got != want {
+		t.Errorf("stamp of the nodeclaim of the older template after a pass on a stale cache: %v, want %v (drifted)", got, want)
 	}
 }
