@@ -155,18 +155,25 @@ func restUntil(now time.Time, snap *core.Snapshot, repairDue time.Time) time.Tim
 }
 
 // atRest says whether the decision res, made on snap with nothing in flight after it, leaves nothing for the
-// next pass to find on the same objects: no command, no candidate it did not get to, no repair.
+// next pass to find on the same objects: no command, no candidate it did not get to, no repair, and no drifted
+// node that stays only because no replacement fits its pods. Whether one fits depends on what no watched object
+// shows (the cloud provider's instance types and offerings, a node class becoming ready): a drifted node is
+// looked at again every pass, as Karpenter does, rather than RestRecheck later.
 func atRest(res *core.Result, snap *core.Snapshot) bool {
 	if len(commandsOf(res)) > 0 {
 		return false
 	}
-	for _, s := range res.Stays {
-		if s.Reason == core.StayNotExamined {
-			return false
-		}
-	}
+	drifted := map[string]bool{}
 	for _, c := range snap.Candidates {
 		if c.Repair != nil {
+			return false
+		}
+		if c.Drifted != "" {
+			drifted[c.NodeClaim] = true
+		}
+	}
+	for _, s := range res.Stays {
+		if s.Reason == core.StayNotExamined || (s.Reason == core.StayPodsDoNotFit && drifted[s.NodeClaim]) {
 			return false
 		}
 	}

@@ -93,3 +93,36 @@ func TestRestUntil(t *testing.T) {
 		})
 	}
 }
+
+func TestAtRest(t *testing.T) {
+	drifted := &core.Candidate{NodeClaim: "drifted", Drifted: karpv1.ReasonNodePoolDrifted}
+	idle := &core.Candidate{NodeClaim: "idle"}
+	stay := func(nc string, r core.StayReason) core.Stay { return core.Stay{NodeClaim: nc, Reason: r} }
+	for _, tc := range []struct {
+		name       string
+		candidates []*core.Candidate
+		stays      []core.Stay
+		want       bool
+	}{
+		{name: "nothing", want: true},
+		{name: "consolidation finds no cheaper node", candidates: []*core.Candidate{idle},
+			stays: []core.Stay{stay("idle", core.StayNoCheaper)}, want: true},
+		{name: "consolidation: pods fit nowhere else", candidates: []*core.Candidate{idle},
+			stays: []core.Stay{stay("idle", core.StayPodsDoNotFit)}, want: true},
+		{name: "drifted, held by do-not-disrupt", candidates: []*core.Candidate{drifted},
+			stays: []core.Stay{stay("drifted", core.StayDoNotDisrupt)}, want: true},
+		{name: "drifted, held by its budget", candidates: []*core.Candidate{drifted},
+			stays: []core.Stay{stay("drifted", core.StayBudget)}, want: true},
+		{name: "drifted, no replacement fits", candidates: []*core.Candidate{drifted, idle},
+			stays: []core.Stay{stay("idle", core.StayNoCheaper), stay("drifted", core.StayPodsDoNotFit)}, want: false},
+		{name: "not examined", candidates: []*core.Candidate{idle},
+			stays: []core.Stay{stay("idle", core.StayNotExamined)}, want: false},
+		{name: "repair", candidates: []*core.Candidate{{NodeClaim: "sick", Repair: &core.Repair{}}}, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := atRest(&core.Result{Stays: tc.stays}, &core.Snapshot{Candidates: tc.candidates}); got != tc.want {
+				t.Errorf("atRest = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
