@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ const (
 const (
 	portEnv    = "DOVETAIL_TWOCLUSTER_PORT_BASE"
 	e2ePortEnv = "DOVETAIL_E2E_PORT_BASE"
+	// keepEnv, when set, keeps both stacks' state directories (controller, simulator and control-plane logs).
+	keepEnv = "DOVETAIL_TWOCLUSTER_KEEP"
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -83,6 +86,10 @@ func run(m *testing.M) int {
 			if err := s.Down(downCtx); err != nil {
 				fmt.Fprintf(os.Stderr, "twocluster: stopping a stack: %v\n", err)
 			}
+		}
+		if os.Getenv(keepEnv) != "" {
+			fmt.Fprintf(os.Stderr, "twocluster: %s set: logs and state kept in %s\n", keepEnv, strings.Join(states, " "))
+			return
 		}
 		for _, d := range states {
 			_ = os.RemoveAll(d)
