@@ -10,8 +10,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +33,7 @@ const (
 const (
 	portEnv    = "DOVETAIL_TWOCLUSTER_PORT_BASE"
 	e2ePortEnv = "DOVETAIL_E2E_PORT_BASE"
-	// keepEnv, when set, keeps both stacks' state directories (controller, simulator and control-plane logs).
+	// keepEnv, when set, keeps both stacks' logs (controller, simulator, control plane) after the run.
 	keepEnv = "DOVETAIL_TWOCLUSTER_KEEP"
 )
 
@@ -77,6 +77,9 @@ func run(m *testing.M) int {
 	start := time.Now()
 	sa, sb, err := framework.UpPair(ctx, optsA, optsB)
 	defer func() {
+		if os.Getenv(keepEnv) != "" {
+			keepLogs(sa, sb)
+		}
 		downCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for _, s := range []*framework.Stack{sb, sa} {
@@ -86,10 +89,6 @@ func run(m *testing.M) int {
 			if err := s.Down(downCtx); err != nil {
 				fmt.Fprintf(os.Stderr, "twocluster: stopping a stack: %v\n", err)
 			}
-		}
-		if os.Getenv(keepEnv) != "" {
-			fmt.Fprintf(os.Stderr, "twocluster: %s set: logs and state kept in %s\n", keepEnv, strings.Join(states, " "))
-			return
 		}
 		for _, d := range states {
 			_ = os.RemoveAll(d)
@@ -116,4 +115,29 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "--- awssim log (last 40 lines) ---\n"+a.LogTail("awssim", 40))
 	}
 	return code
+}
+
+// keepLogs copies both stacks' logs (controller, simulator, control plane) to a new directory before the stacks
+// are stopped (which removes their state), and prints its path.
+func keepLogs(stacks ...*framework.Stack) {
+	dir, err := os.MkdirTemp("", "dovetail-twocluster-logs-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "twocluster: keeping the logs: %v\n", err)
+		return
+	}
+	for i, s := range stacks {
+		if s == nil {
+			continue
+		}
+		for _, part := range []string{"stack", "cluster"} {
+			src := filepath.Join(s.StateDir, part, "logs")
+			if _, err := os.Stat(src); err != nil {
+				continue
+			}
+			if err := os.CopyFS(filepath.Join(dir, string(rune('a'+i)), part), os.DirFS(src)); err != nil {
+				fmt.Fprintf(os.Stderr, "twocluster: keeping the logs of %s: %v\n", src, err)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "twocluster: %s set: logs of clusters a and b kept in %s\n", keepEnv, dir)
 }
