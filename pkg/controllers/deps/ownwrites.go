@@ -97,6 +97,16 @@ func (w *OwnWrites[T]) Len() int {
 	return len(w.m)
 }
 
+// CacheBehind reports whether a cached object of resource version cached is older than this process's write that
+// the API server answered with resource version written, or whether that cannot be told (a version of another
+// form than the API server's, as some fake clients write): callers then bound their trust in the write by time.
+func CacheBehind(written, cached string) bool {
+	if !wellFormedVersion(written) || !wellFormedVersion(cached) {
+		return true
+	}
+	return newer(written, cached)
+}
+
 // newer reports whether resource version a is later than b. The API server's resource versions are positive
 // decimal integers without leading zeros, ordered as numbers (Kubernetes 1.34 made that a guarantee, with
 // k8s.io/apimachinery's CompareResourceVersion, which the scheduling oracle's pinned v0.34 libraries lack).

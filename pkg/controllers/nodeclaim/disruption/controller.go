@@ -57,9 +57,14 @@ type Controller struct {
 	written *deps.OwnWrites[*karpv1.NodeClaim]
 }
 
+// ownWritesMaxAge bounds the trust in this controller's own writes over a cache that does not show them yet. An
+// entry is dropped as soon as the cache is at or past the write (resource versions), so it only matters when the
+// cache lags: on a saturated API server, watch events come minutes late.
+const ownWritesMaxAge = 10 * time.Minute
+
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, conflicts: deps.NewConflictBackoff(), written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, time.Minute)}
+	return &Controller{deps: d, conflicts: deps.NewConflictBackoff(), written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, ownWritesMaxAge)}
 }
 
 // Register adds the controller to the manager. Besides NodeClaims it watches NodePools (a template or

@@ -35,13 +35,14 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (reconcil
 	// The writes recording a launch trigger this NodeClaim's next pass, which may read the cache before the
 	// writes reach it: a launch already recorded waits for the cache (its update event brings the NodeClaim
 	// back), and one whose recording failed is recorded again without asking the cloud provider a second time.
-	prior, recordedAt := c.launches.get(nc)
-	if !recordedAt.IsZero() {
-		if c.deps.Clock.Since(recordedAt) < maxCacheLag {
+	prior, rec := c.launches.get(nc)
+	if !rec.at.IsZero() {
+		if rec.ahead(nc, c.deps.Clock.Now()) {
 			return reconcile.Result{RequeueAfter: cacheLagRequeue}, true, nil
 		}
-		// The cache never showed the recorded launch (someone rewrote the status?): launch again, which adopts
-		// the instance if it is still there (the NodeClaim stays marked as tried, so the look-up happens).
+		// The cache is past the write that recorded the launch and does not show it (someone rewrote the status),
+		// or never showed it: launch again, which adopts the instance if it is still there (the NodeClaim stays
+		// marked as tried, so the look-up happens).
 		c.launches.dropResult(nc.Name)
 	}
 	created, err := prior, error(nil)
@@ -160,8 +161,12 @@ func (c *Controller) firstLaunch(nc *karpv1.NodeClaim) bool {
 // the cache's update event not come first.
 const cacheLagRequeue = 5 * time.Second
 
-// maxCacheLag is how long a recorded launch may stay missing from the cache before it is no longer trusted.
-const maxCacheLag = time.Minute
+// maxCacheLag is how long this controller's own writes (a recorded launch or registration, the objects it wrote)
+// are trusted over a cache that does not show them yet. The resource versions tell a cache behind a write from one
+// past it, so this only bounds the trust when they cannot; it is long because a saturated API server delivers
+// watch events minutes late (5,000 nodes launched at once on a 2-core machine): with a minute, a fifth of that
+// setup's NodeClaims were written again from stale copies, and refused.
+const maxCacheLag = 10 * time.Minute
 
 // launchMemo holds the launches made by this process until the cache shows them: the cloud provider's answer
 // and whether the NodeClaim's status recorded it. Entries are keyed by name and checked against the UID.
@@ -176,8 +181,21 @@ type launchMemo struct {
 type launchEntry struct {
 	uid     types.UID
 	created *karpv1.NodeClaim
-	// recorded is when the NodeClaim's status recorded the launch (zero: not yet).
-	recorded time.Time
+	// recorded is the write that recorded the launch in the NodeClaim's status (zero: not yet).
+	recorded writeMark
+}
+
+// writeMark is one of this controller's writes: when it was made, and the resource version the API server
+// answered with.
+type writeMark struct {
+	at              time.Time
+	resourceVersion string
+}
+
+// ahead reports whether the write is still to reach a cache that shows the object as cached: the cache is behind
+// it (by resource version, or it cannot be told), and the write was made less than maxCacheLag before now.
+func (w writeMark) ahead(cached *karpv1.NodeClaim, now time.Time) bool {
+	return deps.CacheBehind(w.resourceVersion, cached.ResourceVersion) && now.Sub(w.at) < maxCacheLag
 }
 
 func newLaunchMemo() *launchMemo {
@@ -204,13 +222,13 @@ func (l *launchMemo) dropResult(name string) {
 	delete(l.m, name)
 }
 
-// get returns the launch made for nc not yet recorded, if any, or when its status write succeeded.
-func (l *launchMemo) get(nc *karpv1.NodeClaim) (*karpv1.NodeClaim, time.Time) {
+// get returns the launch made for nc not yet recorded, if any, or the status write that recorded it.
+func (l *launchMemo) get(nc *karpv1.NodeClaim) (*karpv1.NodeClaim, writeMark) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.m[nc.Name]
 	if !ok || e.uid != nc.UID {
-		return nil, time.Time{}
+		return nil, writeMark{}
 	}
 	return e.created, e.recorded
 }
@@ -221,11 +239,12 @@ func (l *launchMemo) launched(nc, created *karpv1.NodeClaim) {
 	l.m[nc.Name] = launchEntry{uid: nc.UID, created: created}
 }
 
+// recorded notes that nc, as the API server answered the status write, records its launch.
 func (l *launchMemo) recorded(nc *karpv1.NodeClaim, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.m[nc.Name]; ok && e.uid == nc.UID {
-		e.recorded = at
+		e.recorded = writeMark{at: at, resourceVersion: nc.ResourceVersion}
 		e.created = nil
 		l.m[nc.Name] = e
 	}

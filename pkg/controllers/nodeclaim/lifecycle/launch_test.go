@@ -61,3 +61,35 @@ func TestFirstLaunch(t *testing.T) {
 		t.Error("a forgotten NodeClaim does not count as a first launch")
 	}
 }
+
+// A recorded launch or registration is awaited from a cache behind its write, and no longer once the cache is
+// past it without showing it (someone rewrote the status); where the versions cannot be compared, for maxCacheLag.
+func TestWriteAhead(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cached := func(rv string) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: rv}}
+	}
+	cases := []struct {
+		name    string
+		written string
+		cached  string
+		after   time.Duration
+		want    bool
+	}{
+		{name: "cache behind", written: "1200", cached: "999", after: time.Second, want: true},
+		{name: "cache behind for minutes", written: "1200", cached: "1199", after: 5 * time.Minute, want: true},
+		{name: "cache behind past maxCacheLag", written: "1200", cached: "1199", after: maxCacheLag},
+		{name: "cache at the write", written: "1200", cached: "1200", after: time.Second},
+		{name: "cache past the write", written: "1200", cached: "1300", after: time.Second},
+		{name: "versions not comparable", written: "x1", cached: "x2", after: time.Second, want: true},
+		{name: "versions not comparable past maxCacheLag", written: "x1", cached: "x2", after: maxCacheLag},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := writeMark{at: at, resourceVersion: tc.written}
+			if got := w.ahead(cached(tc.cached), at.Add(tc.after)); got != tc.want {
+				t.Errorf("ahead = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

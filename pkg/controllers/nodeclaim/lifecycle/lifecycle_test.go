@@ -475,8 +475,8 @@ func TestStaleCacheDoesNotRelaunch(t *testing.T) {
 	}
 	// Once the launch is in the cache the memo lets go of it.
 	h.reconcileUntil("stale-claim", func(*karpv1.NodeClaim) (bool, string) {
-		_, at := h.c.launches.get(stale)
-		return at.IsZero(), "launch still remembered"
+		_, w := h.c.launches.get(stale)
+		return w.at.IsZero(), "launch still remembered"
 	})
 }
 

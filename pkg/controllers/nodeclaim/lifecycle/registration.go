@@ -30,8 +30,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (reconc
 	}
 	// Registered a moment ago by this controller, and the cache does not show it yet (a Node heartbeat brought the
 	// NodeClaim back first): registering again would write from a stale copy, which the API server refuses. The
-	// update recording the registration brings the NodeClaim back; after maxCacheLag the cache is not trusted.
-	if at, ok := c.registrations.get(nc); ok && c.deps.Clock.Since(at) < maxCacheLag {
+	// update recording the registration brings the NodeClaim back. A cache past that write that does not show it
+	// (someone rewrote the status), or one that never shows it within maxCacheLag, is believed.
+	if w, ok := c.registrations.get(nc); ok && w.ahead(nc, c.deps.Clock.Now()) {
 		return reconcile.Result{RequeueAfter: cacheLagRequeue}, true, nil
 	}
 	logger := log.FromContext(ctx).WithValues("nodeclaim", nc.Name, "nodepool", nc.NodePoolName())
@@ -275,29 +276,30 @@ type registrationMemo struct {
 }
 
 type registrationEntry struct {
-	uid types.UID
-	at  time.Time
+	uid   types.UID
+	write writeMark
 }
 
 func newRegistrationMemo() *registrationMemo {
 	return &registrationMemo{m: map[string]registrationEntry{}}
 }
 
+// recorded notes that nc, as the API server answered the status write, records its registration.
 func (r *registrationMemo) recorded(nc *karpv1.NodeClaim, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m[nc.Name] = registrationEntry{uid: nc.UID, at: at}
+	r.m[nc.Name] = registrationEntry{uid: nc.UID, write: writeMark{at: at, resourceVersion: nc.ResourceVersion}}
 }
 
-// get returns when nc (the same object: its UID) was registered by this controller, if it was.
-func (r *registrationMemo) get(nc *karpv1.NodeClaim) (time.Time, bool) {
+// get returns the write with which this controller registered nc (the same object: its UID), if it did.
+func (r *registrationMemo) get(nc *karpv1.NodeClaim) (writeMark, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[nc.Name]
 	if !ok || e.uid != nc.UID {
-		return time.Time{}, false
+		return writeMark{}, false
 	}
-	return e.at, true
+	return e.write, true
 }
 
 func (r *registrationMemo) forget(name string) {
