@@ -22,13 +22,15 @@ type fixedHasher struct{ hash, version string }
 
 func (f fixedHasher) NodeClassStamp(*awsv1.EC2NodeClass) (string, string) { return f.hash, f.version }
 
+// stamped returns a launched NodeClaim with the given class stamp.
 func stamped(b *test.NodeClaimBuilder, hash, version string) *karpv1.NodeClaim {
-	return b.Annotation(awsv1.AnnotationEC2NodeClassHash, hash).Annotation(awsv1.AnnotationEC2NodeClassHashVersion, version).Obj()
+	return b.ProviderID("aws:///us-west-2a/i-0123456789abcdef0").
+		Annotation(awsv1.AnnotationEC2NodeClassHash, hash).Annotation(awsv1.AnnotationEC2NodeClassHashVersion, version).Obj()
 }
 
 // TestRestampsNodeClaimsOfAnotherScheme: an EC2NodeClass and its NodeClaims as Karpenter leaves them (hash version
 // v5): those launched from the class as it is take Dovetail's stamp, the one launched from an older version of the
-// class keeps drift, a NodeClaim of another class is untouched, and the class is stamped.
+// class keeps drift, a NodeClaim of another class and one not launched yet are untouched, and the class is stamped.
 func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	scheme, err := test.NewScheme(karpv1.AddToScheme, awsv1.AddToScheme)
 	if err != nil {
@@ -43,6 +45,7 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 		stamped(test.NodeClaim("current", "p"), "k-now", "v5"),
 		stamped(test.NodeClaim("older", "p"), "k-old", "v5"),
 		stamped(test.NodeClaim("dovetail", "p"), "d-1", "v1"),
+		test.NodeClaim("not-launched", "p").Obj(),
 		otherObj,
 	).Build()
 	c := New(kube, fixedHasher{hash: "d-2", version: "v1"})
@@ -60,10 +63,11 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 		got[nc.Name] = [2]string{nc.Annotations[awsv1.AnnotationEC2NodeClassHash], nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]}
 	}
 	want := map[string][2]string{
-		"current":     {"d-2", "v1"},
-		"older":       {"v5/k-old", "v1"},
-		"dovetail":    {"d-1", "v1"},
-		"other-class": {"k-old", "v5"},
+		"current":      {"d-2", "v1"},
+		"older":        {"v5/k-old", "v1"},
+		"dovetail":     {"d-1", "v1"},
+		"not-launched": {"", ""},
+		"other-class":  {"k-old", "v5"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("nodeclaim stamps (-want +got):\n%s", d)
@@ -77,6 +81,9 @@ func TestRestampsNodeClaimsOfAnotherScheme(t *testing.T) {
 	}
 	if r := c.nodeClassOfForeignClaim(context.Background(), stamped(test.NodeClaim("x", "p"), "k", "v5")); len(r) != 1 || r[0].Name != "default" {
 		t.Errorf("a NodeClaim of another scheme maps to %v, want its class", r)
+	}
+	if r := c.nodeClassOfForeignClaim(context.Background(), test.NodeClaim("x", "p").Obj()); len(r) != 0 {
+		t.Errorf("a NodeClaim not launched yet maps to %v, want nothing (its launch stamps it)", r)
 	}
 }
 
