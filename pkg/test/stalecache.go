@@ -65,3 +65,21 @@ type noWatch struct{ client.Client }
 func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch not supported")
 }
+
+// FrozenNodeClaimList wraps c so that every NodeClaim list answers the NodeClaims as c lists them now, as a cache
+// that never sees the writes made after would; everything else goes to c.
+func FrozenNodeClaimList(ctx context.Context, c client.Client) (client.Client, error) {
+	frozen := &karpv1.NodeClaimList{}
+	if err := c.List(ctx, frozen); err != nil {
+		return nil, err
+	}
+	return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if l, ok := list.(*karpv1.NodeClaimList); ok {
+				frozen.DeepCopyInto(l)
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}), nil
+}

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -91,19 +90,10 @@ func TestStaleClaimKeepsItsDriftedStamp(t *testing.T) {
 	kube := clientfake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(np, test.NodeClaim("older", "p").NodePoolHash("k-old", "v3").Obj()).Build()
 	// The cache as it was before the first pass: it never sees the restamp.
-	stale := &karpv1.NodeClaimList{}
-	if err := kube.List(context.Background(), stale); err != nil {
+	cached, err := test.FrozenNodeClaimList(context.Background(), kube)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cached := interceptor.NewClient(kube, interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if l, ok := list.(*karpv1.NodeClaimList); ok {
-				stale.DeepCopyInto(l)
-				return nil
-			}
-			return c.List(ctx, list, opts...)
-		},
-	})
 	c := NewController(deps.Deps{Client: cached})
 	for range 2 {
 		if _, err := c.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "p"}}); err != nil {
