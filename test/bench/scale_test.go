@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +46,7 @@ const (
 	scalePool      = "scale"     // its NodePool: m5.xlarge on-demand only, 10 pods a node
 	growNamespace  = "scale-out" // the provisioning phase's pods
 	growPool       = "scale-out" // their NodePool: the example's
-	scaleApps      = 50          // Deployments the base cluster's pods belong to
+	scaleApps      = 50          // ReplicaSets the base cluster's pods belong to
 	podsPerNode    = 10
 )
 
@@ -53,8 +56,8 @@ const scalePodCPU, scalePodMemory = "370m", "1Gi"
 
 // TestScale: a cluster of N nodes and 10·N pods, then the controller measured phase by phase. The cluster is
 // built without provisioning passes: N NodeClaims are created as the provisioner would write them (their
-// instances launched by the controller in the simulator, a few CreateFleet calls a batch) and 50 Deployments of
-// 10·N pods are placed by the kube-scheduler on the Nodes kwok runs. Each phase prints one line `bench-scale
+// instances launched by the controller in the simulator, a few CreateFleet calls a batch), then 10·N pods are
+// created bound to the Nodes kwok runs, 10 a node, and adopted by the 50 ReplicaSets they belong to (placePods). Each phase prints one line `bench-scale
 // phase=...` with its figures and the CPU of each process of the stack (cores over the phase), and names the
 // process that limited it: the one that used the most CPU, or the machine when its 2 cores were busy.
 func TestScale(t *testing.T) {
@@ -156,7 +159,7 @@ func scalePhases(v string) ([]string, error) {
 }
 
 // buildScaleCluster creates the base NodePool (no disruption allowed while the cluster is built), its N
-// NodeClaims, and once they are initialized the Deployments of 10·N pods; it returns a tracker of those pods
+// NodeClaims, and once they are initialized its 10·N pods (placePods); it returns a tracker of those pods
 // once all run.
 func buildScaleCluster(t *testing.T, nodes int) *podTracker {
 	t.Helper()
@@ -173,7 +176,10 @@ func buildScaleCluster(t *testing.T, nodes int) *podTracker {
 	}
 	for _, o := range objs {
 		if o.GetKind() == "NodePool" {
-			unstructured.RemoveNestedField(o.Object, "spec", "limits")
+			// No more than the N nodes while the cluster is built (see placePods); removed once it is.
+			if err := unstructured.SetNestedStringMap(o.Object, map[string]string{"cpu": fmt.Sprint(4 * nodes)}, "spec", "limits"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := framework.Apply(ctx, env.Client, objs...); err != nil {
@@ -234,19 +240,150 @@ func buildScaleCluster(t *testing.T, nodes int) *podTracker {
 	t.Cleanup(tracker.Stop)
 	total := nodes * podsPerNode
 	tracker.expect(total)
-	applied := time.Now()
+	placePods(t, tracker, nodes)
+	// The cluster is built: the limit that kept stray pods from growing it goes.
+	patchPool(t, scalePool, func(np *karpv1.NodePool) { np.Spec.Limits = nil })
+	return tracker
+}
+
+// placePods binds the base cluster's pods without the kube-scheduler, as the issue's "bind pods directly" allows:
+// on 2 cores the kube-scheduler and the ReplicaSets' events and creates made 50,000 pods take over 40 minutes.
+// Each app's pods are created bound to their nodes (10 a node) with the labels of the app's ReplicaSet and no
+// owner; once all run, the ReplicaSet is created with the same replica count and adopts them, so every later
+// eviction is replaced through the ReplicaSet and the kube-scheduler as in any cluster. A ReplicaSet whose
+// informer has not seen all of its pods yet creates a few more, left Pending by the pool's limit until it
+// deletes them again; the setup waits for exactly the pods it made.
+func placePods(t *testing.T, tracker *podTracker, nodes int) {
+	t.Helper()
+	ctx := context.Background()
+	nodeList, err := env.Nodes(ctx, scalePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodeList) < nodes {
+		t.Fatalf("%d Nodes of pool %s, want %d", len(nodeList), scalePool, nodes)
+	}
+	total := nodes * podsPerNode
+	type slot struct{ app, index int }
+	var slots []slot
 	for i := range scaleApps {
-		replicas := total / scaleApps
-		if i < total%scaleApps {
-			replicas++
+		for j := range appReplicas(total, i) {
+			slots = append(slots, slot{i, j})
 		}
-		d := deployment(scaleNamespace, fmt.Sprintf("app-%02d", i), "base", scalePool, int32(replicas), scalePodCPU, scalePodMemory)
-		if err := env.Client.Create(ctx, d); err != nil {
+	}
+	templates := make([]corev1.PodTemplateSpec, scaleApps)
+	for i := range scaleApps {
+		templates[i] = deployment(scaleNamespace, appName(i), "base", scalePool, 0, scalePodCPU, scalePodMemory).Spec.Template
+	}
+	applied := time.Now()
+	var created atomic.Int64
+	stopLog := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stopLog:
+				return
+			case <-time.After(15 * time.Second):
+				t.Logf("bench-scale setup: +%.0fs %d of %d pods created bound to their nodes", time.Since(applied).Seconds(), created.Load(), total)
+			}
+		}
+	}()
+	// Slot k goes to node k mod N: each node gets 10 pods of different apps.
+	err = parallelDo(ctx, len(slots), 16, func(k int) error {
+		s := slots[k]
+		tmpl := templates[s.app]
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scaleNamespace, Name: fmt.Sprintf("%s-%05d", appName(s.app), s.index),
+				Labels: maps.Clone(tmpl.Labels), Annotations: maps.Clone(tmpl.Annotations)},
+			Spec: *tmpl.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = nodeList[k%nodes].Name
+		if err := env.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		created.Add(1)
+		return nil
+	})
+	close(stopLog)
+	if err != nil {
+		t.Fatalf("creating pods: %v", err)
+	}
+	t.Logf("bench-scale setup: %d pods created bound to their nodes in %.0f s", total, time.Since(applied).Seconds())
+	waitAllRunning(t, tracker, total, applied, time.Duration(max(1, total/10000))*30*time.Minute)
+	adopting := time.Now()
+	for i := range scaleApps {
+		d := deployment(scaleNamespace, appName(i), "base", scalePool, int32(appReplicas(total, i)), scalePodCPU, scalePodMemory)
+		rs := &appsv1.ReplicaSet{ObjectMeta: d.ObjectMeta,
+			Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+		if err := env.Client.Create(ctx, rs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitAllRunning(t, tracker, total, applied, time.Duration(max(1, total/10000))*30*time.Minute)
-	return tracker
+	// Every pod owned by its ReplicaSet, and no other pod left.
+	lastLog := time.Now()
+	if err := framework.Poll(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context) (bool, string, error) {
+		l := &corev1.PodList{}
+		if err := env.Client.List(ctx, l, client.InNamespace(scaleNamespace),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+			return false, "", err
+		}
+		owned := 0
+		for i := range l.Items {
+			if metav1.GetControllerOf(&l.Items[i]) != nil && l.Items[i].DeletionTimestamp == nil {
+				owned++
+			}
+		}
+		status := fmt.Sprintf("%d of %d pods adopted by their ReplicaSets, %d pods in all", owned, total, len(l.Items))
+		if time.Since(lastLog) > 15*time.Second {
+			lastLog = time.Now()
+			t.Logf("bench-scale setup: +%.0fs %s", time.Since(adopting).Seconds(), status)
+		}
+		return owned == total && len(l.Items) == total, status, nil
+	}); err != nil {
+		t.Fatalf("ReplicaSets did not adopt their pods: %v", err)
+	}
+	t.Logf("bench-scale setup: %d pods adopted by %d ReplicaSets in %.0f s", total, scaleApps, time.Since(adopting).Seconds())
+}
+
+func appName(i int) string { return fmt.Sprintf("app-%02d", i) }
+
+// appReplicas: the pods of app i when total pods are shared by the scaleApps apps.
+func appReplicas(total, i int) int {
+	r := total / scaleApps
+	if i < total%scaleApps {
+		r++
+	}
+	return r
+}
+
+// patchReplicaSet sets the replicas of a base app's ReplicaSet.
+func patchReplicaSet(t *testing.T, namespace, name string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	rs := &appsv1.ReplicaSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, rs); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(rs.DeepCopy())
+	rs.Spec.Replicas = &replicas
+	if err := env.Client.Patch(ctx, rs, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patchPool changes the NodePool through a merge patch.
+func patchPool(t *testing.T, name string, change func(*karpv1.NodePool)) {
+	t.Helper()
+	ctx := context.Background()
+	np := &karpv1.NodePool{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(np.DeepCopy())
+	change(np)
+	if err := env.Client.Patch(ctx, np, patch); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // cachedClaims lists the pool's NodeClaims from the API server's watch cache (resourceVersion 0): on a loaded
@@ -524,7 +661,7 @@ func provisionPhase(t *testing.T, total int) map[string]any {
 	return f
 }
 
-// consolidatePhase: 30 % of the base cluster's pods deleted (every Deployment scaled to 70 %), consolidation on
+// consolidatePhase: 30 % of the base cluster's pods deleted (every ReplicaSet scaled to 70 %), consolidation on
 // with a 10 % budget; it ends once quiet passed without a node draining.
 func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.Duration) map[string]any {
 	t.Helper()
@@ -538,13 +675,9 @@ func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.D
 	kept := 0
 	m := startMeter(t)
 	for i := range scaleApps {
-		replicas := total / scaleApps
-		if i < total%scaleApps {
-			replicas++
-		}
-		k := replicas * 7 / 10
+		k := appReplicas(total, i) * 7 / 10
 		kept += k
-		scale(t, scaleNamespace, fmt.Sprintf("app-%02d", i), int32(k))
+		patchReplicaSet(t, scaleNamespace, appName(i), int32(k))
 	}
 	tracker.expect(kept)
 	start := time.Now()
