@@ -49,6 +49,9 @@ func main() {
 		debug.SetMemoryLimit(soft)
 		logger.Info("go runtime soft memory limit set from the container's", "memory-limit-bytes", s.MemoryLimit, "soft-limit-bytes", soft)
 	}
+	if percent, set := operator.DefaultGCPercent(os.Getenv); set {
+		logger.Info("go runtime garbage collection target set", "gogc", percent, "was", debug.SetGCPercent(percent))
+	}
 	if procs, set := operator.ProcsFromCPURequests(s.CPURequests, runtime.GOMAXPROCS(0), os.Getenv); set {
 		logger.Info("GOMAXPROCS sized from the container's CPU request", "cpu-requests-millicores", s.CPURequests, "gomaxprocs", procs, "was", runtime.GOMAXPROCS(procs))
 	}

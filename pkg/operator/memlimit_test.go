@@ -55,3 +55,24 @@ func TestProcsFromCPURequests(t *testing.T) {
 		})
 	}
 }
+
+func TestDefaultGCPercent(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    int
+		wantSet bool
+	}{
+		{name: "GOGC unset: 50", want: 50, wantSet: true},
+		{name: "GOGC wins", env: map[string]string{"GOGC": "100"}},
+		{name: "GOGC=off wins", env: map[string]string{"GOGC": "off"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, set := DefaultGCPercent(func(k string) string { return tt.env[k] })
+			if got != tt.want || set != tt.wantSet {
+				t.Errorf("DefaultGCPercent = %d, %v; want %d, %v", got, set, tt.want, tt.wantSet)
+			}
+		})
+	}
+}

@@ -356,6 +356,21 @@ func appReplicas(total, i int) int {
 	return r
 }
 
+// addChurn adds a phase's churn figures (nodes launched, deleted and short-lived, evictions per node removed and
+// per dollar saved) to its line, with at most 20 of the short-lived NodeClaims named.
+func addChurn(t *testing.T, f map[string]any, moves *churn) {
+	t.Helper()
+	cf, err := moves.figures(context.Background())
+	if err != nil {
+		t.Errorf("churn figures: %v", err)
+		return
+	}
+	if names, _ := cf["shortLivedNodeClaims"].([]string); len(names) > 20 {
+		cf["shortLivedNodeClaims"] = names[:20]
+	}
+	maps.Copy(f, cf)
+}
+
 // patchReplicaSet sets the replicas of a base app's ReplicaSet.
 func patchReplicaSet(t *testing.T, namespace, name string, replicas int32) {
 	t.Helper()
@@ -671,6 +686,10 @@ func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.D
 	if err != nil {
 		t.Fatal(err)
 	}
+	moves, err := newChurn(ctx, scalePool, before)
+	if err != nil {
+		t.Fatal(err)
+	}
 	total := nodes * podsPerNode
 	kept := 0
 	m := startMeter(t)
@@ -688,6 +707,7 @@ func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.D
 		if err != nil {
 			return false, "", err
 		}
+		moves.observe(claims, time.Now())
 		d := disruptingClaims(claims)
 		if d > 0 {
 			lastDrain = time.Now()
@@ -711,6 +731,7 @@ func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.D
 	f["nodesBefore"], f["nodesAfter"] = len(before), len(after)
 	f["secondsToLastDrain"] = round3(lastDrain.Sub(start).Seconds())
 	f["maxPodsNotRunning"] = maxNotRunning
+	addChurn(t, f, moves)
 	phaseLine(t, "consolidate", f)
 	return f
 }
@@ -727,6 +748,10 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 	old := map[string]bool{}
 	for i := range before {
 		old[before[i].Name] = true
+	}
+	moves, err := newChurn(ctx, scalePool, before)
+	if err != nil {
+		t.Fatal(err)
 	}
 	pods, _, _ := tracker.counts()
 	tracker.expect(pods)
@@ -756,6 +781,7 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 		if err != nil {
 			return false, "", err
 		}
+		moves.observe(claims, time.Now())
 		left := 0
 		for i := range claims {
 			if old[claims[i].Name] {
@@ -792,6 +818,7 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 	if claims, err := cachedClaims(ctx, scalePool); err == nil {
 		f["nodesAfter"] = len(claims)
 	}
+	addChurn(t, f, moves)
 	phaseLine(t, "drift", f)
 	return f
 }
