@@ -2,11 +2,8 @@ package provisioning
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +14,6 @@ import (
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
-	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -178,30 +174,5 @@ func TestOneNominatedEventAcrossRegistration(t *testing.T) {
 	}
 	if len(list.Items) != 1 {
 		t.Errorf("%d NodeClaims after the passes, want 1 (the pod is planned on the registered node)", len(list.Items))
-	}
-}
-
-// TestRealPodsByNode: an in-flight NodeClaim's node runs the pods bound to it that are not terminal, a pod being
-// deleted included, and no CapacityBuffer virtual pod; no copies are made.
-func TestRealPodsByNode(t *testing.T) {
-	bound := func(name, node string) *corev1.Pod {
-		p := test.Pod(name).Obj()
-		p.Spec.NodeName = node
-		return p
-	}
-	running, deleting, done, virtual, elsewhere, pending := bound("running", "n1"), bound("deleting", "n1"),
-		bound("done", "n1"), bound("virtual", "n1"), bound("elsewhere", "n2"), test.Pod("pending").Obj()
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)}
-	done.Status.Phase = corev1.PodSucceeded
-	virtual.Annotations = map[string]string{capacitybuffer.VirtualPodAnnotation: "true"}
-	got := realPodsByNode([]*corev1.Pod{running, deleting, done, virtual, elsewhere, pending})
-	want := map[string][]*corev1.Pod{"n1": {running, deleting}, "n2": {elsewhere}}
-	if len(got) != len(want) {
-		t.Fatalf("nodes %v, want %v", slices.Collect(maps.Keys(got)), slices.Collect(maps.Keys(want)))
-	}
-	for node, pods := range want {
-		if !slices.Equal(got[node], pods) {
-			t.Errorf("pods on %s: %d, want the %d given (the same objects)", node, len(got[node]), len(pods))
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/capacitybuffer"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/internal/clusterinput"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 )
@@ -114,7 +115,7 @@ func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 	bound := map[string]int{}
 	for _, n := range in.Nodes {
 		for _, p := range n.Pods {
-			if !ownedByDaemonSet(p) {
+			if !clusterinput.OwnedByDaemonSet(p) {
 				bound[n.Node.Name]++
 			}
 		}
@@ -139,15 +140,6 @@ func surplus(in solver.Input, plan solver.Plan) []*karpv1.NodeClaim {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // placement is what a pass left for the next one: the in-flight NodeClaim (by name) each pending pod was planned
@@ -289,7 +281,7 @@ func pins(in solver.Input, prev placement) map[string]string {
 			continue
 		}
 		for _, p := range n.Pods {
-			if !ownedByDaemonSet(p) && !prev.expected[claim][p.UID] {
+			if !clusterinput.OwnedByDaemonSet(p) && !prev.expected[claim][p.UID] {
 				contradicted[claim] = true
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
-	"github.com/dovetail/dovetail/pkg/controllers/provisioning"
+	"github.com/dovetail/dovetail/pkg/controllers/internal/clusterinput"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	core "github.com/dovetail/dovetail/pkg/disruption"
@@ -129,7 +129,7 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
-	in, err := provisioning.ClusterInput(ctx, d, nil, pods, v.Claims, append(moving, pending...))
+	in, err := clusterinput.Build(ctx, d, nil, pods, v.Claims, append(moving, pending...))
 	if err != nil {
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}

@@ -1,4 +1,4 @@
-package provisioning
+package clusterinput
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
-// TestClusterInputDeducesSpreadSelectors: with SCHEDULER_CONFIG's default constraints, the scheduler's input
+// TestBuildDeducesSpreadSelectors: with SCHEDULER_CONFIG's default constraints, the scheduler's input
 // carries them and each pending pod's selector, deduced from the Services and the controller selecting it.
-func TestClusterInputDeducesSpreadSelectors(t *testing.T) {
+func TestBuildDeducesSpreadSelectors(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
 	if err != nil {
@@ -34,25 +34,25 @@ func TestClusterInputDeducesSpreadSelectors(t *testing.T) {
 	own.Labels = map[string]string{"app": "web"}
 	lone := test.Pod("lone").Requests("1", "1Gi").OwnedBy("batch/v1", "Job", "j").Unschedulable().Obj()
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), svc, rs, web, own, lone).Build()
-	c, _ := newTestController(api)
+	d := testDeps(api)
 	defaults := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}
-	c.deps.Settings.DefaultSpreadConstraints = defaults
+	d.Settings.DefaultSpreadConstraints = defaults
 
-	in, _, err := c.snapshot(ctx, true)
+	in, err := pendingInput(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(defaults, in.DefaultSpread); d != "" {
-		t.Errorf("default spread (-want +got):\n%s", d)
+	if diff := cmp.Diff(defaults, in.DefaultSpread); diff != "" {
+		t.Errorf("default spread (-want +got):\n%s", diff)
 	}
 	want := map[string]*metav1.LabelSelector{"default/web-a": {MatchLabels: map[string]string{"app": "web"},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hash", Operator: metav1.LabelSelectorOpIn, Values: []string{"1"}}}}}
-	if d := cmp.Diff(want, in.SpreadSelectors); d != "" {
-		t.Errorf("selectors (-want +got):\n%s", d)
+	if diff := cmp.Diff(want, in.SpreadSelectors); diff != "" {
+		t.Errorf("selectors (-want +got):\n%s", diff)
 	}
 
-	c.deps.Settings.DefaultSpreadConstraints = nil
-	if in, _, err = c.snapshot(ctx, true); err != nil {
+	d.Settings.DefaultSpreadConstraints = nil
+	if in, err = pendingInput(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	if in.DefaultSpread != nil || in.SpreadSelectors != nil {
@@ -60,9 +60,9 @@ func TestClusterInputDeducesSpreadSelectors(t *testing.T) {
 	}
 }
 
-// TestClusterInputReadsCSINodeLimits: an existing node's attach limits come from its CSINode, per driver; a
+// TestBuildReadsCSINodeLimits: an existing node's attach limits come from its CSINode, per driver; a
 // driver without an allocatable count is not limited.
-func TestClusterInputReadsCSINodeLimits(t *testing.T) {
+func TestBuildReadsCSINodeLimits(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
 	if err != nil {
@@ -76,8 +76,7 @@ func TestClusterInputReadsCSINodeLimits(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), csi, node,
 		test.Pod("p").Requests("1", "1Gi").Unschedulable().Obj()).Build()
-	c, _ := newTestController(api)
-	in, _, err := c.snapshot(ctx, true)
+	in, err := pendingInput(ctx, testDeps(api))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +88,10 @@ func TestClusterInputReadsCSINodeLimits(t *testing.T) {
 	}
 }
 
-// TestClusterInputLearnsVolumeLimitsOfNewNodes: a new node of an instance type is given the attach limit the
+// TestBuildLearnsVolumeLimitsOfNewNodes: a new node of an instance type is given the attach limit the
 // CSINode of an existing node of that type reports (the smallest when several do), for that driver only; other
 // types stay unlimited, and the cloud provider's instance types are left as they are.
-func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
+func TestBuildLearnsVolumeLimitsOfNewNodes(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
 	if err != nil {
@@ -108,8 +107,8 @@ func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: "fake-large"}}})
 	}
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	c, _ := newTestController(api)
-	in, _, err := c.snapshot(ctx, true)
+	d := testDeps(api)
+	in, err := pendingInput(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +121,10 @@ func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
 			got[it.Name] = it.VolumeLimits
 		}
 	}
-	if d := cmp.Diff(map[string]map[string]int{"fake-large": {"ebs.csi.aws.com": 10}}, got); d != "" {
-		t.Errorf("volume limits of new nodes by instance type (-want +got):\n%s", d)
+	if diff := cmp.Diff(map[string]map[string]int{"fake-large": {"ebs.csi.aws.com": 10}}, got); diff != "" {
+		t.Errorf("volume limits of new nodes by instance type (-want +got):\n%s", diff)
 	}
-	its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, test.NodePool("default").Obj())
+	its, err := d.CloudProvider.GetInstanceTypes(ctx, test.NodePool("default").Obj())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +135,9 @@ func TestClusterInputLearnsVolumeLimitsOfNewNodes(t *testing.T) {
 	}
 }
 
-// TestClusterInputReadsVolumesOfBoundPods: the claims and volumes of the pods bound to a node with attach limits
+// TestBuildReadsVolumesOfBoundPods: the claims and volumes of the pods bound to a node with attach limits
 // are in the input, so the volumes they hold count against the node's limit; a node without limits needs none.
-func TestClusterInputReadsVolumesOfBoundPods(t *testing.T) {
+func TestBuildReadsVolumesOfBoundPods(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
 	if err != nil {
@@ -159,8 +158,7 @@ func TestClusterInputReadsVolumesOfBoundPods(t *testing.T) {
 				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: volume}}}})
 	}
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	c, _ := newTestController(api)
-	in, _, err := c.snapshot(ctx, true)
+	in, err := pendingInput(ctx, testDeps(api))
 	if err != nil {
 		t.Fatal(err)
 	}
