@@ -110,14 +110,15 @@ log "starting kube-controller-manager, kube-scheduler and kwok"
 # control plane absorbs (measured in a 1,100-pod scale-out, docs/local-cluster.md): the ttl-controller (it
 # annotates every Node again each time the cluster passes 100, 500, 1,000 nodes; kwok's kubelets cache nothing)
 # is off, and kwok renews each Node's lease every 40 s instead of 10 s (a 160 s lease; the controller-manager
-# marks a Node whose lease lapsed NotReady after 200 s instead of 50 s).
+# marks a Node whose lease lapsed NotReady after 200 s instead of 50 s). ReplicaSets sync 20 at a time, not 5: a
+# ReplicaSet adopts its pods one patch after another, and bench-scale's 50 adopting 50,000 pods went at 45 a second.
 launch kube-controller-manager "$bin/kube-controller-manager" \
   --kubeconfig "$KUBECONFIG_PATH" --authentication-kubeconfig "$KUBECONFIG_PATH" --authorization-kubeconfig "$KUBECONFIG_PATH" \
   --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --leader-elect=false \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
   --use-service-account-credentials=false --kube-api-qps 200 --kube-api-burst 400 --controllers '*,-ttl-controller' \
-  --node-monitor-grace-period 200s
+  --node-monitor-grace-period 200s --concurrent-replicaset-syncs 20
 # DOVETAIL_KUBE_SCHEDULER_CONFIG, when set, is more of the KubeSchedulerConfiguration (for example profiles with
 # podTopologySpread default constraints, as a cluster given Dovetail's SCHEDULER_CONFIG would run).
 cat > "$CLUSTER_DIR/scheduler.yaml" <<SC
