@@ -490,29 +490,40 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 // keeps it (do-not-disrupt, a PodDisruptionBudget, a disruption budget), once per change of message; and an
 // Unconsolidatable event when consolidation looked at the node and found no move (its NodePool's policy, no
 // cheaper replacement, pods that fit nowhere else, spot-to-spot disabled), once per change of message or
-// UnconsolidatableRepeat.
+// UnconsolidatableRepeat. A pass announces at most StayEventsPerPass stays, those never announced with their
+// message first, then the repeats; a stay left out stays unrecorded, so a later pass announces it.
 func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	seen := map[string]bool{}
 	claims := map[string]*karpv1.NodeClaim{}
 	for i := range st.Claims {
 		claims[st.Claims[i].Name] = &st.Claims[i]
 	}
+	var fresh, repeats []core.Stay
 	for _, s := range stays {
 		switch s.Reason {
 		case core.StayDoNotDisrupt, core.StayPDB, core.StayBudget, core.StayRepairBlocked:
+			seen[s.NodeClaim] = true
+			if c.blocked[s.NodeClaim] != s.Message {
+				fresh = append(fresh, s)
+			}
 		case core.StayPolicy, core.StayNoCheaper, core.StayPodsDoNotFit, core.StaySpotToSpot:
 			seen[s.NodeClaim] = true
-			if last, ok := c.unconsolidatable[s.NodeClaim]; ok && last.message == s.Message && st.Now.Sub(last.at) < UnconsolidatableRepeat {
-				continue
+			last, ok := c.unconsolidatable[s.NodeClaim]
+			switch {
+			case !ok || last.message != s.Message:
+				fresh = append(fresh, s)
+			case st.Now.Sub(last.at) >= UnconsolidatableRepeat:
+				repeats = append(repeats, s)
 			}
+		}
+	}
+	for i, s := range append(fresh, repeats...) {
+		if i == StayEventsPerPass {
+			break
+		}
+		if isUnconsolidatable(s.Reason) {
 			c.unconsolidatable[s.NodeClaim] = announced{message: s.Message, at: st.Now}
 			c.emitOnNodeAndClaim(st.Nodes[s.Node], claims[s.NodeClaim], corev1.EventTypeNormal, karpv1.EventReasonUnconsolidatable, s.Message)
-			continue
-		default:
-			continue
-		}
-		seen[s.NodeClaim] = true
-		if c.blocked[s.NodeClaim] == s.Message {
 			continue
 		}
 		c.blocked[s.NodeClaim] = s.Message
@@ -528,6 +539,16 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 			delete(c.unconsolidatable, name)
 		}
 	}
+}
+
+// isUnconsolidatable reports a stay consolidation found no move for (announced as Unconsolidatable), as opposed
+// to one something the user controls keeps (DisruptionBlocked).
+func isUnconsolidatable(r core.StayReason) bool {
+	switch r {
+	case core.StayPolicy, core.StayNoCheaper, core.StayPodsDoNotFit, core.StaySpotToSpot:
+		return true
+	}
+	return false
 }
 
 // waitingLogEvery is how often a changed reason to wait is logged while consolidation keeps waiting: the reason

@@ -15,6 +15,12 @@ import (
 // UnconsolidatableRepeat is how often an unchanged Unconsolidatable event is repeated for a node that stays.
 const UnconsolidatableRepeat = 15 * time.Minute
 
+// StayEventsPerPass is the most nodes a pass announces a stay for (Unconsolidatable or DisruptionBlocked, each an
+// event on the Node and one on its NodeClaim); the others are announced by the next passes. client-go's event
+// broadcaster queues 1,000 events and drops the rest with an error: at 5,000 nodes the first decision after
+// consolidation was turned on announced 5,000 stays at once and most of its 10,000 events were dropped.
+const StayEventsPerPass = 400
+
 // announced is an event emitted for a NodeClaim: its message and when.
 type announced struct {
 	message string

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,6 +54,61 @@ func TestAnnounceStaysUnconsolidatable(t *testing.T) {
 	c.announceStays(eventsState(now.Add(UnconsolidatableRepeat+time.Second)), stays)
 	if got := rec.WithReason("Unconsolidatable"); len(got) != 2 {
 		t.Fatalf("after %s: Unconsolidatable events %v, want them repeated on the Node and NodeClaim", UnconsolidatableRepeat, got)
+	}
+}
+
+// TestAnnounceStaysPaced: a pass announces at most StayEventsPerPass stays, the ones never announced before the
+// repeats, and the ones left out come in the next passes.
+func TestAnnounceStaysPaced(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	n := 2*StayEventsPerPass + StayEventsPerPass/2
+	state := func(at time.Time, claims int) *state {
+		st := &state{View: &View{Now: at}}
+		for i := range claims {
+			st.Claims = append(st.Claims, karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("nc-%04d", i)}})
+		}
+		return st
+	}
+	stays := func(claims int) []core.Stay {
+		var out []core.Stay
+		for i := range claims {
+			out = append(out, core.Stay{NodeClaim: fmt.Sprintf("nc-%04d", i), Reason: core.StayNoCheaper, Message: "no cheaper replacement"})
+		}
+		return out
+	}
+	rec := test.NewRecorder()
+	c := NewController(deps.Deps{Recorder: rec})
+	// No Node in the state: one event (on the NodeClaim) a stay.
+	announced := map[string]int{}
+	for pass, want := range []int{StayEventsPerPass, StayEventsPerPass, StayEventsPerPass / 2, 0} {
+		rec.Reset()
+		c.announceStays(state(now.Add(time.Duration(pass)*time.Minute), n), stays(n))
+		got := rec.WithReason("Unconsolidatable")
+		if len(got) != want {
+			t.Fatalf("pass %d: %d Unconsolidatable events, want %d", pass, len(got), want)
+		}
+		for _, e := range got {
+			announced[e.Name]++
+		}
+	}
+	if len(announced) != n {
+		t.Fatalf("%d of %d stays announced after the passes", len(announced), n)
+	}
+	for name, times := range announced {
+		if times != 1 {
+			t.Fatalf("%s announced %d times within %s, want once", name, times, UnconsolidatableRepeat)
+		}
+	}
+	// Every stay is due again, and one node is new: it comes first.
+	rec.Reset()
+	later := now.Add(UnconsolidatableRepeat + 10*time.Minute)
+	c.announceStays(state(later, n+1), stays(n+1))
+	got := rec.WithReason("Unconsolidatable")
+	if len(got) != StayEventsPerPass {
+		t.Fatalf("repeat pass: %d events, want %d", len(got), StayEventsPerPass)
+	}
+	if newest := fmt.Sprintf("nc-%04d", n); got[0].Name != newest {
+		t.Fatalf("repeat pass: first event on %s, want the never-announced %s", got[0].Name, newest)
 	}
 }
 
