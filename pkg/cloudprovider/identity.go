@@ -12,10 +12,19 @@ type NameConflict struct {
 	Resources []string
 }
 
+// NameCheck is what a look for other clusters using this cluster's name found.
+type NameCheck struct {
+	// Conflicts are the other clusters whose resources carry this cluster's name, sorted by UID; none when the
+	// name is this cluster's alone.
+	Conflicts []NameConflict
+	// Listed counts the resources carrying the name that the check read, this cluster's own included: what the
+	// check cost.
+	Listed int
+}
+
 // NameConflictDetector is implemented by cloud providers that can see whether other clusters use this
 // cluster's name in the account. Dovetail never acts on such resources; the detector only lets it warn.
 type NameConflictDetector interface {
-	// NameConflicts returns the other clusters whose resources carry this cluster's name, sorted by UID; none
-	// when the name is this cluster's alone.
-	NameConflicts(ctx context.Context) ([]NameConflict, error)
+	// NameConflicts looks for other clusters whose resources carry this cluster's name.
+	NameConflicts(ctx context.Context) (NameCheck, error)
 }

@@ -18,9 +18,11 @@ var _ cloudprovider.NameConflictDetector = (*CloudProvider)(nil)
 // NameConflicts lists the instances (not terminated) and launch templates tagged kubernetes.io/cluster/<name>
 // and groups those whose cluster-UID tag names another cluster. Resources without a UID tag (made by hand, an
 // older controller or another tool) are not counted: `dovetailctl doctor` reports them.
-func (p *CloudProvider) NameConflicts(ctx context.Context) ([]cloudprovider.NameConflict, error) {
+func (p *CloudProvider) NameConflicts(ctx context.Context) (cloudprovider.NameCheck, error) {
 	byUID := map[string][]string{}
+	listed := 0
 	note := func(t map[string]string, id string) {
+		listed++
 		if p.cluster.Owner(t) == tags.OtherCluster {
 			uid := t[tags.ClusterUID]
 			byUID[uid] = append(byUID[uid], id)
@@ -33,7 +35,7 @@ func (p *CloudProvider) NameConflicts(ctx context.Context) ([]cloudprovider.Name
 	for instances.HasMorePages() {
 		page, err := instances.NextPage(ctx)
 		if err != nil {
-			return nil, sdk.Wrap(err, "listing instances tagged %s", p.cluster.ClusterTag())
+			return cloudprovider.NameCheck{}, sdk.Wrap(err, "listing instances tagged %s", p.cluster.ClusterTag())
 		}
 		for _, r := range page.Reservations {
 			for _, i := range r.Instances {
@@ -47,7 +49,7 @@ func (p *CloudProvider) NameConflicts(ctx context.Context) ([]cloudprovider.Name
 	for templates.HasMorePages() {
 		page, err := templates.NextPage(ctx)
 		if err != nil {
-			return nil, sdk.Wrap(err, "listing launch templates tagged %s", p.cluster.ClusterTag())
+			return cloudprovider.NameCheck{}, sdk.Wrap(err, "listing launch templates tagged %s", p.cluster.ClusterTag())
 		}
 		for _, lt := range page.LaunchTemplates {
 			note(tags.FromEC2(lt.Tags), awssdk.ToString(lt.LaunchTemplateId))
@@ -59,5 +61,5 @@ func (p *CloudProvider) NameConflicts(ctx context.Context) ([]cloudprovider.Name
 		out = append(out, cloudprovider.NameConflict{ClusterUID: uid, Resources: ids})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ClusterUID < out[j].ClusterUID })
-	return out, nil
+	return cloudprovider.NameCheck{Conflicts: out, Listed: listed}, nil
 }

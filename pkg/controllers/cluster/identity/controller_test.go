@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/tools/record"
@@ -17,11 +18,15 @@ import (
 
 type fakeDetector struct {
 	conflicts []cloudprovider.NameConflict
+	listed    int
 	err       error
 }
 
-func (f *fakeDetector) NameConflicts(context.Context) ([]cloudprovider.NameConflict, error) {
-	return f.conflicts, f.err
+func (f *fakeDetector) NameConflicts(context.Context) (cloudprovider.NameCheck, error) {
+	if f.err != nil {
+		return cloudprovider.NameCheck{}, f.err
+	}
+	return cloudprovider.NameCheck{Conflicts: f.conflicts, Listed: f.listed}, nil
 }
 
 func drain(r *record.FakeRecorder) []string {
@@ -81,6 +86,36 @@ func TestWarnsOncePerOtherCluster(t *testing.T) {
 			if !strings.Contains(events[i], want) {
 				t.Errorf("%s: event %q does not contain %q", s.name, events[i], want)
 			}
+		}
+	}
+}
+
+// TestChecksSpacedByWhatTheyRead: the wait after a check grows with the resources it read, one Interval per
+// ListedPerInterval, up to MaxInterval; a failed check leaves the wait as it was.
+func TestChecksSpacedByWhatTheyRead(t *testing.T) {
+	det := &fakeDetector{}
+	c := NewController(deps.Deps{NameConflicts: det, Recorder: record.NewFakeRecorder(10), Settings: &settings.Settings{ClusterName: "prod"}})
+	ctx := context.Background()
+	if got := c.Next(); got != Interval {
+		t.Fatalf("before any check: next in %s, want %s", got, Interval)
+	}
+	for _, s := range []struct {
+		listed int
+		err    error
+		want   time.Duration
+	}{
+		{listed: 0, want: Interval},
+		{listed: 500, want: Interval},
+		{listed: 501, want: 2 * Interval},
+		{listed: 5000, want: 10 * Interval},
+		{listed: 5000, err: errors.New("throttled"), want: 10 * Interval},
+		{listed: 20000, want: MaxInterval},
+		{listed: 40, want: Interval},
+	} {
+		det.listed, det.err = s.listed, s.err
+		_ = c.Reconcile(ctx)
+		if got := c.Next(); got != s.want {
+			t.Errorf("after a check of %d resources (error %v): next in %s, want %s", s.listed, s.err, got, s.want)
 		}
 	}
 }
