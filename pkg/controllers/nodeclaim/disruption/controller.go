@@ -55,6 +55,8 @@ type Controller struct {
 	// written keeps each NodeClaim as this controller last wrote it, for the passes that read it from a cache
 	// still behind that write (a pod event right after Consolidatable was set would append it a second time).
 	written *deps.OwnWrites[*karpv1.NodeClaim]
+	// types are the NodePools' instance types the drift checks read.
+	types *typesMemo
 }
 
 // ownWritesMaxAge bounds the trust in this controller's own writes over a cache that does not show them yet. An
@@ -64,7 +66,7 @@ const ownWritesMaxAge = 10 * time.Minute
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, conflicts: deps.NewConflictBackoff(), written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, ownWritesMaxAge)}
+	return &Controller{deps: d, conflicts: deps.NewConflictBackoff(), written: deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, ownWritesMaxAge), types: &typesMemo{}}
 }
 
 // Register adds the controller to the manager. Besides NodeClaims it watches NodePools (a template or

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/requirements"
 )
 
@@ -140,7 +142,7 @@ func (c *Controller) evaluateDrift(ctx context.Context, nc *karpv1.NodeClaim, np
 		return d, nil
 	}
 	if c.deps.Clock.Since(nc.CreationTimestamp.Time) > instanceTypeCheckAge {
-		its, err := c.deps.CloudProvider.GetInstanceTypes(ctx, np)
+		its, err := c.types.get(ctx, c.deps, np)
 		if err != nil {
 			return drift{}, fmt.Errorf("listing the instance types of nodepool %s for nodeclaim %s: %w", np.Name, nc.Name, err)
 		}
@@ -149,4 +151,46 @@ func (c *Controller) evaluateDrift(ctx context.Context, nc *karpv1.NodeClaim, np
 		}
 	}
 	return c.cloudDrift(ctx, nc)
+}
+
+// instanceTypesMaxAge is how long one listing of a NodePool's instance types serves the drift checks of its
+// NodeClaims. Every NodeClaim older than instanceTypeCheckAge is checked against them every driftRecheck and at
+// each of its changes: at 5,000 such NodeClaims, a listing each (every type's offerings built anew) was a third of
+// the controller's CPU while it launched 2,000 more nodes.
+const instanceTypesMaxAge = time.Minute
+
+// typesMemo keeps the latest listing of each NodePool's instance types, by NodePool.
+type typesMemo struct {
+	mu      sync.Mutex
+	entries map[string]typesEntry
+}
+
+// typesEntry is one listing: of the NodePool at this UID and resource version, made at at.
+type typesEntry struct {
+	uid, version string
+	at           time.Time
+	its          []*cloudprovider.InstanceType
+}
+
+// get returns the NodePool's instance types, listed anew when the memo has none for this version of the NodePool
+// or the one it has is instanceTypesMaxAge old. The types are shared: read only.
+func (m *typesMemo) get(ctx context.Context, d deps.Deps, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	now := d.Clock.Now()
+	m.mu.Lock()
+	e, ok := m.entries[np.Name]
+	m.mu.Unlock()
+	if ok && e.uid == string(np.UID) && e.version == np.ResourceVersion && now.Sub(e.at) < instanceTypesMaxAge {
+		return e.its, nil
+	}
+	its, err := d.CloudProvider.GetInstanceTypes(ctx, np)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[string]typesEntry{}
+	}
+	m.entries[np.Name] = typesEntry{uid: string(np.UID), version: np.ResourceVersion, at: now, its: its}
+	return its, nil
 }

@@ -1,13 +1,19 @@
 package disruption
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
+	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/hashversion"
 	"github.com/dovetail/dovetail/pkg/test"
 )
@@ -151,5 +157,67 @@ func TestInstanceTypeDrift(t *testing.T) {
 				t.Errorf("instanceTypeDrift reason = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// countingTypes counts GetInstanceTypes calls.
+type countingTypes struct {
+	*fake.CloudProvider
+	calls int
+}
+
+func (c *countingTypes) GetInstanceTypes(ctx context.Context, np *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	c.calls++
+	return c.CloudProvider.GetInstanceTypes(ctx, np)
+}
+
+// TestInstanceTypesListedOncePerPool: the drift checks of a NodePool's NodeClaims share one listing of its
+// instance types for instanceTypesMaxAge, listed anew when the NodePool changes or the listing is that old.
+func TestInstanceTypesListedOncePerPool(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	cp := &countingTypes{CloudProvider: fake.New(clk)}
+	d := deps.Deps{CloudProvider: cp, Clock: clk}
+	m := &typesMemo{}
+	ctx := context.Background()
+	np := test.NodePool("default").Obj()
+	np.UID, np.ResourceVersion = "uid-1", "10"
+	other := test.NodePool("other").Obj()
+	other.UID, other.ResourceVersion = "uid-2", "11"
+	steps := []struct {
+		name      string
+		pool      *karpv1.NodePool
+		advance   time.Duration
+		wantCalls int
+	}{
+		{name: "first check lists", pool: np, wantCalls: 1},
+		{name: "5,000 more checks of the pool share it", pool: np, wantCalls: 1},
+		{name: "another pool lists its own", pool: other, wantCalls: 2},
+		{name: "just before the listing is too old", pool: np, advance: instanceTypesMaxAge - time.Second, wantCalls: 2},
+		{name: "too old: listed again", pool: np, advance: time.Second, wantCalls: 3},
+	}
+	for _, s := range steps {
+		clk.Step(s.advance)
+		n := 1
+		if strings.HasPrefix(s.name, "5,000") {
+			n = 5000
+		}
+		for range n {
+			if _, err := m.get(ctx, d, s.pool); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+		}
+		if cp.calls != s.wantCalls {
+			t.Fatalf("%s: %d listings, want %d", s.name, cp.calls, s.wantCalls)
+		}
+	}
+	changed := np.DeepCopy()
+	changed.ResourceVersion = "12"
+	if _, err := m.get(ctx, d, changed); err != nil || cp.calls != 4 {
+		t.Fatalf("after a NodePool change: %d listings (error %v), want 4", cp.calls, err)
+	}
+	recreated := changed.DeepCopy()
+	recreated.UID = "uid-3"
+	if _, err := m.get(ctx, d, recreated); err != nil || cp.calls != 5 {
+		t.Fatalf("after the NodePool was recreated: %d listings (error %v), want 5", cp.calls, err)
 	}
 }
