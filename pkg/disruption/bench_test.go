@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,8 +25,26 @@ const (
 
 // BenchmarkDecide measures one full decision pass on the scaled-in cluster: CPU time (process user+sys) and the
 // peak RSS during the pass, printing the line hack/bench-disruption.sh reports.
+//
+// DOVETAIL_BENCH_PODS and DOVETAIL_BENCH_REMOVE change the cluster's pod count (about ten a node) and the fraction
+// removed, e.g. 50000 and 0 for bench-scale's cluster of 5,000 nodes at rest.
 func BenchmarkDecide(b *testing.B) {
-	snap, err := disruptiontest.ScaledIn(context.Background(), benchPods, benchRemove, benchSeed)
+	count, remove := benchPods, benchRemove
+	if v := os.Getenv("DOVETAIL_BENCH_PODS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOVETAIL_BENCH_PODS=%q: want a positive integer", v)
+		}
+		count = n
+	}
+	if v := os.Getenv("DOVETAIL_BENCH_REMOVE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f >= 1 {
+			b.Fatalf("DOVETAIL_BENCH_REMOVE=%q: want a fraction in [0, 1)", v)
+		}
+		remove = f
+	}
+	snap, err := disruptiontest.ScaledIn(context.Background(), count, remove, benchSeed)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,6 +60,24 @@ func BenchmarkDecideBasic(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchDecide(b, "disruption-basic", snap)
+}
+
+// BenchmarkDecidePacked measures one decision pass on bench-scale's base cluster at rest (disruptiontest.Packed):
+// 5,000 full m5.xlarge nodes and 50,000 pods, nothing to do (DOVETAIL_BENCH_NODES changes the node count).
+func BenchmarkDecidePacked(b *testing.B) {
+	nodes := 5000
+	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
+		}
+		nodes = n
+	}
+	snap, err := disruptiontest.Packed(context.Background(), nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecide(b, "disruption-packed", snap)
 }
 
 func benchDecide(b *testing.B, name string, snap *disruption.Snapshot) {

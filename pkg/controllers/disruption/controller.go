@@ -120,8 +120,8 @@ type Controller struct {
 	// first repair toleration or hold-back recheck markRepairs saw this pass, zero if none.
 	rest      restMemo
 	repairDue time.Time
-	// changes counts the changes to the objects a decision at rest reads (changes.go).
-	changes changeWatch
+	// changes counts the changes to the objects a decision at rest reads (watchedKinds).
+	changes deps.ChangeCount
 }
 
 // recentRecord is a record written by this controller.
@@ -143,7 +143,7 @@ func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
 			return err
 		}
 	}
-	if err := c.changes.watch(ctx, m.GetCache()); err != nil {
+	if err := c.changes.Watch(ctx, m.GetCache(), watchedKinds()...); err != nil {
 		return err
 	}
 	return m.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -193,7 +193,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	logger := log.FromContext(ctx)
 	// At rest with no change counted since a decision that found nothing to do, before anything time-bound
 	// changed: the pass would find the same, and lists nothing.
-	changes, watching := c.changes.seen()
+	changes, watching := c.changes.Seen()
 	buffers := c.deps.Buffers.Version()
 	if now := c.deps.Clock.Now(); watching && c.rest.key != 0 && changes == c.rest.changes &&
 		buffers == c.rest.buffers && now.Before(c.rest.until) {

@@ -1,10 +1,12 @@
 package disruption
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -124,5 +126,74 @@ func TestAtRest(t *testing.T) {
 				t.Errorf("atRest = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNodeChangedAgreesWithRestKey: the change watch counts a Node update exactly when the Node's part of the rest
+// key changes (decisionFieldsEqual and writeNode read the same fields).
+func TestNodeChangedAgreesWithRestKey(t *testing.T) {
+	base := func() *corev1.Node {
+		n := test.Node("n1", "fake:///n1").Ready(true).Label("zone", "a").Obj()
+		n.Annotations = map[string]string{"a": "1"}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+		return n
+	}
+	key := func(n *corev1.Node) uint64 {
+		h := newFNV()
+		writeNode(&h, n)
+		return uint64(h)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Node)
+	}{
+		{"nothing", func(*corev1.Node) {}},
+		{"heartbeat", func(n *corev1.Node) {
+			n.ResourceVersion = "2"
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC))
+		}},
+		{"label value", func(n *corev1.Node) { n.Labels["zone"] = "b" }},
+		{"label added", func(n *corev1.Node) { n.Labels["team"] = "x" }},
+		{"annotation", func(n *corev1.Node) { n.Annotations["a"] = "2" }},
+		{"annotations emptied", func(n *corev1.Node) { n.Annotations = nil }},
+		{"taint", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}} }},
+		{"cordoned", func(n *corev1.Node) { n.Spec.Unschedulable = true }},
+		{"provider id", func(n *corev1.Node) { n.Spec.ProviderID = "fake:///n2" }},
+		{"uid", func(n *corev1.Node) { n.UID = "u2" }},
+		{"allocatable value", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("3") }},
+		{"allocatable written otherwise, same value", func(n *corev1.Node) {
+			n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("4000m")
+		}},
+		{"allocatable in another format", func(n *corev1.Node) {
+			n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("1073741824")
+		}},
+		{"allocatable resource added", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110") }},
+		{"condition status", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }},
+		{"condition added", func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "DiskPressure", Status: corev1.ConditionFalse})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, cur := base(), base()
+			tc.change(cur)
+			if got, want := nodeChanged(old, cur), key(old) != key(cur); got != want {
+				t.Errorf("nodeChanged = %v, rest key changed = %v", got, want)
+			}
+		})
+	}
+}
+
+func BenchmarkNodeChanged(b *testing.B) {
+	old := test.Node("n1", "fake:///n1").Ready(true).Obj()
+	for i := range 30 {
+		old.Labels[fmt.Sprintf("example.com/label-%02d", i)] = "value"
+	}
+	cur := old.DeepCopy()
+	cur.ResourceVersion = "2"
+	b.ReportAllocs()
+	for b.Loop() {
+		if nodeChanged(old, cur) {
+			b.Fatal("a heartbeat counted as a change")
+		}
 	}
 }

@@ -79,6 +79,30 @@ func ScaledInBasic(ctx context.Context, each int, remove float64, seed int64) (*
 	return place(ctx, pods, np, pool, remove, seed)
 }
 
+// Packed returns bench-scale's base cluster at rest: nodes m5.xlarge on-demand nodes of one NodePool (which allows
+// only those), each holding ten pods of 370m and 1Gi from 50 apps (an eleventh does not fit), every node an
+// initialized, consolidatable candidate of a NodePool with the budgets of BenchmarkNodePool. No node can go and
+// none has a cheaper replacement: a decision examines every one of them and finds nothing to do.
+func Packed(ctx context.Context, nodes int) (*disruption.Snapshot, error) {
+	const apps, perNode = 50, 10
+	pods := make([]*corev1.Pod, 0, nodes*perNode)
+	for i := range nodes * perNode {
+		app := fmt.Sprintf("app-%02d", i%apps)
+		pods = append(pods, test.SchedPod(fmt.Sprintf("%s-%05d", app, i/apps)).Labels("app", app).Requests("370m", "1Gi").Obj())
+	}
+	np := test.SchedNodePool(PoolName).
+		Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand).
+		Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge").Obj()
+	snap, err := place(ctx, pods, np, BenchmarkNodePool(), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Candidates) != nodes {
+		return nil, fmt.Errorf("packing %d pods: %d nodes, want %d", len(pods), len(snap.Candidates), nodes)
+	}
+	return snap, nil
+}
+
 // place plans pods onto new nodes of the NodePool np against test.BenchmarkInstanceTypes and returns the disruption
 // snapshot of that cluster (pool is np's NodePool object; every node an initialized, consolidatable candidate) after
 // removing the given fraction of the pods at random (seed).

@@ -3,10 +3,12 @@ package metrics
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -29,6 +31,12 @@ type Controller struct {
 	// pods are as they were keeps its sums without their requests being added up again (at 10,000 pods the sums
 	// were most of an idle controller's CPU).
 	sums map[string]nodeSums
+	// changes counts the changes to pods and to what the series read of Nodes; counted is its value read before
+	// the last complete count (valid with have): with nothing changed since, a count would publish the same
+	// entries (the lifetime series follow the clock at scrape time) and is skipped.
+	changes deps.ChangeCount
+	counted uint64
+	have    bool
 }
 
 // nodeSums are the sums of the requests and limits of a Node's pods that are not terminal, and of its
@@ -44,12 +52,18 @@ type podKey struct {
 	count int
 }
 
+// add adds the pod's UID and resource version (FNV-1a, a zero byte between them; written byte by byte: hash/fnv
+// takes a []byte, and converting the strings allocated twice per pod at every count).
 func (k *podKey) add(p *corev1.Pod) {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(p.UID))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(p.ResourceVersion))
-	k.sum += h.Sum64()
+	const prime = 1099511628211
+	x := uint64(14695981039346656037)
+	for _, s := range []string{string(p.UID), p.ResourceVersion} {
+		for i := 0; i < len(s); i++ {
+			x = (x ^ uint64(s[i])) * prime
+		}
+		x *= prime
+	}
+	k.sum += x
 	k.count++
 }
 
@@ -57,13 +71,39 @@ func (k *podKey) add(p *corev1.Pod) {
 func NewController(d deps.Deps) *Controller { return &Controller{deps: d, sums: map[string]nodeSums{}} }
 
 // Register runs a count at start and every Interval (on the injected clock) while the manager is leader.
-func (c *Controller) Register(_ context.Context, m manager.Manager) error {
+func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
+	if err := c.Watch(ctx, m.GetCache()); err != nil {
+		return err
+	}
 	return m.Add(deps.Periodic(Name, c.deps.Clock, Interval, "counting the node metrics failed; the next count retries", c.Reconcile))
+}
+
+// Watch starts counting the changes a count reads from the informers' notifications (Register does): from then
+// on a count with nothing changed since the last one is skipped.
+func (c *Controller) Watch(ctx context.Context, informers cache.Informers) error {
+	return c.changes.Watch(ctx, informers, deps.Watched{Object: &corev1.Pod{}}, deps.Watched{Object: &corev1.Node{}, Relevant: nodeSeriesChanged})
+}
+
+// nodeSeriesChanged reports a Node update that changes its series: labels, allocatable or capacity (not a
+// heartbeat).
+func nodeSeriesChanged(old, cur any) bool {
+	o, ok1 := old.(*corev1.Node)
+	n, ok2 := cur.(*corev1.Node)
+	return !ok1 || !ok2 || !maps.Equal(o.Labels, n.Labels) || !o.CreationTimestamp.Equal(&n.CreationTimestamp) ||
+		!sameQuantities(o.Status.Allocatable, n.Status.Allocatable) || !sameQuantities(o.Status.Capacity, n.Status.Capacity)
+}
+
+func sameQuantities(a, b corev1.ResourceList) bool {
+	return maps.EqualFunc(a, b, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
 }
 
 // Reconcile counts once: one entry a Node with the sums of the requests and limits of its pods that are not
 // terminal (DaemonSet pods apart too), and capacity minus allocatable.
 func (c *Controller) Reconcile(ctx context.Context) error {
+	changes, watching := c.changes.Seen()
+	if watching && c.have && changes == c.counted {
+		return nil
+	}
 	nodes := &corev1.NodeList{}
 	if err := c.deps.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
@@ -118,6 +158,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// The lists above come from the informer caches, which answer only once synced.
 	c.deps.Metrics.ClusterStateSynced.Set(1)
 	c.deps.Metrics.ClusterStateUnsyncedTime.Set(0)
+	c.counted, c.have = changes, true
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -107,5 +108,69 @@ func TestNodeSumsFollowPodChanges(t *testing.T) {
 	}
 	if len(c.sums) != 0 {
 		t.Errorf("sums kept for %d Nodes without pods, want none", len(c.sums))
+	}
+}
+
+// TestCountSkippedWithoutChange: once watching, a count with no pod or Node change notified since the last one
+// publishes nothing new (a change the informers did not report is not seen); a pod change, or a Node change to
+// what the series read, makes the next count run; a Node heartbeat does not.
+func TestCountSkippedWithoutChange(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	node := test.Node("ip-1", "fake:///a/i-1").Label(karpv1.NodePoolLabelKey, "web").Capacity(corev1.ResourceCPU, "4").Obj()
+	app := test.Pod("app").Requests("1", "1Gi").NodeName("ip-1").Phase(corev1.PodRunning).Obj()
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(node, app).Build()
+	informers := &informertest.FakeInformers{Scheme: scheme}
+	c := NewController(deps.Deps{Client: kube, Metrics: metrics.NewForTest()})
+	if err := c.Watch(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := informers.FakeInformerFor(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := informers.FakeInformerFor(ctx, &corev1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := func() string {
+		t.Helper()
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		q := c.sums["ip-1"].requests[corev1.ResourceCPU]
+		return q.String()
+	}
+	if got := cpu(); got != "1" {
+		t.Fatalf("first count: %s cpu requested, want 1", got)
+	}
+	web := test.Pod("web").Requests("2", "1Gi").NodeName("ip-1").Phase(corev1.PodRunning).Obj()
+	if err := kube.Create(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpu(); got != "1" {
+		t.Errorf("no change notified: %s cpu, want the last count's 1", got)
+	}
+	pods.Add(web)
+	if got := cpu(); got != "3" {
+		t.Errorf("after the pod was notified: %s cpu, want 3", got)
+	}
+	if err := kube.Delete(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	beat := node.DeepCopy()
+	beat.ResourceVersion = "99"
+	nodes.Update(node, beat)
+	if got := cpu(); got != "3" {
+		t.Errorf("after a heartbeat: %s cpu, want the last count's 3", got)
+	}
+	relabeled := node.DeepCopy()
+	relabeled.Labels["team"] = "a"
+	nodes.Update(node, relabeled)
+	if got := cpu(); got != "1" {
+		t.Errorf("after a Node label changed: %s cpu, want 1 (the deleted pod left out)", got)
 	}
 }
