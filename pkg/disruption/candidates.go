@@ -1,8 +1,10 @@
 package disruption
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,21 +123,27 @@ func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) *policyv1.
 // pod-deletion-cost annotations and priorities, 1 for a pod without them), then fewer pods to move, then
 // cheaper-to-lose (older) nodes, then name. managed is the PodDeletionCostManagement gate (see evictionCost).
 func sortByCost(cs []*Candidate, managed bool) {
-	cost := make(map[*Candidate]float64, len(cs))
-	for _, c := range cs {
-		cost[c] = nodeDisruptionCost(c.Pods, managed)
+	// Each candidate's keys are worked out once: a comparison that counted the pods to move anew made this sort
+	// most of a decision on a cluster of equal nodes (every comparison a tie on cost).
+	type keyed struct {
+		c     *Candidate
+		cost  float64
+		moved int
 	}
-	sort.SliceStable(cs, func(i, j int) bool {
-		if cost[cs[i]] != cost[cs[j]] {
-			return cost[cs[i]] < cost[cs[j]]
+	keys := make([]keyed, len(cs))
+	for i, c := range cs {
+		keys[i] = keyed{c: c, cost: nodeDisruptionCost(c.Pods, managed)}
+		for _, p := range c.Pods {
+			if Reschedulable(p) {
+				keys[i].moved++
+			}
 		}
-		a, b := len(cs[i].reschedulablePods()), len(cs[j].reschedulablePods())
-		if a != b {
-			return a < b
-		}
-		if !cs[i].CreatedAt.Equal(cs[j].CreatedAt) {
-			return cs[i].CreatedAt.Before(cs[j].CreatedAt)
-		}
-		return cs[i].NodeClaim < cs[j].NodeClaim
+	}
+	slices.SortStableFunc(keys, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.moved, b.moved), a.c.CreatedAt.Compare(b.c.CreatedAt),
+			strings.Compare(a.c.NodeClaim, b.c.NodeClaim))
 	})
+	for i := range keys {
+		cs[i] = keys[i].c
+	}
 }
