@@ -65,13 +65,15 @@ func demoted(labels map[string]string) map[string]string {
 // labelled reserved is relabelled, and so are its registered Nodes.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	ctx = metrics.WithController(ctx, Name)
+	// The cache's objects, not copies (a pass that finds nothing reserved writes nothing; sync copies what it
+	// writes): deep copying every NodeClaim and Node each minute was 3 GB allocated in a 5,000-node run.
 	claims := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, claims); err != nil {
+	if err := c.deps.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	sort.Slice(claims.Items, func(i, j int) bool { return claims.Items[i].Name < claims.Items[j].Name })
 	nodes := &corev1.NodeList{}
-	if err := c.deps.Client.List(ctx, nodes); err != nil {
+	if err := c.deps.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	// Only what is labelled reserved can be relabelled: without any, the cloud is not asked (a listing of 5,000
@@ -125,10 +127,13 @@ func anyReserved(claims []karpv1.NodeClaim, nodes []corev1.Node) bool {
 
 // sync relabels one NodeClaim and its registered Nodes (a Node not registered yet gets its labels from the
 // NodeClaim when it registers; a NodeClaim whose reservation ended before launch completed may have no Node).
-func (c *Controller) sync(ctx context.Context, nc *karpv1.NodeClaim, nodes []*corev1.Node) error {
+// nc and nodes are the cache's: what is written is a copy.
+func (c *Controller) sync(ctx context.Context, cached *karpv1.NodeClaim, nodes []*corev1.Node) error {
 	logger := log.FromContext(ctx)
+	nc := cached
 	if Demote(nc.Labels, cloudprovider.CapacityTypeOnDemand) {
-		patch := client.MergeFrom(nc.DeepCopy())
+		patch := client.MergeFrom(cached)
+		nc = cached.DeepCopy()
 		nc.Labels = demoted(nc.Labels)
 		if err := c.deps.Client.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("relabelling nodeclaim %s on-demand: %w", nc.Name, err)
@@ -140,7 +145,8 @@ func (c *Controller) sync(ctx context.Context, nc *karpv1.NodeClaim, nodes []*co
 			n.Labels[karpv1.NodeRegisteredLabelKey] != "true" || !Demote(n.Labels, cloudprovider.CapacityTypeOnDemand) {
 			continue
 		}
-		patch := client.MergeFrom(n.DeepCopy())
+		patch := client.MergeFrom(n)
+		n := n.DeepCopy()
 		n.Labels = demoted(n.Labels)
 		if err := c.deps.Client.Patch(ctx, n, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("relabelling node %s on-demand: %w", n.Name, err)

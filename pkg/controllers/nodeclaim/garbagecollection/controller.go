@@ -68,8 +68,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("listing instances: %w", err)
 	}
 	c.listed.Store(int64(len(instances)))
+	// The cache's objects, not copies: the pass reads them, and deletes by a copy (deep copying every NodeClaim
+	// at each pass was 0.9 GB allocated in a 5,000-node run).
 	claims := &karpv1.NodeClaimList{}
-	if err := c.deps.Client.List(ctx, claims); err != nil {
+	if err := c.deps.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	claimed := map[string]bool{}
@@ -130,7 +132,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 		logger.Info("deleting nodeclaim whose instance is gone", "nodeclaim", nc.Name, "provider-id", id, "nodepool", nc.NodePoolName())
 		c.deps.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotFound", "Instance %s no longer exists; deleting the NodeClaim", id)
-		if err := c.deps.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		if err := c.deps.Client.Delete(ctx, nc.DeepCopy()); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err))
 		}
 	}
