@@ -104,7 +104,8 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	}
 	return builder.ControllerManagedBy(m).Named(Name).
 		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
+		// A Node's heartbeat changes nothing registration or initialization reads.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims), builder.WithPredicates(deps.NotHeartbeat())).
 		// Registrations are independent per NodeClaim and mostly wait on the API server: one worker made a
 		// 500-node scale-out register at about 0.3 nodes a second.
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
