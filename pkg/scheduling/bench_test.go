@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/disruption/disruptiontest"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
 	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
@@ -95,4 +98,45 @@ func peakRSSMiB() float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkSchedulingIntoCluster solves 2,000 pending pods of the benchmark mix (another NodePool) in bench-scale's
+// base cluster: 5,000 full m5.xlarge nodes running 50,000 pods (disruptiontest.Packed). The provisioning pass
+// solves so on a large cluster: the pending pods are tried against every existing node before new ones.
+// DOVETAIL_BENCH_NODES changes the existing nodes.
+func BenchmarkSchedulingIntoCluster(b *testing.B) {
+	nodes := 5000
+	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
+		}
+		nodes = n
+	}
+	base, err := disruptiontest.Packed(context.Background(), nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mix := scheduletest.MixedSnapshot(2000, 42)
+	mix.NodePools[0].Name = "grow"
+	snap := &scheduling.Snapshot{
+		Pods:          mix.Pods,
+		Nodes:         base.Cluster.Nodes,
+		NodePools:     append(slices.Clone(base.Cluster.NodePools), mix.NodePools[0]),
+		InstanceTypes: map[string][]*cloudprovider.InstanceType{disruptiontest.PoolName: base.Cluster.InstanceTypes[disruptiontest.PoolName], "grow": mix.InstanceTypes["default"]},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpuStart := cpuSeconds()
+	var plan *scheduling.Plan
+	for b.Loop() {
+		plan, err = scheduling.Solve(context.Background(), snap, scheduling.Options{Bound: scheduling.BoundNone})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-cpuStart)/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")
+	b.ReportMetric(float64(len(plan.Placements)), "on-existing")
+	b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
 }
