@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/disruption/disruptiontest"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/oracle"
 	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
+	"github.com/dovetail/dovetail/pkg/test"
 )
 
 // BenchmarkScheduling solves the mixed workload at several sizes and reports pods/s, nodes, cost and peak RSS of the
@@ -100,10 +103,10 @@ func peakRSSMiB() float64 {
 	return 0
 }
 
-// BenchmarkSchedulingIntoCluster solves 2,000 pending pods of the benchmark mix (another NodePool) in bench-scale's
-// base cluster: 5,000 full m5.xlarge nodes running 50,000 pods (disruptiontest.Packed). The provisioning pass
-// solves so on a large cluster: the pending pods are tried against every existing node before new ones.
-// DOVETAIL_BENCH_NODES changes the existing nodes.
+// BenchmarkSchedulingIntoCluster solves bench-scale's provisioning phase: 2,000 pending pods of the mix of
+// Karpenter's performance suite (hostname-spread, large and do-not-disrupt pods, 500 : 500 : 100) for a NodePool of
+// their own, in bench-scale's base cluster of 5,000 full m5.xlarge nodes running 50,000 pods
+// (disruptiontest.Packed). DOVETAIL_BENCH_NODES changes the existing nodes.
 func BenchmarkSchedulingIntoCluster(b *testing.B) {
 	nodes := 5000
 	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
@@ -117,13 +120,31 @@ func BenchmarkSchedulingIntoCluster(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mix := scheduletest.MixedSnapshot(2000, 42)
-	mix.NodePools[0].Name = "grow"
+	const total = 2000
+	dnd := total / 11
+	spread := (total - dnd) / 2
+	var pods []*corev1.Pod
+	for i := range total {
+		var p *test.SchedPodBuilder
+		switch {
+		case i < spread:
+			p = test.SchedPod(fmt.Sprintf("spread-%04d", i)).Labels("app", "spread").Requests("900m", "3174Mi").HostnameSpread(1, "app", "spread")
+		case i < spread+dnd:
+			p = test.SchedPod(fmt.Sprintf("dnd-%04d", i)).Labels("app", "dnd").Requests("900m", "3174Mi")
+		default:
+			p = test.SchedPod(fmt.Sprintf("big-%04d", i)).Labels("app", "big").Requests("3500m", "28Gi")
+		}
+		pods = append(pods, p.NodeSelector("karpenter.sh/nodepool", "grow").Obj())
+	}
+	grow := test.SchedNodePool("grow").
+		Requirement("karpenter.sh/capacity-type", corev1.NodeSelectorOpIn, "spot", "on-demand").
+		Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux").Obj()
 	snap := &scheduling.Snapshot{
-		Pods:          mix.Pods,
-		Nodes:         base.Cluster.Nodes,
-		NodePools:     append(slices.Clone(base.Cluster.NodePools), mix.NodePools[0]),
-		InstanceTypes: map[string][]*cloudprovider.InstanceType{disruptiontest.PoolName: base.Cluster.InstanceTypes[disruptiontest.PoolName], "grow": mix.InstanceTypes["default"]},
+		Pods:      pods,
+		Nodes:     base.Cluster.Nodes,
+		NodePools: append(slices.Clone(base.Cluster.NodePools), grow),
+		InstanceTypes: map[string][]*cloudprovider.InstanceType{
+			disruptiontest.PoolName: base.Cluster.InstanceTypes[disruptiontest.PoolName], "grow": test.BenchmarkInstanceTypes()},
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
