@@ -76,7 +76,9 @@ func (c *Controller) Register(ctx context.Context, m manager.Manager) error {
 			UpdateFunc: func(oldObj, newObj interface{}) {
 				o, ok1 := oldObj.(client.Object)
 				n, ok2 := newObj.(client.Object)
-				if ok1 && ok2 {
+				// A Node's heartbeat changes no condition's status: nothing to record, and converting both
+				// versions' conditions at each heartbeat of every node is not done.
+				if ok1 && ok2 && !deps.HeartbeatOnly(o, n) {
 					c.deps.Metrics.RecordConditionChange(kind, n.GetLabels(), conditions(o), conditions(n))
 				}
 			},
