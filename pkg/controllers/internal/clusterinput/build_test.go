@@ -8,12 +8,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/capacitybuffer"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
@@ -70,5 +72,42 @@ func TestRealPodsByNode(t *testing.T) {
 		if !slices.Equal(got[node], pods) {
 			t.Errorf("pods on %s: %d, want the %d given (the same objects)", node, len(got[node]), len(pods))
 		}
+	}
+}
+
+// TestLeastAllocatableMemo: the least allocatable of an unlaunched NodeClaim is worked out once for a NodePool and
+// set of requirements, and equals minAllocatable's; another set, or the same set in another NodePool, is worked
+// out on its own.
+func TestLeastAllocatableMemo(t *testing.T) {
+	its := fake.DefaultInstanceTypes()
+	claim := func(pool string, types ...string) *karpv1.NodeClaim {
+		return test.NodeClaim("c", pool).Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...).Obj()
+	}
+	m := &allocatableMemo{byType: map[*cloudprovider.InstanceType]corev1.ResourceList{}, byRequirements: map[string]corev1.ResourceList{}}
+	names := make([]string, 0, len(its))
+	for _, it := range its {
+		names = append(names, it.Name)
+	}
+	all, large := claim("a", names...), claim("a", "fake-xlarge")
+	for _, tc := range []struct {
+		name string
+		nc   *karpv1.NodeClaim
+		want int // requirement sets worked out so far
+	}{
+		{"every type", all, 1},
+		{"every type again", claim("a", names...), 1},
+		{"one type", large, 2},
+		{"every type in another pool", claim("b", names...), 3},
+	} {
+		got := m.least(tc.nc, its)
+		if want := minAllocatable(tc.nc, its, nil); !maps.EqualFunc(got, want, func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }) {
+			t.Errorf("%s: least %v, want minAllocatable's %v", tc.name, got, want)
+		}
+		if len(m.byRequirements) != tc.want {
+			t.Errorf("%s: %d requirement sets worked out, want %d", tc.name, len(m.byRequirements), tc.want)
+		}
+	}
+	if cpu, least := m.least(large, its)[corev1.ResourceCPU], m.least(all, its)[corev1.ResourceCPU]; cpu.Cmp(least) <= 0 {
+		t.Errorf("the largest type's cpu %s is not above the least of every type's %s: the sets were mixed up", cpu.String(), least.String())
 	}
 }
