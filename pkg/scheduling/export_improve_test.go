@@ -29,3 +29,6 @@ func SolveWithoutTopologyMemo(snap *Snapshot) (*Plan, error) {
 	s.noTopoMemo = true
 	return s.solve()
 }
+
+// PodEntries is how many pods' requests the memo holds.
+func (m *Memo) PodEntries() int { return len(m.pods) }

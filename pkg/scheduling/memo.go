@@ -24,9 +24,16 @@ type Memo struct {
 	daemonSets []*appsv1.DaemonSet
 	types      map[memoTypeKey]*itInfo
 	nodes      map[*StateNode]memoNode
-	pods       map[*corev1.Pod]Vec
+	pods       map[*corev1.Pod]memoPod
+	// gen counts Prunes; an entry's gen is the last one it was looked up in.
+	gen uint64
 	// hits and misses count lookups, for tests and benchmarks.
 	hits, misses int
+}
+
+type memoPod struct {
+	requests Vec
+	gen      uint64
 }
 
 type memoTypeKey struct {
@@ -49,7 +56,21 @@ func NewMemo() *Memo {
 func (m *Memo) reset() {
 	m.types = map[memoTypeKey]*itInfo{}
 	m.nodes = map[*StateNode]memoNode{}
-	m.pods = map[*corev1.Pod]Vec{}
+	m.pods = map[*corev1.Pod]memoPod{}
+}
+
+// Prune drops the pods the solves since the last Prune did not look up, and everything else: a memo kept from one
+// provisioning pass to the next (bound pods are the informer cache's objects, the same pointers while unchanged)
+// then holds the requests of the pods still bound, not of every pod it ever saw.
+func (m *Memo) Prune() {
+	for p, e := range m.pods {
+		if e.gen != m.gen {
+			delete(m.pods, p)
+		}
+	}
+	m.gen++
+	m.types = map[memoTypeKey]*itInfo{}
+	m.nodes = map[*StateNode]memoNode{}
 }
 
 // Lookups returns how many lookups found an entry and how many did not.
@@ -103,15 +124,19 @@ func (s *solver) preparedNode(n *candidate) memoNode {
 func (s *solver) boundRequests(pod *corev1.Pod) Vec {
 	m := s.opts.Memo
 	if m != nil {
-		if v, ok := m.pods[pod]; ok {
+		if e, ok := m.pods[pod]; ok {
 			m.hits++
-			return v
+			if e.gen != m.gen {
+				e.gen = m.gen
+				m.pods[pod] = e
+			}
+			return e.requests
 		}
 		m.misses++
 	}
 	v := s.dims.MustFromList(PodRequests(pod))
 	if m != nil {
-		m.pods[pod] = v
+		m.pods[pod] = memoPod{requests: v, gen: m.gen}
 	}
 	return v
 }

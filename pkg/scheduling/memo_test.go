@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dovetail/dovetail/pkg/disruption/disruptiontest"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/scheduling/scheduletest"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -80,4 +82,61 @@ func withoutNode(snap *scheduling.Snapshot, i int) *scheduling.Snapshot {
 		out.Pods = append(out.Pods, moved)
 	}
 	return &out
+}
+
+// TestMemoPrune: a memo kept across solves of changing clusters (the provisioning controller's, from pass to pass)
+// serves the pods still bound from the last solve and, after Prune, holds only the pods the solves since the last
+// Prune looked up; the plans are those of solves without a memo.
+func TestMemoPrune(t *testing.T) {
+	ctx := context.Background()
+	base, err := disruptiontest.Packed(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := *base.Cluster
+	snap.Pods = []*corev1.Pod{test.SchedPod("pending").Requests("1", "1Gi").Obj()}
+	bound := 0
+	for _, n := range snap.Nodes {
+		bound += len(n.Pods)
+	}
+	memo := scheduling.NewMemo()
+	solve := func(s *scheduling.Snapshot) {
+		t.Helper()
+		want, err := scheduling.Solve(ctx, s, scheduling.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := scheduling.Solve(ctx, s, scheduling.Options{Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+			t.Fatalf("plans differ (-without memo +with):\n%s", d)
+		}
+	}
+	solve(&snap)
+	memo.Prune()
+	if got := memo.PodEntries(); got != bound {
+		t.Fatalf("after the first solve: %d pods in the memo, want the %d bound", got, bound)
+	}
+	// The next pass: the first node gone, the second's pods changed (new objects); every other pod as it was.
+	next := snap
+	next.Nodes = slices.Clone(snap.Nodes[1:])
+	changed := *next.Nodes[0]
+	changed.Pods = nil
+	for _, p := range next.Nodes[0].Pods {
+		changed.Pods = append(changed.Pods, p.DeepCopy())
+	}
+	next.Nodes[0] = &changed
+	hitsBefore, _ := memo.Lookups()
+	solve(&next)
+	hits, _ := memo.Lookups()
+	kept := bound - len(snap.Nodes[0].Pods) - len(changed.Pods)
+	if hits-hitsBefore < kept {
+		t.Errorf("the second solve found %d entries, want at least the %d unchanged pods", hits-hitsBefore, kept)
+	}
+	memo.Prune()
+	if got, want := memo.PodEntries(), bound-len(snap.Nodes[0].Pods); got != want {
+		t.Errorf("after Prune: %d pods in the memo, want the %d still bound", got, want)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver"
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -44,8 +45,10 @@ type workqueueAdder = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Controller provisions capacity for pending pods.
 type Controller struct {
-	deps    deps.Deps
-	solver  solver.Solver
+	deps   deps.Deps
+	solver solver.Solver
+	// memo is the solver's scheduling memo (NewController), pruned after each pass's solves.
+	memo    *scheduling.Memo
 	batcher *Batcher
 	// mu serializes passes (the loop, and tests calling Schedule).
 	mu sync.Mutex
@@ -94,10 +97,17 @@ func NewController(d deps.Deps) *Controller {
 	if plans == nil {
 		plans = deps.NewPlans()
 	}
+	// The bound pods' requests are kept from one pass to the next (the scheduling memo, pruned after each pass):
+	// a pass's pods are the informer cache's objects, the same while unchanged, and at 50,000 pods adding up their
+	// requests again was a fifth of each solve.
+	memo := scheduling.NewMemo()
+	solve := adapter.New(d.Settings)
+	solve.Options.Memo = memo
 	return &Controller{
 		deps:         d,
+		memo:         memo,
 		noCompatible: noCompatibleSeen{},
-		solver:       adapter.New(d.Settings),
+		solver:       solve,
 		batcher:      NewBatcher(d.Clock, d.Settings.BatchIdleDuration, d.Settings.BatchMaxDuration),
 		announced:    map[types.UID]string{},
 		created:      map[string]createdClaim{},
@@ -249,6 +259,7 @@ func (c *Controller) Schedule(ctx context.Context) error {
 		rest.Pods = virtual
 		buffers = c.solver.Solve(ctx, rest)
 	}
+	c.memo.Prune()
 	c.deps.Metrics.SchedulingDuration.WithLabelValues(Name).Observe(c.deps.Clock.Since(start).Seconds())
 	for _, d := range c.decisions.decide(in.Pods, passStart, c.deps.Clock.Now()) {
 		c.deps.Metrics.PodsSchedulingDecisionDuration.Observe(d.Seconds())

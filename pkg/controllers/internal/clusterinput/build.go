@@ -210,8 +210,10 @@ func writtenByRegistration(nodes []solver.ExistingNode) map[string]*solver.Exist
 
 // volumesAndDaemonSets adds the DaemonSets (overhead on new nodes) and the volume objects the pending pods use.
 func volumesAndDaemonSets(ctx context.Context, d deps.Deps, in *solver.Input, volumePods []*corev1.Pod) error {
+	// The cache's objects, read only: the same pointers from one pass to the next while unchanged, which lets the
+	// provisioner's scheduling memo (keyed by the DaemonSets among others) last from pass to pass.
 	dsList := &appsv1.DaemonSetList{}
-	if err := d.Client.List(ctx, dsList); err != nil {
+	if err := d.Client.List(ctx, dsList, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing daemonsets: %w", err)
 	}
 	for i := range dsList.Items {
