@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/controllers/provisioning/solver/adapter"
 	core "github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/settings"
 )
 
@@ -122,6 +123,9 @@ type Controller struct {
 	repairDue time.Time
 	// changes counts the changes to the objects a decision at rest reads (watchedKinds).
 	changes deps.ChangeCount
+	// memo is the decisions' scheduling memo, pruned after each: a decision's pods are the informer cache's
+	// objects, the same while unchanged, and their requests are not added up again at the next decision.
+	memo *scheduling.Memo
 }
 
 // recentRecord is a record written by this controller.
@@ -132,7 +136,7 @@ type recentRecord struct {
 
 // NewController returns the controller.
 func NewController(d deps.Deps) *Controller {
-	return &Controller{deps: d, blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}, repairNotices: map[string]announced{}, reboots: map[types.UID][]time.Time{}}
+	return &Controller{deps: d, memo: scheduling.NewMemo(), blocked: map[string]string{}, podNotices: map[string]string{}, unconsolidatable: map[string]announced{}, blockedPools: map[string]time.Time{}, validating: map[string]time.Time{}, waveWait: map[string]time.Time{}, contended: map[string]time.Time{}, deleted: map[string]time.Time{}, recent: map[string]recentRecord{}, repairNotices: map[string]announced{}, reboots: map[types.UID][]time.Time{}}
 }
 
 // Register adds the polling loop to the manager (it runs on the leader only).
@@ -262,7 +266,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	start := c.deps.Clock.Now()
 	snap.Examined = c.examined
-	res, err := core.Decide(ctx, snap, DecisionOptions(c.deps.Settings))
+	opts := DecisionOptions(c.deps.Settings)
+	opts.Scheduling.Memo = c.memo
+	res, err := core.Decide(ctx, snap, opts)
+	c.memo.Prune()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("deciding: %w", err))...)
 	}
