@@ -37,9 +37,12 @@ type drainChecker struct {
 	coming []*scheduling.StateNode
 }
 
+// newDrainChecker returns the pass's checker. The pass's checks solve on the same nodes and pods, each with other
+// nodes draining: opts.Memo (a new one when nil) serves them all.
 func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *drainChecker {
-	// The pass's checks solve on the same nodes and pods, each with other nodes draining.
-	opts.Memo = scheduling.NewMemo()
+	if opts.Memo == nil {
+		opts.Memo = scheduling.NewMemo()
+	}
 	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}, held: map[*corev1.Pod]bool{}}
 	for _, p := range st.Pods {
 		switch {

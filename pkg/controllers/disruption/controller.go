@@ -123,8 +123,10 @@ type Controller struct {
 	repairDue time.Time
 	// changes counts the changes to the objects a decision at rest reads (watchedKinds).
 	changes deps.ChangeCount
-	// memo is the decisions' scheduling memo, pruned after each: a decision's pods are the informer cache's
-	// objects, the same while unchanged, and their requests are not added up again at the next decision.
+	// memo is the scheduling memo of the passes' solves (drain checks and decisions), pruned after each pass that
+	// built a snapshot: the pods are the informer cache's objects, the same while unchanged, and their requests are
+	// not added up again at each check and decision (at 5,000 nodes a check solving over 50,000 bound pods spent
+	// most of its time on that).
 	memo *scheduling.Memo
 }
 
@@ -228,7 +230,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.markRepairs(ctx, st, snap); err != nil {
 		return err
 	}
-	chk := newDrainChecker(st, snap, DecisionOptions(c.deps.Settings).Scheduling)
+	// The pass's solves (the checks of its commands, its decision) share the controller's memo, pruned at the
+	// pass's end to the pods they looked up.
+	defer c.memo.Prune()
+	chkOpts := DecisionOptions(c.deps.Settings).Scheduling
+	chkOpts.Memo = c.memo
+	chk := newDrainChecker(st, snap, chkOpts)
 	var errs []error
 	before := fingerprint(st)
 	for _, cmd := range largestFirst(st.inProgress, chk.bound) {
@@ -269,7 +276,6 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	opts := DecisionOptions(c.deps.Settings)
 	opts.Scheduling.Memo = c.memo
 	res, err := core.Decide(ctx, snap, opts)
-	c.memo.Prune()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("deciding: %w", err))...)
 	}
