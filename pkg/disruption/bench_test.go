@@ -14,6 +14,7 @@ import (
 
 	"github.com/dovetail/dovetail/pkg/disruption"
 	"github.com/dovetail/dovetail/pkg/disruption/disruptiontest"
+	"github.com/dovetail/dovetail/pkg/test"
 )
 
 // Scaled-in benchmark cluster: 20,000 pods of the scheduling benchmark mix on 2,000 nodes, then 60% removed.
@@ -29,14 +30,7 @@ const (
 // DOVETAIL_BENCH_PODS and DOVETAIL_BENCH_REMOVE change the cluster's pod count (about ten a node) and the fraction
 // removed, e.g. 50000 and 0 for bench-scale's cluster of 5,000 nodes at rest.
 func BenchmarkDecide(b *testing.B) {
-	count, remove := benchPods, benchRemove
-	if v := os.Getenv("DOVETAIL_BENCH_PODS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("DOVETAIL_BENCH_PODS=%q: want a positive integer", v)
-		}
-		count = n
-	}
+	count, remove := test.BenchCount(b, "DOVETAIL_BENCH_PODS", benchPods), benchRemove
 	if v := os.Getenv("DOVETAIL_BENCH_REMOVE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || f >= 1 {
@@ -65,14 +59,7 @@ func BenchmarkDecideBasic(b *testing.B) {
 // BenchmarkDecidePacked measures one decision pass on bench-scale's base cluster at rest (disruptiontest.Packed):
 // 5,000 full m5.xlarge nodes and 50,000 pods, nothing to do (DOVETAIL_BENCH_NODES changes the node count).
 func BenchmarkDecidePacked(b *testing.B) {
-	nodes := 5000
-	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
-		}
-		nodes = n
-	}
+	nodes := test.BenchCount(b, "DOVETAIL_BENCH_NODES", 5000)
 	snap, err := disruptiontest.Packed(context.Background(), nodes)
 	if err != nil {
 		b.Fatal(err)

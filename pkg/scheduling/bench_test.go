@@ -108,14 +108,7 @@ func peakRSSMiB() float64 {
 // their own, in bench-scale's base cluster of 5,000 full m5.xlarge nodes running 50,000 pods
 // (disruptiontest.Packed). DOVETAIL_BENCH_NODES changes the existing nodes.
 func BenchmarkSchedulingIntoCluster(b *testing.B) {
-	nodes := 5000
-	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
-		}
-		nodes = n
-	}
+	nodes := test.BenchCount(b, "DOVETAIL_BENCH_NODES", 5000)
 	base, err := disruptiontest.Packed(context.Background(), nodes)
 	if err != nil {
 		b.Fatal(err)

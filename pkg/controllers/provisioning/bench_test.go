@@ -3,8 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -28,14 +26,7 @@ import (
 // while the scale-out launches. The fake client copies every object it lists: the profile, not the time, says
 // what the controller spends.
 func BenchmarkPassIntoCluster(b *testing.B) {
-	nodes := 5000
-	if v := os.Getenv("DOVETAIL_BENCH_NODES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("DOVETAIL_BENCH_NODES=%q: want a positive integer", v)
-		}
-		nodes = n
-	}
+	nodes := test.BenchCount(b, "DOVETAIL_BENCH_NODES", 5000)
 	ctx := context.Background()
 	scheme, err := test.NewScheme(karpv1.AddToScheme)
 	if err != nil {
