@@ -227,6 +227,8 @@ type Metrics struct {
 	ConsolidationTimeouts *prometheus.CounterVec
 	// NodePoolAllowedDisruptions is how many more nodes of a NodePool may be disrupted now, by reason.
 	NodePoolAllowedDisruptions *prometheus.GaugeVec
+	// DisruptionDecisionCPU is the CPU time of the thread that ran each disruption decision.
+	DisruptionDecisionCPU prometheus.Histogram
 	// DisruptionSavings is the hourly savings of the consolidation commands the last disruption pass decided.
 	DisruptionSavings prometheus.Gauge
 	// ConsolidationScore observes the Balanced scores of consolidation moves, by decision, NodePool and policy.
@@ -513,6 +515,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "karpenter_nodepools_allowed_disruptions",
 			Help: "How many more nodes of a NodePool may be disrupted now, by NodePool and reason.",
 		}, []string{LabelNodePool, LabelReason}),
+		DisruptionDecisionCPU: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dovetail_disruption_decision_cpu_seconds", Help: helpOf("dovetail_disruption_decision_cpu_seconds"),
+			Buckets: durationBuckets,
+		}),
 		DisruptionSavings: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dovetail_disruption_savings_dollars_per_hour",
 			Help: "Hourly savings of the consolidation commands the last disruption pass decided (drift not counted).",

@@ -39,6 +39,8 @@ import (
 //   - BENCH_SCALE_REST (10m): how long the at-rest phase lasts.
 //   - BENCH_SCALE_PROVISION_PODS (2000): pending pods of the provisioning phase.
 //   - BENCH_SCALE_QUIET (3m): the consolidation phase ends once this long passed without a node draining.
+//   - BENCH_SCALE_DRIFT_FOR (none): stop the drift phase after this long and report the part done (nodes replaced,
+//     their rate); without it the phase runs until every node is replaced.
 //   - BENCH_SCALE_OUT: a folder for the controller's CPU and heap profiles (taken at the end of the rest phase)
 //     and series.csv, its CPU time and RSS every 10 s of the run (plot: go run ./hack/scaleplot).
 const (
@@ -65,6 +67,10 @@ func TestScale(t *testing.T) {
 	growPods := benchCount(t, "BENCH_SCALE_PROVISION_PODS", 2000, 11)
 	rest := benchDuration(t, "BENCH_SCALE_REST", 10*time.Minute)
 	quiet := benchDuration(t, "BENCH_SCALE_QUIET", 3*time.Minute)
+	var driftFor time.Duration
+	if os.Getenv("BENCH_SCALE_DRIFT_FOR") != "" {
+		driftFor = benchDuration(t, "BENCH_SCALE_DRIFT_FOR", 0)
+	}
 	phases, err := scalePhases(os.Getenv("BENCH_SCALE_PHASES"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +116,7 @@ func TestScale(t *testing.T) {
 		case "consolidate":
 			f = consolidatePhase(t, tracker, nodes, quiet)
 		case "drift":
-			f = driftPhase(t, tracker, nodes)
+			f = driftPhase(t, tracker, nodes, driftFor)
 		}
 		figures[p] = f
 		refusedWrites(t, p)
@@ -455,7 +461,7 @@ type scaleMeter struct {
 }
 
 var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
-	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds"}
+	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "dovetail_disruption_decision_cpu_seconds"}
 
 func startMeter(t *testing.T) *scaleMeter {
 	t.Helper()
@@ -506,7 +512,7 @@ func (m *scaleMeter) stop() map[string]any {
 	f["describeInstancesPerMinute"] = round3((aws[1] - m.aws[1]) / elapsed * 60)
 	for _, h := range scaleHistograms {
 		sum, count := metricSum(m.t, h+"_sum")-m.passes[h][0], metricSum(m.t, h+"_count")-m.passes[h][1]
-		short := strings.TrimSuffix(strings.TrimPrefix(h, "karpenter_"), "_seconds")
+		short := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h, "karpenter_"), "dovetail_"), "_seconds")
 		f[short+"_count"] = count
 		if count > 0 {
 			f[short+"_meanSeconds"] = round3(sum / count)
@@ -764,8 +770,9 @@ func consolidatePhase(t *testing.T, tracker *podTracker, nodes int, quiet time.D
 }
 
 // driftPhase: the base NodePool's template changed (every node drifts) with a 10 % budget; it ends when no
-// drifted NodeClaim is left and none is being disrupted.
-func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
+// drifted NodeClaim is left and none is being disrupted, or after stopAfter (when not 0) with the part done
+// reported (driftStopped).
+func driftPhase(t *testing.T, tracker *podTracker, nodes int, stopAfter time.Duration) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	before, err := cachedClaims(ctx, scalePool)
@@ -803,6 +810,7 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 	lastLog := start
 	maxNotRunning, replaced := 0, 0
 	var perMinute []int
+	stopped := false
 	if err := framework.Poll(ctx, time.Duration(max(1, nodes/500))*30*time.Minute, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		claims, err := cachedClaims(ctx, scalePool)
 		if err != nil {
@@ -827,6 +835,11 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 			lastLog = time.Now()
 			t.Logf("bench-scale drift: +%.0fs %s", time.Since(start).Seconds(), status)
 		}
+		if stopAfter > 0 && time.Since(start) >= stopAfter {
+			stopped = true
+			t.Logf("bench-scale drift: stopped after %s as BENCH_SCALE_DRIFT_FOR asks: %s", stopAfter, status)
+			return true, status, nil
+		}
 		return left == 0 && d == 0, status, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -836,7 +849,15 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int) map[string]any {
 	mostUnschedulable, _ := tracker.waitedForRoom()
 	f["nodesDrifted"] = len(before)
 	f["driftSeconds"] = round3(took.Seconds())
-	f["nodesPerMinute"] = round3(float64(len(before)) / took.Minutes())
+	f["nodesReplaced"] = replaced
+	f["nodesPerMinute"] = round3(float64(replaced) / took.Minutes())
+	if stopped {
+		f["driftStopped"] = true
+		// At the rate so far, the whole drift would take this long.
+		if replaced > 0 {
+			f["driftSecondsProjected"] = round3(took.Seconds() * float64(len(before)) / float64(replaced))
+		}
+	}
 	f["maxPodsNotRunning"] = maxNotRunning
 	f["maxPodsUnschedulable"] = mostUnschedulable
 	if replaced > 0 {

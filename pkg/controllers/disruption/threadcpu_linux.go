@@ -1,0 +1,19 @@
+//go:build linux
+
+package disruption
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCPU is the CPU time the calling OS thread has used so far. A caller measuring a stretch of work locks its
+// goroutine to the thread first (runtime.LockOSThread).
+func threadCPU() (time.Duration, bool) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}
