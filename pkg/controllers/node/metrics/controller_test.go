@@ -5,16 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -122,7 +126,7 @@ func TestCountSkippedWithoutChange(t *testing.T) {
 	ctx := context.Background()
 	node := test.Node("ip-1", "fake:///a/i-1").Label(karpv1.NodePoolLabelKey, "web").Capacity(corev1.ResourceCPU, "4").Obj()
 	app := test.Pod("app").Requests("1", "1Gi").NodeName("ip-1").Phase(corev1.PodRunning).Obj()
-	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(node, app).Build()
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(node, app).WithIndex(&corev1.Pod{}, index.PodNodeName, podNodeName).Build()
 	informers := &informertest.FakeInformers{Scheme: scheme}
 	c := NewController(deps.Deps{Client: kube, Metrics: metrics.NewForTest()})
 	if err := c.Watch(ctx, informers); err != nil {
@@ -173,4 +177,107 @@ func TestCountSkippedWithoutChange(t *testing.T) {
 	if got := cpu(); got != "1" {
 		t.Errorf("after a Node label changed: %s cpu, want 1 (the deleted pod left out)", got)
 	}
+}
+
+func podNodeName(o client.Object) []string {
+	if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+		return []string{n}
+	}
+	return nil
+}
+
+// TestRecountReadsMarkedNodes: once watching, a count reads again only the Nodes a notification named (a pod
+// bound to it, moved off it, deleted; the Node added, relabeled or deleted); a notification naming no Node (a
+// tombstone of an unknown kind) and a failed count make the next count read everything.
+func TestRecountReadsMarkedNodes(t *testing.T) {
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := test.Node("ip-a", "fake:///a/i-a").Label(karpv1.NodePoolLabelKey, "web").Capacity(corev1.ResourceCPU, "4").Obj()
+	b := test.Node("ip-b", "fake:///a/i-b").Label(karpv1.NodePoolLabelKey, "web").Capacity(corev1.ResourceCPU, "4").Obj()
+	onA := test.Pod("on-a").Requests("1", "1Gi").NodeName("ip-a").Phase(corev1.PodRunning).Obj()
+	onB := test.Pod("on-b").Requests("1", "1Gi").NodeName("ip-b").Phase(corev1.PodRunning).Obj()
+	kube := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b, onA, onB).WithIndex(&corev1.Pod{}, index.PodNodeName, podNodeName).Build()
+	informers := &informertest.FakeInformers{Scheme: scheme}
+	c := NewController(deps.Deps{Client: kube, Metrics: metrics.NewForTest()})
+	if err := c.Watch(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := informers.FakeInformerFor(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := informers.FakeInformerFor(ctx, &corev1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cpu counts once and returns each Node's requested CPU ("-" for a Node without an entry).
+	cpu := func() map[string]string {
+		t.Helper()
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, name := range []string{"ip-a", "ip-b"} {
+			if _, ok := c.entries[name]; !ok {
+				out[name] = "-"
+				continue
+			}
+			q := c.sums[name].requests[corev1.ResourceCPU]
+			out[name] = q.String()
+		}
+		return out
+	}
+	check := func(step string, want map[string]string) {
+		t.Helper()
+		if diff := cmp.Diff(want, cpu()); diff != "" {
+			t.Errorf("%s: requested CPU by Node (-want +got):\n%s", step, diff)
+		}
+	}
+	check("first count", map[string]string{"ip-a": "1", "ip-b": "1"})
+
+	// A pod bound to ip-b is notified; one bound to ip-a is not: only ip-b is read again.
+	quiet := test.Pod("quiet").Requests("2", "1Gi").NodeName("ip-a").Phase(corev1.PodRunning).Obj()
+	loud := test.Pod("loud").Requests("2", "1Gi").NodeName("ip-b").Phase(corev1.PodRunning).Obj()
+	for _, p := range []*corev1.Pod{quiet, loud} {
+		if err := kube.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods.Add(loud)
+	check("a pod notified on ip-b", map[string]string{"ip-a": "1", "ip-b": "3"})
+
+	// A pod moved from ip-b to ip-a (old and new versions notified): both Nodes are read again.
+	moved := loud.DeepCopy()
+	moved.Spec.NodeName = "ip-a"
+	if err := kube.Update(ctx, moved); err != nil { // the fake client does not hold spec.nodeName immutable
+		t.Fatal(err)
+	}
+	pods.Update(loud, moved)
+	check("a pod moved from ip-b to ip-a", map[string]string{"ip-a": "5", "ip-b": "1"})
+
+	// A resync (same resource version) reads nothing again.
+	if err := kube.Delete(ctx, onB); err != nil {
+		t.Fatal(err)
+	}
+	pods.Update(onB, onB)
+	check("a resync", map[string]string{"ip-a": "5", "ip-b": "1"})
+	pods.Delete(onB)
+	check("a pod deletion notified", map[string]string{"ip-a": "5", "ip-b": "0"})
+
+	// The Node deleted: its entry goes.
+	if err := kube.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	nodes.Delete(b)
+	check("ip-b deleted", map[string]string{"ip-a": "5", "ip-b": "-"})
+
+	// A tombstone of an unknown kind names no Node: the next count reads everything.
+	if err := kube.Delete(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	c.podChanged(toolscache.DeletedFinalStateUnknown{Key: "default/unknown", Obj: "not a pod"}) // what the informer's handler gets
+	check("a tombstone naming no Node", map[string]string{"ip-a": "3", "ip-b": "-"})
 }
