@@ -32,3 +32,6 @@ func SolveWithoutTopologyMemo(snap *Snapshot) (*Plan, error) {
 
 // PodEntries is how many pods' requests the memo holds.
 func (m *Memo) PodEntries() int { return len(m.pods) }
+
+// AntiEntries is how many pods' anti-affinity groups the memo holds.
+func (m *Memo) AntiEntries() int { return len(m.anti) }

@@ -25,6 +25,7 @@ type Memo struct {
 	types      map[memoTypeKey]*itInfo
 	nodes      map[*StateNode]memoNode
 	pods       map[*corev1.Pod]memoPod
+	anti       map[*corev1.Pod]memoAnti
 	// gen counts Prunes; an entry's gen is the last one it was looked up in.
 	gen uint64
 	// hits and misses count lookups, for tests and benchmarks.
@@ -34,6 +35,12 @@ type Memo struct {
 type memoPod struct {
 	requests Vec
 	gen      uint64
+}
+
+// memoAnti holds the group definitions of a bound pod's required anti-affinity terms (antiTerms).
+type memoAnti struct {
+	terms []*groupTerm
+	gen   uint64
 }
 
 type memoTypeKey struct {
@@ -57,6 +64,7 @@ func (m *Memo) reset() {
 	m.types = map[memoTypeKey]*itInfo{}
 	m.nodes = map[*StateNode]memoNode{}
 	m.pods = map[*corev1.Pod]memoPod{}
+	m.anti = map[*corev1.Pod]memoAnti{}
 }
 
 // Prune drops the pods the solves since the last Prune did not look up, and everything else: a memo kept from one
@@ -66,6 +74,11 @@ func (m *Memo) Prune() {
 	for p, e := range m.pods {
 		if e.gen != m.gen {
 			delete(m.pods, p)
+		}
+	}
+	for p, e := range m.anti {
+		if e.gen != m.gen {
+			delete(m.anti, p)
 		}
 	}
 	m.gen++

@@ -140,3 +140,64 @@ func TestMemoPrune(t *testing.T) {
 		t.Errorf("after Prune: %d pods in the memo, want the %d still bound", got, want)
 	}
 }
+
+// TestMemoAntiTerms: the groups of bound pods' required anti-affinity terms come from the memo on later solves
+// and keep pending pods they match off those pods' nodes, as they do without a memo; the pending pods here have
+// no anti-affinity of their own, so only the bound pods' terms keep them off.
+func TestMemoAntiTerms(t *testing.T) {
+	ctx := context.Background()
+	base, err := disruptiontest.Packed(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := *base.Cluster
+	snap.Nodes = slices.Clone(snap.Nodes)
+	for i, n := range snap.Nodes {
+		c := *n
+		c.Pods = slices.Clone(n.Pods)
+		// The first pod's room is mostly freed: a small pod that keeps other db pods off its node.
+		db := test.SchedPod(fmt.Sprintf("db-%d", i)).Labels("app", "db").Requests("100m", "128Mi").
+			PodAntiAffinity(corev1.LabelHostname, "app", "db").Obj()
+		db.Spec.NodeName = n.Name
+		c.Pods[0] = db
+		snap.Nodes[i] = &c
+	}
+	snap.Pods = []*corev1.Pod{
+		test.SchedPod("db-new-0").Labels("app", "db").Requests("100m", "128Mi").Obj(),
+		test.SchedPod("db-new-1").Labels("app", "db").Requests("100m", "128Mi").Obj(),
+		test.SchedPod("web").Labels("app", "web").Requests("100m", "128Mi").Obj(),
+	}
+	memo := scheduling.NewMemo()
+	want, err := scheduling.Solve(ctx, &snap, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onExisting := map[string]string{}
+	for _, p := range want.Placements {
+		for _, n := range snap.Nodes {
+			if n.Name == p.Node {
+				onExisting[p.Pod.Name] = p.Node
+			}
+		}
+	}
+	if onExisting["db-new-0"] != "" || onExisting["db-new-1"] != "" || onExisting["web"] == "" {
+		t.Fatalf("pods placed on existing nodes: %v; want only web there (the db pods kept off by the bound pods' anti-affinity)", onExisting)
+	}
+	for pass := range 2 {
+		hitsBefore, _ := memo.Lookups()
+		got, err := scheduling.Solve(ctx, &snap, scheduling.Options{Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+			t.Fatalf("pass %d: plans differ (-without memo +with):\n%s", pass, d)
+		}
+		if got := memo.AntiEntries(); got != len(snap.Nodes) {
+			t.Errorf("pass %d: %d pods' anti-affinity groups in the memo, want %d", pass, got, len(snap.Nodes))
+		}
+		if hits, _ := memo.Lookups(); pass == 1 && hits-hitsBefore < 2*len(snap.Nodes) {
+			t.Errorf("second solve: %d memo hits, want at least the bound pods' requests and anti-affinity groups (%d)", hits-hitsBefore, 2*len(snap.Nodes))
+		}
+		memo.Prune()
+	}
+}

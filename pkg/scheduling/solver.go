@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,14 +85,16 @@ type solver struct {
 	opts Options
 	dims *Dims
 
-	pools         []*poolInfo
-	daemonSets    []*dsInfo
-	sigs          map[string]*sig
-	sigList       []*sig
-	narrowCache   map[narrowKey]narrowResult
-	pinCache      map[pinKey]*sig
-	groups        []*group
-	groupIDs      map[string]*group
+	pools       []*poolInfo
+	daemonSets  []*dsInfo
+	sigs        map[string]*sig
+	sigList     []*sig
+	narrowCache map[narrowKey]narrowResult
+	pinCache    map[pinKey]*sig
+	groups      []*group
+	groupIDs    map[string]*group
+	// antiOf holds the groups of each existing pod's required anti-affinity terms (prepareExisting).
+	antiOf        map[*corev1.Pod][]*group
 	constraintIDs map[string]int
 	classes       []*class
 	existing      []*candidate
@@ -163,7 +166,7 @@ func (n *candidate) price() float64 { return n.cost }
 
 func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
 	return &solver{ctx: ctx, snap: snap, opts: opts, sigs: map[string]*sig{}, narrowCache: map[narrowKey]narrowResult{},
-		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, constraintIDs: map[string]int{},
+		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, antiOf: map[*corev1.Pod][]*group{}, constraintIDs: map[string]int{},
 		staticSigs: map[string]int{}, existCompat: map[[2]int]string{}, failures: map[*podInfo]string{}}
 }
 
@@ -261,9 +264,9 @@ func (s *solver) prepareExisting() {
 					n.volCount[u.driver]++
 				}
 			}
-			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-				for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-					s.affinityGroup(kindAnti, pod, t)
+			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				for _, t := range s.antiTerms(pod) {
+					s.antiOf[pod] = append(s.antiOf[pod], s.internTerm(t))
 				}
 			}
 		}
@@ -328,16 +331,7 @@ func (s *solver) countExistingPods() {
 					continue
 				}
 				isM := g.matchesPod(pod.Namespace, pod.Labels) && g.eligible(n)
-				isC := false
-				if g.kind == kindAnti {
-					if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-						for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-							if s.affinityGroup(kindAnti, pod, t) == g {
-								isC = true
-							}
-						}
-					}
-				}
+				isC := g.kind == kindAnti && slices.Contains(s.antiOf[pod], g)
 				if isM || isC {
 					g.record(v, n.idx, isC, isM)
 					if isC {
