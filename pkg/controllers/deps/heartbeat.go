@@ -15,6 +15,8 @@ import (
 // changes: the resource version, managed fields, the conditions' heartbeat times and the image list. A kubelet
 // reports a Node's status every 5 minutes at least (kwok on the local stack every 4 to 6): 17 updates a second at
 // 5,000 nodes, none of which a controller reading the Node's labels, taints, conditions or resources acts on.
+// A condition whose transition time moved while its status, reason and message stayed is no transition either:
+// kwok stamps a new transition time at every heartbeat, and a kubelet's conditions only move it with their status.
 // Objects that are not Nodes are never heartbeats.
 func HeartbeatOnly(old, cur client.Object) bool {
 	o, ok1 := old.(*corev1.Node)
@@ -29,8 +31,7 @@ func HeartbeatOnly(old, cur client.Object) bool {
 		return false
 	}
 	if !slices.EqualFunc(o.Status.Conditions, n.Status.Conditions, func(a, b corev1.NodeCondition) bool {
-		return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-			a.LastTransitionTime.Equal(&b.LastTransitionTime)
+		return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
 	}) {
 		return false
 	}

@@ -33,6 +33,11 @@ func TestHeartbeatOnly(t *testing.T) {
 			n.Status.Conditions[0].LastHeartbeatTime = later
 			n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
 		}, true},
+		{"transition time moved alone (kwok's heartbeat)", func(n *corev1.Node) {
+			n.ResourceVersion = "2"
+			n.Status.Conditions[0].LastHeartbeatTime = later
+			n.Status.Conditions[0].LastTransitionTime = later
+		}, true},
 		{"images", func(n *corev1.Node) { n.Status.Images = []corev1.ContainerImage{{Names: []string{"pause"}}} }, true},
 		{"label", func(n *corev1.Node) { n.Labels["zone"] = "b" }, false},
 		{"annotation", func(n *corev1.Node) { n.Annotations = map[string]string{"a": "b"} }, false},

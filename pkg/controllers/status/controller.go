@@ -108,9 +108,11 @@ func (cs Controllers) Register(ctx context.Context, m manager.Manager) error {
 	return nil
 }
 
-// Register watches the kind.
+// Register watches the kind. A Node's heartbeat changes no condition status and no finalizer: it is not
+// reconciled (at 5,000 nodes, 17 or more a second, each a copy of the Node).
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return builder.ControllerManagedBy(m).Named(Name + "." + c.kind.Name).For(c.kind.New()).Complete(c)
+	return builder.ControllerManagedBy(m).Named(Name+"."+c.kind.Name).
+		For(c.kind.New(), builder.WithPredicates(deps.NotHeartbeat())).Complete(c)
 }
 
 // Reconcile compares the object with what was last seen of it and emits an event for each condition whose status
