@@ -31,7 +31,13 @@ func SolveWithoutTopologyMemo(snap *Snapshot) (*Plan, error) {
 }
 
 // PodEntries is how many pods' requests the memo holds.
-func (m *Memo) PodEntries() int { return len(m.pods) }
+func (m *Memo) PodEntries() int {
+	n := 0
+	for _, set := range m.sets {
+		n += len(set.pods)
+	}
+	return n
+}
 
 // AntiEntries is how many pods' anti-affinity groups the memo holds.
 func (m *Memo) AntiEntries() int { return len(m.anti) }

@@ -16,20 +16,39 @@ import (
 // Preparing those took ~85 % of a 600-node decision's CPU before.
 //
 // Entries are keyed by the objects' pointers, so an object must not change while a memo that has seen it is in use
-// (Solve never modifies its snapshot; code that derives snapshots replaces the nodes and pods it changes). A memo
-// starts over by itself when a solve's resource dimensions or DaemonSets differ from the last one's. It is not safe
-// for concurrent solves, and changes no plan: a solve with a memo returns what it returns without one.
+// (Solve never modifies its snapshot; code that derives snapshots replaces the nodes and pods it changes). What
+// depends on a solve's resource dimensions or DaemonSets is kept apart for each of the last memoSets combinations
+// of them: a disruption pass alternates solves without NodePools (its drain checks) and with them (extra
+// capacity, replacements), whose instance types bring more dimensions, and one memo for both started over at
+// every turn (at 5,000 nodes, the requests of 50,000 bound pods added up again at each check). It is not safe for
+// concurrent solves, and changes no plan: a solve with a memo returns what it returns without one.
 type Memo struct {
+	// sets are the entries of the last memoSets combinations of dimensions and DaemonSets, the latest first; cur
+	// is the one of the solve under way (begin).
+	sets []*memoSet
+	cur  *memoSet
+	anti map[*corev1.Pod]memoAnti
+	// gen counts Prunes; an entry's gen is the last one it was looked up in.
+	gen uint64
+	// hits and misses count lookups, for tests and benchmarks.
+	hits, misses int
+}
+
+// memoSets is how many combinations of dimensions and DaemonSets a memo keeps entries for.
+const memoSets = 4
+
+// memoSet holds what was prepared under one combination of resource dimensions and DaemonSets.
+type memoSet struct {
 	dims       []corev1.ResourceName
 	daemonSets []*appsv1.DaemonSet
 	types      map[memoTypeKey]*itInfo
 	nodes      map[*StateNode]memoNode
 	pods       map[*corev1.Pod]memoPod
-	anti       map[*corev1.Pod]memoAnti
-	// gen counts Prunes; an entry's gen is the last one it was looked up in.
-	gen uint64
-	// hits and misses count lookups, for tests and benchmarks.
-	hits, misses int
+}
+
+func newMemoSet(dims []corev1.ResourceName, daemonSets []*appsv1.DaemonSet) *memoSet {
+	return &memoSet{dims: slices.Clone(dims), daemonSets: slices.Clone(daemonSets), types: map[memoTypeKey]*itInfo{},
+		nodes: map[*StateNode]memoNode{}, pods: map[*corev1.Pod]memoPod{}}
 }
 
 type memoPod struct {
@@ -61,9 +80,7 @@ func NewMemo() *Memo {
 }
 
 func (m *Memo) reset() {
-	m.types = map[memoTypeKey]*itInfo{}
-	m.nodes = map[*StateNode]memoNode{}
-	m.pods = map[*corev1.Pod]memoPod{}
+	m.sets, m.cur = nil, nil
 	m.anti = map[*corev1.Pod]memoAnti{}
 }
 
@@ -71,10 +88,14 @@ func (m *Memo) reset() {
 // provisioning pass to the next (bound pods are the informer cache's objects, the same pointers while unchanged)
 // then holds the requests of the pods still bound, not of every pod it ever saw.
 func (m *Memo) Prune() {
-	for p, e := range m.pods {
-		if e.gen != m.gen {
-			delete(m.pods, p)
+	for _, set := range m.sets {
+		for p, e := range set.pods {
+			if e.gen != m.gen {
+				delete(set.pods, p)
+			}
 		}
+		set.types = map[memoTypeKey]*itInfo{}
+		set.nodes = map[*StateNode]memoNode{}
 	}
 	for p, e := range m.anti {
 		if e.gen != m.gen {
@@ -82,53 +103,61 @@ func (m *Memo) Prune() {
 		}
 	}
 	m.gen++
-	m.types = map[memoTypeKey]*itInfo{}
-	m.nodes = map[*StateNode]memoNode{}
 }
 
 // Lookups returns how many lookups found an entry and how many did not.
 func (m *Memo) Lookups() (hits, misses int) { return m.hits, m.misses }
 
-// begin fits the memo to a solve: it starts over when the solve's dimensions or DaemonSets differ from the last.
+// begin fits the memo to a solve: the entries kept for its dimensions and DaemonSets, new ones when there are none
+// (the least recently used of memoSets combinations then goes).
 func (m *Memo) begin(dims *Dims, daemonSets []*appsv1.DaemonSet) {
-	if slices.Equal(m.dims, dims.names) && slices.Equal(m.daemonSets, daemonSets) {
-		return
+	i := slices.IndexFunc(m.sets, func(set *memoSet) bool {
+		return slices.Equal(set.dims, dims.names) && slices.Equal(set.daemonSets, daemonSets)
+	})
+	var set *memoSet
+	if i >= 0 {
+		set = m.sets[i]
+		m.sets = slices.Delete(m.sets, i, i+1)
+	} else {
+		set = newMemoSet(dims.names, daemonSets)
+		if len(m.sets) >= memoSets {
+			m.sets = m.sets[:memoSets-1]
+		}
 	}
-	m.reset()
-	m.dims = slices.Clone(dims.names)
-	m.daemonSets = slices.Clone(daemonSets)
+	m.sets = slices.Insert(m.sets, 0, set)
+	m.cur = set
 }
 
 // preparedType returns the instance type prepared for the NodePool, from the memo when there is one.
 func (s *solver) preparedType(p *poolInfo, it *cloudprovider.InstanceType) *itInfo {
 	m := s.opts.Memo
-	if m == nil {
+	if m == nil || m.cur == nil {
 		return s.prepareType(p, it)
 	}
 	key := memoTypeKey{pool: p.np, it: it}
-	if info, ok := m.types[key]; ok {
+	if info, ok := m.cur.types[key]; ok {
 		m.hits++
 		return info
 	}
 	m.misses++
 	info := s.prepareType(p, it)
-	m.types[key] = info
+	m.cur.types[key] = info
 	return info
 }
 
 // preparedNode returns an existing node's signature key (labels and taints) and allocatable vector.
 func (s *solver) preparedNode(n *candidate) memoNode {
 	m := s.opts.Memo
-	if m != nil {
-		if e, ok := m.nodes[n.existing]; ok {
+	if m != nil && m.cur != nil {
+		if e, ok := m.cur.nodes[n.existing]; ok {
 			m.hits++
 			return e
 		}
 		m.misses++
 	}
 	e := memoNode{staticKey: staticKey(n), alloc: s.dims.MustFromList(n.existing.Allocatable)}
-	if m != nil {
-		m.nodes[n.existing] = e
+	if m != nil && m.cur != nil {
+		m.cur.nodes[n.existing] = e
 	}
 	return e
 }
@@ -136,20 +165,20 @@ func (s *solver) preparedNode(n *candidate) memoNode {
 // boundRequests returns the requests of a pod bound to an existing node. The vector is shared: callers only read it.
 func (s *solver) boundRequests(pod *corev1.Pod) Vec {
 	m := s.opts.Memo
-	if m != nil {
-		if e, ok := m.pods[pod]; ok {
+	if m != nil && m.cur != nil {
+		if e, ok := m.cur.pods[pod]; ok {
 			m.hits++
 			if e.gen != m.gen {
 				e.gen = m.gen
-				m.pods[pod] = e
+				m.cur.pods[pod] = e
 			}
 			return e.requests
 		}
 		m.misses++
 	}
 	v := s.dims.MustFromList(PodRequests(pod))
-	if m != nil {
-		m.pods[pod] = memoPod{requests: v, gen: m.gen}
+	if m != nil && m.cur != nil {
+		m.cur.pods[pod] = memoPod{requests: v, gen: m.gen}
 	}
 	return v
 }

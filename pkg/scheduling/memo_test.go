@@ -201,3 +201,40 @@ func TestMemoAntiTerms(t *testing.T) {
 		memo.Prune()
 	}
 }
+
+// TestMemoAlternatingDims: solves whose resource dimensions differ, in turn (a disruption pass's drain checks,
+// without NodePools, and its extra capacity solves, whose instance types bring more), each find the bound pods'
+// requests the last solve of their own dimensions left, and plan as they do without a memo.
+func TestMemoAlternatingDims(t *testing.T) {
+	ctx := context.Background()
+	base, err := disruptiontest.Packed(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := *base.Cluster
+	plain.Pods = []*corev1.Pod{test.SchedPod("pending").Requests("1", "1Gi").Obj()}
+	extended := plain
+	extended.Pods = []*corev1.Pod{test.SchedPod("device").Requests("1", "1Gi").Request("example.com/device", "1").Obj()}
+	bound := 0
+	for _, n := range plain.Nodes {
+		bound += len(n.Pods)
+	}
+	memo := scheduling.NewMemo()
+	for i, s := range []*scheduling.Snapshot{&plain, &extended, &plain, &extended} {
+		want, err := scheduling.Solve(ctx, s, scheduling.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hitsBefore, _ := memo.Lookups()
+		got, err := scheduling.Solve(ctx, s, scheduling.Options{Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+			t.Fatalf("solve %d: plans differ (-without memo +with):\n%s", i, d)
+		}
+		if hits, _ := memo.Lookups(); i >= 2 && hits-hitsBefore < bound {
+			t.Errorf("solve %d: %d memo hits, want at least the %d bound pods' requests kept from solve %d", i, hits-hitsBefore, bound, i-2)
+		}
+	}
+}
