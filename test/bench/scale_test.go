@@ -411,6 +411,10 @@ func patchPool(t *testing.T, name string, change func(*karpv1.NodePool)) {
 // 2-core machine the cache falls seconds behind etcd and a consistent list waits for it, often past the API
 // server's 60 s timeout; the benchmark's polls can take a state a little old instead.
 func cachedClaims(ctx context.Context, pool string) ([]karpv1.NodeClaim, error) {
+	// A list through a saturated API server could hang for good on its HTTP/2 stream (the 5,000-node drift's poll
+	// waited 20 minutes, then forever): each list gets a minute, and a poll takes a failed one for "not yet".
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
 	l := &karpv1.NodeClaimList{}
 	if err := env.Client.List(ctx, l, client.MatchingLabels{karpv1.NodePoolLabelKey: pool},
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
@@ -418,6 +422,9 @@ func cachedClaims(ctx context.Context, pool string) ([]karpv1.NodeClaim, error) 
 	}
 	return l.Items, nil
 }
+
+// listTimeout bounds each of the benchmark's polling lists.
+const listTimeout = time.Minute
 
 // parallelDo runs f(0..n-1) on workers goroutines and returns the first error.
 func parallelDo(ctx context.Context, n, workers int, f func(i int) error) error {
@@ -812,6 +819,12 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int, stopAfter time.Dur
 	var perMinute []int
 	stopped := false
 	if err := framework.Poll(ctx, time.Duration(max(1, nodes/500))*30*time.Minute, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+		if stopAfter > 0 && time.Since(start) >= stopAfter {
+			// Checked first: a poll whose list fails must not keep the phase from stopping.
+			stopped = true
+			t.Logf("bench-scale drift: stopped after %s as BENCH_SCALE_DRIFT_FOR asks", stopAfter)
+			return true, "", nil
+		}
 		claims, err := cachedClaims(ctx, scalePool)
 		if err != nil {
 			return false, "", err
@@ -834,11 +847,6 @@ func driftPhase(t *testing.T, tracker *podTracker, nodes int, stopAfter time.Dur
 		if time.Since(lastLog) > 15*time.Second {
 			lastLog = time.Now()
 			t.Logf("bench-scale drift: +%.0fs %s", time.Since(start).Seconds(), status)
-		}
-		if stopAfter > 0 && time.Since(start) >= stopAfter {
-			stopped = true
-			t.Logf("bench-scale drift: stopped after %s as BENCH_SCALE_DRIFT_FOR asks: %s", stopAfter, status)
-			return true, status, nil
 		}
 		return left == 0 && d == 0, status, nil
 	}); err != nil {
