@@ -323,6 +323,7 @@ func (s *solver) countExistingPods() {
 			if pod == nil {
 				continue
 			}
+			anti := s.antiOf[pod] // looked up once a pod, not once a group
 			for _, g := range s.groups {
 				v, ok := n.labels[g.key]
 				// An in-flight NodeClaim has no hostname label yet but is a hostname domain of its own (hostname
@@ -331,7 +332,7 @@ func (s *solver) countExistingPods() {
 					continue
 				}
 				isM := g.matchesPod(pod.Namespace, pod.Labels) && g.eligible(n)
-				isC := g.kind == kindAnti && slices.Contains(s.antiOf[pod], g)
+				isC := g.kind == kindAnti && slices.Contains(anti, g)
 				if isM || isC {
 					g.record(v, n.idx, isC, isM)
 					if isC {

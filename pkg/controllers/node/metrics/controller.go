@@ -167,28 +167,29 @@ func (c *Controller) Watch(ctx context.Context, informers cache.Informers) error
 
 // podChanged marks the Node of a pod notified (added, updated, deleted; a deletion may come as a tombstone).
 func (c *Controller) podChanged(o any) {
-	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = t.Obj
-	}
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		c.dirty.markAll()
+	if p, ok := notified[*corev1.Pod](o); ok {
+		c.dirty.mark(p.Spec.NodeName)
 		return
 	}
-	c.dirty.mark(p.Spec.NodeName)
+	c.dirty.markAll()
 }
 
 // nodeChanged marks a Node notified.
 func (c *Controller) nodeChanged(o any) {
+	if n, ok := notified[*corev1.Node](o); ok {
+		c.dirty.mark(n.Name)
+		return
+	}
+	c.dirty.markAll()
+}
+
+// notified returns the object of an informer notification, unwrapped from a deletion's tombstone, when it is a T.
+func notified[T any](o any) (T, bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
-	n, ok := o.(*corev1.Node)
-	if !ok {
-		c.dirty.markAll()
-		return
-	}
-	c.dirty.mark(n.Name)
+	v, ok := o.(T)
+	return v, ok
 }
 
 // nodeSeriesChanged reports a Node update that changes its series: labels, allocatable or capacity (not a
