@@ -238,3 +238,86 @@ func TestMemoAlternatingDims(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoBoundPodsFollowPodList: what a node's bound pods add up to is kept for the node's pod list, and a node
+// given another list, as code deriving snapshots does in place (the provisioner pins pods to in-flight NodeClaims
+// that way), is added up again: a memo that kept the old sum would place a pod on a node now full.
+func TestMemoBoundPodsFollowPodList(t *testing.T) {
+	ctx := context.Background()
+	filler := test.SchedPod("filler").Requests("3", "3Gi").Obj()
+	filler.Spec.NodeName = "n1"
+	node := test.SchedNode("n1", "4", "4Gi").Zone("zone-a").Obj()
+	snap := &scheduling.Snapshot{
+		Nodes: []*scheduling.StateNode{node},
+		Pods:  []*corev1.Pod{test.SchedPod("web").Requests("2", "2Gi").Obj()},
+	}
+	memo := scheduling.NewMemo()
+	onNode := func(p *scheduling.Plan) bool {
+		for _, pl := range p.Placements {
+			if pl.Pod.Name == "web" && pl.Node == "n1" {
+				return true
+			}
+		}
+		return false
+	}
+	for i, tc := range []struct {
+		pods []*corev1.Pod
+		want bool
+	}{
+		{pods: nil, want: true},
+		{pods: nil, want: true}, // the same list: from the memo
+		{pods: []*corev1.Pod{filler}, want: false},
+		{pods: []*corev1.Pod{}, want: true},
+		{pods: []*corev1.Pod{filler}, want: false},
+	} {
+		node.Pods = tc.pods
+		without, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hitsBefore, _ := memo.Lookups()
+		got, err := scheduling.Solve(ctx, snap, scheduling.Options{Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if onNode(without) != tc.want || onNode(got) != tc.want {
+			t.Errorf("solve %d (%d bound pods): web on n1 without a memo %v, with one %v; want %v", i, len(tc.pods), onNode(without), onNode(got), tc.want)
+		}
+		if hits, _ := memo.Lookups(); i == 1 && hits == hitsBefore {
+			t.Errorf("solve %d: no memo hit for an unchanged node", i)
+		}
+	}
+}
+
+// TestBoundPodsMatchByNamespace: bound pods with the same labels in two namespaces share no label set: a required
+// anti-affinity term (which looks in the pod's own namespace) keeps a pod off the node of its namespace's match only.
+func TestBoundPodsMatchByNamespace(t *testing.T) {
+	ctx := context.Background()
+	var nodes []*scheduling.StateNode
+	for _, ns := range []string{"other", "default", "third"} {
+		p := test.SchedPod("db-"+ns).Namespace(ns).Labels("app", "db").Requests("100m", "128Mi").Obj()
+		p.Spec.NodeName = "n-" + ns
+		nodes = append(nodes, test.SchedNode("n-"+ns, "4", "4Gi").Zone("zone-a").Pods(p).Obj())
+	}
+	var pending []*corev1.Pod
+	for i := range 3 {
+		pending = append(pending, test.SchedPod(fmt.Sprintf("db-new-%d", i)).Labels("app", "db").Requests("100m", "128Mi").
+			PodAntiAffinity(corev1.LabelHostname, "app", "db").Obj())
+	}
+	for _, memo := range []*scheduling.Memo{nil, scheduling.NewMemo()} {
+		plan, err := scheduling.Solve(ctx, &scheduling.Snapshot{Nodes: nodes, Pods: pending}, scheduling.Options{Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, pl := range plan.Placements {
+			got[pl.Node]++
+		}
+		if d := cmp.Diff(map[string]int{"n-other": 1, "n-third": 1}, got); d != "" {
+			t.Errorf("memo %v: placements on nodes (-want +got):\n%s", memo != nil, d)
+		}
+		if len(plan.Unschedulable) != 1 {
+			t.Errorf("memo %v: %d pods unschedulable, want 1 (no NodePool; the default namespace's node holds a match)", memo != nil, len(plan.Unschedulable))
+		}
+	}
+}

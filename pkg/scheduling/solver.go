@@ -94,7 +94,11 @@ type solver struct {
 	groups      []*group
 	groupIDs    map[string]*group
 	// antiOf holds the groups of each existing pod's required anti-affinity terms (prepareExisting).
-	antiOf        map[*corev1.Pod][]*group
+	antiOf map[*corev1.Pod][]*group
+	// labelSets numbers bound pods' label sets when the solve has no memo (labelSetOf).
+	labelSets     map[string]int32
+	keyBuf        []string // labelSetOf's buffers
+	setBuf        []byte
 	constraintIDs map[string]int
 	classes       []*class
 	existing      []*candidate
@@ -142,6 +146,8 @@ type candidate struct {
 	volCount  map[string]int
 	volLimits map[string]int
 	pods      []*podInfo
+	// bound is what an existing node's bound pods add up to (preparedPods); shared with the memo, read only.
+	bound *boundPods
 	// self and domains cache topology domain slices so checks do not allocate
 	self    []string
 	domains map[string][]string
@@ -166,7 +172,7 @@ func (n *candidate) price() float64 { return n.cost }
 
 func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
 	return &solver{ctx: ctx, snap: snap, opts: opts, sigs: map[string]*sig{}, narrowCache: map[narrowKey]narrowResult{},
-		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, antiOf: map[*corev1.Pod][]*group{}, constraintIDs: map[string]int{},
+		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, antiOf: map[*corev1.Pod][]*group{}, labelSets: map[string]int32{}, constraintIDs: map[string]int{},
 		staticSigs: map[string]int{}, existCompat: map[[2]int]string{}, failures: map[*podInfo]string{}}
 }
 
@@ -251,23 +257,18 @@ func (s *solver) prepareExisting() {
 		prepared := s.preparedNode(n)
 		n.alloc = prepared.alloc
 		n.staticSig = s.staticSigOf(prepared.staticKey)
-		for _, pod := range sn.Pods {
-			if pod == nil {
-				continue
-			}
-			n.used.Add(s.boundRequests(pod))
-			n.ports = append(n.ports, podHostPorts(pod)...)
-			_, uses, _ := s.podVolumes(pod)
-			for _, u := range uses {
-				if !n.volumes[u.id] {
-					n.volumes[u.id] = true
-					n.volCount[u.driver]++
-				}
-			}
-			if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-				for _, t := range s.antiTerms(pod) {
-					s.antiOf[pod] = append(s.antiOf[pod], s.internTerm(t))
-				}
+		bound := s.preparedPods(sn)
+		n.used.Add(bound.used)
+		n.ports = bound.ports // clipped: a pod placed here appends to a copy
+		for _, u := range bound.vols {
+			n.volumes[u.id] = true
+			n.volCount[u.driver]++
+		}
+		n.bound = bound
+		for _, i := range bound.anti {
+			pod := sn.Pods[i]
+			for _, t := range s.antiTerms(pod) {
+				s.antiOf[pod] = append(s.antiOf[pod], s.internTerm(t))
 			}
 		}
 		s.existing = append(s.existing, n)
@@ -316,28 +317,33 @@ func staticKey(n *candidate) string {
 }
 
 // countExistingPods records pods already on nodes (bound, or pinned to an in-flight NodeClaim) in every topology
-// group.
+// group. A group asks its selector once for each label set of the pods (matchesSet), not once for each pod.
 func (s *solver) countExistingPods() {
+	if len(s.groups) == 0 {
+		return
+	}
 	for _, n := range s.existing {
-		for _, pod := range n.existing.Pods {
-			if pod == nil {
+		pods := n.existing.Pods
+		sets := s.podLabelSets(n.existing, n.bound)
+		for _, g := range s.groups {
+			v, ok := n.labels[g.key]
+			// An in-flight NodeClaim has no hostname label yet but is a hostname domain of its own (hostname
+			// groups count by node index): the pods pinned to it count there.
+			if !ok && g.key != labelHostname {
 				continue
 			}
-			anti := s.antiOf[pod] // looked up once a pod, not once a group
-			for _, g := range s.groups {
-				v, ok := n.labels[g.key]
-				// An in-flight NodeClaim has no hostname label yet but is a hostname domain of its own (hostname
-				// groups count by node index): the pods pinned to it count there.
-				if !ok && g.key != labelHostname {
-					continue
+			for i, pod := range pods {
+				if pod != nil && g.matchesSet(sets[i], pod) && g.eligible(n) {
+					g.record(v, n.idx, false, true)
 				}
-				isM := g.matchesPod(pod.Namespace, pod.Labels) && g.eligible(n)
-				isC := g.kind == kindAnti && slices.Contains(anti, g)
-				if isM || isC {
-					g.record(v, n.idx, isC, isM)
-					if isC {
-						g.constrainedTotal-- // existing pods are not planned; only their domain matters
-					}
+			}
+			if g.kind != kindAnti {
+				continue
+			}
+			for _, i := range n.bound.anti {
+				if slices.Contains(s.antiOf[pods[i]], g) {
+					g.record(v, n.idx, true, false)
+					g.constrainedTotal-- // existing pods are not planned; only their domain matters
 				}
 			}
 		}

@@ -56,6 +56,8 @@ type group struct {
 	// eligibility caches: by sig id for planned nodes, by node index for existing ones (0 unknown, 1 yes, 2 no)
 	eligSig  []int8
 	eligNode []int8
+	// setMatch caches matchesPod by bound pods' label set (matchesSet; 0 unknown, 1 yes, 2 no)
+	setMatch []int8
 	// version grows with every change to the counts (record, unrecordZone), so answers drawn from them can be
 	// kept until it moves.
 	version uint64
@@ -148,6 +150,22 @@ func (g *group) matchesPod(namespace string, podLabels map[string]string) bool {
 		return false
 	}
 	return g.selector.Matches(labels.Set(podLabels))
+}
+
+// matchesSet is matchesPod for a bound pod whose label set (labelSetOf) is id, asked once a label set.
+func (g *group) matchesSet(id int32, pod *corev1.Pod) bool {
+	for int(id) >= len(g.setMatch) {
+		g.setMatch = append(g.setMatch, 0)
+	}
+	if v := g.setMatch[id]; v != 0 {
+		return v == 1
+	}
+	ok := g.matchesPod(pod.Namespace, pod.Labels)
+	g.setMatch[id] = 2
+	if ok {
+		g.setMatch[id] = 1
+	}
+	return ok
 }
 
 // eligible reports whether pods on a node count for a spread group (node inclusion policies). For planned nodes

@@ -45,7 +45,8 @@ type StateNode struct {
 	// Taints are the taints pods must tolerate (for in-flight claims: taints without startup taints).
 	Taints      []corev1.Taint
 	Allocatable corev1.ResourceList
-	// Pods are the pods bound (or nominated) to the node; their requests, ports, volumes and labels count.
+	// Pods are the pods bound (or nominated) to the node; their requests, ports, volumes and labels count. Give a
+	// node another list rather than change an element of this one: a Memo knows a node's pods by their list.
 	Pods []*corev1.Pod
 	// InFlight marks a NodeClaim that has not registered a Node yet.
 	InFlight bool
