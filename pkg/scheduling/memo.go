@@ -11,8 +11,9 @@ import (
 
 // Memo lets a series of solves over related snapshots reuse what each would otherwise prepare again: every
 // NodePool's instance types as vectors with their DaemonSet overhead, every existing node's label and taint
-// signature and allocatable, every bound pod's requests, what each node's bound pods add up to. The simulations of one disruption decision are such a
-// series: the same NodePools, instance types and DaemonSets, each with a few nodes removed and their pods pending.
+// signature and allocatable, every bound pod's requests, what each node's bound pods add up to. The simulations
+// of one disruption decision are such a series: the same NodePools, instance types and DaemonSets, each with a few
+// nodes removed and their pods pending.
 // Preparing those took ~85 % of a 600-node decision's CPU before.
 //
 // Entries are keyed by the objects' pointers, so an object must not change while a memo that has seen it is in use
