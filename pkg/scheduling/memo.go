@@ -265,9 +265,14 @@ func (s *solver) podLabelSets(sn *StateNode, b *boundPods) []int32 {
 // labelSetOf numbers a pod's namespace and labels: pods with the same number match the same group selectors, so
 // countExistingPods asks each group once a label set rather than once a pod (the pods of one ReplicaSet share one).
 func (s *solver) labelSetOf(pod *corev1.Pod) int32 {
-	table := s.labelSets
+	var table map[string]int32
 	if m := s.opts.Memo; m != nil {
 		table = m.labelSets
+	} else {
+		if s.labelSets == nil {
+			s.labelSets = map[string]int32{}
+		}
+		table = s.labelSets
 	}
 	keys := s.keyBuf[:0]
 	for k := range pod.Labels {

@@ -31,18 +31,9 @@ func TestMemoKeepsPlans(t *testing.T) {
 		snap := scheduletest.RandomSnapshot(r)
 		for step := 0; ; step++ {
 			name := fmt.Sprintf("seed %d, step %d", seed, step)
-			want, err := scheduling.Solve(ctx, snap, scheduling.Options{})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			got, err := scheduling.Solve(ctx, snap, scheduling.Options{Memo: memo})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
+			want, got, _ := solveBoth(t, ctx, snap, memo)
 			solves++
-			if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
-				t.Fatalf("%s: plans differ (-without memo +with):\n%s", name, d)
-			}
+			samePlan(t, name, want, got)
 			if step == 4 {
 				break
 			}
@@ -102,17 +93,8 @@ func TestMemoPrune(t *testing.T) {
 	memo := scheduling.NewMemo()
 	solve := func(s *scheduling.Snapshot) {
 		t.Helper()
-		want, err := scheduling.Solve(ctx, s, scheduling.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := scheduling.Solve(ctx, s, scheduling.Options{Memo: memo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
-			t.Fatalf("plans differ (-without memo +with):\n%s", d)
-		}
+		want, got, _ := solveBoth(t, ctx, s, memo)
+		samePlan(t, "solve", want, got)
 	}
 	solve(&snap)
 	memo.Prune()
@@ -221,20 +203,10 @@ func TestMemoAlternatingDims(t *testing.T) {
 	}
 	memo := scheduling.NewMemo()
 	for i, s := range []*scheduling.Snapshot{&plain, &extended, &plain, &extended} {
-		want, err := scheduling.Solve(ctx, s, scheduling.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hitsBefore, _ := memo.Lookups()
-		got, err := scheduling.Solve(ctx, s, scheduling.Options{Memo: memo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(want, got, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
-			t.Fatalf("solve %d: plans differ (-without memo +with):\n%s", i, d)
-		}
-		if hits, _ := memo.Lookups(); i >= 2 && hits-hitsBefore < bound {
-			t.Errorf("solve %d: %d memo hits, want at least the %d bound pods' requests kept from solve %d", i, hits-hitsBefore, bound, i-2)
+		want, got, hits := solveBoth(t, ctx, s, memo)
+		samePlan(t, fmt.Sprintf("solve %d", i), want, got)
+		if i >= 2 && hits < bound {
+			t.Errorf("solve %d: %d memo hits, want at least the %d bound pods' requests kept from solve %d", i, hits, bound, i-2)
 		}
 	}
 }
@@ -271,19 +243,12 @@ func TestMemoBoundPodsFollowPodList(t *testing.T) {
 		{pods: []*corev1.Pod{filler}, want: false},
 	} {
 		node.Pods = tc.pods
-		without, err := scheduling.Solve(ctx, snap, scheduling.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hitsBefore, _ := memo.Lookups()
-		got, err := scheduling.Solve(ctx, snap, scheduling.Options{Memo: memo})
-		if err != nil {
-			t.Fatal(err)
-		}
+		without, got, hits := solveBoth(t, ctx, snap, memo)
+		samePlan(t, fmt.Sprintf("solve %d", i), without, got)
 		if onNode(without) != tc.want || onNode(got) != tc.want {
 			t.Errorf("solve %d (%d bound pods): web on n1 without a memo %v, with one %v; want %v", i, len(tc.pods), onNode(without), onNode(got), tc.want)
 		}
-		if hits, _ := memo.Lookups(); i == 1 && hits == hitsBefore {
+		if i == 1 && hits == 0 {
 			t.Errorf("solve %d: no memo hit for an unchanged node", i)
 		}
 	}
@@ -319,5 +284,30 @@ func TestBoundPodsMatchByNamespace(t *testing.T) {
 		if len(plan.Unschedulable) != 1 {
 			t.Errorf("memo %v: %d pods unschedulable, want 1 (no NodePool; the default namespace's node holds a match)", memo != nil, len(plan.Unschedulable))
 		}
+	}
+}
+
+// solveBoth solves snap without a memo and with memo, failing the test on an error; hits are the memo's hits in
+// its solve.
+func solveBoth(t *testing.T, ctx context.Context, snap *scheduling.Snapshot, memo *scheduling.Memo) (without, with *scheduling.Plan, hits int) {
+	t.Helper()
+	without, err := scheduling.Solve(ctx, snap, scheduling.Options{})
+	if err != nil {
+		t.Fatalf("solve without a memo: %v", err)
+	}
+	before, _ := memo.Lookups()
+	with, err = scheduling.Solve(ctx, snap, scheduling.Options{Memo: memo})
+	if err != nil {
+		t.Fatalf("solve with a memo: %v", err)
+	}
+	after, _ := memo.Lookups()
+	return without, with, after - before
+}
+
+// samePlan fails the test when the plans made without and with a memo differ (but for their durations).
+func samePlan(t *testing.T, what string, without, with *scheduling.Plan) {
+	t.Helper()
+	if d := cmp.Diff(without, with, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
+		t.Fatalf("%s: plans differ (-without memo +with):\n%s", what, d)
 	}
 }

@@ -95,7 +95,7 @@ type solver struct {
 	groupIDs    map[string]*group
 	// antiOf holds the groups of each existing pod's required anti-affinity terms (prepareExisting).
 	antiOf map[*corev1.Pod][]*group
-	// labelSets numbers bound pods' label sets when the solve has no memo (labelSetOf).
+	// labelSets numbers bound pods' label sets when the solve has no memo (labelSetOf; made on first use).
 	labelSets     map[string]int32
 	keyBuf        []string // labelSetOf's buffers
 	setBuf        []byte
@@ -172,7 +172,7 @@ func (n *candidate) price() float64 { return n.cost }
 
 func newSolver(ctx context.Context, snap *Snapshot, opts Options) *solver {
 	return &solver{ctx: ctx, snap: snap, opts: opts, sigs: map[string]*sig{}, narrowCache: map[narrowKey]narrowResult{},
-		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, antiOf: map[*corev1.Pod][]*group{}, labelSets: map[string]int32{}, constraintIDs: map[string]int{},
+		pinCache: map[pinKey]*sig{}, groupIDs: map[string]*group{}, antiOf: map[*corev1.Pod][]*group{}, constraintIDs: map[string]int{},
 		staticSigs: map[string]int{}, existCompat: map[[2]int]string{}, failures: map[*podInfo]string{}}
 }
 

@@ -53,11 +53,11 @@ type group struct {
 	// spread groups on other keys keep the universe's counts in a slice for a fast minimum
 	uindex map[string]int
 	ucount []int
-	// eligibility caches: by sig id for planned nodes, by node index for existing ones (0 unknown, 1 yes, 2 no)
-	eligSig  []int8
-	eligNode []int8
-	// setMatch caches matchesPod by bound pods' label set (matchesSet; 0 unknown, 1 yes, 2 no)
-	setMatch []int8
+	// eligibility caches: by sig id for planned nodes, by node index for existing ones
+	eligSig  answers
+	eligNode answers
+	// setMatch caches matchesPod by bound pods' label set (matchesSet)
+	setMatch answers
 	// version grows with every change to the counts (record, unrecordZone), so answers drawn from them can be
 	// kept until it moves.
 	version uint64
@@ -154,16 +154,29 @@ func (g *group) matchesPod(namespace string, podLabels map[string]string) bool {
 
 // matchesSet is matchesPod for a bound pod whose label set (labelSetOf) is id, asked once a label set.
 func (g *group) matchesSet(id int32, pod *corev1.Pod) bool {
-	for int(id) >= len(g.setMatch) {
-		g.setMatch = append(g.setMatch, 0)
+	if ok, known := g.setMatch.get(int(id)); known {
+		return ok
 	}
-	if v := g.setMatch[id]; v != 0 {
-		return v == 1
+	return g.setMatch.set(int(id), g.matchesPod(pod.Namespace, pod.Labels))
+}
+
+// answers caches yes/no answers by index (0 unknown, 1 yes, 2 no).
+type answers []int8
+
+// get returns the answer at i and whether there is one.
+func (a *answers) get(i int) (ok, known bool) {
+	if i >= len(*a) {
+		*a = append(*a, make([]int8, i+1-len(*a))...)
 	}
-	ok := g.matchesPod(pod.Namespace, pod.Labels)
-	g.setMatch[id] = 2
+	v := (*a)[i]
+	return v == 1, v != 0
+}
+
+// set records ok at i (get made room for it) and returns it.
+func (a answers) set(i int, ok bool) bool {
+	a[i] = 2
 	if ok {
-		g.setMatch[id] = 1
+		a[i] = 1
 	}
 	return ok
 }
@@ -183,19 +196,10 @@ func (g *group) eligibleUnder(n *candidate, under *sig) bool {
 	} else {
 		i = under.id
 	}
-	for len(*cache) <= i {
-		*cache = append(*cache, 0)
+	if ok, known := cache.get(i); known {
+		return ok
 	}
-	if v := (*cache)[i]; v != 0 {
-		return v == 1
-	}
-	ok := g.computeEligible(n, under)
-	if ok {
-		(*cache)[i] = 1
-	} else {
-		(*cache)[i] = 2
-	}
-	return ok
+	return cache.set(i, g.computeEligible(n, under))
 }
 
 func (g *group) computeEligible(n *candidate, under *sig) bool {
