@@ -39,13 +39,24 @@ func newChurn(ctx context.Context, pool string, before []karpv1.NodeClaim) (*chu
 		c.created[before[i].Name] = before[i].CreationTimestamp.Time
 	}
 	var err error
-	if c.evictions0, err = env.MetricSum(ctx, "karpenter_pods_eviction_requests_total", nil); err != nil {
-		return nil, err
-	}
-	if c.cost0, err = env.MetricSum(ctx, "karpenter_nodepools_cost_total", map[string]string{"nodepool": pool}); err != nil {
+	c.evictions0, c.cost0, err = c.read(ctx)
+	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// read returns the pod evictions the controller requested so far and the pool's cost, from one scrape.
+func (c *churn) read(ctx context.Context) (evictions, cost float64, err error) {
+	m, err := env.Scrape(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if evictions, err = m.Sum("karpenter_pods_eviction_requests_total", nil); err != nil {
+		return 0, 0, err
+	}
+	cost, err = m.Sum("karpenter_nodepools_cost_total", map[string]string{"nodepool": c.pool})
+	return evictions, cost, err
 }
 
 // observe records a listing of the pool's NodeClaims made at now.
@@ -90,11 +101,7 @@ func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 			shortNames = append(shortNames, fmt.Sprintf("%s (%s)", name, gone.Sub(born).Round(time.Second)))
 		}
 	}
-	evictions, err := env.MetricSum(ctx, "karpenter_pods_eviction_requests_total", nil)
-	if err != nil {
-		return nil, err
-	}
-	cost, err := env.MetricSum(ctx, "karpenter_nodepools_cost_total", map[string]string{"nodepool": c.pool})
+	evictions, cost, err := c.read(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -470,22 +470,35 @@ type scaleMeter struct {
 var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
 	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "dovetail_disruption_decision_cpu_seconds"}
 
+// startMeter starts measuring a phase. The metrics it starts from are read first, in one scrape: at 5,000 nodes
+// a scrape of /metrics is over 100 MB and seconds of the controller's CPU, which are not the phase's.
 func startMeter(t *testing.T) *scaleMeter {
 	t.Helper()
 	m := &scaleMeter{t: t, passes: map[string][2]float64{}}
-	m.memory, m.cpu = measuredPhase(t)
-	m.requests = metricSum(t, "client_go_request_total")
-	m.aws = awsCalls(t)
+	start := scrape(t)
+	m.requests = metricSum(t, start, "client_go_request_total", nil)
+	m.aws = awsCalls(t, start)
 	for _, h := range scaleHistograms {
-		m.passes[h] = [2]float64{metricSum(t, h+"_sum"), metricSum(t, h+"_count")}
+		m.passes[h] = [2]float64{metricSum(t, start, h+"_sum", nil), metricSum(t, start, h+"_count", nil)}
 	}
+	m.memory, m.cpu = measuredPhase(t)
 	m.started = time.Now()
 	return m
 }
 
-func metricSum(t *testing.T, name string) float64 {
+// scrape reads the controller's metrics once (logging a failure: the figures read from it are then zero).
+func scrape(t *testing.T) framework.Metrics {
 	t.Helper()
-	v, err := env.MetricSum(context.Background(), name, nil)
+	m, err := env.Scrape(context.Background())
+	if err != nil {
+		t.Logf("scraping the controller's metrics: %v", err)
+	}
+	return m
+}
+
+func metricSum(t *testing.T, m framework.Metrics, name string, match map[string]string) float64 {
+	t.Helper()
+	v, err := m.Sum(name, match)
 	if err != nil {
 		t.Logf("metric %s: %v", name, err)
 	}
@@ -493,14 +506,10 @@ func metricSum(t *testing.T, name string) float64 {
 }
 
 // awsCalls returns the AWS calls the controller made so far: all, and DescribeInstances.
-func awsCalls(t *testing.T) [2]float64 {
+func awsCalls(t *testing.T, m framework.Metrics) [2]float64 {
 	t.Helper()
-	all := metricSum(t, "aws_sdk_go_request_total")
-	describe, err := env.MetricSum(context.Background(), "aws_sdk_go_request_total", map[string]string{"action": "DescribeInstances"})
-	if err != nil {
-		t.Logf("metric aws_sdk_go_request_total: %v", err)
-	}
-	return [2]float64{all, describe}
+	return [2]float64{metricSum(t, m, "aws_sdk_go_request_total", nil),
+		metricSum(t, m, "aws_sdk_go_request_total", map[string]string{"action": "DescribeInstances"})}
 }
 
 // stop ends the phase and returns its figures: seconds, controller cores and CPU seconds, RSS and peak RSS
@@ -513,12 +522,13 @@ func (m *scaleMeter) stop() map[string]any {
 	f["seconds"] = round3(elapsed)
 	f["controllerCPUSeconds"] = round3(cpu)
 	f["controllerCores"] = round3(cpu / elapsed)
-	f["apiRequestsPerSecond"] = round3((metricSum(m.t, "client_go_request_total") - m.requests) / elapsed)
-	aws := awsCalls(m.t)
+	end := scrape(m.t)
+	f["apiRequestsPerSecond"] = round3((metricSum(m.t, end, "client_go_request_total", nil) - m.requests) / elapsed)
+	aws := awsCalls(m.t, end)
 	f["awsCallsPerMinute"] = round3((aws[0] - m.aws[0]) / elapsed * 60)
 	f["describeInstancesPerMinute"] = round3((aws[1] - m.aws[1]) / elapsed * 60)
 	for _, h := range scaleHistograms {
-		sum, count := metricSum(m.t, h+"_sum")-m.passes[h][0], metricSum(m.t, h+"_count")-m.passes[h][1]
+		sum, count := metricSum(m.t, end, h+"_sum", nil)-m.passes[h][0], metricSum(m.t, end, h+"_count", nil)-m.passes[h][1]
 		short := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h, "karpenter_"), "dovetail_"), "_seconds")
 		f[short+"_count"] = count
 		if count > 0 {
@@ -600,11 +610,24 @@ func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
 	}
 	f := m.stop()
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", env.PortBase+88)
-	took, size, err := timedGet(url, io.Discard)
-	if err != nil {
-		t.Errorf("scraping %s: %v", url, err)
+	var cpu0, cpu1 float64
+	pid, err := controllerPID()
+	if err == nil {
+		cpu0, err = controllerCPUSeconds(pid)
 	}
-	f["scrapeSeconds"], f["scrapeBytes"] = round3(took.Seconds()), size
+	var body strings.Builder
+	took, size, err2 := timedGet(url, &body)
+	if err == nil {
+		cpu1, err = controllerCPUSeconds(pid)
+	}
+	if err != nil {
+		t.Logf("reading the controller's CPU around a scrape: %v", err)
+	}
+	if err2 != nil {
+		t.Errorf("scraping %s: %v", url, err2)
+	}
+	f["scrapeSeconds"], f["scrapeBytes"], f["scrapeCPUSeconds"] = round3(took.Seconds()), size, round3(cpu1-cpu0)
+	t.Logf("bench-scale rest: largest metric families of the scrape: %s", largestFamilies(body.String(), 8))
 	if claims, err := cachedClaims(context.Background(), scalePool); err == nil {
 		f["disrupting"] = disruptingClaims(claims)
 	}
@@ -613,6 +636,39 @@ func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
 	}
 	phaseLine(t, "rest", f)
 	return f
+}
+
+// largestFamilies names the n metric families taking the most bytes of a text exposition, with their series and
+// MiB.
+func largestFamilies(body string, n int) string {
+	type family struct {
+		name          string
+		series, bytes int
+	}
+	by := map[string]*family{}
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			name = strings.TrimSuffix(name, suffix)
+		}
+		fam := by[name]
+		if fam == nil {
+			fam = &family{name: name}
+			by[name] = fam
+		}
+		fam.series++
+		fam.bytes += len(line)
+	}
+	all := slices.SortedFunc(maps.Values(by), func(a, b *family) int { return b.bytes - a.bytes })
+	var parts []string
+	for _, fam := range all[:min(n, len(all))] {
+		parts = append(parts, fmt.Sprintf("%s %d series %.1f MiB", fam.name, fam.series, float64(fam.bytes)/(1<<20)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func timedGet(url string, w io.Writer) (time.Duration, int64, error) {

@@ -76,14 +76,32 @@ func (s *Stack) ClusterUID(ctx context.Context) (string, error) {
 }
 
 // MetricSum returns the sum of the series of a metric whose labels include every name="value" pair of match
-// (nil: all series), from the controller's /metrics endpoint; for a histogram, name its _count or _sum.
+// (nil: all series), from the controller's /metrics endpoint; for a histogram, name its _count or _sum. Each call
+// scrapes the endpoint: to read several metrics at one moment, Scrape once and Sum from it.
 func (s *Stack) MetricSum(ctx context.Context, name string, match map[string]string) (float64, error) {
-	body, err := s.scrape(ctx)
+	m, err := s.Scrape(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return m.Sum(name, match)
+}
+
+// Metrics is one scrape of the controller's /metrics endpoint, in the text exposition format.
+type Metrics string
+
+// Scrape reads the controller's /metrics endpoint once. At 5,000 nodes a scrape is over 100 MB and seconds of the
+// controller's CPU: a benchmark reading many metrics scrapes once.
+func (s *Stack) Scrape(ctx context.Context) (Metrics, error) {
+	body, err := s.scrape(ctx)
+	return Metrics(body), err
+}
+
+// Sum returns the sum of the series of a metric whose labels include every name="value" pair of match (nil: all
+// series); for a histogram, name its _count or _sum.
+func (m Metrics) Sum(name string, match map[string]string) (float64, error) {
 	sum := 0.0
-	for _, line := range strings.Split(body, "\n") {
+	for line := range strings.Lines(string(m)) {
+		line = strings.TrimSuffix(line, "\n")
 		rest, found := strings.CutPrefix(line, name)
 		if !found || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
 			continue
