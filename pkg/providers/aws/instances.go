@@ -25,7 +25,7 @@ func (p *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 	if err != nil {
 		return nil, err
 	}
-	return p.nodeClaimFromInstance(ctx, inst), nil
+	return p.nodeClaimFromInstance(ctx, inst, nil), nil
 }
 
 // List returns every live instance this cluster launched (carrying its identity tag), as NodeClaims. The listing
@@ -38,8 +38,10 @@ func (p *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	}
 	p.drifted.listedAt(at, insts)
 	out := make([]*karpv1.NodeClaim, 0, len(insts))
+	// The labels of each instance type, made once a listing (read only: each NodeClaim copies them).
+	types := map[string]map[string]string{}
 	for _, inst := range insts {
-		out = append(out, p.nodeClaimFromInstance(ctx, inst))
+		out = append(out, p.nodeClaimFromInstance(ctx, inst, types))
 	}
 	return out, nil
 }

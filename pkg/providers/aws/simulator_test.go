@@ -831,3 +831,40 @@ func TestAMITermIDWinsOverSSMParameter(t *testing.T) {
 		t.Errorf("resolved %+v, want only %s", got, latest[0].ID)
 	}
 }
+
+// TestListLabelsPerInstance: instances of one type listed together share that type's labels without sharing a
+// map: each NodeClaim of the listing has the labels Get gives it, and changing one leaves the others alone.
+func TestListLabelsPerInstance(t *testing.T) {
+	w := newWorld(t)
+	a := w.provider(t, "uid-a")
+	a.resolvedNodeClass(t)
+	ctx := context.Background()
+	for _, name := range []string{"a-1", "a-2"} {
+		if _, err := a.Create(ctx, claim(name, "m5.large")); err != nil {
+			t.Fatalf("Create(%s): %v", name, err)
+		}
+	}
+	list, err := a.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("List: %d NodeClaims, want 2", len(list))
+	}
+	for _, nc := range list {
+		got, err := a.Get(ctx, nc.Status.ProviderID)
+		if err != nil {
+			t.Fatalf("Get(%s): %v", nc.Status.ProviderID, err)
+		}
+		if d := cmp.Diff(got.Labels, nc.Labels); d != "" {
+			t.Errorf("labels of %s listed, against Get's (-get +list):\n%s", nc.Name, d)
+		}
+		if nc.Labels[corev1.LabelInstanceTypeStable] != "m5.large" || nc.Labels[awsv1.LabelInstanceCPU] != "2" {
+			t.Errorf("labels of %s: %v, want m5.large's", nc.Name, nc.Labels)
+		}
+	}
+	list[0].Labels[awsv1.LabelInstanceCPU] = "changed"
+	if v := list[1].Labels[awsv1.LabelInstanceCPU]; v != "2" {
+		t.Errorf("changing one listed NodeClaim's labels changed another's: %s", v)
+	}
+}

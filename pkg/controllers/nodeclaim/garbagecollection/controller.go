@@ -27,14 +27,14 @@ const Name = "nodeclaim.garbagecollection"
 const LeakGracePeriod = 30 * time.Second
 
 // MinInterval and MaxInterval bound the time between two passes, which grows with the instances the last pass
-// listed (IntervalPerInstance each): every 30 s up to 1,500 instances, every 2 minutes (Karpenter's interval) from
-// 6,000. A listing's cost grows with the instances (at 5,000 a DescribeInstances listing is about 1 s of CPU,
-// half an idle controller's CPU when made every 30 s), so the listings cost about the same at any size, while a
+// listed (IntervalPerInstance each): every 30 s up to 1,250 instances, every 2 minutes (Karpenter's interval) from
+// 5,000. A listing's cost grows with the instances (at 5,000 a DescribeInstances listing is about 1.5 s of CPU
+// and, with the collection of what it allocates, 2 s), so the listings cost about the same at any size, while a
 // small cluster keeps finding leaked instances and instances gone within 30 s.
 const (
 	MinInterval         = 30 * time.Second
 	MaxInterval         = 2 * time.Minute
-	IntervalPerInstance = 20 * time.Millisecond
+	IntervalPerInstance = 24 * time.Millisecond
 )
 
 // NextPass is the wait after a pass that listed instances instances.

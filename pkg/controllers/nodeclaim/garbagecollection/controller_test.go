@@ -203,14 +203,14 @@ func TestGarbageCollectionSparesALaunchNotYetRecorded(t *testing.T) {
 	}
 }
 
-// TestNextPass: passes come every 30 s up to 1,500 instances, then further apart with the instances, every 2
-// minutes from 6,000.
+// TestNextPass: passes come every 30 s up to 1,250 instances, then further apart with the instances, every 2
+// minutes from 5,000.
 func TestNextPass(t *testing.T) {
 	for _, tc := range []struct {
 		instances int
 		want      time.Duration
-	}{{0, 30 * time.Second}, {1500, 30 * time.Second}, {3000, time.Minute}, {5000, 100 * time.Second},
-		{6000, 2 * time.Minute}, {20000, 2 * time.Minute}} {
+	}{{0, 30 * time.Second}, {1250, 30 * time.Second}, {2500, time.Minute}, {4000, 96 * time.Second},
+		{5000, 2 * time.Minute}, {20000, 2 * time.Minute}} {
 		if got := NextPass(tc.instances); got != tc.want {
 			t.Errorf("after listing %d instances: next pass in %v, want %v", tc.instances, got, tc.want)
 		}
