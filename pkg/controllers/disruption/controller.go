@@ -223,6 +223,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			return nil
 		}
 	}
+	prev := c.rest
 	c.rest = restMemo{}
 	snap, err := BuildSnapshot(ctx, c.deps, st.View)
 	if err != nil {
@@ -268,9 +269,20 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		c.record(&core.Result{}, snap, 0)
 		c.decided, c.decidedWith = st.Now, current
 		if atRestBefore && len(errs) == 0 {
-			c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue), changes: changes, buffers: buffers}
+			c.rest = newRestMemo(st.Now, snap, c.repairDue, key, 0, changes, buffers)
 		}
 		return errors.Join(errs...)
+	}
+	// Due only because RestRecheck passed, on the same objects and inputs as a recent decision at rest: it would
+	// find nothing again (restMemo.renewed).
+	var inputs uint64
+	if atRestBefore && len(errs) == 0 {
+		inputs = inputsKey(snap)
+		if next, ok := prev.renewed(st.Now, snap, c.repairDue, key, inputs, changes, buffers); ok {
+			c.rest = next
+			c.decided, c.decidedWith = st.Now, current
+			return nil
+		}
 	}
 	start := c.deps.Clock.Now()
 	snap.Examined = c.examined
@@ -327,7 +339,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		logger.Info("commands left for the next decision", "commands", n, "started", len(ready)-int(n), "window", StartWindow.String())
 	}
 	if atRestBefore && len(errs) == 0 && fingerprint(st) == "" && len(ready) == 0 && atRest(res, snap) {
-		c.rest = restMemo{key: key, until: restUntil(st.Now, snap, c.repairDue), changes: changes, buffers: buffers}
+		c.rest = newRestMemo(st.Now, snap, c.repairDue, key, inputs, changes, buffers)
 	}
 	current = fingerprint(st)
 	c.inFlight = current != ""

@@ -5,12 +5,16 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	core "github.com/dovetail/dovetail/pkg/disruption"
+	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
@@ -194,6 +198,56 @@ func BenchmarkNodeChanged(b *testing.B) {
 	for b.Loop() {
 		if nodeChanged(old, cur) {
 			b.Fatal("a heartbeat counted as a change")
+		}
+	}
+}
+
+func TestInputsKey(t *testing.T) {
+	base := func() *core.Snapshot {
+		ds1 := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cni", ResourceVersion: "5"}}
+		ds2 := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "csi", ResourceVersion: "6"}}
+		return &core.Snapshot{
+			Candidates: []*core.Candidate{{NodeClaim: "c1", Price: 0.1}},
+			Cluster: &scheduling.Snapshot{
+				InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": fake.DefaultInstanceTypes()},
+				DaemonSets:    []*appsv1.DaemonSet{ds1, ds2},
+			},
+		}
+	}
+	want := inputsKey(base())
+	for _, tc := range []struct {
+		name   string
+		change func(s *core.Snapshot)
+		same   bool
+	}{
+		{name: "nothing", same: true, change: func(*core.Snapshot) {}},
+		{name: "DaemonSets listed in another order", same: true, change: func(s *core.Snapshot) {
+			s.Cluster.DaemonSets[0], s.Cluster.DaemonSets[1] = s.Cluster.DaemonSets[1], s.Cluster.DaemonSets[0]
+		}},
+		{name: "instance types listed in another order", same: true, change: func(s *core.Snapshot) {
+			its := s.Cluster.InstanceTypes["default"]
+			its[0], its[1] = its[1], its[0]
+		}},
+		{name: "a DaemonSet changed", change: func(s *core.Snapshot) { s.Cluster.DaemonSets[1].ResourceVersion = "7" }},
+		{name: "a DaemonSet added", change: func(s *core.Snapshot) {
+			s.Cluster.DaemonSets = append(s.Cluster.DaemonSets, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "x"}})
+		}},
+		{name: "an offering ran out", change: func(s *core.Snapshot) {
+			s.Cluster.InstanceTypes["default"][2].Offerings[0].Available = false
+		}},
+		{name: "a price changed", change: func(s *core.Snapshot) { s.Cluster.InstanceTypes["default"][0].Offerings[0].Price *= 2 }},
+		{name: "an instance type gone", change: func(s *core.Snapshot) {
+			s.Cluster.InstanceTypes["default"] = s.Cluster.InstanceTypes["default"][1:]
+		}},
+		{name: "a candidate's price changed", change: func(s *core.Snapshot) { s.Candidates[0].Price = 0.2 }},
+		{name: "a volume appeared", change: func(s *core.Snapshot) {
+			s.Cluster.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "data"}}}
+		}},
+	} {
+		s := base()
+		tc.change(s)
+		if got := inputsKey(s) == want; got != tc.same {
+			t.Errorf("%s: same key %v, want %v", tc.name, got, tc.same)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
+	"github.com/dovetail/dovetail/pkg/cloudprovider/fake"
 	"github.com/dovetail/dovetail/pkg/controllers/disruption"
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/test"
@@ -31,7 +32,8 @@ func decisionsMade(t *testing.T, m *metrics.Metrics) uint64 {
 }
 
 // TestNoDecisionAtRest: once a decision found nothing to do, passes on unchanged objects do not decide again, a
-// Node heartbeat included; a changed pod, or RestRecheck passing, makes the next pass decide.
+// Node heartbeat included; a changed pod makes the next pass decide, and so does RestRecheck passing after a change
+// no object shows (a price), or RestDecisionMaxAge passing since the last decision.
 func TestNoDecisionAtRest(t *testing.T) {
 	e := test.StartControllerEnv(t)
 	ctx := context.Background()
@@ -80,8 +82,28 @@ func TestNoDecisionAtRest(t *testing.T) {
 	pass(2, "after a pod was bound")
 	e.Clock.Step(disruption.PollPeriod)
 	pass(2, "at rest again")
+	// RestRecheck later with nothing changed, objects or offerings: the decision stands.
 	e.Clock.Step(disruption.RestRecheck)
-	pass(3, "RestRecheck later")
+	pass(2, "RestRecheck later, nothing changed")
+
+	// A price is a change no object shows: seen at the next RestRecheck.
+	its := fake.DefaultInstanceTypes()
+	for i := range its[0].Offerings {
+		its[0].Offerings[i].Price *= 0.5
+	}
+	e.Deps.CloudProvider.(*fake.CloudProvider).SetInstanceTypes(its)
+	e.Clock.Step(disruption.PollPeriod)
+	pass(2, "a price changed, before RestRecheck")
+	e.Clock.Step(disruption.RestRecheck)
+	pass(3, "RestRecheck after a price changed")
+
+	// Nothing changed since: the decision stands until it is RestDecisionMaxAge old.
+	for range int(disruption.RestDecisionMaxAge/disruption.RestRecheck) - 1 {
+		e.Clock.Step(disruption.RestRecheck)
+		pass(3, "RestRecheck later, nothing changed")
+	}
+	e.Clock.Step(disruption.RestRecheck)
+	pass(4, "RestDecisionMaxAge after the last decision")
 }
 
 // TestDecisionAtRestEndsWithDoNotDisrupt: a pod's do-not-disrupt duration ending is a change no object shows;
@@ -146,8 +168,8 @@ func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...
 }
 
 // TestNoListingAtRest: with the informers watched, a pass at rest on a cluster where nothing changed since a
-// decision that found nothing to do lists nothing; a pod bound since makes a pass decide again, and so does
-// RestRecheck passing with nothing changed.
+// decision that found nothing to do lists nothing; a pod bound since makes a pass decide again. RestRecheck later
+// a pass lists, and decides only once the decision is RestDecisionMaxAge old.
 func TestNoListingAtRest(t *testing.T) {
 	e := test.StartControllerEnv(t)
 	ctx := context.Background()
@@ -191,9 +213,18 @@ func TestNoListingAtRest(t *testing.T) {
 	if got := decisions(); got != 2 {
 		t.Errorf("%d decisions at rest after the pod was bound, want 2", got)
 	}
+	// RestRecheck later the pass lists again, and finds that nothing it could not see changed either (the decision
+	// stands, restMemo.renewed); RestDecisionMaxAge after the decision, it decides again.
 	e.Clock.Step(disruption.RestRecheck)
+	if n := pass(); n == 0 || decisions() != 2 {
+		t.Errorf("RestRecheck later: %d lists and %d decisions, want lists and 2 decisions", n, decisions())
+	}
+	if n := pass(); n != 0 {
+		t.Errorf("the pass after the decision was renewed made %d lists, want none", n)
+	}
+	e.Clock.Step(disruption.RestDecisionMaxAge)
 	if n := pass(); n == 0 || decisions() != 3 {
-		t.Errorf("RestRecheck later: %d lists and %d decisions, want lists and 3 decisions", n, decisions())
+		t.Errorf("RestDecisionMaxAge later: %d lists and %d decisions, want lists and 3 decisions", n, decisions())
 	}
 }
 
