@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,7 +165,9 @@ func (c *Controller) reconcileOnce(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: shortest(waits)}, err
 	}
 
-	stored := nc.DeepCopy()
+	// The conditions as stored, for the write: the NodeClaim itself is copied only when they change (every
+	// NodeClaim is evaluated every driftRecheck, and at rest none changes).
+	stored := slices.Clone(nc.Status.Conditions)
 	var errs []error
 	if err := c.updateDrifted(ctx, nc, np); err != nil {
 		errs = append(errs, err)
@@ -202,19 +205,22 @@ func (c *Controller) nodePool(ctx context.Context, nc *karpv1.NodeClaim) (*karpv
 	return np, nil
 }
 
-// node returns the NodeClaim's Node, or nil when it has not registered or is gone.
+// node returns the NodeClaim's Node (named in its status, with its provider ID), or nil when it has not
+// registered or is gone. It is the cache's object, not a copy: read only.
 func (c *Controller) node(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
-	if nc.Status.NodeName == "" {
+	if nc.Status.NodeName == "" || nc.Status.ProviderID == "" {
 		return nil, nil
 	}
-	node := &corev1.Node{}
-	if err := c.deps.Client.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
+	nodes := &corev1.NodeList{}
+	if err := c.deps.Client.List(ctx, nodes, client.MatchingFields{index.NodeProviderID: nc.Status.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("getting node %s: %w", nc.Status.NodeName, err)
 	}
-	return node, nil
+	for i := range nodes.Items {
+		if nodes.Items[i].Name == nc.Status.NodeName {
+			return &nodes.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // updateDrifted sets Drifted on a launched NodeClaim that drifted and removes it otherwise. When drift cannot
@@ -270,13 +276,15 @@ func (c *Controller) setTrue(nc *karpv1.NodeClaim, t, reason, message string) {
 	})
 }
 
-// patchStatus writes nc's conditions if they differ from stored: only the changed conditions, each tested to be
-// still as stored read it (deps.PatchNodeClaimStatus), so that other controllers' conditions written meanwhile do
-// not make the write fail.
-func (c *Controller) patchStatus(ctx context.Context, stored, nc *karpv1.NodeClaim) error {
-	if equalConditions(stored.Status.Conditions, nc.Status.Conditions) {
+// patchStatus writes nc's conditions if they differ from the stored ones: only the changed conditions, each tested
+// to be still as stored (deps.PatchNodeClaimStatus), so that other controllers' conditions written meanwhile do not
+// make the write fail.
+func (c *Controller) patchStatus(ctx context.Context, storedConditions []metav1.Condition, nc *karpv1.NodeClaim) error {
+	if equalConditions(storedConditions, nc.Status.Conditions) {
 		return nil
 	}
+	stored := nc.DeepCopy()
+	stored.Status.Conditions = storedConditions
 	if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, stored, nc); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 	}
