@@ -133,7 +133,9 @@ func inputsKey(snap *core.Snapshot) uint64 {
 		h.uint64s(unordered(cl.InstanceTypes[pool], writeInstanceType))
 	}
 	object := func(kind string) func(*fnv64a, metav1.Object) {
-		return func(h *fnv64a, o metav1.Object) { h.strings(kind, o.GetNamespace(), o.GetName(), o.GetResourceVersion()) }
+		return func(h *fnv64a, o metav1.Object) {
+			h.strings(kind, o.GetNamespace(), o.GetName(), o.GetResourceVersion())
+		}
 	}
 	h.uint64s(unordered(cl.DaemonSets, func(h *fnv64a, o *appsv1.DaemonSet) { object("ds")(h, o) }),
 		unordered(cl.PersistentVolumeClaims, func(h *fnv64a, o *corev1.PersistentVolumeClaim) { object("pvc")(h, o) }),
