@@ -463,8 +463,10 @@ type scaleMeter struct {
 	memory   func() map[string]any
 	cpu      func() float64
 	requests float64
-	aws      [2]float64            // AWS calls: all, DescribeInstances
-	passes   map[string][2]float64 // histogram name -> sum, count at the start
+	// requestSeries are the API requests by code and method at the start.
+	requestSeries map[string]float64
+	aws           [2]float64            // AWS calls: all, DescribeInstances
+	passes        map[string][2]float64 // histogram name -> sum, count at the start
 }
 
 var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
@@ -477,6 +479,7 @@ func startMeter(t *testing.T) *scaleMeter {
 	m := &scaleMeter{t: t, passes: map[string][2]float64{}}
 	start := scrape(t)
 	m.requests = metricSum(t, start, "client_go_request_total", nil)
+	m.requestSeries, _ = start.Series("client_go_request_total")
 	m.aws = awsCalls(t, start)
 	for _, h := range scaleHistograms {
 		m.passes[h] = [2]float64{metricSum(t, start, h+"_sum", nil), metricSum(t, start, h+"_count", nil)}
@@ -524,6 +527,15 @@ func (m *scaleMeter) stop() map[string]any {
 	f["controllerCores"] = round3(cpu / elapsed)
 	end := scrape(m.t)
 	f["apiRequestsPerSecond"] = round3((metricSum(m.t, end, "client_go_request_total", nil) - m.requests) / elapsed)
+	if series, err := end.Series("client_go_request_total"); err == nil {
+		var parts []string
+		for _, labels := range slices.Sorted(maps.Keys(series)) {
+			if d := series[labels] - m.requestSeries[labels]; d > 0 {
+				parts = append(parts, fmt.Sprintf("{%s} %.0f", labels, d))
+			}
+		}
+		m.t.Logf("bench-scale: the controller's API requests in the phase: %s", strings.Join(parts, ", "))
+	}
 	aws := awsCalls(m.t, end)
 	f["awsCallsPerMinute"] = round3((aws[0] - m.aws[0]) / elapsed * 60)
 	f["describeInstancesPerMinute"] = round3((aws[1] - m.aws[1]) / elapsed * 60)

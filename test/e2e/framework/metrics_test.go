@@ -39,3 +39,18 @@ h_seconds_count{pool="ab"} 4
 		t.Error("Sum of a line without a closing brace: no error")
 	}
 }
+
+func TestMetricsSeries(t *testing.T) {
+	m := Metrics("client_go_request_total{code=\"200\",method=\"GET\"} 3\nclient_go_request_total{code=\"200\",method=\"LIST\"} 2\nclient_go_request_totals 9\nup 1\n")
+	got, err := m.Series("client_go_request_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{`code="200",method="GET"`: 3, `code="200",method="LIST"`: 2}
+	if len(got) != len(want) || got[`code="200",method="GET"`] != 3 || got[`code="200",method="LIST"`] != 2 {
+		t.Errorf("Series = %v, want %v", got, want)
+	}
+	if got, err := m.Series("up"); err != nil || got[""] != 1 {
+		t.Errorf("Series(up) = %v, %v; want the unlabelled series", got, err)
+	}
+}

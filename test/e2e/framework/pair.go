@@ -96,6 +96,33 @@ func (s *Stack) Scrape(ctx context.Context) (Metrics, error) {
 	return Metrics(body), err
 }
 
+// Series returns the value of each series of a metric, by its labels as exposed (`code="200",method="GET"`; "" for
+// an unlabelled metric).
+func (m Metrics) Series(name string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for line := range strings.Lines(string(m)) {
+		line = strings.TrimSuffix(line, "\n")
+		rest, found := strings.CutPrefix(line, name)
+		if !found || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		labels, value := "", rest
+		if strings.HasPrefix(rest, "{") {
+			end := strings.Index(rest, "}")
+			if end < 0 {
+				return nil, fmt.Errorf("metric line %q: no closing brace", line)
+			}
+			labels, value = rest[1:end], rest[end+1:]
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		out[labels] += f
+	}
+	return out, nil
+}
+
 // Sum returns the sum of the series of a metric whose labels include every name="value" pair of match (nil: all
 // series); for a histogram, name its _count or _sum.
 func (m Metrics) Sum(name string, match map[string]string) (float64, error) {
