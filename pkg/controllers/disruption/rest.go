@@ -256,15 +256,7 @@ func writeNode(h *fnv64a, n *corev1.Node) {
 	for _, t := range n.Spec.Taints {
 		h.strings("t", t.Key, t.Value, string(t.Effect))
 	}
-	names := make([]corev1.ResourceName, 0, len(n.Status.Allocatable))
-	for name := range n.Status.Allocatable {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		q := n.Status.Allocatable[name]
-		h.strings(string(name), q.String())
-	}
+	writeResources(h, "alloc", n.Status.Allocatable)
 	for _, c := range n.Status.Conditions {
 		h.strings("c", string(c.Type), string(c.Status))
 	}

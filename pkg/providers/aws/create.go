@@ -571,8 +571,8 @@ func (p *CloudProvider) nodeClaimFromInstance(ctx context.Context, inst *instanc
 	if name := inst.Tags[awsv1.TagNodeClass]; name != "" {
 		nc.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: name}
 	}
-	typeLabels, ok := types[inst.Type]
-	if !ok {
+	typeLabels, seen := types[inst.Type]
+	if !seen {
 		if info, ok, err := p.instanceTypes.Info(ctx, inst.Type); err == nil && ok {
 			typeLabels = instancetype.Labels(info, "")
 		} else {

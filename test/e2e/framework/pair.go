@@ -126,38 +126,27 @@ func (m Metrics) Series(name string) (map[string]float64, error) {
 // Sum returns the sum of the series of a metric whose labels include every name="value" pair of match (nil: all
 // series); for a histogram, name its _count or _sum.
 func (m Metrics) Sum(name string, match map[string]string) (float64, error) {
+	series, err := m.Series(name)
+	if err != nil {
+		return 0, err
+	}
 	sum := 0.0
-	for line := range strings.Lines(string(m)) {
-		line = strings.TrimSuffix(line, "\n")
-		rest, found := strings.CutPrefix(line, name)
-		if !found || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
+	for labels, v := range series {
+		if matches(labels, match) {
+			sum += v
 		}
-		labels, value := "", rest
-		if strings.HasPrefix(rest, "{") {
-			end := strings.Index(rest, "}")
-			if end < 0 {
-				return 0, fmt.Errorf("metric line %q: no closing brace", line)
-			}
-			labels, value = rest[1:end], rest[end+1:]
-		}
-		ok := true
-		for k, v := range match {
-			if !strings.Contains(","+labels+",", ","+k+"=\""+v+"\",") {
-				ok = false
-				break
-			}
-		}
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return 0, fmt.Errorf("metric line %q: %w", line, err)
-		}
-		sum += f
 	}
 	return sum, nil
+}
+
+// matches reports whether labels, as exposed, include every name="value" pair of match.
+func matches(labels string, match map[string]string) bool {
+	for k, v := range match {
+		if !strings.Contains(","+labels+",", ","+k+"=\""+v+"\",") {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Stack) scrape(ctx context.Context) (string, error) {
