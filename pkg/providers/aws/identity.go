@@ -9,6 +9,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
+	"github.com/dovetail/dovetail/pkg/providers/aws/instance"
 	"github.com/dovetail/dovetail/pkg/providers/aws/sdk"
 	"github.com/dovetail/dovetail/pkg/providers/aws/tags"
 )
@@ -31,7 +32,7 @@ func (p *CloudProvider) NameConflicts(ctx context.Context) (cloudprovider.NameCh
 	instances := ec2.NewDescribeInstancesPaginator(p.clients.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: awssdk.String("tag-key"), Values: []string{p.cluster.ClusterTag()}},
 		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
-	}})
+	}, MaxResults: awssdk.Int32(instance.ListPageSize)})
 	for instances.HasMorePages() {
 		page, err := instances.NextPage(ctx)
 		if err != nil {
