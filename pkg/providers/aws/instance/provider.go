@@ -156,11 +156,11 @@ func (p *Provider) knownOwned(id string) bool {
 	return ok
 }
 
-// ListPageSize is the MaxResults of each page of a listing of the cluster's instances (EC2 takes 5 to 1,000;
-// without it, EC2 answers with every match at once). A listing holds one page of decoded instances at a time, about
-// 12 KB each with their tags and interfaces: at 5,000 instances, one unpaged answer kept about 60 MB more alive
-// while it was decoded, and the garbage collector's target grew with it.
-const ListPageSize = 500
+// ListPageSize is the MaxResults of each page of a listing of the cluster's instances: EC2's maximum (it takes 5
+// to 1,000; without MaxResults it answers with every match at once). A listing then holds one page of decoded
+// instances at a time, about 12 KB each with their tags and interfaces, instead of the whole cluster's: 60 MB at
+// 5,000 instances.
+const ListPageSize = 1000
 
 // liveStates are the instance states List reports.
 var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
