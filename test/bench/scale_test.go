@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -35,8 +36,11 @@ import (
 
 // Knobs of TestScale (make bench-scale), all optional:
 //   - BENCH_SCALE_NODES (5000): nodes of the base cluster; it runs 10 pods a node.
-//   - BENCH_SCALE_PHASES (rest,provision,consolidate,drift): the phases to run, in that order.
+//   - BENCH_SCALE_PHASES (rest,provision,consolidate,drift): the phases to run, in the order given; a phase may
+//     come more than once (its figures are then keyed rest#2 and so on). restart, in no default, stops the
+//     controller as a rolling update does and starts it again on the cluster (e.g. rest,restart,rest).
 //   - BENCH_SCALE_REST (10m): how long the at-rest phase lasts.
+//   - BENCH_SCALE_RESTART_SETTLE (3m): how long the restart phase measures the controller after it is ready.
 //   - BENCH_SCALE_PROVISION_PODS (2000): pending pods of the provisioning phase.
 //   - BENCH_SCALE_QUIET (3m): the consolidation phase ends once this long passed without a node draining.
 //   - BENCH_SCALE_DRIFT_FOR (none): stop the drift phase after this long and report the part done (nodes replaced,
@@ -66,6 +70,7 @@ func TestScale(t *testing.T) {
 	nodes := benchCount(t, "BENCH_SCALE_NODES", 5000, 10)
 	growPods := benchCount(t, "BENCH_SCALE_PROVISION_PODS", 2000, 11)
 	rest := benchDuration(t, "BENCH_SCALE_REST", 10*time.Minute)
+	restartSettle := benchDuration(t, "BENCH_SCALE_RESTART_SETTLE", 3*time.Minute)
 	quiet := benchDuration(t, "BENCH_SCALE_QUIET", 3*time.Minute)
 	var driftFor time.Duration
 	if os.Getenv("BENCH_SCALE_DRIFT_FOR") != "" {
@@ -85,11 +90,7 @@ func TestScale(t *testing.T) {
 	t.Logf("bench-scale: %d nodes, %d pods, phases %v, machine %+v", nodes, nodes*podsPerNode, phases, describeMachine())
 	var samples *series
 	if out != "" {
-		pid, err := controllerPID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if samples, err = startSeries(pid, filepath.Join(out, "series.csv")); err != nil {
+		if samples, err = startSeries(controllerPID, filepath.Join(out, "series.csv")); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
@@ -103,14 +104,22 @@ func TestScale(t *testing.T) {
 	t.Logf("bench-scale setup: %d nodes and %d pods Running %.0f s after start", nodes, nodes*podsPerNode, time.Since(start).Seconds())
 	refusedWrites(t, "setup")
 	figures := map[string]any{"nodes": nodes, "pods": nodes * podsPerNode}
+	ran := map[string]int{}
 	for _, p := range phases {
+		ran[p]++
+		key := p
+		if ran[p] > 1 {
+			key = fmt.Sprintf("%s#%d", p, ran[p])
+		}
 		if samples != nil {
-			samples.setPhase(p)
+			samples.setPhase(key)
 		}
 		var f map[string]any
 		switch p {
 		case "rest":
-			f = restPhase(t, rest, out)
+			f = restPhase(t, key, rest, out)
+		case "restart":
+			f = restartPhase(t, restartSettle)
 		case "provision":
 			f = provisionPhase(t, growPods)
 		case "consolidate":
@@ -118,8 +127,8 @@ func TestScale(t *testing.T) {
 		case "drift":
 			f = driftPhase(t, tracker, nodes, driftFor)
 		}
-		figures[p] = f
-		refusedWrites(t, p)
+		figures[key] = f
+		refusedWrites(t, key)
 	}
 	report(t, result{Name: "scale", Figures: figures, Targets: map[string]any{
 		"rest.controllerCores": "< 0.05", "rest.controllerRSSMiB": "< 600", "provision.meanPassSeconds": "< 2",
@@ -140,26 +149,21 @@ func benchDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return d
 }
 
-// scalePhases parses BENCH_SCALE_PHASES: a comma-separated subset of the four phases (all when empty), run in
-// their fixed order.
+// scalePhases parses BENCH_SCALE_PHASES: a comma-separated list of phases, run in the order given (a phase may
+// come more than once); empty, the four of the issue in their order.
 func scalePhases(v string) ([]string, error) {
 	all := []string{"rest", "provision", "consolidate", "drift"}
 	if strings.TrimSpace(v) == "" {
 		return all, nil
 	}
-	want := map[string]bool{}
+	known := append([]string{"restart"}, all...)
+	var out []string
 	for _, p := range strings.Split(v, ",") {
 		p = strings.TrimSpace(p)
-		if !slices.Contains(all, p) {
-			return nil, fmt.Errorf("BENCH_SCALE_PHASES: unknown phase %q (want a subset of %s)", p, strings.Join(all, ","))
+		if !slices.Contains(known, p) {
+			return nil, fmt.Errorf("BENCH_SCALE_PHASES: unknown phase %q (want a list of %s)", p, strings.Join(known, ","))
 		}
-		want[p] = true
-	}
-	var out []string
-	for _, p := range all {
-		if want[p] {
-			out = append(out, p)
-		}
+		out = append(out, p)
 	}
 	return out, nil
 }
@@ -547,6 +551,12 @@ func (m *scaleMeter) stop() map[string]any {
 			f[short+"_meanSeconds"] = round3(sum / count)
 		}
 	}
+	// The Go heap at the end (read after RSS): in use by live objects and garbage not yet collected, in spans
+	// holding at least one object, and the collector's next target.
+	for name, metric := range map[string]string{"goHeapAllocMiB": "go_memstats_heap_alloc_bytes",
+		"goHeapInuseMiB": "go_memstats_heap_inuse_bytes", "goNextGCMiB": "go_memstats_next_gc_bytes"} {
+		f[name] = round3(metricSum(m.t, end, metric, nil) / (1 << 20))
+	}
 	f["limit"] = limitOf(f)
 	return f
 }
@@ -587,7 +597,7 @@ func phaseLine(t *testing.T, phase string, f map[string]any) {
 // restPhase: nothing to do for rest (consolidation on, with nothing to consolidate), measured from 90 s after
 // consolidation is turned on. At its end: a /metrics
 // scrape's time and size, and, with BENCH_SCALE_OUT, a 30 s CPU profile and a heap profile.
-func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
+func restPhase(t *testing.T, key string, rest time.Duration, out string) map[string]any {
 	t.Helper()
 	setDisruption(t, scalePool, "30s", "10%")
 	// consolidateAfter passes for the nodes one after the other, and each NodeClaim's Consolidatable condition is
@@ -646,7 +656,62 @@ func restPhase(t *testing.T, rest time.Duration, out string) map[string]any {
 	if out != "" {
 		profile(t, out)
 	}
-	phaseLine(t, "rest", f)
+	phaseLine(t, key, f)
+	return f
+}
+
+// restartPhase: the controller stopped as a rolling update stops it (SIGTERM: it releases its Lease) and started
+// again on the cluster, as after an upgrade or when it takes over a running cluster: the seconds until it stopped,
+// until it was ready again and until every controller worked (its caches synced), its CPU seconds and peak RSS by
+// then, then the usual figures over settle after that (the first passes over every object). A controller started on the cluster holds its
+// objects as one listing decoded them, not as the objects it saw change while the cluster grew, so its heap is
+// compared with the one that built the cluster.
+func restartPhase(t *testing.T, settle time.Duration) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	began := time.Now()
+	if err := env.StopController(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Since(began)
+	began = time.Now()
+	if err := env.StartController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Since(began)
+	// Each controller logs "Starting Controller" when the manager starts it and "Starting workers" once the caches
+	// it reads have synced (controller-runtime's lines).
+	if err := framework.Poll(ctx, 10*time.Minute, 500*time.Millisecond, func(context.Context) (bool, string, error) {
+		b, err := os.ReadFile(env.ControllerLogPath())
+		if err != nil {
+			return false, "", err
+		}
+		started, working := bytes.Count(b, []byte(`"msg":"Starting Controller"`)), bytes.Count(b, []byte(`"msg":"Starting workers"`))
+		return started > 0 && working >= started, fmt.Sprintf("%d of %d controllers working", working, started), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	synced := time.Since(began)
+	pid, err := controllerPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := controllerCPUSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := readMemory(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bench-scale restart: stopped in %.1f s, ready %.1f s after its start, every controller working after %.1f s (%.1f CPU s, peak RSS %.1f MiB); measuring %s",
+		stopped.Seconds(), ready.Seconds(), synced.Seconds(), cpu, mib(mem.HWM), settle)
+	m := startMeter(t)
+	time.Sleep(settle) // a fixed-length measurement, not a wait for state
+	f := m.stop()
+	f["stopSeconds"], f["readySeconds"] = round3(stopped.Seconds()), round3(ready.Seconds())
+	f["syncedSeconds"], f["syncedCPUSeconds"], f["syncedPeakRSSMiB"] = round3(synced.Seconds()), round3(cpu), mib(mem.HWM)
+	phaseLine(t, "restart", f)
 	return f
 }
 

@@ -21,10 +21,15 @@ const seriesHeader = "seconds,phase,controllerCPUSeconds,controllerRSSMiB"
 // CSV line each, flushed as it goes (a run stopped half way keeps what it measured). Plot it with
 // `go run ./hack/scaleplot -in series.csv -svg out.svg`.
 type series struct {
-	pid   int
-	start time.Time
-	f     *os.File
-	w     *bufio.Writer
+	// pid reads the controller's pid at each sample: a restart makes another process.
+	pid func() (int, error)
+	// lastPID and lastCPU are the process sampled last and its CPU seconds then; offset is the CPU seconds of
+	// the processes before it, so the column counts the controller's CPU over the run across restarts.
+	lastPID         int
+	lastCPU, offset float64
+	start           time.Time
+	f               *os.File
+	w               *bufio.Writer
 
 	mu    sync.Mutex
 	phase string
@@ -33,8 +38,8 @@ type series struct {
 	done chan struct{}
 }
 
-// startSeries starts sampling the controller into path.
-func startSeries(pid int, path string) (*series, error) {
+// startSeries starts sampling the controller, whose pid pid reads, into path.
+func startSeries(pid func() (int, error), path string) (*series, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
@@ -66,14 +71,26 @@ func (s *series) run(ctx context.Context) {
 }
 
 func (s *series) sample() {
-	cpu, err := controllerCPUSeconds(s.pid)
+	pid, err := s.pid()
+	if err != nil {
+		return // between a stop and a start
+	}
+	cpu, err := controllerCPUSeconds(pid)
 	if err != nil {
 		return
 	}
-	m, err := readMemory(s.pid)
+	m, err := readMemory(pid)
 	if err != nil {
 		return
 	}
+	if pid != s.lastPID {
+		if s.lastPID != 0 {
+			s.offset += s.lastCPU
+		}
+		s.lastPID = pid
+	}
+	s.lastCPU = cpu
+	cpu += s.offset
 	s.mu.Lock()
 	phase := s.phase
 	s.mu.Unlock()
