@@ -159,10 +159,10 @@ func (p *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 			NodePool: nodeClaim.Labels[karpv1.NodePoolLabelKey], NodeClaim: nodeClaim.Name, NodeClass: nc.Name, NodeClassTags: nc.Spec.Tags,
 		})
 		shared, own := splitInstanceTags(all, nodeClaim.Name)
-		p.notices.Arrived(nodeClaim.Name)
+		name := nodeClaim.Name
 		launched, err = p.instances.Launch(ctx, instance.FleetRequest{
 			CapacityType: ct, Choices: choices, LaunchTemplates: ltByType, Tags: shared, InstanceTags: own,
-			Prioritized: priceOverlaid(choices, byName),
+			Prioritized: priceOverlaid(choices, byName), Queued: func() { p.notices.Arrived(name) },
 		})
 		if err == nil {
 			break

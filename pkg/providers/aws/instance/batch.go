@@ -107,6 +107,9 @@ func (b *batcher) launch(ctx context.Context, shared, full *ec2.CreateFleetInput
 	}
 	fb.reqs = append(fb.reqs, req)
 	fb.last = b.window.Clock.Now()
+	if r.Queued != nil {
+		r.Queued()
+	}
 	if len(fb.reqs) >= b.window.Size {
 		b.sealLocked(key, fb)
 	}

@@ -256,3 +256,39 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Queued runs once the request waits in an open window, under the batcher's lock: a caller that announced the
+// launch marks it arrived there, so no window closes on idle between the announcement's end and the request
+// joining it (marked before, a request still building its fleet input went out alone under load).
+func TestBatcherQueuedInTheWindow(t *testing.T) {
+	f := &fakeFleet{limit: 100}
+	// The window closes only once sealed by its second request.
+	b := newBatcher(BatchWindow{Idle: time.Hour, Max: time.Hour, Size: 2}, f.call)
+	var inWindow []int
+	queued := func() {
+		// The launch calling Queued holds b.mu: the windows can be read.
+		n := 0
+		for _, fb := range b.open {
+			n += len(fb.reqs)
+		}
+		inWindow = append(inWindow, n)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := b.launch(context.Background(), fleetInput("a", 1), fleetInput("a", 1), FleetRequest{Queued: queued}); r.instance == nil {
+				t.Errorf("no instance: %+v", r)
+			}
+		}()
+		waitFor(t, func() bool { return b.pending() == 1 || len(f.calledSnapshot()) == 1 })
+	}
+	wg.Wait()
+	if d := cmp.Diff([]int{1, 2}, inWindow); d != "" {
+		t.Errorf("requests in the window when each request's Queued ran (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int32{2}, f.calledSnapshot()); d != "" {
+		t.Errorf("CreateFleet capacities (-want +got):\n%s", d)
+	}
+}

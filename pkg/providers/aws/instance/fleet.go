@@ -30,6 +30,11 @@ type FleetRequest struct {
 	// request goes out alone; when it is merged with identical requests into one fleet they are put on the
 	// instance afterwards with CreateTags (its volumes keep only Tags).
 	InstanceTags map[string]string
+	// Queued, when set, is called once the request waits in a launch window, under the window's lock (it must not
+	// call back into the provider). A caller that announced the launch (cloudprovider.LaunchNotices) marks it
+	// arrived there: marked before, a window could close on idle while the request was still being prepared
+	// (its fleet input built and hashed), and the request would go out in a fleet of its own.
+	Queued func()
 }
 
 // FleetInput builds the CreateFleet request (type instant, one instance, tagged with Tags and InstanceTags): one launch template config per launch
