@@ -33,6 +33,7 @@ type interner struct {
 	tolerations table[[]corev1.Toleration]
 	spreads     table[[]corev1.TopologySpreadConstraint]
 	affinities  table[*corev1.Affinity]
+	containers  table[[]corev1.Container]
 	taints      table[[]corev1.Taint]
 	reqs        table[[]karpv1.NodeSelectorRequirementWithMinValues]
 	classRefs   table[*karpv1.NodeClassReference]
@@ -85,13 +86,8 @@ func (in *interner) pod(p *corev1.Pod) {
 	defer in.mu.Unlock()
 	in.meta(&p.ObjectMeta, true)
 	s := &p.Spec
-	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
-		for i := range cs {
-			cs[i].Name = in.string(cs[i].Name)
-			cs[i].Resources.Requests = in.resourceList(cs[i].Resources.Requests)
-			cs[i].Resources.Limits = in.resourceList(cs[i].Resources.Limits)
-		}
-	}
+	s.InitContainers = in.containerList(s.InitContainers)
+	s.Containers = in.containerList(s.Containers)
 	s.Overhead = in.resourceList(s.Overhead)
 	s.NodeSelector = in.stringMap(s.NodeSelector)
 	s.NodeName = in.string(s.NodeName)
@@ -123,6 +119,17 @@ func (in *interner) pod(p *corev1.Pod) {
 			cs[i].Name = in.string(cs[i].Name)
 		}
 	}
+}
+
+// containerList returns the shared list equal to cs, the containers as TransformForCache trims them (the
+// replicas of a workload have the same), after sharing their names and resources.
+func (in *interner) containerList(cs []corev1.Container) []corev1.Container {
+	for i := range cs {
+		cs[i].Name = in.string(cs[i].Name)
+		cs[i].Resources.Requests = in.resourceList(cs[i].Resources.Requests)
+		cs[i].Resources.Limits = in.resourceList(cs[i].Resources.Limits)
+	}
+	return internList(in, &in.containers, cs)
 }
 
 // node shares n's capacity and allocatable with the nodes interned before it (nodes of one instance type have

@@ -67,6 +67,8 @@ func TestCacheTransformSharesRepeatedValues(t *testing.T) {
 		{"requests", sameMap(a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests)},
 		{"requests of the init container and the container", sameMap(a.Spec.InitContainers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests)},
 		{"overhead", sameMap(a.Spec.Overhead, b.Spec.Overhead)},
+		{"containers", &a.Spec.Containers[0] == &b.Spec.Containers[0]},
+		{"init containers", &a.Spec.InitContainers[0] == &b.Spec.InitContainers[0]},
 		{"owner references", &a.OwnerReferences[0] == &b.OwnerReferences[0]},
 		{"tolerations", &a.Spec.Tolerations[0] == &b.Spec.Tolerations[0]},
 		{"spread constraints", &a.Spec.TopologySpreadConstraints[0] == &b.Spec.TopologySpreadConstraints[0]},
@@ -101,6 +103,9 @@ func TestCacheTransformKeepsDifferentValuesApart(t *testing.T) {
 		if _, err := transform(p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if &a.Spec.Containers[0] == &b.Spec.Containers[0] || &c.Spec.Containers[0] == &d.Spec.Containers[0] {
+		t.Errorf("pods with other requests share their containers")
 	}
 	if b.Spec.NodeName != "node-b" || b.Spec.Tolerations[0].Key != "other" || len(b.Labels) != 2 {
 		t.Errorf("pod b took pod a's values: node %q, tolerations %v, labels %v", b.Spec.NodeName, b.Spec.Tolerations, b.Labels)

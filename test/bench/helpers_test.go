@@ -197,6 +197,7 @@ func controllerMemory(t *testing.T) func() map[string]any {
 		}
 		figures["controllerRSSMiB"] = mib(m.RSS)
 		figures["controllerPeakRSSMiB"] = mib(m.HWM)
+		figures["controllerRSSAnonMiB"], figures["controllerRSSFileMiB"] = mib(m.Anon), mib(m.File)
 		figures["controllerSampledRSSMiB"] = mib(peak)
 		figures["controllerPeakWasReset"] = reset
 		t.Logf("CPU over the phase, cores: %v; the whole machine %v", shares, figures["machineBusyCores"])

@@ -17,6 +17,9 @@ import (
 // memory is a process's resident set in bytes: the current value and the peak (high-water mark).
 type memory struct {
 	RSS, HWM int64
+	// Anon and File split RSS: anonymous pages (the Go heap, stacks, the runtime's own structures) and the pages
+	// of mapped files (mostly the binary's text and read-only data).
+	Anon, File int64
 }
 
 // controllerPID returns the pid of the running dovetail process, from the stack's pid file.
@@ -41,7 +44,7 @@ func controllerPID() (int, error) {
 	return pid, nil
 }
 
-// readMemory reads VmRSS and VmHWM of a process from /proc/<pid>/status.
+// readMemory reads VmRSS, VmHWM, RssAnon and RssFile of a process from /proc/<pid>/status.
 func readMemory(pid int) (memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -52,7 +55,20 @@ func readMemory(pid int) (memory, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		if !ok {
+			continue
+		}
+		var field *int64
+		switch key {
+		case "VmRSS":
+			field = &m.RSS
+		case "VmHWM":
+			field = &m.HWM
+		case "RssAnon":
+			field = &m.Anon
+		case "RssFile":
+			field = &m.File
+		default:
 			continue
 		}
 		fields := strings.Fields(value) // "123456 kB"
@@ -63,11 +79,7 @@ func readMemory(pid int) (memory, error) {
 		if err != nil {
 			return memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, key, err)
 		}
-		if key == "VmRSS" {
-			m.RSS = kb * 1024
-		} else {
-			m.HWM = kb * 1024
-		}
+		*field = kb * 1024
 	}
 	if err := sc.Err(); err != nil {
 		return memory{}, err

@@ -471,6 +471,7 @@ type scaleMeter struct {
 	requestSeries map[string]float64
 	aws           [2]float64            // AWS calls: all, DescribeInstances
 	passes        map[string][2]float64 // histogram name -> sum, count at the start
+	gcCycles      float64               // the Go runtime's collections at the start
 }
 
 var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
@@ -485,6 +486,7 @@ func startMeter(t *testing.T) *scaleMeter {
 	m.requests = metricSum(t, start, "client_go_request_total", nil)
 	m.requestSeries, _ = start.Series("client_go_request_total")
 	m.aws = awsCalls(t, start)
+	m.gcCycles = metricSum(t, start, "go_gc_duration_seconds_count", nil)
 	for _, h := range scaleHistograms {
 		m.passes[h] = [2]float64{metricSum(t, start, h+"_sum", nil), metricSum(t, start, h+"_count", nil)}
 	}
@@ -551,12 +553,29 @@ func (m *scaleMeter) stop() map[string]any {
 			f[short+"_meanSeconds"] = round3(sum / count)
 		}
 	}
-	// The Go heap at the end (read after RSS): in use by live objects and garbage not yet collected, in spans
-	// holding at least one object, and the collector's next target.
+	// The Go runtime's memory at the end (read after RSS): the heap in use by live objects and garbage not yet
+	// collected, in spans holding at least one object, and the collector's next target; free heap pages not yet
+	// returned to the system; goroutine stacks; the collector's and allocator's own structures; all the runtime
+	// holds from the system.
 	for name, metric := range map[string]string{"goHeapAllocMiB": "go_memstats_heap_alloc_bytes",
-		"goHeapInuseMiB": "go_memstats_heap_inuse_bytes", "goNextGCMiB": "go_memstats_next_gc_bytes"} {
+		"goHeapInuseMiB": "go_memstats_heap_inuse_bytes", "goNextGCMiB": "go_memstats_next_gc_bytes",
+		"goStackMiB": "go_memstats_stack_sys_bytes", "goSysMiB": "go_memstats_sys_bytes"} {
 		f[name] = round3(metricSum(m.t, end, metric, nil) / (1 << 20))
 	}
+	idle, released := metricSum(m.t, end, "go_memstats_heap_idle_bytes", nil), metricSum(m.t, end, "go_memstats_heap_released_bytes", nil)
+	f["goHeapFreeKeptMiB"] = round3((idle - released) / (1 << 20))
+	var runtimeOwn float64
+	for _, metric := range []string{"go_memstats_gc_sys_bytes", "go_memstats_mspan_sys_bytes", "go_memstats_mcache_sys_bytes",
+		"go_memstats_buck_hash_sys_bytes", "go_memstats_other_sys_bytes"} {
+		runtimeOwn += metricSum(m.t, end, metric, nil)
+	}
+	f["goRuntimeMiB"] = round3(runtimeOwn / (1 << 20))
+	// Collections in the phase (since its start, or since the process's start if it was restarted in the phase).
+	gc := metricSum(m.t, end, "go_gc_duration_seconds_count", nil)
+	if gc >= m.gcCycles {
+		gc -= m.gcCycles
+	}
+	f["gcCycles"] = gc
 	f["limit"] = limitOf(f)
 	return f
 }
