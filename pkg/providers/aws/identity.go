@@ -29,20 +29,15 @@ func (p *CloudProvider) NameConflicts(ctx context.Context) (cloudprovider.NameCh
 			byUID[uid] = append(byUID[uid], id)
 		}
 	}
-	instances := ec2.NewDescribeInstancesPaginator(p.clients.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+	// Decoded as garbage collection's listing is: the ID and tags are all this reads.
+	err := instance.EachListed(ctx, p.clients.EC2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: awssdk.String("tag-key"), Values: []string{p.cluster.ClusterTag()}},
 		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
-	}, MaxResults: awssdk.Int32(instance.ListPageSize)})
-	for instances.HasMorePages() {
-		page, err := instances.NextPage(ctx)
-		if err != nil {
-			return cloudprovider.NameCheck{}, sdk.Wrap(err, "listing instances tagged %s", p.cluster.ClusterTag())
-		}
-		for _, r := range page.Reservations {
-			for _, i := range r.Instances {
-				note(tags.FromEC2(i.Tags), awssdk.ToString(i.InstanceId))
-			}
-		}
+	}, MaxResults: awssdk.Int32(instance.ListPageSize)}, func(i ec2types.Instance) {
+		note(tags.FromEC2(i.Tags), awssdk.ToString(i.InstanceId))
+	})
+	if err != nil {
+		return cloudprovider.NameCheck{}, sdk.Wrap(err, "listing instances tagged %s", p.cluster.ClusterTag())
 	}
 	templates := ec2.NewDescribeLaunchTemplatesPaginator(p.clients.EC2, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
 		{Name: awssdk.String("tag-key"), Values: []string{p.cluster.ClusterTag()}},

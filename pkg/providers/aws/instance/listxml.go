@@ -98,6 +98,25 @@ func withLeanDecoder(d *leanDecoder) func(*ec2.Options) {
 	}
 }
 
+// EachListed calls fn with each instance of every page of the DescribeInstances listing in, decoded by
+// leanDecoder: only the fields of listedFields are set (all of them when the SDK decoded a page leanDecoder could
+// not read). The listings of the cluster's instances use it; a caller that reads other fields describes the
+// instance on its own.
+func EachListed(ctx context.Context, api ec2.DescribeInstancesAPIClient, in *ec2.DescribeInstancesInput, fn func(ec2types.Instance)) error {
+	pager := ec2.NewDescribeInstancesPaginator(api, in)
+	for pager.HasMorePages() {
+		lean := &leanDecoder{}
+		page, err := pager.NextPage(ctx, withLeanDecoder(lean))
+		if err != nil {
+			return err
+		}
+		for _, i := range pageInstances(lean, page) {
+			fn(i)
+		}
+	}
+	return nil
+}
+
 // pageInstances returns the instances of a page: those leanDecoder decoded, or the SDK's.
 func pageInstances(d *leanDecoder, page *ec2.DescribeInstancesOutput) []ec2types.Instance {
 	if d.decoded {

@@ -430,27 +430,22 @@ func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
 		{Name: aws.String("instance-state-name"), Values: liveStates},
 	}, MaxResults: aws.Int32(ListPageSize)}
 	var out []*Instance
-	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in)
-	for pager.HasMorePages() {
-		lean := &leanDecoder{}
-		page, err := pager.NextPage(ctx, withLeanDecoder(lean))
-		if err != nil {
-			return nil, sdk.Wrap(err, "listing instances")
+	err := EachListed(ctx, p.ec2, in, func(i ec2types.Instance) {
+		inst := convert(i)
+		switch o := p.cluster.Owner(inst.Tags); o {
+		case tags.Owned:
+			p.remember(inst.ID)
+			out = append(out, inst)
+		case tags.NameOnly:
+			log.FromContext(ctx).Info("instance tagged with this cluster's name lacks its identity tag; leaving it alone",
+				"instance-id", inst.ID, "tag", tags.ClusterUID)
+		default:
+			log.FromContext(ctx).V(1).Info("instance belongs to another cluster with the same name; ignoring",
+				"instance-id", inst.ID, "ownership", ownershipName(o))
 		}
-		for _, i := range pageInstances(lean, page) {
-			inst := convert(i)
-			switch o := p.cluster.Owner(inst.Tags); o {
-			case tags.Owned:
-				p.remember(inst.ID)
-				out = append(out, inst)
-			case tags.NameOnly:
-				log.FromContext(ctx).Info("instance tagged with this cluster's name lacks its identity tag; leaving it alone",
-					"instance-id", inst.ID, "tag", tags.ClusterUID)
-			default:
-				log.FromContext(ctx).V(1).Info("instance belongs to another cluster with the same name; ignoring",
-					"instance-id", inst.ID, "ownership", ownershipName(o))
-			}
-		}
+	})
+	if err != nil {
+		return nil, sdk.Wrap(err, "listing instances")
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
