@@ -33,7 +33,8 @@ func OpenLogOutputs(outputPaths, errorOutputPaths []string) (LogOutputs, error) 
 	return LogOutputs{Out: out, Err: errOut, Close: func() { closeOut(); closeErr() }}, nil
 }
 
-// NewLoggerTo returns the JSON logger at level writing to o.Out, with the logger's own errors going to o.Err.
+// NewLoggerTo returns the JSON logger at level writing to o.Out, with the logger's own errors going to o.Err, its
+// values applied when a line is written (DeferValues).
 func NewLoggerTo(level string, o LogOutputs) logr.Logger {
-	return zap.New(zap.Level(zapLevel(level)), zap.WriteTo(o.Out), zap.RawZapOpts(uberzap.ErrorOutput(o.Err)))
+	return DeferValues(zap.New(zap.Level(zapLevel(level)), zap.WriteTo(o.Out), zap.RawZapOpts(uberzap.ErrorOutput(o.Err))))
 }

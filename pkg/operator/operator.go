@@ -75,13 +75,14 @@ func SetGlobalLoggers(logger logr.Logger) {
 	klog.SetLogger(logger)
 }
 
-// NewLogger returns a JSON zap logger at the settings' level.
+// NewLogger returns a JSON zap logger at the settings' level, its values applied when a line is written
+// (DeferValues).
 func NewLogger(level string, w io.Writer) logr.Logger {
 	opts := []zap.Opts{zap.Level(zapLevel(level))}
 	if w != nil {
 		opts = append(opts, zap.WriteTo(w))
 	}
-	return zap.New(opts...)
+	return DeferValues(zap.New(opts...))
 }
 
 // zapLevel is the zap level of a LOG_LEVEL value (info for anything else).
