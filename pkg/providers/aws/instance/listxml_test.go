@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -323,19 +324,9 @@ func TestListThroughTheSimulator(t *testing.T) {
 		insts, _ := sdkInstances(t, string(body))
 		want = append(want, insts...)
 	}
-	sortInstances(want)
+	slices.SortFunc(want, func(a, b *Instance) int { return strings.Compare(a.ID, b.ID) })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-the SDK's decoding +List):\n%s", diff)
-	}
-}
-
-func sortInstances(insts []*Instance) {
-	for i := range insts {
-		for j := i + 1; j < len(insts); j++ {
-			if insts[j].ID < insts[i].ID {
-				insts[i], insts[j] = insts[j], insts[i]
-			}
-		}
 	}
 }
 
