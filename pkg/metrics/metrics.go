@@ -104,7 +104,9 @@ type Metrics struct {
 	// NodesTerminationDuration is observed by the node termination controller.
 	NodesTerminationDuration *prometheus.SummaryVec
 	SchedulingDuration       *prometheus.HistogramVec
-	SchedulerQueueDepth      *prometheus.GaugeVec
+	// SchedulingCPU is the CPU time of the thread that ran each provisioning pass's solve.
+	SchedulingCPU       prometheus.Histogram
+	SchedulerQueueDepth *prometheus.GaugeVec
 	// PodsUnschedulable counts, after each provisioning pass, the pending pods it could place nowhere, by reason.
 	PodsUnschedulable   *prometheus.GaugeVec
 	PodsStartupDuration prometheus.Summary
@@ -326,6 +328,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of one scheduling pass over a batch of pending pods.",
 			Buckets: durationBuckets,
 		}, []string{LabelController}),
+		SchedulingCPU: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "dovetail_scheduler_scheduling_cpu_seconds", Help: helpOf("dovetail_scheduler_scheduling_cpu_seconds"),
+			Buckets: durationBuckets,
+		}),
 		SchedulerQueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "karpenter_scheduler_queue_depth",
 			Help: "Pending pods in the scheduling pass under way, by controller and pass (scheduling_id).",

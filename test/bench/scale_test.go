@@ -472,9 +472,10 @@ type scaleMeter struct {
 	aws           [2]float64            // AWS calls: all, DescribeInstances
 	passes        map[string][2]float64 // histogram name -> sum, count at the start
 	gcCycles      float64               // the Go runtime's collections at the start
+	scheduler     framework.Metrics     // the kube-scheduler's metrics at the start
 }
 
-var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds",
+var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds", "dovetail_scheduler_scheduling_cpu_seconds",
 	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "dovetail_disruption_decision_cpu_seconds"}
 
 // startMeter starts measuring a phase. The metrics it starts from are read first, in one scrape: at 5,000 nodes
@@ -490,9 +491,47 @@ func startMeter(t *testing.T) *scaleMeter {
 	for _, h := range scaleHistograms {
 		m.passes[h] = [2]float64{metricSum(t, start, h+"_sum", nil), metricSum(t, start, h+"_count", nil)}
 	}
+	m.scheduler = scrapeScheduler(t)
 	m.memory, m.cpu = measuredPhase(t)
 	m.started = time.Now()
 	return m
+}
+
+// scrapeScheduler reads the kube-scheduler's metrics once (logging a failure: its figures are then left out).
+func scrapeScheduler(t *testing.T) framework.Metrics {
+	t.Helper()
+	m, err := env.ScrapeScheduler(context.Background())
+	if err != nil {
+		t.Logf("bench-scale: %v", err)
+	}
+	return m
+}
+
+// schedulerFigures adds what the kube-scheduler did in the phase: its attempts and their mean seconds by result,
+// its preemption attempts, the seconds of its busiest extension points and its queues at the end. On this
+// machine it is often what decides how fast pending pods run.
+func schedulerFigures(t *testing.T, f map[string]any, start, end framework.Metrics) {
+	t.Helper()
+	if start == "" || end == "" {
+		return
+	}
+	a, err := framework.KubeSchedulerActivity(start, end)
+	if err != nil {
+		t.Logf("bench-scale: the kube-scheduler's metrics: %v", err)
+		return
+	}
+	rounded := func(m map[string]float64) map[string]float64 {
+		out := make(map[string]float64, len(m))
+		for k, v := range m {
+			out[k] = round3(v)
+		}
+		return out
+	}
+	f["kubeSchedulerAttempts"] = a.Attempts
+	f["kubeSchedulerMeanAttemptSeconds"] = rounded(a.MeanAttemptSeconds)
+	f["kubeSchedulerPreemptionAttempts"] = a.PreemptionAttempts
+	f["kubeSchedulerExtensionSeconds"] = rounded(a.ExtensionSeconds)
+	f["kubeSchedulerPendingAtEnd"] = a.Pending
 }
 
 // scrape reads the controller's metrics once (logging a failure: the figures read from it are then zero).
@@ -532,6 +571,7 @@ func (m *scaleMeter) stop() map[string]any {
 	f["controllerCPUSeconds"] = round3(cpu)
 	f["controllerCores"] = round3(cpu / elapsed)
 	end := scrape(m.t)
+	schedulerFigures(m.t, f, m.scheduler, scrapeScheduler(m.t))
 	f["apiRequestsPerSecond"] = round3((metricSum(m.t, end, "client_go_request_total", nil) - m.requests) / elapsed)
 	if series, err := end.Series("client_go_request_total"); err == nil {
 		var parts []string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/metrics"
 	"github.com/dovetail/dovetail/pkg/scheduling"
 	"github.com/dovetail/dovetail/pkg/settings"
+	"github.com/dovetail/dovetail/pkg/threadcpu"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -466,16 +466,9 @@ func (c *Controller) observe(ctx context.Context) (*state, error) {
 // decideOnThread decides on one OS thread and reports the thread's CPU time for it (-1 where it is not read): the
 // decision runs on the calling goroutine only, so that time is its own and its allocations' collector assists,
 // unlike its wall time, which a busy machine stretches.
-func decideOnThread(ctx context.Context, snap *core.Snapshot, opts core.Options) (*core.Result, time.Duration, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	before, ok := threadCPU()
-	res, err := core.Decide(ctx, snap, opts)
-	after, _ := threadCPU()
-	if !ok {
-		return res, -1, err
-	}
-	return res, after - before, err
+func decideOnThread(ctx context.Context, snap *core.Snapshot, opts core.Options) (res *core.Result, cpu time.Duration, err error) {
+	cpu = threadcpu.Run(func() { res, err = core.Decide(ctx, snap, opts) })
+	return res, cpu, err
 }
 
 // record updates the disruption metrics after a decision.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +16,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/test"
+	"github.com/dovetail/dovetail/pkg/threadcpu"
 )
 
 func podUID(uid string) *corev1.Pod {
@@ -74,11 +76,57 @@ func TestSchedulingDecisionObserved(t *testing.T) {
 
 func histogramCount(t *testing.T, c *Controller) uint64 {
 	t.Helper()
+	return observations(t, c.deps.Metrics.PodsSchedulingDecisionDuration)
+}
+
+// observations is how many values a histogram holds.
+func observations(t *testing.T, h prometheus.Metric) uint64 {
+	t.Helper()
 	m := &dto.Metric{}
-	if err := c.deps.Metrics.PodsSchedulingDecisionDuration.Write(m); err != nil {
+	if err := h.Write(m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// TestPassTimesRecorded: a pass that solves records its wall time and, where the thread's CPU clock is read, its
+// CPU time; a pass with nothing pending solves nothing and records neither.
+func TestPassTimesRecorded(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := test.Pod("web").Requests("1", "1Gi").Unschedulable().Obj()
+	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(test.NodePool("default").Obj(), pod).Build()
+	c, _ := newTestController(api)
+	m := c.deps.Metrics
+	counts := func() [2]uint64 {
+		wall, err := m.SchedulingDuration.GetMetricWithLabelValues(Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint64{observations(t, wall.(prometheus.Metric)), observations(t, m.SchedulingCPU)}
+	}
+	want := [2]uint64{1, 1}
+	if _, ok := threadcpu.Now(); !ok {
+		want[1] = 0
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != want {
+		t.Errorf("after a pass with a pending pod: [wall, cpu] observations = %v, want %v", got, want)
+	}
+	if err := api.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != want {
+		t.Errorf("after a pass with nothing pending: [wall, cpu] observations = %v, want %v", got, want)
+	}
 }
 
 // TestSchedulingMomentsRecorded: the trigger records when it first saw each pending pod and a pass when it decided

@@ -1,6 +1,10 @@
 package framework
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestMetricsSum(t *testing.T) {
 	m := Metrics(`# HELP aws_sdk_go_request_total AWS calls.
@@ -52,5 +56,71 @@ func TestMetricsSeries(t *testing.T) {
 	}
 	if got, err := m.Series("up"); err != nil || got[""] != 1 {
 		t.Errorf("Series(up) = %v, %v; want the unlabelled series", got, err)
+	}
+}
+
+// TestKubeSchedulerActivity: attempts and their mean time by result, preemptions and extension point time are
+// differences between the two scrapes; the queues are read at the end.
+func TestKubeSchedulerActivity(t *testing.T) {
+	start := Metrics(`# TYPE scheduler_schedule_attempts_total counter
+scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 100
+scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"} 10
+scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="scheduled"} 5
+scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 100
+scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="unschedulable"} 2
+scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="unschedulable"} 10
+scheduler_preemption_attempts_total 10
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="default-scheduler",status="Success"} 1
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="default-scheduler",status="Unschedulable"} 2
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",profile="default-scheduler",status="Success"} 3
+scheduler_pending_pods{queue="active"} 50
+scheduler_pending_pods{queue="unschedulable"} 7
+`)
+	end := Metrics(`scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 150
+scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"} 30
+scheduler_schedule_attempts_total{profile="other",result="unschedulable"} 10
+scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="scheduled"} 10
+scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 150
+scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="unschedulable"} 14
+scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="unschedulable"} 40
+scheduler_preemption_attempts_total 40
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="default-scheduler",status="Success"} 4
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="default-scheduler",status="Unschedulable"} 9
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",profile="default-scheduler",status="Success"} 3
+scheduler_pending_pods{queue="active"} 20
+scheduler_pending_pods{queue="backoff"} 5
+scheduler_pending_pods{queue="unschedulable"} 0
+`)
+	got, err := KubeSchedulerActivity(start, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SchedulerActivity{
+		Attempts:           map[string]float64{"scheduled": 50, "unschedulable": 30},
+		MeanAttemptSeconds: map[string]float64{"scheduled": 0.1, "unschedulable": 0.4},
+		PreemptionAttempts: 30,
+		ExtensionSeconds:   map[string]float64{"Filter": 10},
+		Pending:            map[string]float64{"active": 20, "backoff": 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("KubeSchedulerActivity (-want +got):\n%s", diff)
+	}
+	if _, err := KubeSchedulerActivity(start, Metrics("scheduler_pending_pods{queue=\"active\" 1\n")); err == nil {
+		t.Error("KubeSchedulerActivity of a broken line: no error")
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	for _, tc := range []struct{ labels, name, want string }{
+		{`a="1",b="2"`, "b", "2"},
+		{`a="1",b="2"`, "a", "1"},
+		{`a="1",ab="2"`, "b", ""},
+		{`a="1"`, "", ""},
+		{``, "a", ""},
+		{`a="",b="x"`, "b", "x"},
+	} {
+		if got := labelValue(tc.labels, tc.name); got != tc.want {
+			t.Errorf("labelValue(%q, %q) = %q, want %q", tc.labels, tc.name, got, tc.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awssim "github.com/dovetail/dovetail/pkg/simulator/aws"
@@ -202,4 +203,138 @@ func (s *Stack) Launches(ctx context.Context) ([]awssim.LaunchRecord, error) {
 		return nil, fmt.Errorf("decoding the simulator's launches: %w", err)
 	}
 	return out, nil
+}
+
+// ScrapeScheduler reads the local kube-scheduler's /metrics endpoint once (port PortBase+59, see
+// hack/cluster-common.sh), as the cluster's admin: its attempts, their time and its queues say when the
+// kube-scheduler, not the controller, limits how fast pending pods run.
+func (s *Stack) ScrapeScheduler(ctx context.Context) (Metrics, error) {
+	if s.RESTConfig == nil {
+		return "", fmt.Errorf("scraping the kube-scheduler's metrics: the stack has no client configuration")
+	}
+	// The admin's client certificate from the kubeconfig; the kube-scheduler serves a certificate it signed itself.
+	cfg := rest.AnonymousClientConfig(s.RESTConfig)
+	cfg.CertData, cfg.KeyData = s.RESTConfig.CertData, s.RESTConfig.KeyData
+	cfg.CertFile, cfg.KeyFile = s.RESTConfig.CertFile, s.RESTConfig.KeyFile
+	cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return "", fmt.Errorf("scraping the kube-scheduler's metrics: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.PortBase+59), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("scraping the kube-scheduler's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("scraping the kube-scheduler's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("scraping the kube-scheduler's metrics: %s: %.200s", resp.Status, body)
+	}
+	return Metrics(body), nil
+}
+
+// SchedulerActivity is what the kube-scheduler did between two scrapes of its metrics.
+type SchedulerActivity struct {
+	// Attempts are its scheduling attempts by result (scheduled, unschedulable, error).
+	Attempts map[string]float64
+	// MeanAttemptSeconds is the mean time of an attempt, by result.
+	MeanAttemptSeconds map[string]float64
+	// PreemptionAttempts counts the attempts that tried preemption (each after a failed attempt).
+	PreemptionAttempts float64
+	// ExtensionSeconds is the time spent at each extension point of its framework (Filter, PostFilter, ...).
+	ExtensionSeconds map[string]float64
+	// Pending are the pods in each of its queues (active, backoff, unschedulable, gated) at the second scrape.
+	Pending map[string]float64
+}
+
+// KubeSchedulerActivity reads what the kube-scheduler did between the scrapes start and end (ScrapeScheduler).
+func KubeSchedulerActivity(start, end Metrics) (SchedulerActivity, error) {
+	a := SchedulerActivity{}
+	var err error
+	if a.Attempts, err = deltaBy(start, end, "scheduler_schedule_attempts_total", "result"); err != nil {
+		return a, err
+	}
+	sums, err := deltaBy(start, end, "scheduler_scheduling_attempt_duration_seconds_sum", "result")
+	if err != nil {
+		return a, err
+	}
+	counts, err := deltaBy(start, end, "scheduler_scheduling_attempt_duration_seconds_count", "result")
+	if err != nil {
+		return a, err
+	}
+	a.MeanAttemptSeconds = map[string]float64{}
+	for result, n := range counts {
+		if n > 0 {
+			a.MeanAttemptSeconds[result] = sums[result] / n
+		}
+	}
+	preemptions, err := deltaBy(start, end, "scheduler_preemption_attempts_total", "")
+	if err != nil {
+		return a, err
+	}
+	a.PreemptionAttempts = preemptions[""]
+	if a.ExtensionSeconds, err = deltaBy(start, end, "scheduler_framework_extension_point_duration_seconds_sum", "extension_point"); err != nil {
+		return a, err
+	}
+	if a.Pending, err = deltaBy("", end, "scheduler_pending_pods", "queue"); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// deltaBy sums the series of a metric by the value of one label ("" sums them all) at end, minus the same at
+// start; groups that did not change are left out.
+func deltaBy(start, end Metrics, name, label string) (map[string]float64, error) {
+	by := func(m Metrics) (map[string]float64, error) {
+		series, err := m.Series(name)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for labels, v := range series {
+			out[labelValue(labels, label)] += v
+		}
+		return out, nil
+	}
+	before, err := by(start)
+	if err != nil {
+		return nil, err
+	}
+	after, err := by(end)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out, nil
+}
+
+// labelValue is the value of the label name in labels as exposed (`a="1",b="2"`), "" when name is "" or absent.
+func labelValue(labels, name string) string {
+	if name == "" {
+		return ""
+	}
+	for rest := labels; rest != ""; {
+		k, after, ok := strings.Cut(rest, `="`)
+		if !ok {
+			return ""
+		}
+		v, next, _ := strings.Cut(after, `"`)
+		if k == name {
+			return v
+		}
+		rest = strings.TrimPrefix(next, ",")
+	}
+	return ""
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package disruption
+package threadcpu
 
 import (
 	"time"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU is the CPU time the calling OS thread has used so far. A caller measuring a stretch of work locks its
+// Now is the CPU time the calling OS thread has used so far. A caller measuring a stretch of work locks its
 // goroutine to the thread first (runtime.LockOSThread).
-func threadCPU() (time.Duration, bool) {
+func Now() (time.Duration, bool) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0, false
