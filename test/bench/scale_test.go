@@ -42,6 +42,8 @@ import (
 //   - BENCH_SCALE_REST (10m): how long the at-rest phase lasts.
 //   - BENCH_SCALE_RESTART_SETTLE (3m): how long the restart phase measures the controller after it is ready.
 //   - BENCH_SCALE_PROVISION_PODS (2000): pending pods of the provisioning phase.
+//   - BENCH_SCALE_PROVISION_FOR (30m): how long the provisioning phase waits for its pods to run; it then reports
+//     what it reached and fails.
 //   - BENCH_SCALE_QUIET (3m): the consolidation phase ends once this long passed without a node draining.
 //   - BENCH_SCALE_DRIFT_FOR (none): stop the drift phase after this long and report the part done (nodes replaced,
 //     their rate); without it the phase runs until every node is replaced.
@@ -70,6 +72,7 @@ func TestScale(t *testing.T) {
 	nodes := benchCount(t, "BENCH_SCALE_NODES", 5000, 10)
 	growPods := benchCount(t, "BENCH_SCALE_PROVISION_PODS", 2000, 11)
 	rest := benchDuration(t, "BENCH_SCALE_REST", 10*time.Minute)
+	provisionFor := benchDuration(t, "BENCH_SCALE_PROVISION_FOR", 30*time.Minute)
 	restartSettle := benchDuration(t, "BENCH_SCALE_RESTART_SETTLE", 3*time.Minute)
 	quiet := benchDuration(t, "BENCH_SCALE_QUIET", 3*time.Minute)
 	var driftFor time.Duration
@@ -121,7 +124,7 @@ func TestScale(t *testing.T) {
 		case "restart":
 			f = restartPhase(t, restartSettle)
 		case "provision":
-			f = provisionPhase(t, growPods)
+			f = provisionPhase(t, growPods, provisionFor)
 		case "consolidate":
 			f = consolidatePhase(t, tracker, nodes, quiet)
 		case "drift":
@@ -849,7 +852,7 @@ func profile(t *testing.T, out string) {
 
 // provisionPhase: pods of the mix of Karpenter's performance suite (hostname-spread, large and do-not-disrupt
 // pods, 500 : 500 : 100) applied at once into the cluster on a NodePool of their own.
-func provisionPhase(t *testing.T, total int) map[string]any {
+func provisionPhase(t *testing.T, total int, limit time.Duration) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := framework.NodePool(growPool, framework.PoolOptions{ConsolidateAfter: "Never", Budgets: []map[string]any{{"nodes": "0"}}})
@@ -888,16 +891,72 @@ func provisionPhase(t *testing.T, total int) map[string]any {
 			t.Fatal(err)
 		}
 	}
-	waitAllRunning(t, tracker, total, applied, 30*time.Minute)
-	at, _ := tracker.allRunning()
+	waitErr := followProvisioning(ctx, t, tracker, total, applied, limit)
+	_, bound, at := tracker.milestones()
+	_, running, _ := tracker.counts()
 	f := m.stop()
 	f["podsPending"] = total
-	f["secondsToAllRunning"] = round3(at.Sub(applied).Seconds())
+	f["podsRunningAtEnd"] = running
+	f["allRunning"] = !at.IsZero()
+	if !at.IsZero() {
+		f["secondsToAllRunning"] = round3(at.Sub(applied).Seconds())
+	}
+	if !bound.IsZero() {
+		f["secondsToAllBound"] = round3(bound.Sub(applied).Seconds())
+	}
 	if claims, err := cachedClaims(ctx, growPool); err == nil {
 		f["nodesLaunched"] = len(claims)
+		f["nodesInitialized"] = len(claims) - uninitializedClaims(claims)
+		if _, initialized := lastNodeClaimTimes(claims); !initialized.IsZero() {
+			f["secondsToLastInitialized"] = round3(initialized.Sub(applied).Seconds())
+		}
 	}
 	phaseLine(t, "provision", f)
+	if waitErr != nil {
+		t.Errorf("provision: %v", waitErr)
+	}
 	return f
+}
+
+// followProvisioning waits until the tracker sees total pods Running or for at most limit, and logs every minute
+// where the pods are (bound, Running), where the pool's NodeClaims are (launched, initialized) and how many
+// attempts the kube-scheduler made, so that a slow phase shows which of them it waits on. A phase that runs out of
+// time returns an error after the caller reported what it reached.
+func followProvisioning(ctx context.Context, t *testing.T, tracker *podTracker, total int, applied time.Time, limit time.Duration) error {
+	t.Helper()
+	first := scrapeScheduler(t)
+	lastLog := time.Now()
+	err := framework.Poll(ctx, limit, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		at, running := tracker.allRunning()
+		status := fmt.Sprintf("%d/%d pods Running at +%.0fs", running, total, time.Since(applied).Seconds())
+		if at.IsZero() && time.Since(lastLog) > time.Minute {
+			lastLog = time.Now()
+			t.Log(provisionProgress(ctx, t, tracker, first) + " at +" + fmt.Sprintf("%.0fs", time.Since(applied).Seconds()))
+		}
+		return !at.IsZero(), status, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d pods not all Running within %s: %w", total, limit, err)
+	}
+	return nil
+}
+
+// provisionProgress describes the pods, the pool's NodeClaims and the kube-scheduler's attempts since first.
+func provisionProgress(ctx context.Context, t *testing.T, tracker *podTracker, first framework.Metrics) string {
+	t.Helper()
+	tracker.mu.Lock()
+	bound, running := tracker.bound, tracker.running
+	tracker.mu.Unlock()
+	out := fmt.Sprintf("provision: pods bound %d, Running %d", bound, running)
+	if claims, err := cachedClaims(ctx, growPool); err == nil {
+		out += fmt.Sprintf("; nodeclaims %d, initialized %d", len(claims), len(claims)-uninitializedClaims(claims))
+	}
+	if now := scrapeScheduler(t); first != "" && now != "" {
+		if a, err := framework.KubeSchedulerActivity(first, now); err == nil {
+			out += fmt.Sprintf("; kube-scheduler attempts %v, pending %v", a.Attempts, a.Pending)
+		}
+	}
+	return out
 }
 
 // consolidatePhase: 30 % of the base cluster's pods deleted (every ReplicaSet scaled to 70 %), consolidation on
