@@ -192,7 +192,16 @@ func envInt(name string, def int) (int, error) {
 // after timeout.
 func waitAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, timeout time.Duration) {
 	t.Helper()
-	lastLog := time.Now()
+	if err := pollAllRunning(t, tracker, n, since, timeout, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollAllRunning waits until the tracker sees n pods Running, at most timeout, logging the count every 10 s and,
+// when progress is given, what it describes every minute (a slow wait then shows what it waits on).
+func pollAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, timeout time.Duration, progress func(context.Context) string) error {
+	t.Helper()
+	lastLog, lastProgress := time.Now(), time.Now()
 	err := framework.Poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		at, running := tracker.allRunning()
 		status := fmt.Sprintf("%d/%d pods Running at +%.0fs", running, n, time.Since(since).Seconds())
@@ -200,11 +209,16 @@ func waitAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, t
 			lastLog = time.Now()
 			t.Log(status)
 		}
+		if progress != nil && at.IsZero() && time.Since(lastProgress) > time.Minute {
+			lastProgress = time.Now()
+			t.Logf("%s at +%.0fs", progress(ctx), time.Since(since).Seconds())
+		}
 		return !at.IsZero(), status, nil
 	})
 	if err != nil {
-		t.Fatalf("%d pods never all Running: %v", n, err)
+		return fmt.Errorf("%d pods not all Running within %s: %w", n, timeout, err)
 	}
+	return nil
 }
 
 // deleteAll deletes the NodeClaims with a few workers, as a user's `kubectl delete nodeclaims --all` would.

@@ -289,6 +289,13 @@ func (tr *podTracker) liveOnWatched() (int, time.Time) {
 	return n, tr.lastLeftAt
 }
 
+// boundRunning returns the pods bound to a node (not being deleted) and those Running.
+func (tr *podTracker) boundRunning() (bound, running int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.bound, tr.running
+}
+
 // counts returns the pods known, Running and available.
 func (tr *podTracker) counts() (pods, running, available int) {
 	tr.mu.Lock()

@@ -891,7 +891,10 @@ func provisionPhase(t *testing.T, total int, limit time.Duration) map[string]any
 			t.Fatal(err)
 		}
 	}
-	waitErr := followProvisioning(ctx, t, tracker, total, applied, limit)
+	first := scrapeScheduler(t)
+	waitErr := pollAllRunning(t, tracker, total, applied, limit, func(ctx context.Context) string {
+		return provisionProgress(ctx, t, tracker, first)
+	})
 	_, bound, at := tracker.milestones()
 	_, running, _ := tracker.counts()
 	f := m.stop()
@@ -918,35 +921,10 @@ func provisionPhase(t *testing.T, total int, limit time.Duration) map[string]any
 	return f
 }
 
-// followProvisioning waits until the tracker sees total pods Running or for at most limit, and logs every minute
-// where the pods are (bound, Running), where the pool's NodeClaims are (launched, initialized) and how many
-// attempts the kube-scheduler made, so that a slow phase shows which of them it waits on. A phase that runs out of
-// time returns an error after the caller reported what it reached.
-func followProvisioning(ctx context.Context, t *testing.T, tracker *podTracker, total int, applied time.Time, limit time.Duration) error {
-	t.Helper()
-	first := scrapeScheduler(t)
-	lastLog := time.Now()
-	err := framework.Poll(ctx, limit, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		at, running := tracker.allRunning()
-		status := fmt.Sprintf("%d/%d pods Running at +%.0fs", running, total, time.Since(applied).Seconds())
-		if at.IsZero() && time.Since(lastLog) > time.Minute {
-			lastLog = time.Now()
-			t.Log(provisionProgress(ctx, t, tracker, first) + " at +" + fmt.Sprintf("%.0fs", time.Since(applied).Seconds()))
-		}
-		return !at.IsZero(), status, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%d pods not all Running within %s: %w", total, limit, err)
-	}
-	return nil
-}
-
 // provisionProgress describes the pods, the pool's NodeClaims and the kube-scheduler's attempts since first.
 func provisionProgress(ctx context.Context, t *testing.T, tracker *podTracker, first framework.Metrics) string {
 	t.Helper()
-	tracker.mu.Lock()
-	bound, running := tracker.bound, tracker.running
-	tracker.mu.Unlock()
+	bound, running := tracker.boundRunning()
 	out := fmt.Sprintf("provision: pods bound %d, Running %d", bound, running)
 	if claims, err := cachedClaims(ctx, growPool); err == nil {
 		out += fmt.Sprintf("; nodeclaims %d, initialized %d", len(claims), len(claims)-uninitializedClaims(claims))
