@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,10 +199,13 @@ func waitAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, t
 }
 
 // pollAllRunning waits until the tracker sees n pods Running, at most timeout, logging the count every 10 s and,
-// when progress is given, what it describes every minute (a slow wait then shows what it waits on).
+// when progress is given, what it describes every minute (a slow wait then shows what it waits on). When the count
+// stays still for watchStallAfter, it lists the pods to check the watch (podTracker.resync) and logs what the list
+// found that the watch had not delivered, with the API server's count of watchers it closed.
 func pollAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, timeout time.Duration, progress func(context.Context) string) error {
 	t.Helper()
 	lastLog, lastProgress := time.Now(), time.Now()
+	lastCount, lastMoved := -1, time.Now()
 	err := framework.Poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		at, running := tracker.allRunning()
 		status := fmt.Sprintf("%d/%d pods Running at +%.0fs", running, n, time.Since(since).Seconds())
@@ -213,12 +217,59 @@ func pollAllRunning(t *testing.T, tracker *podTracker, n int, since time.Time, t
 			lastProgress = time.Now()
 			t.Logf("%s at +%.0fs", progress(ctx), time.Since(since).Seconds())
 		}
+		if running != lastCount {
+			lastCount, lastMoved = running, time.Now()
+		} else if at.IsZero() && time.Since(lastMoved) > watchStallAfter {
+			lastMoved = time.Now()
+			checkWatch(ctx, t, tracker)
+		}
 		return !at.IsZero(), status, nil
 	})
 	if err != nil {
 		return fmt.Errorf("%d pods not all Running within %s: %w", n, timeout, err)
 	}
 	return nil
+}
+
+// watchStallAfter is how long the Running count may stay still before the pod watch is checked against a list.
+const watchStallAfter = 2 * time.Minute
+
+// checkWatch compares the tracker's watch with a list of the pods and applies what the list shows, logging the
+// difference: nothing differing means the pods are really not Running; pods differing mean the watch lost or
+// delayed their events.
+func checkWatch(ctx context.Context, t *testing.T, tracker *podTracker) {
+	t.Helper()
+	quiet := tracker.sinceLastEvent()
+	listCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	started := time.Now()
+	differed, running, err := tracker.resync(listCtx)
+	if err != nil {
+		t.Logf("pod watch check: the count stood still for %s (last watch event %.0f s ago); %v", watchStallAfter, quiet.Seconds(), err)
+		return
+	}
+	t.Logf("pod watch check: the count stood still for %s (last watch event %.0f s ago); a list (%.1f s) found %d pods "+
+		"whose state the watch had not delivered, %d of them Running; the API server closed watchers: %s",
+		watchStallAfter, quiet.Seconds(), time.Since(started).Seconds(), differed, running, terminatedWatchers(listCtx))
+}
+
+// terminatedWatchers returns the API server's counts of watchers it closed because they did not keep up
+// (apiserver_terminated_watchers_total), or why they could not be read.
+func terminatedWatchers(ctx context.Context) string {
+	body, err := env.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("(metrics: %v)", err)
+	}
+	var out []string
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "apiserver_terminated_watchers_total") {
+			out = append(out, strings.TrimSpace(strings.TrimPrefix(line, "apiserver_terminated_watchers_total")))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // deleteAll deletes the NodeClaims with a few workers, as a user's `kubectl delete nodeclaims --all` would.

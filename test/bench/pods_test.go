@@ -7,13 +7,19 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/dovetail/dovetail/test/e2e/framework"
 )
@@ -30,12 +36,23 @@ type podState struct {
 	// unschedulable: current, not bound, and the kube-scheduler found no node for it (PodScheduled False,
 	// reason Unschedulable): a pod waiting for room rather than one just created.
 	unschedulable bool
+	// rv is the resource version of the object the state was read from (0 when it did not parse).
+	rv uint64
 }
 
 // podTracker follows the pods of a namespace through a watch, so the benchmarks see every transition (rather
 // than samples) without listing a thousand pods every few hundred milliseconds.
 type podTracker struct {
-	stop chan struct{}
+	stop      chan struct{}
+	namespace string
+	kube      kubernetes.Interface
+
+	// lastEventAt is when the watch last delivered an event; resyncs counts the lists compared with it.
+	lastEventAt time.Time
+	resyncs     int
+	// gone holds, for pods a list found deleted before the watch did, the list's resource version: a late watch
+	// event older than it does not bring the pod back.
+	gone map[string]uint64
 
 	mu        sync.Mutex
 	pods      map[string]podState
@@ -64,17 +81,30 @@ type podTracker struct {
 	// status says (kwok sets it as it plays the pod): the times the plateaus are measured between, which neither
 	// the watch's delays nor a slow poll of the benchmark shift.
 	startedAt map[string]time.Time
+	// firstMarked holds, for each pod, when the watch first saw it marked unschedulable: the kube-scheduler's
+	// first attempt at it, which the provisioner waits for.
+	firstMarked map[string]time.Time
 }
 
-// trackPods starts watching the pods of namespace; Stop ends it.
+// trackPods starts watching the pods of namespace; Stop ends it. The watch runs on a connection of its own
+// (HTTP/1.1, not a stream of the HTTP/2 connection the benchmark's lists and writes share): at 5,000 nodes a list
+// once hung on that connection for 20 minutes, and a pod watch sharing it stopped delivering events while 376 of
+// 50,000 pods were still to start.
 func trackPods(ctx context.Context, namespace string) (*podTracker, error) {
-	tr := &podTracker{stop: make(chan struct{}), pods: map[string]podState{}, minAvailable: -1}
-	factory := informers.NewSharedInformerFactoryWithOptions(env.Kube, 0, informers.WithNamespace(namespace))
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.NextProtos = []string{"http/1.1"}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pod watch client: %w", err)
+	}
+	tr := &podTracker{stop: make(chan struct{}), namespace: namespace, kube: kube, pods: map[string]podState{},
+		minAvailable: -1, gone: map[string]uint64{}, firstMarked: map[string]time.Time{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { tr.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
-		DeleteFunc: func(obj any) { tr.observe(obj, true) },
+		AddFunc:    func(obj any) { tr.observe(obj, false, true) },
+		UpdateFunc: func(_, obj any) { tr.observe(obj, false, true) },
+		DeleteFunc: func(obj any) { tr.observe(obj, true, true) },
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
@@ -91,7 +121,9 @@ func trackPods(ctx context.Context, namespace string) (*podTracker, error) {
 // Stop ends the watch.
 func (tr *podTracker) Stop() { close(tr.stop) }
 
-func (tr *podTracker) observe(obj any, deleted bool) {
+// observe applies one pod's state, from the watch (fromWatch) or from a list (resync). A state older than the
+// one held (by resource version) is ignored, so a late watch event does not undo what a list found.
+func (tr *podTracker) observe(obj any, deleted, fromWatch bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tomb.Obj, true
 	}
@@ -99,6 +131,7 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 	if !ok {
 		return
 	}
+	rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
 	var now podState
 	gone := deleted || pod.DeletionTimestamp != nil
 	if !deleted {
@@ -112,21 +145,35 @@ func (tr *podTracker) observe(obj any, deleted bool) {
 			bound:   !gone && pod.Spec.NodeName != "",
 		}
 		now.unschedulable = now.current && !now.bound && markedUnschedulable(pod)
+		now.rv = rv
 	}
 	at := time.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	before := tr.pods[pod.Name]
+	if fromWatch {
+		tr.lastEventAt = at
+	}
+	before, known := tr.pods[pod.Name]
+	if rv != 0 && ((known && rv < before.rv) || (!deleted && rv <= tr.gone[pod.Name])) {
+		return
+	}
 	if deleted {
 		delete(tr.pods, pod.Name)
+		if !fromWatch {
+			tr.gone[pod.Name] = rv
+		}
 	} else {
 		tr.pods[pod.Name] = now
+		delete(tr.gone, pod.Name)
 	}
 	tr.running += b2i(now.running) - b2i(before.running)
 	tr.available += b2i(now.available) - b2i(before.available)
 	tr.current += b2i(now.current) - b2i(before.current)
 	tr.bound += b2i(now.bound) - b2i(before.bound)
 	tr.unschedulable += b2i(now.unschedulable) - b2i(before.unschedulable)
+	if _, seen := tr.firstMarked[pod.Name]; now.unschedulable && !seen {
+		tr.firstMarked[pod.Name] = at
+	}
 	if tr.everUnschedulable != nil {
 		tr.maxUnschedulable = max(tr.maxUnschedulable, tr.unschedulable)
 		if _, seen := tr.everUnschedulable[pod.Name]; now.unschedulable && !seen {
@@ -301,4 +348,90 @@ func (tr *podTracker) counts() (pods, running, available int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return len(tr.pods), tr.running, tr.available
+}
+
+// sinceLastEvent returns how long ago the watch last delivered an event (zero before the first).
+func (tr *podTracker) sinceLastEvent() time.Duration {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.lastEventAt.IsZero() {
+		return 0
+	}
+	return time.Since(tr.lastEventAt)
+}
+
+// resync lists the namespace's pods and applies what the watch has not delivered: every pod whose listed state
+// differs from the tracker's, and every pod the list no longer has. It returns how many pods differed and how many
+// of those the list shows Running where the watch did not, so a caller can tell a watch that lags (nothing differs)
+// from one that lost events.
+func (tr *podTracker) resync(ctx context.Context) (differed, running int, err error) {
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return tr.kube.CoreV1().Pods(tr.namespace).List(ctx, opts)
+	})
+	p.PageSize = 5000
+	listed := map[string]bool{}
+	var listRV uint64
+	var pods []*corev1.Pod
+	if err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return fmt.Errorf("listing pods of %s: got %T", tr.namespace, obj)
+		}
+		pods = append(pods, pod)
+		return nil
+	}); err != nil {
+		return 0, 0, fmt.Errorf("listing pods of %s: %w", tr.namespace, err)
+	}
+	for _, pod := range pods {
+		listed[pod.Name] = true
+		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+		listRV = max(listRV, rv)
+	}
+	tr.mu.Lock()
+	var stale []string
+	for name, st := range tr.pods {
+		if !listed[name] && st.rv <= listRV {
+			stale = append(stale, name)
+		}
+	}
+	before := maps.Clone(tr.pods)
+	tr.mu.Unlock()
+	for _, pod := range pods {
+		was, known := before[pod.Name]
+		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+		if known && was.rv == rv {
+			continue
+		}
+		if known && rv < was.rv {
+			continue
+		}
+		differed++
+		if pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && !was.running {
+			running++
+		}
+		tr.observe(pod, false, false)
+	}
+	for _, name := range stale {
+		differed++
+		tr.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tr.namespace, Name: name,
+			ResourceVersion: strconv.FormatUint(listRV, 10)}}, true, false)
+	}
+	tr.mu.Lock()
+	tr.resyncs++
+	tr.mu.Unlock()
+	return differed, running, nil
+}
+
+// marked returns how many pods the kube-scheduler has marked unschedulable at least once, and when the watch saw
+// the last of them first marked.
+func (tr *podTracker) marked() (int, time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var last time.Time
+	for _, at := range tr.firstMarked {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return len(tr.firstMarked), last
 }

@@ -907,10 +907,22 @@ func provisionPhase(t *testing.T, total int, limit time.Duration) map[string]any
 	if !bound.IsZero() {
 		f["secondsToAllBound"] = round3(bound.Sub(applied).Seconds())
 	}
+	// The provisioner sees a pod only once the kube-scheduler has tried it and marked it unschedulable: the
+	// kube-scheduler's first turn through the pods (secondsToLastMarked) against the last NodeClaim created for
+	// them (secondsToLastNodeClaimCreated) shows which of the two the pods waited on.
+	marked, lastMarked := tracker.marked()
+	f["podsMarkedUnschedulable"] = marked
+	if !lastMarked.IsZero() {
+		f["secondsToLastMarked"] = round3(lastMarked.Sub(applied).Seconds())
+	}
 	if claims, err := cachedClaims(ctx, growPool); err == nil {
 		f["nodesLaunched"] = len(claims)
 		f["nodesInitialized"] = len(claims) - uninitializedClaims(claims)
-		if _, initialized := lastNodeClaimTimes(claims); !initialized.IsZero() {
+		created, initialized := lastNodeClaimTimes(claims)
+		if !created.IsZero() {
+			f["secondsToLastNodeClaimCreated"] = round3(created.Sub(applied).Seconds())
+		}
+		if !initialized.IsZero() {
 			f["secondsToLastInitialized"] = round3(initialized.Sub(applied).Seconds())
 		}
 	}
@@ -925,7 +937,8 @@ func provisionPhase(t *testing.T, total int, limit time.Duration) map[string]any
 func provisionProgress(ctx context.Context, t *testing.T, tracker *podTracker, first framework.Metrics) string {
 	t.Helper()
 	bound, running := tracker.boundRunning()
-	out := fmt.Sprintf("provision: pods bound %d, Running %d", bound, running)
+	marked, _ := tracker.marked()
+	out := fmt.Sprintf("provision: pods marked unschedulable %d, bound %d, Running %d", marked, bound, running)
 	if claims, err := cachedClaims(ctx, growPool); err == nil {
 		out += fmt.Sprintf("; nodeclaims %d, initialized %d", len(claims), len(claims)-uninitializedClaims(claims))
 	}
