@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -476,6 +477,7 @@ type scaleMeter struct {
 	passes        map[string][2]float64 // histogram name -> sum, count at the start
 	gcCycles      float64               // the Go runtime's collections at the start
 	scheduler     framework.Metrics     // the kube-scheduler's metrics at the start
+	apiServer     framework.Metrics     // the kube-apiserver's metrics at the start
 }
 
 var scaleHistograms = []string{"karpenter_scheduler_scheduling_duration_seconds", "dovetail_scheduler_scheduling_cpu_seconds",
@@ -495,6 +497,7 @@ func startMeter(t *testing.T) *scaleMeter {
 		m.passes[h] = [2]float64{metricSum(t, start, h+"_sum", nil), metricSum(t, start, h+"_count", nil)}
 	}
 	m.scheduler = scrapeScheduler(t)
+	m.apiServer = scrapeAPIServer(t)
 	m.memory, m.cpu = measuredPhase(t)
 	m.started = time.Now()
 	return m
@@ -508,6 +511,51 @@ func scrapeScheduler(t *testing.T) framework.Metrics {
 		t.Logf("bench-scale: %v", err)
 	}
 	return m
+}
+
+// scrapeAPIServer reads the kube-apiserver's metrics once (logging a failure: its figures are then left out).
+func scrapeAPIServer(t *testing.T) framework.Metrics {
+	t.Helper()
+	m, err := env.ScrapeAPIServer(context.Background())
+	if err != nil {
+		t.Logf("bench-scale: %v", err)
+	}
+	return m
+}
+
+// apiServerFigures adds the requests the kube-apiserver served in the phase, from every client: their rate
+// (apiServerRequestsPerSecond) and the ten most frequent kinds (apiServerTopRequests, by verb and resource); all
+// kinds go to a log line. On this machine the API server is often the busiest process: these say whose
+// requests kept it busy.
+func apiServerFigures(t *testing.T, f map[string]any, start, end framework.Metrics, elapsed float64) {
+	t.Helper()
+	if start == "" || end == "" {
+		return
+	}
+	reqs, err := framework.APIServerRequests(start, end)
+	if err != nil {
+		t.Logf("bench-scale: the kube-apiserver's metrics: %v", err)
+		return
+	}
+	kinds := slices.SortedFunc(maps.Keys(reqs), func(a, b string) int {
+		if c := cmp.Compare(reqs[b], reqs[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var total float64
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		total += reqs[k]
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, reqs[k]))
+	}
+	top := map[string]float64{}
+	for _, k := range kinds[:min(10, len(kinds))] {
+		top[k] = reqs[k]
+	}
+	f["apiServerRequestsPerSecond"] = round3(total / elapsed)
+	f["apiServerTopRequests"] = top
+	t.Logf("bench-scale: the kube-apiserver's requests in the phase, every client: %s", strings.Join(parts, ", "))
 }
 
 // schedulerFigures adds what the kube-scheduler did in the phase: its attempts and their mean seconds by result,
@@ -575,6 +623,7 @@ func (m *scaleMeter) stop() map[string]any {
 	f["controllerCores"] = round3(cpu / elapsed)
 	end := scrape(m.t)
 	schedulerFigures(m.t, f, m.scheduler, scrapeScheduler(m.t))
+	apiServerFigures(m.t, f, m.apiServer, scrapeAPIServer(m.t), elapsed)
 	f["apiRequestsPerSecond"] = round3((metricSum(m.t, end, "client_go_request_total", nil) - m.requests) / elapsed)
 	if series, err := end.Series("client_go_request_total"); err == nil {
 		var parts []string

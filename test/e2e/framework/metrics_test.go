@@ -124,3 +124,30 @@ func TestLabelValue(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIServerRequests: requests between two scrapes, summed over codes and clients, by verb and resource with
+// its subresource; kinds that did not grow are left out.
+func TestAPIServerRequests(t *testing.T) {
+	start := Metrics(`# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="karpenter.sh",resource="nodeclaims",scope="resource",subresource="status",verb="PATCH",version="v1"} 10
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="cluster",subresource="",verb="LIST",version="v1"} 3
+`)
+	end := Metrics(`apiserver_request_total{code="200",component="apiserver",dry_run="",group="karpenter.sh",resource="nodeclaims",scope="resource",subresource="status",verb="PATCH",version="v1"} 25
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="karpenter.sh",resource="nodeclaims",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="cluster",subresource="",verb="LIST",version="v1"} 4
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 7
+`)
+	got, err := APIServerRequests(start, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"PATCH nodeclaims/status": 17, "LIST nodes": 1, "POST events": 7}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("APIServerRequests (-want +got):\n%s", diff)
+	}
+	if _, err := APIServerRequests(start, Metrics("apiserver_request_total{verb=\"GET\" x\n")); err == nil {
+		t.Error("APIServerRequests of a broken line: no error")
+	}
+}

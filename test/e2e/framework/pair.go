@@ -338,3 +338,51 @@ func labelValue(labels, name string) string {
 	}
 	return ""
 }
+
+// ScrapeAPIServer reads the kube-apiserver's /metrics endpoint once, as the cluster's admin.
+func (s *Stack) ScrapeAPIServer(ctx context.Context) (Metrics, error) {
+	if s.Kube == nil {
+		return "", fmt.Errorf("scraping the kube-apiserver's metrics: the stack has no client")
+	}
+	body, err := s.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("scraping the kube-apiserver's metrics: %w", err)
+	}
+	return Metrics(body), nil
+}
+
+// APIServerRequests returns the requests the kube-apiserver served between two scrapes of its metrics
+// (apiserver_request_total), from every client, by verb and resource (`PATCH nodeclaims/status`, `WATCH pods`);
+// kinds with no request between the scrapes are left out.
+func APIServerRequests(start, end Metrics) (map[string]float64, error) {
+	by := func(m Metrics) (map[string]float64, error) {
+		series, err := m.Series("apiserver_request_total")
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for labels, v := range series {
+			kind := labelValue(labels, "verb") + " " + labelValue(labels, "resource")
+			if sub := labelValue(labels, "subresource"); sub != "" {
+				kind += "/" + sub
+			}
+			out[kind] += v
+		}
+		return out, nil
+	}
+	before, err := by(start)
+	if err != nil {
+		return nil, err
+	}
+	after, err := by(end)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out, nil
+}
