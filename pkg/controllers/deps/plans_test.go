@@ -51,3 +51,32 @@ func TestPlans(t *testing.T) {
 		t.Errorf("nominated with nothing pending: %v", got)
 	}
 }
+
+// TestMayNominateOn: without a budget every node may get nominations; with one, a node that carries ours
+// already always may, another only while fewer nodes than the budget carry ours.
+func TestMayNominateOn(t *testing.T) {
+	p := NewPlans()
+	p.UpdateNominated(map[types.UID]string{"a": "node-1", "b": "node-1", "c": "node-2"})
+	if !p.MayNominateOn("node-3") {
+		t.Error("no budget: node-3 refused")
+	}
+	p.SetNominationBudget(2)
+	for node, want := range map[string]bool{"node-1": true, "node-2": true, "node-3": false} {
+		if got := p.MayNominateOn(node); got != want {
+			t.Errorf("budget 2, nominations on node-1 and node-2: MayNominateOn(%s) = %v, want %v", node, got, want)
+		}
+	}
+	p.UpdateNominated(map[types.UID]string{"c": ""})
+	if !p.MayNominateOn("node-3") {
+		t.Error("budget 2, nominations on node-1 only: node-3 refused")
+	}
+}
+
+// TestNominationBudget: nominated nodes × cluster nodes stays near 250,000, never fewer than 12 nodes.
+func TestNominationBudget(t *testing.T) {
+	for nodes, want := range map[int]int{0: 250_000, 10: 25_000, 500: 500, 1_000: 250, 5_000: 50, 5_800: 43, 20_000: 12, 100_000: 12} {
+		if got := NominationBudget(nodes); got != want {
+			t.Errorf("NominationBudget(%d) = %d, want %d", nodes, got, want)
+		}
+	}
+}

@@ -459,7 +459,8 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 	}
 	c.plans.SetPlanned(planned)
 	c.plans.ForgetNominatedExcept(pending)
-	changes := nominations(in, plan, c.plans.Nominated())
+	c.plans.SetNominationBudget(deps.NominationBudget(len(in.Nodes)))
+	changes := nominations(in, plan, c.plans.Nominated(), c.plans.NominationBudget())
 	errs := make([]error, len(changes))
 	done := make([]bool, len(changes))
 	workqueue.ParallelizeUntil(ctx, nominationWorkers, len(changes), func(i int) {

@@ -38,8 +38,9 @@ func plannedNode(name string, nodes map[string]bool, claimNodes map[string]strin
 // planned Node's name when that Node exists (a pod planned on a NodeClaim gets its Node once it registered),
 // empty when the pod is planned on a node that does not exist yet, on a new NodeClaim, or nowhere. ours holds
 // the nominations this controller set, by pod UID; a pod nominated by someone else (the kube-scheduler, for
-// preemption) is left alone.
-func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) []nomination {
+// preemption) is left alone. At most budget nodes carry nominations of ours (0: no limit; see
+// deps.NominationBudget): the nodes that keep theirs count first, then new nodes in the order of the pods.
+func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string, budget int) []nomination {
 	nodes := map[string]bool{}
 	for _, n := range in.Nodes {
 		nodes[n.Node.Name] = true
@@ -76,6 +77,34 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string) [
 			if !ok {
 				want[idx[k]] = ""
 			}
+		}
+	}
+	if budget > 0 {
+		// The nodes whose nominations of ours stay (pods of ours kept where they are, wherever the pass
+		// sees them: a pod the snapshot left out keeps its nomination), then new nodes while the budget lasts.
+		nominatedNodes := map[string]bool{}
+		kept := map[types.UID]bool{}
+		for i, p := range in.Pods {
+			kept[p.UID] = true
+			if cur := p.Status.NominatedNodeName; cur != "" && cur == ours[p.UID] && want[i] == cur {
+				nominatedNodes[cur] = true
+			}
+		}
+		for uid, node := range ours {
+			if !kept[uid] {
+				nominatedNodes[node] = true
+			}
+		}
+		for i, p := range in.Pods {
+			cur := p.Status.NominatedNodeName
+			if want[i] == "" || want[i] == cur || (cur != "" && cur != ours[p.UID]) || nominatedNodes[want[i]] {
+				continue
+			}
+			if len(nominatedNodes) >= budget {
+				want[i] = ""
+				continue
+			}
+			nominatedNodes[want[i]] = true
 		}
 	}
 	var out []nomination

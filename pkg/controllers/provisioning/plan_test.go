@@ -64,7 +64,7 @@ func TestNominationsFollowThePlan(t *testing.T) {
 			if tc.ours != "" {
 				ours[tc.pod.UID] = tc.ours
 			}
-			changes := nominations(in, plan, ours)
+			changes := nominations(in, plan, ours, 0)
 			var got []string
 			for _, c := range changes {
 				got = append(got, c.node)
@@ -73,6 +73,43 @@ func TestNominationsFollowThePlan(t *testing.T) {
 				t.Errorf("nomination changes (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// With a nomination budget of two nodes, the nodes keeping nominations of ours count first; new nominations go
+// to further nodes only while the budget lasts (in the order of the pods), to the nodes already counted always,
+// and a pod whose plan moved to a node past the budget has our nomination cleared.
+func TestNominationsWithinBudget(t *testing.T) {
+	var nodes []solver.ExistingNode
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		nodes = append(nodes, solver.ExistingNode{Node: test.Node(n, "aws:///z/i-"+n).Obj()})
+	}
+	kept := pendingPod("a-kept", "node-3")
+	fresh1, fresh2, fresh3 := pendingPod("b-fresh", ""), pendingPod("c-fresh", ""), pendingPod("d-fresh", "")
+	moved := pendingPod("e-moved", "node-2")
+	in := solver.Input{Pods: []*corev1.Pod{kept, fresh1, fresh2, fresh3, moved}, Nodes: nodes}
+	plan := solver.Plan{Existing: map[string]string{
+		solver.PodKey(kept): "node-3", solver.PodKey(fresh1): "node-1", solver.PodKey(fresh2): "node-3",
+		solver.PodKey(fresh3): "node-4", solver.PodKey(moved): "node-4",
+	}}
+	ours := map[types.UID]string{kept.UID: "node-3", moved.UID: "node-2"}
+	cases := []struct {
+		budget int
+		want   map[string]string
+	}{
+		// node-3 kept; node-1 the second; node-3 again for c; node-4 past the budget: d not nominated, e cleared.
+		{budget: 2, want: map[string]string{"b-fresh": "node-1", "c-fresh": "node-3", "e-moved": ""}},
+		{budget: 3, want: map[string]string{"b-fresh": "node-1", "c-fresh": "node-3", "d-fresh": "node-4", "e-moved": "node-4"}},
+		{budget: 0, want: map[string]string{"b-fresh": "node-1", "c-fresh": "node-3", "d-fresh": "node-4", "e-moved": "node-4"}},
+	}
+	for _, tc := range cases {
+		got := map[string]string{}
+		for _, ch := range nominations(in, plan, ours, tc.budget) {
+			got[ch.pod.Name] = ch.node
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("budget %d: nomination changes (-want +got):\n%s", tc.budget, diff)
+		}
 	}
 }
 
@@ -99,7 +136,7 @@ func TestNominationsKeepZoneSpreadPodsApart(t *testing.T) {
 	}}
 	ours := map[types.UID]string{b.UID: "node-1", d.UID: "node-1"}
 	got := map[string]string{}
-	for _, ch := range nominations(in, plan, ours) {
+	for _, ch := range nominations(in, plan, ours, 0) {
 		got[ch.pod.Name] = ch.node
 	}
 	// b keeps node-1 (no write); a is not nominated; d loses ours; c gets node-2; plain gets node-1.

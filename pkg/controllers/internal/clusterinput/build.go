@@ -293,10 +293,11 @@ func inFlight(nc *karpv1.NodeClaim, its []*cloudprovider.InstanceType, allocatab
 			return nil
 		}
 	}
+	// A list of its own, the pods' requests taken from it in place (no list a pod).
 	available = solver.Sum(available)
 	if nc.Status.NodeName != "" {
 		for _, p := range podsOn {
-			available = solver.Subtract(available, solver.PodRequests(p))
+			solver.SubtractPodRequests(available, p)
 		}
 	}
 	return &solver.InFlightClaim{NodeClaim: nc, Labels: labels, Taints: nc.Spec.Taints, Available: available}

@@ -528,6 +528,31 @@ func TestRegistrationNominatesPlannedPods(t *testing.T) {
 	}
 }
 
+// With the nomination budget spent on other nodes (deps.NominationBudget), a registering Node gets no
+// nominations: the pods planned there go where the kube-scheduler puts them, or are nominated by a later pass.
+func TestRegistrationNominatesNothingPastTheBudget(t *testing.T) {
+	h := newHarness(t)
+	planned := test.Pod("planned-past-budget").Obj()
+	h.create(planned)
+	h.env.Deps.Plans.SetNominationBudget(1)
+	h.env.Deps.Plans.UpdateNominated(map[types.UID]string{"uid-elsewhere": "other-node"})
+	h.create(test.NodeClaim("over-budget", "default").Obj())
+	nc := h.reconcileUntil("over-budget", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeLaunched) })
+	h.env.Deps.Plans.SetPlanned(map[string][]deps.PodRef{"over-budget": {{Namespace: planned.Namespace, Name: planned.Name, UID: planned.UID}}})
+	h.create(test.Node("over-budget-node", nc.Status.ProviderID).Taint(karpv1.UnregisteredNoExecuteTaint()).Obj())
+	h.reconcileUntil("over-budget", func(nc *karpv1.NodeClaim) (bool, string) { return condition(nc, karpv1.ConditionTypeRegistered) })
+	p := &corev1.Pod{}
+	if err := h.env.Env.Client.Get(h.ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.NominatedNodeName != "" {
+		t.Errorf("pod nominated for %q past the budget", p.Status.NominatedNodeName)
+	}
+	if _, ok := h.env.Deps.Plans.Nominated()[planned.UID]; ok {
+		t.Error("a nomination past the budget was recorded")
+	}
+}
+
 // A 1.34 kube-scheduler clears a pod's nomination when an attempt to place it fails, which the nomination itself
 // can cause while the Node still has the unregistered taint: registration nominates the planned pods again once
 // the Node is schedulable.

@@ -22,7 +22,8 @@ const nominateWorkers = 8
 // scheduler then keeps the Node's room for them instead of filling it with other pods (KEP-5278). Pods bound
 // already, pods nominated elsewhere by someone else and pods that no longer exist are skipped, and so are pods
 // of a zone spread the kube-scheduler would count against the others nominated here
-// (scheduling.NominationsOnOneNode); failures are
+// (scheduling.NominationsOnOneNode); none is nominated when the nomination budget is spent
+// (deps.NominationBudget) and the Node carries no nomination of ours yet; failures are
 // logged and do not hold registration up (the provisioner's next pass nominates again).
 // It returns how many pods it nominated. reader reads the pods (the cache, or the API server where a nomination
 // cleared a moment ago must be seen).
@@ -34,6 +35,13 @@ func (c *Controller) nominatePlanned(ctx context.Context, nc *karpv1.NodeClaim, 
 	refs := plans.Planned(nc.Name)
 	if len(refs) == 0 {
 		log.FromContext(ctx).V(1).Info("no pods planned on the registering nodeclaim", "node", node.Name)
+		return 0
+	}
+	if !plans.MayNominateOn(node.Name) {
+		// As many nodes as the kube-scheduler can afford carry nominations already (deps.NominationBudget):
+		// the pods go where the kube-scheduler puts them, or are nominated here by a later pass.
+		log.FromContext(ctx).V(1).Info("planned pods not nominated at registration: the nomination budget is spent", "node", node.Name,
+			"planned", len(refs), "budget", plans.NominationBudget())
 		return 0
 	}
 	ours := plans.Nominated()

@@ -58,3 +58,29 @@ func Subtract(a, b corev1.ResourceList) corev1.ResourceList {
 	}
 	return out
 }
+
+// SubtractPodRequests takes the pod's requests, as PodRequests counts them, from a in place. a must own its
+// quantities (as Sum's result does): at 5,000 nodes a provisioning pass takes every bound pod from the room of its
+// NodeClaim, and a new list for each pod's requests and for each difference was most of that snapshot's garbage.
+func SubtractPodRequests(a corev1.ResourceList, p *corev1.Pod) {
+	if len(p.Spec.InitContainers) > 0 {
+		subtractFrom(a, PodRequests(p))
+		return
+	}
+	for i := range p.Spec.Containers {
+		subtractFrom(a, p.Spec.Containers[i].Resources.Requests)
+	}
+	subtractFrom(a, p.Spec.Overhead)
+	pods := a[corev1.ResourcePods]
+	pods.Sub(*resource.NewQuantity(1, resource.DecimalSI))
+	a[corev1.ResourcePods] = pods
+}
+
+// subtractFrom takes b from a in place.
+func subtractFrom(a, b corev1.ResourceList) {
+	for name, q := range b {
+		d := a[name]
+		d.Sub(q)
+		a[name] = d
+	}
+}
