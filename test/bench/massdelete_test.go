@@ -5,7 +5,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,20 +256,22 @@ func checkWatch(ctx context.Context, t *testing.T, tracker *podTracker) {
 }
 
 // terminatedWatchers returns the API server's counts of watchers it closed because they did not keep up
-// (apiserver_terminated_watchers_total), or why they could not be read.
+// (apiserver_terminated_watchers_total, by resource), or why they could not be read.
 func terminatedWatchers(ctx context.Context) string {
-	body, err := env.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := env.ScrapeAPIServer(ctx)
 	if err != nil {
-		return fmt.Sprintf("(metrics: %v)", err)
+		return fmt.Sprintf("(%v)", err)
+	}
+	series, err := m.Series("apiserver_terminated_watchers_total")
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	if len(series) == 0 {
+		return "none"
 	}
 	var out []string
-	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "apiserver_terminated_watchers_total") {
-			out = append(out, strings.TrimSpace(strings.TrimPrefix(line, "apiserver_terminated_watchers_total")))
-		}
-	}
-	if len(out) == 0 {
-		return "none"
+	for _, labels := range slices.Sorted(maps.Keys(series)) {
+		out = append(out, fmt.Sprintf("{%s} %.0f", labels, series[labels]))
 	}
 	return strings.Join(out, ", ")
 }

@@ -47,9 +47,8 @@ type podTracker struct {
 	namespace string
 	kube      kubernetes.Interface
 
-	// lastEventAt is when the watch last delivered an event; resyncs counts the lists compared with it.
+	// lastEventAt is when the watch last delivered an event.
 	lastEventAt time.Time
-	resyncs     int
 	// gone holds, for pods a list found deleted before the watch did, the list's resource version: a late watch
 	// event older than it does not bring the pod back.
 	gone map[string]uint64
@@ -378,14 +377,12 @@ func (tr *podTracker) resync(ctx context.Context) (differed, running int, err er
 			return fmt.Errorf("listing pods of %s: got %T", tr.namespace, obj)
 		}
 		pods = append(pods, pod)
-		return nil
-	}); err != nil {
-		return 0, 0, fmt.Errorf("listing pods of %s: %w", tr.namespace, err)
-	}
-	for _, pod := range pods {
 		listed[pod.Name] = true
 		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
 		listRV = max(listRV, rv)
+		return nil
+	}); err != nil {
+		return 0, 0, fmt.Errorf("listing pods of %s: %w", tr.namespace, err)
 	}
 	tr.mu.Lock()
 	var stale []string
@@ -399,10 +396,7 @@ func (tr *podTracker) resync(ctx context.Context) (differed, running int, err er
 	for _, pod := range pods {
 		was, known := before[pod.Name]
 		rv, _ := strconv.ParseUint(pod.ResourceVersion, 10, 64)
-		if known && was.rv == rv {
-			continue
-		}
-		if known && rv < was.rv {
+		if known && rv <= was.rv {
 			continue
 		}
 		differed++
@@ -416,9 +410,6 @@ func (tr *podTracker) resync(ctx context.Context) (differed, running int, err er
 		tr.observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tr.namespace, Name: name,
 			ResourceVersion: strconv.FormatUint(listRV, 10)}}, true, false)
 	}
-	tr.mu.Lock()
-	tr.resyncs++
-	tr.mu.Unlock()
 	return differed, running, nil
 }
 

@@ -459,8 +459,9 @@ func (c *Controller) nominate(ctx context.Context, in solver.Input, plan solver.
 	}
 	c.plans.SetPlanned(planned)
 	c.plans.ForgetNominatedExcept(pending)
-	c.plans.SetNominationBudget(deps.NominationBudget(len(in.Nodes)))
-	changes := nominations(in, plan, c.plans.Nominated(), c.plans.NominationBudget())
+	budget := deps.NominationBudget(len(in.Nodes))
+	c.plans.SetNominationBudget(budget)
+	changes := nominations(in, plan, c.plans.Nominated(), budget)
 	errs := make([]error, len(changes))
 	done := make([]bool, len(changes))
 	workqueue.ParallelizeUntil(ctx, nominationWorkers, len(changes), func(i int) {

@@ -83,15 +83,15 @@ func nominations(in solver.Input, plan solver.Plan, ours map[types.UID]string, b
 		// The nodes whose nominations of ours stay (pods of ours kept where they are, wherever the pass
 		// sees them: a pod the snapshot left out keeps its nomination), then new nodes while the budget lasts.
 		nominatedNodes := map[string]bool{}
-		kept := map[types.UID]bool{}
+		inPass := map[types.UID]bool{}
 		for i, p := range in.Pods {
-			kept[p.UID] = true
+			inPass[p.UID] = true
 			if cur := p.Status.NominatedNodeName; cur != "" && cur == ours[p.UID] && want[i] == cur {
 				nominatedNodes[cur] = true
 			}
 		}
 		for uid, node := range ours {
-			if !kept[uid] {
+			if !inPass[uid] {
 				nominatedNodes[node] = true
 			}
 		}

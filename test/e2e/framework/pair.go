@@ -292,6 +292,12 @@ func KubeSchedulerActivity(start, end Metrics) (SchedulerActivity, error) {
 // deltaBy sums the series of a metric by the value of one label ("" sums them all) at end, minus the same at
 // start; groups that did not change are left out.
 func deltaBy(start, end Metrics, name, label string) (map[string]float64, error) {
+	return deltaByKey(start, end, name, func(labels string) string { return labelValue(labels, label) })
+}
+
+// deltaByKey sums the series of a metric by key(labels) at end, minus the same at start; groups that did not
+// change are left out.
+func deltaByKey(start, end Metrics, name string, key func(labels string) string) (map[string]float64, error) {
 	by := func(m Metrics) (map[string]float64, error) {
 		series, err := m.Series(name)
 		if err != nil {
@@ -299,7 +305,7 @@ func deltaBy(start, end Metrics, name, label string) (map[string]float64, error)
 		}
 		out := map[string]float64{}
 		for labels, v := range series {
-			out[labelValue(labels, label)] += v
+			out[key(labels)] += v
 		}
 		return out, nil
 	}
@@ -355,34 +361,11 @@ func (s *Stack) ScrapeAPIServer(ctx context.Context) (Metrics, error) {
 // (apiserver_request_total), from every client, by verb and resource (`PATCH nodeclaims/status`, `WATCH pods`);
 // kinds with no request between the scrapes are left out.
 func APIServerRequests(start, end Metrics) (map[string]float64, error) {
-	by := func(m Metrics) (map[string]float64, error) {
-		series, err := m.Series("apiserver_request_total")
-		if err != nil {
-			return nil, err
+	return deltaByKey(start, end, "apiserver_request_total", func(labels string) string {
+		kind := labelValue(labels, "verb") + " " + labelValue(labels, "resource")
+		if sub := labelValue(labels, "subresource"); sub != "" {
+			kind += "/" + sub
 		}
-		out := map[string]float64{}
-		for labels, v := range series {
-			kind := labelValue(labels, "verb") + " " + labelValue(labels, "resource")
-			if sub := labelValue(labels, "subresource"); sub != "" {
-				kind += "/" + sub
-			}
-			out[kind] += v
-		}
-		return out, nil
-	}
-	before, err := by(start)
-	if err != nil {
-		return nil, err
-	}
-	after, err := by(end)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out, nil
+		return kind
+	})
 }
