@@ -194,8 +194,10 @@ func TestEmptyNodeIsConsolidated(t *testing.T) {
 // TestUnderutilizedNodesConsolidated: four 1.5-cpu replicas run two to a 4-vCPU node; scaled down to two, the
 // ReplicaSet removes one replica from each node (the ones given a lower pod-deletion-cost), leaving both nodes
 // half used. Consolidation (its budget opened for
-// Underutilized) replaces the two nodes with one: the replacement launches and initializes first, then the old
-// nodes drain, and both replicas end up Running on the one node left.
+// Underutilized) leaves one node: either it deletes one node and its replica moves to the other (when only one
+// node had been consolidatable for consolidateAfter at the pass), or it replaces both with one new node that
+// launches and initializes before they drain. Either way both replicas end up Running on the one node left, and
+// every NodeClaim removed carries a DisruptionTerminating event naming Underutilized.
 func TestUnderutilizedNodesConsolidated(t *testing.T) {
 	ctx := context.Background()
 	const pool = "underused"
@@ -268,7 +270,13 @@ func TestUnderutilizedNodesConsolidated(t *testing.T) {
 		t.Fatalf("two half-used nodes were not consolidated into one: %v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
 	}
 	t.Logf("two half-used nodes consolidated into one %.1fs after the scale-down", time.Since(scaled).Seconds())
+	final := claimsByNode(t, pool)
+	removed := 0
 	for node, claim := range before {
+		if final[node] == claim {
+			continue // the node that stayed: a delete-only consolidation moved the other's replica onto it
+		}
+		removed++
 		events, err := env.Events(ctx, "default", "NodeClaim", claim)
 		if err != nil {
 			t.Fatal(err)
@@ -276,6 +284,9 @@ func TestUnderutilizedNodesConsolidated(t *testing.T) {
 		if !anyContains(events, "DisruptionTerminating: ", "underutilized") {
 			t.Errorf("nodeclaim %s (node %s): no DisruptionTerminating event for underutilized; events: %q", claim, node, events)
 		}
+	}
+	if removed == 0 {
+		t.Errorf("neither of the nodes %v was removed; nodes now %v", before, final)
 	}
 }
 
