@@ -465,7 +465,11 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 		cmd.Decision, cmd.Savings = DecisionDelete, price
 	case 1:
 		r := sim.Replacements[0]
-		narrowed, why, msg := cheaperReplacement(r, cands, price, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
+		limit := price
+		if kind == ConsolidationMulti {
+			limit = min(limit, sameTypeLimit(r, cands))
+		}
+		narrowed, why, msg := cheaperReplacement(r, cands, limit, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
 		if narrowed == nil {
 			return nil, nil, why, msg, nil
 		}

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,18 @@ func world(pool *karpv1.NodePool, cands ...*disruption.Candidate) *disruption.Sn
 		NodePools:  map[string]*karpv1.NodePool{pool.Name: pool},
 		NodeCounts: map[string]int{pool.Name: len(cands)},
 	}
+}
+
+// onDemandOnly takes the spot offerings out of the snapshot's catalog (world builds a fresh one each time).
+func onDemandOnly(s *disruption.Snapshot) *disruption.Snapshot {
+	for _, types := range s.Cluster.InstanceTypes {
+		for _, it := range types {
+			it.Offerings = slices.DeleteFunc(it.Offerings, func(o cloudprovider.Offering) bool {
+				return o.CapacityType != karpv1.CapacityTypeOnDemand
+			})
+		}
+	}
+	return s
 }
 
 func pod(name, cpu string) *corev1.Pod {
@@ -196,6 +209,28 @@ func TestDecide(t *testing.T) {
 					test.Candidate("b", "medium", 0.2).Pods(pod("api", "700m")).Obj())
 			},
 			want: summary{Command: "underutilized/replace (multi): 2 node(s) a, b, replaced by small, saving $0.3400/h", Stays: none},
+		},
+		{
+			name: "two half-used nodes whose pods fit on one node of their own type: one is deleted, nothing launched",
+			snap: func() *disruption.Snapshot {
+				return onDemandOnly(world(nil, test.Candidate("a", "medium", 0.2).Pods(pod("web", "1500m")).Obj(),
+					test.Candidate("b", "medium", 0.2).Pods(pod("api", "1500m")).Obj()))
+			},
+			want: summary{Command: "underutilized/delete (single): 1 node(s) a, saving $0.2000/h",
+				Stays: map[string]disruption.StayReason{"b": disruption.StayReceiving}},
+		},
+		{
+			name: "several nodes go to one replacement only when it is cheaper than every candidate of its type",
+			snap: func() *disruption.Snapshot {
+				// small, medium and large all fit the three pods; small is what c runs as, at $0.10/h: a
+				// replacement of that type or a dearer one would only move c's pods, so none is launched,
+				// and the longest prefix that works is a and b, deleted, their pods onto c.
+				return onDemandOnly(world(nil, test.Candidate("a", "large", 0.4).Pods(pod("web", "300m")).Obj(),
+					test.Candidate("b", "large", 0.4).Pods(pod("api", "300m")).Obj(),
+					test.Candidate("c", "small", 0.1).Pods(pod("db", "300m")).Obj()))
+			},
+			want: summary{Command: "underutilized/delete (multi): 2 node(s) a, b, saving $0.8000/h",
+				Stays: map[string]disruption.StayReason{"c": disruption.StayReceiving}},
 		},
 		{
 			name: "a node whose pods fit on another node is deleted (onto a do-not-disrupt node)",

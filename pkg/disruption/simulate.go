@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -189,6 +190,28 @@ func cheaperReplacement(r *scheduling.NodeClaimPlan, cands []*Candidate, price f
 	out.InstanceTypeOptions = kept
 	out.InstanceType, out.Zone, out.CapacityType, out.Price = kept[0].Name, kept[0].Zone, kept[0].CapacityType, kept[0].Price
 	return &out, "", ""
+}
+
+// sameTypeLimit is the price a multi-node command's one replacement must stay below when the replacement could
+// be of an instance type that one of the candidates already runs as: the lowest price of a candidate of such a
+// type. Replacing several nodes by one like one of them ends where deleting the others ends, but launches a node
+// and evicts the pods of the node that could have stayed; with the limit, the replacement is a cheaper type or the
+// multi-node command is not made (and single-node consolidation deletes the others). Karpenter's multi-node
+// consolidation keeps the same rule. It returns +Inf when no option is of a candidate's type.
+func sameTypeLimit(r *scheduling.NodeClaimPlan, cands []*Candidate) float64 {
+	running := map[string]float64{}
+	for _, c := range cands {
+		if p, ok := running[c.InstanceType]; !ok || c.Price < p {
+			running[c.InstanceType] = c.Price
+		}
+	}
+	limit := math.Inf(1)
+	for _, o := range r.InstanceTypeOptions {
+		if p, ok := running[o.Name]; ok && p < limit {
+			limit = p
+		}
+	}
+	return limit
 }
 
 // spotOptions returns the replacement's options as spot: each instance type with its cheapest available spot

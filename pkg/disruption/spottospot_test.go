@@ -184,7 +184,7 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 				replacement: "options spot " + typeNames(0, 18) + "; requirements capacity-type Inspot, instance-type In" + typeNames(0, 18)},
 		},
 		{
-			name: "gate on: two spot nodes replaced by one: no 15-type rule, every cheaper spot type",
+			name: "gate on: two spot nodes replaced by one: no 15-type rule, every spot type cheaper than theirs (t03 at $0.08)",
 			snap: func() *disruption.Snapshot {
 				return wideWorld(wideCatalog(25, 25), pool(),
 					test.Candidate("a", "t03", 0.08).Spot().Pods(pod("web", "1500m")).Obj(),
@@ -192,17 +192,17 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 			},
 			spotToSpot: true,
 			want: want{command: "underutilized/replace (multi): 2 node(s) a, b, replaced by t00, saving $0.1100/h",
-				replacement: "options spot " + typeNames(0, 11) + "; requirements capacity-type Inspot, instance-type In" + typeNames(0, 11)},
+				replacement: "options spot " + typeNames(0, 3) + "; requirements capacity-type Inspot, instance-type In" + typeNames(0, 3)},
 		},
 		{
-			name: "gate off: a spot and an on-demand node are replaced by spot, not on-demand",
+			name: "gate off: a spot and an on-demand node are replaced by spot, not on-demand, cheaper than the spot t03",
 			snap: func() *disruption.Snapshot {
 				return wideWorld(wideCatalog(25, 25), pool(),
 					test.Candidate("a", "t03", 0.08).Spot().Pods(pod("web", "1500m")).Obj(),
 					test.Candidate("b", "t03", 0.23).Pods(pod("api", "1500m")).Obj())
 			},
 			want: want{command: "underutilized/replace (multi): 2 node(s) a, b, replaced by t00, saving $0.2600/h",
-				replacement: "options spot " + typeNames(0, 25) + "; requirements capacity-type Inspot, instance-type In" + typeNames(0, 25)},
+				replacement: "options spot " + typeNames(0, 3) + "; requirements capacity-type Inspot, instance-type In" + typeNames(0, 3)},
 		},
 	}
 	for _, tc := range cases {

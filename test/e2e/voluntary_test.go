@@ -194,10 +194,10 @@ func TestEmptyNodeIsConsolidated(t *testing.T) {
 // TestUnderutilizedNodesConsolidated: four 1.5-cpu replicas run two to a 4-vCPU node; scaled down to two, the
 // ReplicaSet removes one replica from each node (the ones given a lower pod-deletion-cost), leaving both nodes
 // half used. Consolidation (its budget opened for
-// Underutilized) leaves one node: either it deletes one node and its replica moves to the other (when only one
-// node had been consolidatable for consolidateAfter at the pass), or it replaces both with one new node that
-// launches and initializes before they drain. Either way both replicas end up Running on the one node left, and
-// every NodeClaim removed carries a DisruptionTerminating event naming Underutilized.
+// Underutilized) deletes one of the nodes and its replica moves to the other: replacing both by one new
+// m5.xlarge (the pool's only type) would end the same way with a launch and twice the evictions, so multi-node
+// consolidation does not make that command (as Karpenter's does not). Both replicas end up Running on the node
+// that stayed, and the NodeClaim removed carries a DisruptionTerminating event naming Underutilized.
 func TestUnderutilizedNodesConsolidated(t *testing.T) {
 	ctx := context.Background()
 	const pool = "underused"
@@ -271,10 +271,15 @@ func TestUnderutilizedNodesConsolidated(t *testing.T) {
 	}
 	t.Logf("two half-used nodes consolidated into one %.1fs after the scale-down", time.Since(scaled).Seconds())
 	final := claimsByNode(t, pool)
+	for node, claim := range final {
+		if before[node] != claim {
+			t.Errorf("nodeclaim %s (node %s) was launched by the consolidation; want one of %v to stay", claim, node, before)
+		}
+	}
 	removed := 0
 	for node, claim := range before {
 		if final[node] == claim {
-			continue // the node that stayed: a delete-only consolidation moved the other's replica onto it
+			continue // the node that stayed and took the other's replica
 		}
 		removed++
 		events, err := env.Events(ctx, "default", "NodeClaim", claim)
