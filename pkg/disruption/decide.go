@@ -467,7 +467,26 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 		r := sim.Replacements[0]
 		limit := price
 		if kind == ConsolidationMulti {
-			limit = min(limit, sameTypeLimit(r, cands))
+			sameLimit, keep := sameTypeLimit(r, cands)
+			under, _, _ := cheaperReplacement(r, cands, sameLimit, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
+			switch {
+			case keep == nil || sameLimit >= price:
+			case under != nil:
+				limit = sameLimit // a type cheaper than keep's holds the pods: launch only such a type
+			default:
+				// Every type that holds the pods costs as much as keep: keep stays and takes the others' pods
+				// when they fit; only when they do not does the new node do what no candidate can.
+				kept, keptSim, absorbed, err := d.keepOne(ctx, cands, keep)
+				if err != nil {
+					return nil, nil, "", "", err
+				}
+				if kept != nil {
+					return d.scored(kept, keptSim)
+				}
+				if absorbed {
+					return nil, nil, StayNoCheaper, fmt.Sprintf("%s can take the other node's pods: deleting that node saves as much without a launch", keep.NodeClaim), nil
+				}
+			}
 		}
 		narrowed, why, msg := cheaperReplacement(r, cands, limit, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
 		if narrowed == nil {
@@ -484,16 +503,27 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 	default:
 		return nil, nil, StayNoCheaper, fmt.Sprintf("its pods would need %d new nodes", len(sim.Replacements)), nil
 	}
-	if why := clearsFreshMargin(cmd, d.snap.Now); why != "" {
-		return nil, nil, StayFreshReplacement, why, nil
+	return d.scored(cmd, sim)
+}
+
+// keepOne is the multi-node command that ends where replacing cands by one node of keep's instance type (or a
+// dearer one) would: keep stays and the other candidates are deleted, their pods onto keep and the rest of the
+// cluster, each moved once, with no launch and none of keep's pods evicted. absorbed says whether the others'
+// pods fit without a new node; the command needs at least two others (one is single-node consolidation's).
+func (d *decider) keepOne(ctx context.Context, cands []*Candidate, keep *Candidate) (cmd *Command, sim *simulation, absorbed bool, err error) {
+	others := slices.DeleteFunc(slices.Clone(cands), func(c *Candidate) bool { return c == keep })
+	sim, err = simulate(ctx, d.work.cluster, others, d.opts.Scheduling)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	scores, ok := ScoreCommand(cands, cmd.Savings, d.snap.NodePools, d.totals, BalancedK)
-	d.result.Scored = append(d.result.Scored, scores...)
-	if !ok {
-		return nil, nil, StayScore, balancedRejection(cmd, scores), nil
+	if sim.Unschedulable != "" || len(sim.Replacements) > 0 {
+		return nil, nil, false, nil
 	}
-	cmd.Scores = scores
-	return cmd, sim, "", "", nil
+	if len(others) < 2 {
+		return nil, nil, true, nil
+	}
+	return &Command{Reason: karpv1.DisruptionReasonUnderutilized, ConsolidationType: ConsolidationMulti, Candidates: others,
+		Placements: sim.placements(), Decision: DecisionDelete, Savings: totalPrice(others)}, sim, true, nil
 }
 
 // pruned takes out of a replace command the candidates whose replacement saves nothing (pruneNoSaving), with a

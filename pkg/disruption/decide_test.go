@@ -220,6 +220,36 @@ func TestDecide(t *testing.T) {
 				Stays: map[string]disruption.StayReason{"b": disruption.StayReceiving}},
 		},
 		{
+			name: "nodes whose pods fit only on a node of a type one of them runs as: that one stays and takes the others' pods",
+			snap: func() *disruption.Snapshot {
+				// Cheapest to disrupt first: big (one pod), then m1 and m2. All of their pods need a large;
+				// big is one, so m1 and m2 go onto it: no launch, and big's pod stays. Without that, the
+				// cheapest move left is replacing big by a medium for its pod (a launch, saving less).
+				return onDemandOnly(world(nil, test.Candidate("big", "large", 0.4).Pods(pod("batch", "3")).Obj(),
+					test.Candidate("m1", "medium", 0.2).Pods(pod("web-1", "1"), pod("web-2", "1")).Obj(),
+					test.Candidate("m2", "medium", 0.2).Pods(pod("api-1", "1"), pod("api-2", "1")).Obj()))
+			},
+			want: summary{Command: "underutilized/delete (multi): 2 node(s) m1, m2, saving $0.4000/h",
+				Stays: map[string]disruption.StayReason{"big": disruption.StayReceiving}},
+			check: func(t *testing.T, r *disruption.Result) {
+				if r.Evictions != 4 {
+					t.Errorf("%d evictions, want 4 (the pods of m1 and m2, each once)", r.Evictions)
+				}
+			},
+		},
+		{
+			name: "a replacement of a candidate's type goes ahead when that candidate could not take the others' pods",
+			snap: func() *disruption.Snapshot {
+				// The pods of big and m1 need a medium (m1's type) besides m2's room: m1 could not take big's
+				// 3-cpu pod, so the new medium does what no candidate can.
+				return onDemandOnly(world(nil, test.Candidate("big", "large", 0.4).Pods(pod("batch", "3")).Obj(),
+					test.Candidate("m1", "medium", 0.2).Pods(pod("web-1", "1"), pod("web-2", "1")).Obj(),
+					test.Candidate("m2", "medium", 0.2).Pods(pod("api-1", "1"), pod("api-2", "1")).NotConsolidatable().Obj()))
+			},
+			want: summary{Command: "underutilized/replace (multi): 2 node(s) big, m1, replaced by medium, saving $0.4000/h",
+				Stays: map[string]disruption.StayReason{"m2": disruption.StayNotConsolidatable}},
+		},
+		{
 			name: "several nodes go to one replacement only when it is cheaper than every candidate of its type",
 			snap: func() *disruption.Snapshot {
 				// small, medium and large all fit the three pods; small is what c runs as, at $0.10/h: a

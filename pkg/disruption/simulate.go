@@ -193,25 +193,22 @@ func cheaperReplacement(r *scheduling.NodeClaimPlan, cands []*Candidate, price f
 }
 
 // sameTypeLimit is the price a multi-node command's one replacement must stay below when the replacement could
-// be of an instance type that one of the candidates already runs as: the lowest price of a candidate of such a
-// type. Replacing several nodes by one like one of them ends where deleting the others ends, but launches a node
-// and evicts the pods of the node that could have stayed; with the limit, the replacement is a cheaper type or the
-// multi-node command is not made (and single-node consolidation deletes the others). Karpenter's multi-node
-// consolidation keeps the same rule. It returns +Inf when no option is of a candidate's type.
-func sameTypeLimit(r *scheduling.NodeClaimPlan, cands []*Candidate) float64 {
-	running := map[string]float64{}
-	for _, c := range cands {
-		if p, ok := running[c.InstanceType]; !ok || c.Price < p {
-			running[c.InstanceType] = c.Price
-		}
-	}
-	limit := math.Inf(1)
+// be of an instance type that one of the candidates already runs as: the price of the cheapest candidate of such a
+// type, returned with it. Replacing several nodes by one like one of them ends where deleting the others ends, but
+// launches a node and evicts the pods of the node that could have stayed. Karpenter's multi-node consolidation
+// keeps the same limit. It returns +Inf and nil when no option is of a candidate's type.
+func sameTypeLimit(r *scheduling.NodeClaimPlan, cands []*Candidate) (float64, *Candidate) {
+	options := map[string]bool{}
 	for _, o := range r.InstanceTypeOptions {
-		if p, ok := running[o.Name]; ok && p < limit {
-			limit = p
+		options[o.Name] = true
+	}
+	limit, keep := math.Inf(1), (*Candidate)(nil)
+	for _, c := range cands {
+		if options[c.InstanceType] && c.Price < limit {
+			limit, keep = c.Price, c
 		}
 	}
-	return limit
+	return limit, keep
 }
 
 // spotOptions returns the replacement's options as spot: each instance type with its cheapest available spot
