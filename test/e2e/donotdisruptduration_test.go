@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,16 +25,18 @@ func TestDoNotDisruptDurationExpires(t *testing.T) {
 	const protection = time.Minute
 	setupPool(t, pool, framework.PoolOptions{InstanceTypes: []string{"m5.large", "m5.2xlarge"}, CapacityTypes: []string{"on-demand"},
 		ConsolidateAfter: "1s", Budgets: []map[string]any{{"nodes": "100%"}}})
-	// The filler needs an m5.2xlarge; the precious pod lands beside it.
+	// The filler needs an m5.2xlarge; the precious pod, created once the filler runs, lands beside it (created
+	// together, the two pods may reach the provisioner in two batches and get a node each).
 	filler := framework.Deployment(pool, "filler", pool, 1, "6", "1Gi")
 	precious := framework.Deployment(pool, "precious", pool, 1, "500m", "1Gi")
 	precious.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: protection.String()}
-	for _, d := range []*appsv1.Deployment{filler, precious} {
-		if err := env.Client.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
+	if err := env.Client.Create(ctx, filler); err != nil {
+		t.Fatal(err)
 	}
 	waitRunning(t, pool, map[string]string{"app": "filler"}, 1, 2*time.Minute)
+	if err := env.Client.Create(ctx, precious); err != nil {
+		t.Fatal(err)
+	}
 	waitRunning(t, pool, map[string]string{"app": "precious"}, 1, 2*time.Minute)
 	only := func(app string) corev1.Pod {
 		t.Helper()
