@@ -33,8 +33,11 @@ func TestBalancedKeepsSmallSavings(t *testing.T) {
 	}
 	labels := map[string]string{"app": "web"}
 	deps := map[string]*appsv1.Deployment{}
+	// The pools start with m5.xlarge only and are given r5.large once their replicas run: allowed from the
+	// start, a replica the provisioner saw alone (the ReplicaSet creates them one after the other) would get an
+	// r5.large of its own. Requirements are not part of the NodePool's hash: nothing drifts.
 	for _, p := range pools {
-		setupPool(t, p.name, framework.PoolOptions{InstanceTypes: types, CapacityTypes: []string{"on-demand"},
+		setupPool(t, p.name, framework.PoolOptions{InstanceTypes: types[:1], CapacityTypes: []string{"on-demand"},
 			ConsolidateAfter: "5s", ConsolidationPolicy: p.policy, Budgets: []map[string]any{{"nodes": "100%"}}})
 		dep := framework.Deployment(p.name, "web", p.name, 2, "1", "5Gi")
 		if err := env.Client.Create(ctx, dep); err != nil {
@@ -53,6 +56,23 @@ func TestBalancedKeepsSmallSavings(t *testing.T) {
 			t.Fatalf("nodepool %s: want one m5.xlarge for two 1-cpu/5Gi replicas, got %d nodes %v", p.name, len(nodes), nodeTypes(nodes))
 		}
 		before[p.name] = claimsByNode(t, p.name)
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: p.name}, np); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(np.DeepCopy())
+		found := false
+		for i := range np.Spec.Template.Spec.Requirements {
+			if r := &np.Spec.Template.Spec.Requirements[i]; r.Key == corev1.LabelInstanceTypeStable {
+				r.Values, found = types, true
+			}
+		}
+		if !found {
+			t.Fatalf("nodepool %s has no %s requirement", p.name, corev1.LabelInstanceTypeStable)
+		}
+		if err := env.Client.Patch(ctx, np, patch); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range pools {
 		dep := deps[p.name]
