@@ -465,36 +465,35 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, kind stri
 		cmd.Decision, cmd.Savings = DecisionDelete, price
 	case 1:
 		r := sim.Replacements[0]
-		limit := price
+		catalog := d.snap.Cluster.InstanceTypes[r.NodePool]
+		limit, keep := price, (*Candidate)(nil)
 		if kind == ConsolidationMulti {
-			sameLimit, keep := sameTypeLimit(r, cands)
-			under, _, _ := cheaperReplacement(r, cands, sameLimit, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
-			switch {
-			case keep == nil || sameLimit >= price:
-			case under != nil:
-				limit = sameLimit // a type cheaper than keep's holds the pods: launch only such a type
-			default:
-				// Every type that holds the pods costs as much as keep: keep stays and takes the others' pods
-				// when they fit; only when they do not does the new node do what no candidate can.
-				kept, keptSim, absorbed, err := d.keepOne(ctx, cands, keep)
-				if err != nil {
-					return nil, nil, "", "", err
-				}
-				if kept != nil {
-					return d.scored(kept, keptSim)
-				}
-				if absorbed {
-					return nil, nil, StayNoCheaper, fmt.Sprintf("%s can take the other node's pods: deleting that node saves as much without a launch", keep.NodeClaim), nil
-				}
+			if l, k := sameTypeLimit(r, cands); l < price {
+				limit, keep = l, k // launch only a type cheaper than keep's
 			}
 		}
-		narrowed, why, msg := cheaperReplacement(r, cands, limit, d.snap.Cluster.InstanceTypes[r.NodePool], d.opts.SpotToSpotConsolidation)
+		narrowed, why, msg := cheaperReplacement(r, cands, limit, catalog, d.opts.SpotToSpotConsolidation)
+		if narrowed == nil && keep != nil {
+			// Every type that holds the pods costs as much as keep: keep stays and takes the others' pods when
+			// they fit; only when they do not does the new node do what no candidate can.
+			kept, keptSim, absorbed, err := d.keepOne(ctx, cands, keep)
+			if err != nil {
+				return nil, nil, "", "", err
+			}
+			if kept != nil {
+				return d.scored(kept, keptSim)
+			}
+			if absorbed {
+				return nil, nil, StayNoCheaper, fmt.Sprintf("%s can take the other node's pods: deleting that node saves as much without a launch", keep.NodeClaim), nil
+			}
+			narrowed, why, msg = cheaperReplacement(r, cands, price, catalog, d.opts.SpotToSpotConsolidation)
+		}
 		if narrowed == nil {
 			return nil, nil, why, msg, nil
 		}
 		// Under Balanced, keep only the options that save enough, so that whatever the cloud launches is approved.
 		if need := MinSavings(cands, d.snap.NodePools, d.totals, BalancedK); need > 0 && narrowed.Price <= price-need {
-			narrowed = capOptions(narrowed, price-need, d.snap.Cluster.InstanceTypes[r.NodePool])
+			narrowed = capOptions(narrowed, price-need, catalog)
 		}
 		cmd.Decision, cmd.Replacements, cmd.Savings = DecisionReplace, []*scheduling.NodeClaimPlan{narrowed}, price-narrowed.Price
 		if d.pruned(cmd) {
