@@ -5,10 +5,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -26,6 +29,9 @@ type churn struct {
 	before  map[string]bool
 	created map[string]time.Time
 	deleted map[string]time.Time
+	// ready holds, for the claims launched during the phase, how long they took from creation to Initialized:
+	// what a pod without room waits at least when it needs a new node.
+	ready map[string]time.Duration
 	// evictions0 and cost0 are the controller's eviction request counter and the NodePool's cost at the start.
 	pool       string
 	evictions0 float64
@@ -33,7 +39,8 @@ type churn struct {
 }
 
 func newChurn(ctx context.Context, pool string, before []karpv1.NodeClaim) (*churn, error) {
-	c := &churn{start: time.Now(), before: map[string]bool{}, created: map[string]time.Time{}, deleted: map[string]time.Time{}, pool: pool}
+	c := &churn{start: time.Now(), before: map[string]bool{}, created: map[string]time.Time{}, deleted: map[string]time.Time{},
+		ready: map[string]time.Duration{}, pool: pool}
 	for i := range before {
 		c.before[before[i].Name] = true
 		c.created[before[i].Name] = before[i].CreationTimestamp.Time
@@ -67,6 +74,11 @@ func (c *churn) observe(claims []karpv1.NodeClaim, now time.Time) {
 		seen[name] = true
 		if _, ok := c.created[name]; !ok {
 			c.created[name] = claims[i].CreationTimestamp.Time
+		}
+		if _, ok := c.ready[name]; !ok && !c.before[name] {
+			if cond := claims[i].GetCondition(karpv1.ConditionTypeInitialized); cond != nil && cond.Status == metav1.ConditionTrue {
+				c.ready[name] = cond.LastTransitionTime.Sub(claims[i].CreationTimestamp.Time)
+			}
 		}
 		if ts := claims[i].DeletionTimestamp; ts != nil {
 			if _, ok := c.deleted[name]; !ok {
@@ -129,6 +141,11 @@ func (c *churn) figures(ctx context.Context) (map[string]any, error) {
 		"dollarsPerHourSaved":     round3(saved),
 		"evictionsPerNodeRemove":  0.0,
 		"evictionsPerDollarHour":  0.0,
+	}
+	if len(c.ready) > 0 {
+		took := slices.Sorted(maps.Values(c.ready))
+		out["replacementSecondsMedian"] = seconds(took[len(took)/2])
+		out["replacementSecondsMax"] = seconds(took[len(took)-1])
 	}
 	if removed > 0 {
 		out["evictionsPerNodeRemove"] = round3(evicted / float64(removed))

@@ -303,15 +303,17 @@ func TestDriftReplace(t *testing.T) {
 	memory := stopMemory()
 	lowestAvailable, _ := tracker.lowest()
 	mostWaiting, waited := tracker.waitedForRoom()
+	longest, longestWho, _ := tracker.longestWaitForRoom()
 	figures := map[string]any{
-		"pods":                    total,
-		"maxPodsUnschedulable":    mostWaiting,
-		"podsMarkedUnschedulable": len(waited),
-		"nodesDrifted":            len(before),
-		"secondsToNoneDraining":   seconds(took),
-		"minPodsRunningPolled":    minRunning,
-		"minPodsAvailable":        lowestAvailable,
-		"controllerCPUCores":      round3(cpu / took.Seconds()),
+		"pods":                        total,
+		"maxPodsUnschedulable":        mostWaiting,
+		"podsMarkedUnschedulable":     len(waited),
+		"longestSecondsUnschedulable": seconds(longest),
+		"nodesDrifted":                len(before),
+		"secondsToNoneDraining":       seconds(took),
+		"minPodsRunningPolled":        minRunning,
+		"minPodsAvailable":            lowestAvailable,
+		"controllerCPUCores":          round3(cpu / took.Seconds()),
 	}
 	for k, v := range memory {
 		figures[k] = v
@@ -329,6 +331,10 @@ func TestDriftReplace(t *testing.T) {
 		len(before), seconds(took), minRunning, lowestAvailable, len(waited), mostWaiting, cpu/took.Seconds())
 	for _, w := range waited {
 		t.Logf("marked unschedulable: %s", w)
+	}
+	if longestWho != "" {
+		t.Logf("longest wait for room: %s (a replacement took %v s from creation to initialized, median; %v s at most)",
+			longestWho, churned["replacementSecondsMedian"], churned["replacementSecondsMax"])
 	}
 	report(t, result{Name: "drift-replace", Figures: figures,
 		Targets: map[string]any{"secondsToNoneDraining": "< 600", "minPodsRunningPolled": fmt.Sprintf(">= %d", total),

@@ -73,6 +73,11 @@ type podTracker struct {
 	maxUnschedulable  int
 	everUnschedulable map[string]string
 	armedAt           time.Time
+	// markedAt holds, since armMin, when each pod not bound yet was first seen marked unschedulable; once it is
+	// bound, longestWait is the longest such pod waited for room, and longestWaiter says which and how long.
+	markedAt      map[string]time.Time
+	longestWait   time.Duration
+	longestWaiter string
 	// watched nodes: lastLeftAt is the last time a live pod stopped being live on one of them.
 	watched    map[string]bool
 	lastLeftAt time.Time
@@ -174,6 +179,16 @@ func (tr *podTracker) observe(obj any, deleted, fromWatch bool) {
 		tr.firstMarked[pod.Name] = at
 	}
 	if tr.everUnschedulable != nil {
+		if _, seen := tr.markedAt[pod.Name]; now.unschedulable && !seen {
+			tr.markedAt[pod.Name] = at
+		}
+		if marked, ok := tr.markedAt[pod.Name]; ok && (now.bound || !now.current) {
+			if waited := at.Sub(marked); now.bound && waited > tr.longestWait {
+				tr.longestWait = waited
+				tr.longestWaiter = fmt.Sprintf("%s (requests %s) bound to %s after %.1fs", pod.Name, requests(pod), pod.Spec.NodeName, waited.Seconds())
+			}
+			delete(tr.markedAt, pod.Name)
+		}
 		tr.maxUnschedulable = max(tr.maxUnschedulable, tr.unschedulable)
 		if _, seen := tr.everUnschedulable[pod.Name]; now.unschedulable && !seen {
 			tr.everUnschedulable[pod.Name] = fmt.Sprintf("+%.1fs %s (requests %s): %s", at.Sub(tr.armedAt).Seconds(),
@@ -263,11 +278,28 @@ func (tr *podTracker) armMin() {
 	defer tr.mu.Unlock()
 	tr.minAvailable, tr.minAvailableAt = tr.available, time.Now()
 	tr.maxUnschedulable, tr.everUnschedulable, tr.armedAt = tr.unschedulable, map[string]string{}, time.Now()
+	tr.markedAt, tr.longestWait, tr.longestWaiter = map[string]time.Time{}, 0, ""
 	for name, s := range tr.pods {
 		if s.unschedulable {
 			tr.everUnschedulable[name] = "+0s " + name + " (already when armed)"
+			tr.markedAt[name] = tr.armedAt
 		}
 	}
+}
+
+// longestWaitForRoom returns, since armMin, the longest a pod marked unschedulable waited until it was bound, and
+// the pod; a pod still waiting counts with its wait so far (still is then set).
+func (tr *podTracker) longestWaitForRoom() (wait time.Duration, who string, still bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	wait, who = tr.longestWait, tr.longestWaiter
+	now := time.Now()
+	for name, marked := range tr.markedAt {
+		if d := now.Sub(marked); d > wait {
+			wait, who, still = d, fmt.Sprintf("%s still waiting after %.1fs", name, d.Seconds()), true
+		}
+	}
+	return wait, who, still
 }
 
 // waitedForRoom returns, since armMin, the most pods marked unschedulable at once and those marked at some point,

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,11 +19,16 @@ import (
 )
 
 // TestSchedulingConstraints: pods with a zone topology spread, pods with hostname anti-affinity and a
-// pod requesting a GPU all end up Running, on nodes that satisfy their constraints.
+// pod requesting a GPU all end up Running, on nodes that satisfy their constraints. The kube-scheduler counts
+// only the zones that already have a node of the pool, so a spread pod tried while one zone's node alone is up
+// may go there without breaking its constraint: a startup taint keeps the pods off until every zone has a node.
 func TestSchedulingConstraints(t *testing.T) {
 	ctx := context.Background()
 	const pool = "constraints"
-	setupPool(t, pool, framework.PoolOptions{Categories: []string{"c", "m", "g"}, CapacityTypes: []string{"on-demand"}})
+	const hold = "dovetail.test/zones-not-up"
+	zones := []string{"us-west-2a", "us-west-2b", "us-west-2c"}
+	setupPool(t, pool, framework.PoolOptions{Categories: []string{"c", "m", "g"}, CapacityTypes: []string{"on-demand"},
+		StartupTaints: []corev1.Taint{{Key: hold, Effect: corev1.TaintEffectNoSchedule}}})
 
 	spread := framework.Deployment(pool, "spread", pool, 6, "500m", "512Mi")
 	spread.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
@@ -46,6 +53,7 @@ func TestSchedulingConstraints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	liftOnceZonesUp(t, pool, hold, zones)
 	waitRunning(t, pool, map[string]string{"app": "spread"}, 6, 3*time.Minute)
 	waitRunning(t, pool, map[string]string{"app": "apart"}, 3, time.Minute)
 	waitRunning(t, pool, map[string]string{"app": "gpu"}, 1, time.Minute)
@@ -88,10 +96,64 @@ func TestSchedulingConstraints(t *testing.T) {
 		}
 	}
 	lo, hi := 1<<30, 0
-	for _, zone := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
+	for _, zone := range zones {
 		lo, hi = min(lo, perZone[zone]), max(hi, perZone[zone])
 	}
 	if hi-lo > 1 {
 		t.Errorf("zone spread violated: %v", perZone)
 	}
+}
+
+// liftOnceZonesUp waits until every NodeClaim of the pool has its node and the nodes cover the zones, then lifts
+// the startup taint with the key from the pool's nodes (those registering later too) until the test ends.
+func liftOnceZonesUp(t *testing.T, pool, key string, zones []string) {
+	t.Helper()
+	err := framework.Poll(context.Background(), 3*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		claims, err := env.NodeClaims(ctx, pool)
+		if err != nil {
+			return false, "", err
+		}
+		nodes, err := env.Nodes(ctx, pool)
+		if err != nil {
+			return false, "", err
+		}
+		registered := 0
+		for i := range claims {
+			if claims[i].Status.NodeName != "" {
+				registered++
+			}
+		}
+		up := map[string]int{}
+		for _, n := range nodes {
+			up[n.Labels[corev1.LabelTopologyZone]]++
+		}
+		missing := slices.DeleteFunc(slices.Clone(zones), func(z string) bool { return up[z] > 0 })
+		return len(claims) > 0 && registered == len(claims) && len(missing) == 0,
+			fmt.Sprintf("%d of %d nodeclaims registered; nodes by zone %v, none yet in %v", registered, len(claims), up, missing), nil
+	})
+	if err != nil {
+		t.Fatalf("nodepool %s: %v\n%s", pool, err, env.Describe(pool, pool))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(200 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			if nodes, err := env.Nodes(ctx, pool); err == nil {
+				for _, n := range nodes {
+					if err := env.RemoveTaint(ctx, n.Name, key); err != nil && ctx.Err() == nil {
+						t.Logf("lifting %s from %s: %v", key, n.Name, err)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
 }

@@ -107,6 +107,9 @@ type PoolOptions struct {
 	// Replicas, Limits, when set, replaces the example's spec.limits.
 	Replicas *int64
 	Limits   map[string]any
+	// StartupTaints, when set, become spec.template.spec.startupTaints: pods stay off a new node until the test
+	// lifts them (Stack.RemoveTaint), as a node agent does once it is ready.
+	StartupTaints []corev1.Taint
 }
 
 // NodePool returns the example NodePool and EC2NodeClass named name, adjusted by opts.
@@ -208,6 +211,19 @@ func NodePool(name string, opts PoolOptions) ([]*unstructured.Unstructured, erro
 		}
 		if opts.ConsolidateAfter != "" {
 			if err := unstructured.SetNestedField(o.Object, opts.ConsolidateAfter, "spec", "disruption", "consolidateAfter"); err != nil {
+				return nil, err
+			}
+		}
+		if len(opts.StartupTaints) > 0 {
+			taints := make([]any, 0, len(opts.StartupTaints))
+			for _, taint := range opts.StartupTaints {
+				m := map[string]any{"key": taint.Key, "effect": string(taint.Effect)}
+				if taint.Value != "" {
+					m["value"] = taint.Value
+				}
+				taints = append(taints, m)
+			}
+			if err := unstructured.SetNestedSlice(o.Object, taints, "spec", "template", "spec", "startupTaints"); err != nil {
 				return nil, err
 			}
 		}

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -196,4 +198,21 @@ func (s *Stack) Describe(namespace, pool string) string {
 			c.Status.NodeName, c.Status.ProviderID, c.DeletionTimestamp != nil, held)
 	}
 	return b.String()
+}
+
+// RemoveTaint removes the taints with the key from the named Node, as the agent that owns a startup taint does once
+// it is ready; a Node without such a taint is left as it is.
+func (s *Stack) RemoveTaint(ctx context.Context, name, key string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node := &corev1.Node{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return fmt.Errorf("reading node %s: %w", name, err)
+		}
+		kept := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool { return t.Key == key })
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		return s.Client.Update(ctx, node)
+	})
 }

@@ -68,7 +68,7 @@ func TestDefaultSpreadAsKubeScheduler(t *testing.T) {
 
 	// The kube-scheduler's placement, once the nodes take pods.
 	for _, n := range nodes {
-		if err := removeTaint(ctx, n.Name, hold); err != nil {
+		if err := env.RemoveTaint(ctx, n.Name, hold); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,28 +68,6 @@ func setupPool(t *testing.T, name string, opts framework.PoolOptions, taints ...
 	})
 }
 
-// removeTaint removes the taint with the key from the node, as the agent that owns a startup taint does once it
-// is ready.
-func removeTaint(ctx context.Context, name, key string) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node := &corev1.Node{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			return err
-		}
-		var kept []corev1.Taint
-		for _, taint := range node.Spec.Taints {
-			if taint.Key != key {
-				kept = append(kept, taint)
-			}
-		}
-		if len(kept) == len(node.Spec.Taints) {
-			return nil
-		}
-		node.Spec.Taints = kept
-		return env.Client.Update(ctx, node)
-	})
-}
-
 // csiNodePlugin plays a CSI driver's node plugin on the nodes of the pools until the test ends: on each new
 // Node it writes the CSINode that reports the driver with an attach limit of limit (owned by the Node, as the
 // kubelet's is), then lifts the startup taint that kept pods off until then, as the EBS CSI driver lifts
@@ -137,7 +114,7 @@ func registerDriver(ctx context.Context, n *corev1.Node, driver string, limit in
 	}
 	for _, taint := range n.Spec.Taints {
 		if taint.Key == taintKey {
-			return removeTaint(ctx, n.Name, taintKey)
+			return env.RemoveTaint(ctx, n.Name, taintKey)
 		}
 	}
 	return nil
