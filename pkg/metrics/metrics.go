@@ -121,6 +121,8 @@ type Metrics struct {
 	// CloudProviderThrottledCalls counts cloud API call attempts answered with a throttling error, by service
 	// and operation (each retry counts).
 	CloudProviderThrottledCalls *prometheus.CounterVec
+	// APIWrites counts the controllers' API writes (sent, whatever the answer), by controller, verb and kind.
+	APIWrites *prometheus.CounterVec
 	// APIWriteConflicts counts the controllers' API writes refused with 409 Conflict (a stale resourceVersion), by
 	// controller, verb and kind.
 	APIWriteConflicts *prometheus.CounterVec
@@ -568,6 +570,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "dovetail_cloudprovider_throttled_calls_total",
 			Help: "Cloud API call attempts answered with a throttling error, by service and operation; each retry counts.",
 		}, []string{LabelService, LabelOperation}),
+		APIWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dovetail_api_writes_total", Help: helpOf("dovetail_api_writes_total"),
+		}, []string{LabelController, LabelVerb, LabelKind}),
 		APIWriteConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dovetail_api_write_conflicts_total", Help: helpOf("dovetail_api_write_conflicts_total"),
 		}, []string{LabelController, LabelVerb, LabelKind}),

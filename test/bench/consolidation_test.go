@@ -336,6 +336,7 @@ func TestDriftReplace(t *testing.T) {
 		t.Logf("longest wait for room: %s (a replacement took %v s from creation to initialized, median; %v s at most)",
 			longestWho, churned["replacementSecondsMedian"], churned["replacementSecondsMax"])
 	}
+	controllerWrites(t, "the drift")
 	report(t, result{Name: "drift-replace", Figures: figures,
 		Targets: map[string]any{"secondsToNoneDraining": "< 600", "minPodsRunningPolled": fmt.Sprintf(">= %d", total),
 			"podsMarkedUnschedulable": "0", "nodesLivedUnder2m": "0", "nodesLaunched": fmt.Sprintf("<= %d", len(before)*105/100)}})

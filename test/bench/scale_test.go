@@ -106,7 +106,7 @@ func TestScale(t *testing.T) {
 
 	tracker := buildScaleCluster(t, nodes)
 	t.Logf("bench-scale setup: %d nodes and %d pods Running %.0f s after start", nodes, nodes*podsPerNode, time.Since(start).Seconds())
-	refusedWrites(t, "setup")
+	controllerWrites(t, "setup")
 	figures := map[string]any{"nodes": nodes, "pods": nodes * podsPerNode}
 	ran := map[string]int{}
 	for _, p := range phases {
@@ -132,7 +132,7 @@ func TestScale(t *testing.T) {
 			f = driftPhase(t, tracker, nodes, driftFor)
 		}
 		figures[key] = f
-		refusedWrites(t, key)
+		controllerWrites(t, key)
 	}
 	report(t, result{Name: "scale", Figures: figures, Targets: map[string]any{
 		"rest.controllerCores": "< 0.05", "rest.controllerRSSMiB": "< 600", "provision.meanPassSeconds": "< 2",

@@ -11,9 +11,10 @@ import (
 	"github.com/dovetail/dovetail/pkg/metrics"
 )
 
-// For returns the dependencies as the named controller sees them: the same, except that its client's writes
-// the API server refuses with 409 Conflict or 422 Unprocessable Entity are counted under the controller's name
-// (dovetail_api_write_conflicts_total, dovetail_api_write_invalid_total). Without metrics it returns d as is.
+// For returns the dependencies as the named controller sees them: the same, except that its client's writes are
+// counted under the controller's name (dovetail_api_writes_total), and those the API server refuses with 409
+// Conflict or 422 Unprocessable Entity again on their own (dovetail_api_write_conflicts_total,
+// dovetail_api_write_invalid_total). Without metrics it returns d as is.
 func (d Deps) For(controller string) Deps {
 	if d.Metrics == nil || d.Client == nil {
 		return d
@@ -22,15 +23,16 @@ func (d Deps) For(controller string) Deps {
 	return d
 }
 
-// countingClient is a client.Client that counts its refused writes by controller, verb and kind.
+// countingClient is a client.Client that counts its writes, and those refused, by controller, verb and kind.
 type countingClient struct {
 	client.Client
 	controller string
 	metrics    *metrics.Metrics
 }
 
-// observe counts err if the API server refused the write with a conflict or as invalid, and returns it.
+// observe counts the write, and err if the API server refused it with a conflict or as invalid, and returns err.
 func (c *countingClient) observe(verb string, obj runtime.Object, err error) error {
+	c.metrics.APIWrites.WithLabelValues(c.controller, verb, c.kindOf(obj)).Inc()
 	if err == nil {
 		return nil
 	}
@@ -82,7 +84,7 @@ func (c *countingClient) SubResource(name string) client.SubResourceClient {
 	return &countingSubResource{SubResourceClient: c.Client.SubResource(name), parent: c, name: name}
 }
 
-// countingSubResource counts the refused writes of one subresource, as verb "<subresource>/<verb>".
+// countingSubResource counts the writes of one subresource, as verb "<subresource>/<verb>".
 type countingSubResource struct {
 	client.SubResourceClient
 	parent *countingClient

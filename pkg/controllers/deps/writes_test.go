@@ -21,7 +21,7 @@ import (
 
 // TestForCountsRefusedWritesByController writes with a stale copy (optimistic lock) through two controllers'
 // clients and checks that each conflict is counted under the controller that made it, with its verb and kind,
-// and that writes which succeed or fail otherwise are not counted.
+// and that writes which succeed or fail otherwise are not counted as conflicts; every write counts as sent.
 func TestForCountsRefusedWritesByController(t *testing.T) {
 	ctx := context.Background()
 	s, err := test.NewScheme(karpv1.AddToScheme)
@@ -84,6 +84,11 @@ func TestForCountsRefusedWritesByController(t *testing.T) {
 		{"lifecycle status patch: none", "nodeclaim.lifecycle", "status/patch", "NodeClaim", 0, conflicts(m)},
 		{"termination delete invalid", "nodeclaim.termination", "delete", "NodeClaim", 1, invalids(m)},
 		{"lifecycle delete invalid: none", "nodeclaim.lifecycle", "delete", "NodeClaim", 0, invalids(m)},
+		{"lifecycle patches sent (one refused)", "nodeclaim.lifecycle", "patch", "NodeClaim", 2, writes(m)},
+		{"termination status patch sent", "nodeclaim.termination", "status/patch", "NodeClaim", 1, writes(m)},
+		{"termination update sent", "nodeclaim.termination", "update", "NodeClaim", 1, writes(m)},
+		{"termination delete sent", "nodeclaim.termination", "delete", "NodeClaim", 1, writes(m)},
+		{"lifecycle status patch: none sent", "nodeclaim.lifecycle", "status/patch", "NodeClaim", 0, writes(m)},
 	} {
 		if got := c.counter(c.controller, c.verb, c.kind); got != c.want {
 			t.Errorf("%s: counted %v, want %v", c.name, got, c.want)
@@ -93,6 +98,10 @@ func TestForCountsRefusedWritesByController(t *testing.T) {
 
 func conflicts(m *metrics.Metrics) func(...string) float64 {
 	return func(l ...string) float64 { return testutil.ToFloat64(m.APIWriteConflicts.WithLabelValues(l...)) }
+}
+
+func writes(m *metrics.Metrics) func(...string) float64 {
+	return func(l ...string) float64 { return testutil.ToFloat64(m.APIWrites.WithLabelValues(l...)) }
 }
 
 func invalids(m *metrics.Metrics) func(...string) float64 {
