@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -168,7 +169,9 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 			orig := nc.DeepCopy()
 			if nc.SetCondition(karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating",
 				fmt.Sprintf("Instance %s is being terminated", nc.Status.ProviderID)) {
-				if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+				// Only the condition is sent and tested: the node termination controller's conditions written
+				// meanwhile do not make it fail.
+				if err := deps.PatchNodeClaimStatus(ctx, c.kube, orig, nc); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("setting InstanceTerminating on nodeclaim %s: %w", nc.Name, err)
 				} else if err == nil && c.metrics != nil {
 					c.metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
@@ -178,9 +181,9 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	orig := nc.DeepCopy()
-	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The finalizer alone is removed (tested where this copy has it): the status writes of the other controllers
+	// meanwhile do not make the removal fail, as an optimistic lock on the whole NodeClaim did.
+	if err := deps.RemoveFinalizer(ctx, c.kube, nc, karpv1.TerminationFinalizer, schema.GroupResource{Group: karpv1.Group, Resource: "nodeclaims"}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -213,7 +216,8 @@ func (c *Controller) annotateDeadline(ctx context.Context, nc *karpv1.NodeClaim)
 		nc.Annotations = map[string]string{}
 	}
 	nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = want
-	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A merge patch of the one annotation: nothing else is sent, so no lock is needed.
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("annotating nodeclaim %s with its termination timestamp: %w", nc.Name, err)
 	}
 	return nil
