@@ -84,7 +84,16 @@ type Controller struct {
 	// underBudget counts the eviction requests in flight by the PodDisruptionBudgets that select their pods
 	// (at most maxConcurrentEvictionsPerBudget a key); guarded by mu.
 	underBudget map[string]int
+
+	// written holds the NodeClaims as this controller last wrote their Drained condition: a pass that reads a
+	// NodeClaim from a cache still behind that write (the next drain step follows within seconds) works on the
+	// written copy, since a condition patch computed from the older one fails its test.
+	written *deps.OwnWrites[*karpv1.NodeClaim]
 }
+
+// ownWritesMaxAge bounds the trust in this controller's own condition writes over a cache that does not show
+// them yet.
+const ownWritesMaxAge = 10 * time.Minute
 
 // backoff remembers refused evictions of one pod: how many in a row, when to retry, and why (for messages).
 type backoff struct {
@@ -106,6 +115,7 @@ func NewController(d deps.Deps) *Controller {
 		events:      map[string]time.Time{},
 		evictions:   make(chan struct{}, maxConcurrentEvictions),
 		underBudget: map[string]int{},
+		written:     deps.NewOwnWrites[*karpv1.NodeClaim](d.Clock, ownWritesMaxAge),
 	}
 }
 
@@ -175,6 +185,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if nc != nil {
 		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", nc.Name))
+		nc, _ = c.written.Latest(nc)
 		if nc.DeletionTimestamp.IsZero() {
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of deleted node: %w", nc.Name, err)
@@ -205,7 +216,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 			msg = "Node has no provider ID, so there is no instance to drain or terminate: releasing it"
 		}
 		c.recorder.Event(node, corev1.EventTypeNormal, ReasonInstanceGone, msg)
-		return reconcile.Result{}, c.finish(ctx, node)
+		return reconcile.Result{}, c.finish(ctx, node, nc)
 	}
 
 	deadline, err := c.deadline(ctx, node, nc)
@@ -241,7 +252,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !terminated {
 		return reconcile.Result{RequeueAfter: PollInterval}, nil
 	}
-	return reconcile.Result{}, c.finish(ctx, node)
+	return reconcile.Result{}, c.finish(ctx, node, nc)
 }
 
 // requeueAfter is the poll interval, shortened so that the next forced deletion, the deadline or an eviction
@@ -397,8 +408,12 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, n
 	return false, nil
 }
 
-// finish removes the finalizer and records the node as terminated.
-func (c *Controller) finish(ctx context.Context, node *corev1.Node) error {
+// finish removes the finalizer and records the node as terminated; the copy of its NodeClaim last written is
+// forgotten.
+func (c *Controller) finish(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) error {
+	if nc != nil {
+		c.written.Forget(nc.Name)
+	}
 	if !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
 		return nil
 	}
@@ -436,6 +451,7 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 		}
 		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", t, nc.Name, err)
 	}
+	c.written.Wrote(nc)
 	if c.metrics != nil {
 		c.metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
 		// A node is counted once: on its first transition to Drained=True/Drained. A node whose pods came back

@@ -15,3 +15,7 @@ func (c *Controller) TakeEvictionSlots() (release func()) {
 		}
 	}
 }
+
+// ForgetWrite drops the copy of the named NodeClaim the controller last wrote, as a controller without the memo
+// would have none.
+func (c *Controller) ForgetWrite(name string) { c.written.Forget(name) }
