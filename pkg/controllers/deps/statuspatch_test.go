@@ -259,3 +259,103 @@ func TestFirstStatusWritesWithoutLock(t *testing.T) {
 		t.Errorf("after the list writes: provider ID %q, conditions %v", got.Status.ProviderID, got.Status.Conditions)
 	}
 }
+
+// TestKeepOnlyCondition: the conditions are the stored ones with only the named one taken from the changed copy.
+func TestKeepOnlyCondition(t *testing.T) {
+	now := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	ready := func(gen int64) metav1.Condition {
+		c := condition(karpv1.ConditionTypeReady, "True", "Ready", now)
+		c.ObservedGeneration = gen
+		return c
+	}
+	drained := condition("Drained", "False", "Draining", now)
+	drainedNow := condition("Drained", "True", "Drained", now.Add(time.Minute))
+	other := condition(karpv1.ConditionTypeConsistentStateFound, "True", "ConsistentStateFound", now)
+	for _, tc := range []struct {
+		name           string
+		stored, change []metav1.Condition
+		want           []metav1.Condition
+	}{
+		{"appended, restamp of Ready left out", []metav1.Condition{ready(1)}, []metav1.Condition{ready(2), drained}, []metav1.Condition{ready(1), drained}},
+		{"changed in place", []metav1.Condition{drained, ready(1)}, []metav1.Condition{drainedNow, ready(2)}, []metav1.Condition{drainedNow, ready(1)}},
+		{"removed", []metav1.Condition{ready(1), drained, other}, []metav1.Condition{ready(2), other}, []metav1.Condition{ready(1), other}},
+		{"absent from both", []metav1.Condition{ready(1)}, []metav1.Condition{ready(2)}, []metav1.Condition{ready(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := test.NodeClaim("a", "default").Obj()
+			stored.Status.Conditions = slices.Clone(tc.stored)
+			nc := stored.DeepCopy()
+			nc.Status.Conditions = slices.Clone(tc.change)
+			deps.KeepOnlyCondition(stored, nc, "Drained")
+			if diff := cmp.Diff(tc.want, nc.Status.Conditions); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.stored, stored.Status.Conditions); diff != "" {
+				t.Errorf("stored copy changed (-was +now):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConditionWriteAfterDeletionRestamp runs on a real API server: the deletion of a NodeClaim bumps its
+// generation, and the first writer of a condition after it restamps the root Ready condition too. A second writer
+// of another condition, from the copy read before, lands when it sends its condition alone (KeepOnlyCondition);
+// sending its own restamp of Ready, it is refused, since Ready is no longer as that copy had it.
+func TestConditionWriteAfterDeletionRestamp(t *testing.T) {
+	ctx := context.Background()
+	s, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := test.StartEnv(t, s)
+	kube := env.Client
+	nc := test.NodeClaim("restamped", "default").Obj()
+	nc.Finalizers = []string{karpv1.TerminationFinalizer}
+	if err := kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
+		nc.SetTrue(c, c)
+	}
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	read := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), read); err != nil {
+		t.Fatal(err)
+	}
+	if read.Generation == nc.Generation || read.GetCondition(karpv1.ConditionTypeReady).ObservedGeneration == read.Generation {
+		t.Fatalf("generation %d, Ready observed at %d: the deletion did not leave Ready to restamp", read.Generation,
+			read.GetCondition(karpv1.ConditionTypeReady).ObservedGeneration)
+	}
+	write := func(cond string, only bool) error {
+		stored, mine := read.DeepCopy(), read.DeepCopy()
+		if !mine.SetCondition(cond, metav1.ConditionTrue, cond, "") {
+			t.Fatalf("%s: nothing changed", cond)
+		}
+		if only {
+			deps.KeepOnlyCondition(stored, mine, cond)
+		}
+		return deps.PatchNodeClaimStatus(ctx, kube, stored, mine)
+	}
+	if err := write("InstanceTerminating", false); err != nil {
+		t.Fatalf("first writer, restamping Ready: %v", err)
+	}
+	if err := write("Drained", true); err != nil {
+		t.Errorf("second writer sending its condition alone: %v", err)
+	}
+	// The test above can fail: with its restamp of Ready the same write is refused.
+	if err := write(karpv1.ConditionTypeDisruptionReason, false); !apierrors.IsConflict(err) {
+		t.Errorf("a writer restamping Ready after the first writer did: got %v, want a conflict", err)
+	}
+	got := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetCondition("Drained") == nil || got.GetCondition("InstanceTerminating") == nil {
+		t.Errorf("conditions %v: want both writers' conditions kept", got.Status.Conditions)
+	}
+}

@@ -444,7 +444,9 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 		return nil
 	}
 	// Only this condition is sent and tested: the other controllers' status writes meanwhile (the NodeClaim
-	// termination's InstanceTerminating, the pod events' timestamp) do not make it fail.
+	// termination's InstanceTerminating, the pod events' timestamp, the lifecycle's restamp of Ready after the
+	// deletion) do not make it fail.
+	deps.KeepOnlyCondition(orig, nc, t)
 	if err := deps.PatchNodeClaimStatus(ctx, c.kube, orig, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
