@@ -214,6 +214,7 @@ func TestConsolidationScaleIn(t *testing.T) {
 		figures[k] = v
 	}
 	t.Logf("scale-in moves: %v", churned)
+	addCommandSteps(t, figures, "the scale-in", start)
 	t.Logf("scale-in %d -> %d pods: %d -> %d nodes, stable %.1fs after the scale-in; controller %.3f cores on average, peak RSS %v MiB",
 		2*each, 2*kept, len(before), last, seconds(stable), cpu/elapsed.Seconds(), memory["controllerPeakRSSMiB"])
 	report(t, result{Name: "consolidation-scale-in", Figures: figures,
@@ -326,6 +327,7 @@ func TestDriftReplace(t *testing.T) {
 		figures[k] = v
 	}
 	t.Logf("drift moves: %v", churned)
+	addCommandSteps(t, figures, "the drift", start)
 	t.Logf("drift of %d nodes: none draining %.1fs after the template change; fewest pods Running %d (available %d); "+
 		"pods marked unschedulable %d (at most %d at once); controller %.3f cores",
 		len(before), seconds(took), minRunning, lowestAvailable, len(waited), mostWaiting, cpu/took.Seconds())
@@ -344,4 +346,18 @@ func TestDriftReplace(t *testing.T) {
 		// Reported, not failed: an evicted Deployment pod is gone before its successor runs.
 		t.Logf("available pods dropped to %d during the replacement (target %d throughout)", lowestAvailable, total)
 	}
+}
+
+// addCommandSteps adds to figures the disruption controller's command steps since start, read from its log
+// (framework.CommandSteps): what the phase's commands waited for.
+func addCommandSteps(t *testing.T, figures map[string]any, phase string, start time.Time) {
+	t.Helper()
+	steps, err := env.ControllerCommandSteps(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range steps {
+		figures[k] = v
+	}
+	t.Logf("command steps of %s (controller log): %v", phase, steps)
 }

@@ -102,7 +102,7 @@ func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, 
 			return nil, err
 		}
 		if why != "" {
-			logger.Info("not starting disruption: its pods do not fit on the nodes there are now", "nodeclaims", candidateNames(cmd.Candidates), "why", why)
+			logger.Info(LogNotStarted, "nodeclaims", candidateNames(cmd.Candidates), "why", why)
 			c.deps.Metrics.DisruptionFailedValidations.WithLabelValues(cmd.ConsolidationType).Add(float64(len(candidates)))
 			return nil, nil
 		}
@@ -129,7 +129,7 @@ func launchOf(plan *scheduling.NodeClaimPlan) Launch {
 func (c *Controller) execute(ctx context.Context, st *state, chk *drainChecker, s *starting) error {
 	logger := log.FromContext(ctx)
 	cmd, r, raw, candidates := s.cmd, s.record, s.raw, s.candidates
-	logger.Info("disrupting", "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
+	logger.Info(LogStarted, "command", r.ID, "reason", r.Reason, "decision", r.Decision, "consolidation-type", r.ConsolidationType,
 		"nodeclaims", candidateNames(cmd.Candidates), "replacements", len(cmd.Replacements), "savings-per-hour", cmd.Savings)
 	c.deps.Metrics.DisruptionDecisions.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 	c.deps.Metrics.DisruptionEvictions.WithLabelValues(strings.ToLower(string(r.Reason))).Add(float64(cmd.Evictions))
@@ -350,7 +350,7 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 			chk.hold(cmd)
 			return nil
 		}
-		log.FromContext(ctx).Info("draining although other moving pods could take the room of its pods", "command", r.ID,
+		log.FromContext(ctx).Info(LogDrainedAfterContention, "command", r.ID,
 			"waited", ContentionWait.String(), "why", why)
 		chk.admit(cmd)
 		why = ""
@@ -437,7 +437,7 @@ func (c *Controller) launchExtra(ctx context.Context, st *state, chk *drainCheck
 	}
 	cmd.Record = r
 	delete(c.validating, r.ID)
-	logger.Info("launching more replacements: the pods of the command's nodes no longer fit on its replacements",
+	logger.Info(LogExtraReplacements,
 		"command", r.ID, "replacements", names, "extra", r.Extra, "why", why)
 	return true, errors.Join(append(errs, c.finishStart(ctx, st, cmd))...)
 }
@@ -476,7 +476,7 @@ func (c *Controller) nextWave(ctx context.Context, st *state, chk *drainChecker,
 			drained, cmd.total(), why))
 	}
 	if len(dropped) > 0 {
-		log.FromContext(ctx).Info("disruption goes on without the nodes whose pods no longer fit", "command", r.ID,
+		log.FromContext(ctx).Info(LogShrunk, "command", r.ID,
 			"kept", len(keep), "released", claimNames(dropped), "why", why)
 		c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 		if err := errors.Join(c.forEach(ctx, len(dropped), func(i int) error {
@@ -506,7 +506,7 @@ func (c *Controller) shrink(ctx context.Context, st *state, chk *drainChecker, c
 		return c.abort(ctx, st, cmd, why)
 	}
 	if len(dropped) > 0 {
-		log.FromContext(ctx).Info("disruption goes on without the nodes whose pods no longer fit", "command", r.ID,
+		log.FromContext(ctx).Info(LogShrunk, "command", r.ID,
 			"kept", len(keep), "released", claimNames(dropped), "why", why)
 		if err := errors.Join(c.forEach(ctx, len(dropped), func(i int) error {
 			c.deps.Recorder.Eventf(dropped[i], corev1.EventTypeNormal, ReasonDisruptionAborted,
@@ -769,7 +769,7 @@ func (c *Controller) forEach(ctx context.Context, n int, f func(i int) error) []
 // Replacements already launched stay too; consolidation removes them later if they are not needed.
 func (c *Controller) abort(ctx context.Context, st *state, cmd *InProgress, why string) error {
 	r := cmd.Record
-	log.FromContext(ctx).Info("abandoning disruption", "command", r.ID, "why", why)
+	log.FromContext(ctx).Info(LogAbandoned, "command", r.ID, "why", why)
 	c.deps.Metrics.DisruptionQueueFailures.WithLabelValues(r.Decision, strings.ToLower(string(r.Reason)), r.ConsolidationType).Inc()
 	c.announceRejected(st, r, cmd.Candidates, why)
 	return errors.Join(c.forEach(ctx, len(cmd.Candidates), func(i int) error {

@@ -69,7 +69,7 @@ func (c *Controller) commitReboot(ctx context.Context, st *state, cmd *core.Comm
 		c.deps.Metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(repair.ConditionLabel(condition), nc.NodePoolName(),
 			nc.Labels[karpv1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
 	}
-	log.FromContext(ctx).Info("disrupting", "reason", cmd.Reason, "decision", cmd.Decision, "nodeclaims", []string{nc.Name},
+	log.FromContext(ctx).Info(LogStarted, "reason", cmd.Reason, "decision", cmd.Decision, "nodeclaims", []string{nc.Name},
 		"node", cand.Node, "condition", condition, "termination-grace-period", nc.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey])
 	return nil
 }
