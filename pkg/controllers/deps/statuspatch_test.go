@@ -19,6 +19,16 @@ import (
 	"github.com/dovetail/dovetail/pkg/test"
 )
 
+// startKarpenterEnv starts an API server with Karpenter's kinds for the test and returns its client.
+func startKarpenterEnv(t *testing.T) client.Client {
+	t.Helper()
+	s, err := test.NewScheme(karpv1.AddToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return test.StartEnv(t, s).Client
+}
+
 func condition(t, status, reason string, at time.Time) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, LastTransitionTime: metav1.NewTime(at)}
 }
@@ -29,12 +39,7 @@ func condition(t, status, reason string, at time.Time) metav1.Condition {
 // writes; a writer that changed a condition someone else changed since it read gets a Conflict.
 func TestNodeClaimStatusWritersDoNotConflict(t *testing.T) {
 	ctx := context.Background()
-	s, err := test.NewScheme(karpv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := test.StartEnv(t, s)
-	kube := env.Client
+	kube := startKarpenterEnv(t)
 	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
 
 	nc := test.NodeClaim("a", "default").Obj()
@@ -82,7 +87,7 @@ func TestNodeClaimStatusWritersDoNotConflict(t *testing.T) {
 		}
 	}
 	// Registered changed since read: a second writer of it from the old copy must not overwrite it.
-	err = write(func(n *karpv1.NodeClaim) {
+	err := write(func(n *karpv1.NodeClaim) {
 		meta.SetStatusCondition(&n.Status.Conditions, condition(karpv1.ConditionTypeRegistered, "False", "RegistrationFailed", later))
 	})
 	if !apierrors.IsConflict(err) {
@@ -174,11 +179,7 @@ func TestNodeClaimStatusPatchFirst(t *testing.T) {
 // hash stamp does), and fail as a Conflict when a status or a list was written since instead of replacing it.
 func TestFirstStatusWritesWithoutLock(t *testing.T) {
 	ctx := context.Background()
-	s, err := test.NewScheme(karpv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := test.StartEnv(t, s).Client
+	kube := startKarpenterEnv(t)
 	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
 	launched := func(n *karpv1.NodeClaim) {
 		n.Status.ProviderID = "aws:///us-west-2a/i-1"
@@ -303,12 +304,7 @@ func TestKeepOnlyCondition(t *testing.T) {
 // sending its own restamp of Ready, it is refused, since Ready is no longer as that copy had it.
 func TestConditionWriteAfterDeletionRestamp(t *testing.T) {
 	ctx := context.Background()
-	s, err := test.NewScheme(karpv1.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := test.StartEnv(t, s)
-	kube := env.Client
+	kube := startKarpenterEnv(t)
 	nc := test.NodeClaim("restamped", "default").Obj()
 	nc.Finalizers = []string{karpv1.TerminationFinalizer}
 	if err := kube.Create(ctx, nc); err != nil {

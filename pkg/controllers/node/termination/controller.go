@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -447,6 +448,9 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 	// termination's InstanceTerminating, the pod events' timestamp, the lifecycle's restamp of Ready after the
 	// deletion) do not make it fail.
 	deps.KeepOnlyCondition(orig, nc, t)
+	if equality.Semantic.DeepEqual(orig.GetCondition(t), nc.GetCondition(t)) {
+		return nil // only Ready's restamp changed, which is not this controller's to write
+	}
 	if err := deps.PatchNodeClaimStatus(ctx, c.kube, orig, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
