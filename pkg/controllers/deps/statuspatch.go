@@ -252,22 +252,24 @@ func failedTest(err error) bool {
 	return true
 }
 
-// KeepOnlyCondition makes nc's conditions stored's, with only the condition of type t taken from nc (set, changed
-// or removed), for a writer that means to change that condition alone. SetCondition also restamps the root Ready
-// condition with the NodeClaim's generation, which a deletion bumps and which every other condition writer
-// restamps too: sent along, that restamp made the write fail its test whenever another writer's came first (55
-// refused Drained writes as a 700-node drift began). Ready's observedGeneration is left to the lifecycle.
-func KeepOnlyCondition(stored, nc *karpv1.NodeClaim, t string) {
+// KeepOnlyConditions makes nc's conditions stored's, with only the conditions of the given types taken from nc
+// (set, changed or removed), for a writer that means to change those conditions alone. SetCondition also restamps
+// the root Ready condition with the NodeClaim's generation, which a deletion bumps and which every other condition
+// writer restamps too: sent along, that restamp made the write fail its test whenever another writer's came first
+// (55 refused Drained writes as a 700-node drift began). Ready's observedGeneration is left to the lifecycle.
+func KeepOnlyConditions(stored, nc *karpv1.NodeClaim, types ...string) {
 	conds := slices.Clone(stored.Status.Conditions)
-	i := slices.IndexFunc(conds, func(c metav1.Condition) bool { return c.Type == t })
-	want := nc.GetCondition(t)
-	switch {
-	case want == nil && i >= 0:
-		conds = slices.Delete(conds, i, i+1)
-	case want != nil && i >= 0:
-		conds[i] = *want
-	case want != nil:
-		conds = append(conds, *want)
+	for _, t := range types {
+		i := slices.IndexFunc(conds, func(c metav1.Condition) bool { return c.Type == t })
+		want := nc.GetCondition(t)
+		switch {
+		case want == nil && i >= 0:
+			conds = slices.Delete(conds, i, i+1)
+		case want != nil && i >= 0:
+			conds[i] = *want
+		case want != nil:
+			conds = append(conds, *want)
+		}
 	}
 	nc.Status.Conditions = conds
 }

@@ -261,8 +261,8 @@ func TestFirstStatusWritesWithoutLock(t *testing.T) {
 	}
 }
 
-// TestKeepOnlyCondition: the conditions are the stored ones with only the named one taken from the changed copy.
-func TestKeepOnlyCondition(t *testing.T) {
+// TestKeepOnlyConditions: the conditions are the stored ones with only the named ones taken from the changed copy.
+func TestKeepOnlyConditions(t *testing.T) {
 	now := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
 	ready := func(gen int64) metav1.Condition {
 		c := condition(karpv1.ConditionTypeReady, "True", "Ready", now)
@@ -272,22 +272,29 @@ func TestKeepOnlyCondition(t *testing.T) {
 	drained := condition("Drained", "False", "Draining", now)
 	drainedNow := condition("Drained", "True", "Drained", now.Add(time.Minute))
 	other := condition(karpv1.ConditionTypeConsistentStateFound, "True", "ConsistentStateFound", now)
+	volumes := condition("VolumesDetached", "True", "VolumesDetached", now.Add(time.Minute))
+	otherNow := condition(karpv1.ConditionTypeConsistentStateFound, "False", "ConsistencyCheckFailed", now.Add(time.Minute))
 	for _, tc := range []struct {
 		name           string
+		types          []string
 		stored, change []metav1.Condition
 		want           []metav1.Condition
 	}{
-		{"appended, restamp of Ready left out", []metav1.Condition{ready(1)}, []metav1.Condition{ready(2), drained}, []metav1.Condition{ready(1), drained}},
-		{"changed in place", []metav1.Condition{drained, ready(1)}, []metav1.Condition{drainedNow, ready(2)}, []metav1.Condition{drainedNow, ready(1)}},
-		{"removed", []metav1.Condition{ready(1), drained, other}, []metav1.Condition{ready(2), other}, []metav1.Condition{ready(1), other}},
-		{"absent from both", []metav1.Condition{ready(1)}, []metav1.Condition{ready(2)}, []metav1.Condition{ready(1)}},
+		{"appended, restamp of Ready left out", []string{"Drained"}, []metav1.Condition{ready(1)}, []metav1.Condition{ready(2), drained}, []metav1.Condition{ready(1), drained}},
+		{"changed in place", []string{"Drained"}, []metav1.Condition{drained, ready(1)}, []metav1.Condition{drainedNow, ready(2)}, []metav1.Condition{drainedNow, ready(1)}},
+		{"removed", []string{"Drained"}, []metav1.Condition{ready(1), drained, other}, []metav1.Condition{ready(2), other}, []metav1.Condition{ready(1), other}},
+		{"absent from both", []string{"Drained"}, []metav1.Condition{ready(1)}, []metav1.Condition{ready(2)}, []metav1.Condition{ready(1)}},
+		{"two changed, one appended, another writer's change left out", []string{"Drained", "VolumesDetached"},
+			[]metav1.Condition{drained, ready(1), other}, []metav1.Condition{drainedNow, ready(2), otherNow, volumes},
+			[]metav1.Condition{drainedNow, ready(1), other, volumes}},
+		{"none named", nil, []metav1.Condition{drained, ready(1)}, []metav1.Condition{drainedNow, ready(2)}, []metav1.Condition{drained, ready(1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stored := test.NodeClaim("a", "default").Obj()
 			stored.Status.Conditions = slices.Clone(tc.stored)
 			nc := stored.DeepCopy()
 			nc.Status.Conditions = slices.Clone(tc.change)
-			deps.KeepOnlyCondition(stored, nc, "Drained")
+			deps.KeepOnlyConditions(stored, nc, tc.types...)
 			if diff := cmp.Diff(tc.want, nc.Status.Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -300,7 +307,7 @@ func TestKeepOnlyCondition(t *testing.T) {
 
 // TestConditionWriteAfterDeletionRestamp runs on a real API server: the deletion of a NodeClaim bumps its
 // generation, and the first writer of a condition after it restamps the root Ready condition too. A second writer
-// of another condition, from the copy read before, lands when it sends its condition alone (KeepOnlyCondition);
+// of another condition, from the copy read before, lands when it sends its condition alone (KeepOnlyConditions);
 // sending its own restamp of Ready, it is refused, since Ready is no longer as that copy had it.
 func TestConditionWriteAfterDeletionRestamp(t *testing.T) {
 	ctx := context.Background()
@@ -333,7 +340,7 @@ func TestConditionWriteAfterDeletionRestamp(t *testing.T) {
 			t.Fatalf("%s: nothing changed", cond)
 		}
 		if only {
-			deps.KeepOnlyCondition(stored, mine, cond)
+			deps.KeepOnlyConditions(stored, mine, cond)
 		}
 		return deps.PatchNodeClaimStatus(ctx, kube, stored, mine)
 	}

@@ -836,7 +836,7 @@ func (c *Controller) patchConditions(ctx context.Context, nc *karpv1.NodeClaim, 
 			nc.Status.Conditions = cur.Status.Conditions
 			return nil
 		}
-		deps.KeepOnlyCondition(cur, want, karpv1.ConditionTypeDisruptionReason)
+		deps.KeepOnlyConditions(cur, want, karpv1.ConditionTypeDisruptionReason)
 		if err := deps.PatchNodeClaimStatus(ctx, c.deps.Client, cur, want); err != nil {
 			return err
 		}

@@ -105,3 +105,38 @@ func TestDrainOnCacheBehindOwnWrite(t *testing.T) {
 		t.Error("a pass on the stale copy without the memo had no write refused: the test above proves nothing")
 	}
 }
+
+// TestOnePatchAPass: the pass that finds the node drained sets Drained, VolumesDetached and InstanceTerminating
+// and writes them in one NodeClaim status patch (three patches a node, one after the other, before); a pass that
+// changes nothing writes nothing.
+func TestOnePatchAPass(t *testing.T) {
+	h := newHarness(t)
+	nc, node := h.launch(nil)
+	h.deleteClaim()
+	h.reconcileClaim() // deletes the Node
+	c, counts := test.StaleNodeClaims(env.Client, func() *karpv1.NodeClaim { return nil })
+	ctrl := nodetermination.NewController(deps.Deps{Client: c, KubeClient: h.cs, CloudProvider: h.cloud, Clock: h.clock, Recorder: h.recorder, Metrics: h.metrics})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: node.Name}}
+	if _, err := ctrl.Reconcile(h.ctx, req); err != nil {
+		t.Fatalf("first pass: %v", err)
+	}
+	got := h.getClaim()
+	for _, ct := range []string{termination.ConditionTypeDrained, termination.ConditionTypeVolumesDetached, karpv1.ConditionTypeInstanceTerminating} {
+		if c := condition(got, ct); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s after the first pass = %+v, want True", ct, c)
+		}
+	}
+	if writes, refused := counts.Counts(); writes != 1 || refused != 0 {
+		t.Errorf("first pass: %d NodeClaim status writes (%d refused), want 1", writes, refused)
+	}
+	if c := condition(got, karpv1.ConditionTypeReady); c != nil && c.ObservedGeneration != nc.Generation {
+		t.Errorf("Ready restamped by node termination: observedGeneration %d, want %d", c.ObservedGeneration, nc.Generation)
+	}
+	counts.Reset()
+	if _, err := ctrl.Reconcile(h.ctx, req); err != nil {
+		t.Fatalf("second pass: %v", err)
+	}
+	if writes, _ := counts.Counts(); writes != 0 {
+		t.Errorf("second pass, nothing changed: %d NodeClaim status writes, want none", writes)
+	}
+}

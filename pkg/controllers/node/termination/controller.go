@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,7 +87,7 @@ type Controller struct {
 	// (at most maxConcurrentEvictionsPerBudget a key); guarded by mu.
 	underBudget map[string]int
 
-	// written holds the NodeClaims as this controller last wrote their Drained condition: a pass that reads a
+	// written holds the NodeClaims as this controller last wrote their conditions: a pass that reads a
 	// NodeClaim from a cache still behind that write (the next drain step follows within seconds) works on the
 	// written copy, since a condition patch computed from the older one fails its test.
 	written *deps.OwnWrites[*karpv1.NodeClaim]
@@ -170,7 +171,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return deps.RequeueOnConflict(ctx, conflictRequeue, res, err)
 }
 
-func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, err error) {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -203,6 +204,10 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	// The conditions the pass sets are written once, when it ends (before the node is released).
+	w := newConditionWrites(nc)
+	defer func() { err = errors.Join(err, c.flush(ctx, w)) }()
+
 	providerID := node.Spec.ProviderID
 	if providerID == "" && nc != nil {
 		providerID = nc.Status.ProviderID
@@ -230,7 +235,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	now := c.clock.Now()
 	expired := termination.Expired(deadline, now)
-	drain, err := c.drain(ctx, node, nc, deadline)
+	drain, err := c.drain(ctx, node, w, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -238,7 +243,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: c.requeueAfter(now, deadline, drain.nextAt)}, nil
 	}
 
-	volumesDone, err := c.volumesDetached(ctx, node, nc, deadline)
+	volumesDone, err := c.volumesDetached(ctx, node, w, deadline)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -246,12 +251,15 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: c.requeueAfter(now, deadline, nil)}, nil
 	}
 
-	terminated, err := c.terminateInstance(ctx, node, nc, providerID)
+	terminated, err := c.terminateInstance(ctx, node, w, providerID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !terminated {
 		return reconcile.Result{RequeueAfter: PollInterval}, nil
+	}
+	if err := c.flush(ctx, w); err != nil {
+		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, c.finish(ctx, node, nc)
 }
@@ -384,7 +392,8 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 
 // terminateInstance asks the cloud to terminate the instance; it reports true once the cloud says it is gone
 // (shutting down or terminated).
-func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, providerID string) (bool, error) {
+func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, w *conditionWrites, providerID string) (bool, error) {
+	nc := w.nc
 	target := nc
 	if target == nil {
 		target = &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
@@ -400,12 +409,8 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, n
 	}
 	log.FromContext(ctx).Info("terminating instance", "instance-id", providerID)
 	c.event(node, corev1.EventTypeNormal, ReasonTerminatingInstance, fmt.Sprintf("Terminating instance %s", providerID))
-	if nc != nil {
-		if err := c.setCondition(ctx, nc, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue,
-			"InstanceTerminating", fmt.Sprintf("Instance %s is being terminated", providerID)); err != nil {
-			return false, err
-		}
-	}
+	c.setCondition(w, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue,
+		"InstanceTerminating", fmt.Sprintf("Instance %s is being terminated", providerID))
 	return false, nil
 }
 
@@ -438,32 +443,66 @@ func (c *Controller) finish(ctx context.Context, node *corev1.Node, nc *karpv1.N
 	return nil
 }
 
-// setCondition writes one NodeClaim condition through the status subresource when it changed.
-func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) error {
-	orig := nc.DeepCopy()
-	if !nc.SetCondition(t, status, reason, message) {
+// conditionWrites gathers the NodeClaim conditions a pass changes, to be written together in one status patch
+// (flush): the pass that finds a node drained sets Drained, VolumesDetached and InstanceTerminating one after the
+// other, three patches of the same NodeClaim a few milliseconds apart when each was written at once.
+type conditionWrites struct {
+	// stored is the NodeClaim as the pass found it, nc the pass's copy the conditions are set on.
+	stored, nc *karpv1.NodeClaim
+	types      []string
+}
+
+// newConditionWrites starts the pass's condition writes on nc (nil when the node has no NodeClaim).
+func newConditionWrites(nc *karpv1.NodeClaim) *conditionWrites {
+	if nc == nil {
+		return &conditionWrites{}
+	}
+	return &conditionWrites{stored: nc.DeepCopy(), nc: nc}
+}
+
+// setCondition sets one NodeClaim condition on the pass's copy; flush writes it.
+func (c *Controller) setCondition(w *conditionWrites, t string, status metav1.ConditionStatus, reason, message string) {
+	if w.nc == nil || !w.nc.SetCondition(t, status, reason, message) || slices.Contains(w.types, t) {
+		return
+	}
+	w.types = append(w.types, t)
+}
+
+// flush writes the conditions the pass set, through the status subresource, when they changed.
+func (c *Controller) flush(ctx context.Context, w *conditionWrites) error {
+	if w.nc == nil || len(w.types) == 0 {
 		return nil
 	}
-	// Only this condition is sent and tested: the other controllers' status writes meanwhile (the NodeClaim
-	// termination's InstanceTerminating, the pod events' timestamp, the lifecycle's restamp of Ready after the
-	// deletion) do not make it fail.
-	deps.KeepOnlyCondition(orig, nc, t)
-	if equality.Semantic.DeepEqual(orig.GetCondition(t), nc.GetCondition(t)) {
+	orig, nc := w.stored, w.nc
+	var types []string
+	for _, t := range w.types {
+		if !equality.Semantic.DeepEqual(orig.GetCondition(t), nc.GetCondition(t)) {
+			types = append(types, t)
+		}
+	}
+	w.types = nil
+	if len(types) == 0 {
 		return nil // only Ready's restamp changed, which is not this controller's to write
 	}
+	// Only these conditions are sent and tested: the other controllers' status writes meanwhile (the NodeClaim
+	// termination's InstanceTerminating, the pod events' timestamp, the lifecycle's restamp of Ready after the
+	// deletion) do not make it fail.
+	deps.KeepOnlyConditions(orig, nc, types...)
 	if err := deps.PatchNodeClaimStatus(ctx, c.kube, orig, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("setting condition %s on nodeclaim %s: %w", t, nc.Name, err)
+		return fmt.Errorf("setting conditions %s on nodeclaim %s: %w", strings.Join(types, ", "), nc.Name, err)
 	}
+	w.stored = nc.DeepCopy()
 	c.written.Wrote(nc)
 	if c.metrics != nil {
 		c.metrics.RecordNodeClaimConditions(nc.Labels, nc.CreationTimestamp.Time, orig.Status.Conditions, nc.Status.Conditions)
 		// A node is counted once: on its first transition to Drained=True/Drained. A node whose pods came back
 		// is marked PodsReturned (see drainedBefore) and is not counted when it drains again; the mark lives in
 		// the API, so a restarted controller does not count it again either.
-		if t == termination.ConditionTypeDrained && reason == ReasonDrained && !orig.IsTrue(t) && !drainedBefore(orig) {
+		if d := nc.GetCondition(termination.ConditionTypeDrained); d != nil && d.Status == metav1.ConditionTrue &&
+			d.Reason == ReasonDrained && !orig.IsTrue(termination.ConditionTypeDrained) && !drainedBefore(orig) {
 			c.metrics.NodesDrained.WithLabelValues(nc.Labels[karpv1.NodePoolLabelKey]).Inc()
 		}
 	}

@@ -39,7 +39,8 @@ func (c *Controller) podsOnNode(ctx context.Context, nodeName string) ([]*corev1
 }
 
 // drain carries out one step of the drain plan and records progress in the NodeClaim's Drained condition.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (drainResult, error) {
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, w *conditionWrites, deadline *time.Time) (drainResult, error) {
+	nc := w.nc
 	pods, err := c.podsOnNode(ctx, node.Name)
 	if err != nil {
 		return drainResult{}, err
@@ -113,9 +114,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *karpv1.No
 					podCount(len(plan.Remaining)), podList(plan.Remaining, held))
 			}
 		}
-		if err := c.setCondition(ctx, nc, termination.ConditionTypeDrained, status, reason, msg); err != nil {
-			return drainResult{}, err
-		}
+		c.setCondition(w, termination.ConditionTypeDrained, status, reason, msg)
 	}
 	if !res.done {
 		log.FromContext(ctx).V(1).Info("draining", "remaining", len(plan.Remaining), "evicting", len(plan.Evict),

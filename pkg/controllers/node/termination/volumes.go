@@ -12,13 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
 
 // volumesDetached reports whether no VolumeAttachment holds the instance any more, and records it in the
 // NodeClaim's VolumesDetached condition (naming the attachments still present) and in an event on the Node.
-func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim, deadline *time.Time) (bool, error) {
+func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, w *conditionWrites, deadline *time.Time) (bool, error) {
 	list, err := c.clientset.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, fmt.Errorf("listing volume attachments: %w", err)
@@ -61,11 +60,7 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nc 
 			c.event(node, corev1.EventTypeNormal, ReasonAwaitingVolumes, msg)
 		}
 	}
-	if nc != nil {
-		if err := c.setCondition(ctx, nc, termination.ConditionTypeVolumesDetached, status, reason, msg); err != nil {
-			return false, err
-		}
-	}
+	c.setCondition(w, termination.ConditionTypeVolumesDetached, status, reason, msg)
 	return len(blocking) == 0, nil
 }
 

@@ -171,7 +171,7 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 				fmt.Sprintf("Instance %s is being terminated", nc.Status.ProviderID)) {
 				// Only the condition is sent and tested: the node termination controller's conditions written
 				// meanwhile (and the lifecycle's restamp of Ready after the deletion) do not make it fail.
-				deps.KeepOnlyCondition(orig, nc, karpv1.ConditionTypeInstanceTerminating)
+				deps.KeepOnlyConditions(orig, nc, karpv1.ConditionTypeInstanceTerminating)
 				if err := deps.PatchNodeClaimStatus(ctx, c.kube, orig, nc); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("setting InstanceTerminating on nodeclaim %s: %w", nc.Name, err)
 				} else if err == nil && c.metrics != nil {
