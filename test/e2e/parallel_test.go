@@ -178,6 +178,27 @@ func TestParallelDisruptionAcrossNodePools(t *testing.T) {
 		t.Fatalf("%v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
 	}
 	t.Logf("both drifted nodes replaced %.1fs after the template change", time.Since(start).Seconds())
+	// The replacements registered held for their commands' pods; the holds went when the commands drained.
+	err = framework.Poll(ctx, 30*time.Second, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		var holding []string
+		for _, pool := range pools {
+			nodes, err := env.Nodes(ctx, pool)
+			if err != nil {
+				return false, "", err
+			}
+			for i := range nodes {
+				for _, tn := range nodes[i].Spec.Taints {
+					if tn.Key == "dovetail.sh/replacement-held" {
+						holding = append(holding, nodes[i].Name)
+					}
+				}
+			}
+		}
+		return len(holding) == 0, fmt.Sprintf("nodes still held: %v", holding), nil
+	})
+	if err != nil {
+		t.Fatalf("%v\ncontroller log:\n%s", err, env.LogTail("dovetail", 40))
+	}
 }
 
 // TestScaleInConverges: 20 nodes (two 700m pods a node) scale in to 9 pods and a do-not-disrupt pod. The

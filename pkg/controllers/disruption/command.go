@@ -11,6 +11,8 @@ import (
 const (
 	CommandAnnotationKey        = disruptionview.CommandAnnotationKey
 	ReplacementForAnnotationKey = disruptionview.ReplacementForAnnotationKey
+	// ReplacementHoldTaintKey holds a replacement for its command's pods until the command drains.
+	ReplacementHoldTaintKey = disruptionview.ReplacementHoldTaintKey
 )
 
 type (

@@ -256,6 +256,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.untaintOrphans(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.liftHolds(ctx, st); err != nil {
+		errs = append(errs, err)
+	}
 	// A decision is due when nothing is in flight (the loop then runs every PollPeriod), when a command or a
 	// deletion ended or started since the last one, or PollPeriod after it.
 	current := fingerprint(st)

@@ -675,7 +675,22 @@ func (c *Controller) terminateQueued(ctx context.Context, st *state, errs *[]err
 			all = append(all, one{q, nc})
 		}
 	}
+	// The replacements of the commands about to drain give up their hold first, so that their pods find them.
+	var held []*corev1.Node
+	for i := range st.waves {
+		for _, nc := range st.waves[i].cmd.Replacements {
+			if n := st.Nodes[nc.Status.NodeName]; n != nil && hasHoldTaint(n) {
+				held = append(held, n)
+			}
+		}
+	}
 	st.waves = nil
+	for _, err := range c.forEach(ctx, len(held), func(i int) error { return c.liftHold(ctx, held[i]) }) {
+		if err != nil {
+			// Only a preference of the kube-scheduler's: the drain goes on, and the orphan sweep lifts it later.
+			log.FromContext(ctx).Info("replacement hold not lifted", "error", err.Error())
+		}
+	}
 	failed := c.forEach(ctx, len(all), func(i int) error { return c.deleteCandidate(ctx, st, all[i].q.cmd.Record, all[i].nc) })
 	byCommand := map[*InProgress][]error{}
 	for i, err := range failed {
@@ -894,6 +909,44 @@ func (c *Controller) untaintOrphans(ctx context.Context, st *state) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// liftHolds removes the replacement hold (ReplacementHoldTaintKey) from the Nodes of replacements
+// whose command is over, or draining: left by a command abandoned or shrunk, by a lift that failed, or by a
+// replacement that registered after its command had drained.
+func (c *Controller) liftHolds(ctx context.Context, st *state) error {
+	waiting := map[string]bool{}
+	for _, cmd := range st.inProgress {
+		if len(cmd.Draining) == 0 && len(cmd.Candidates) == cmd.total() {
+			waiting[cmd.Record.ID] = true
+		}
+	}
+	var held []*corev1.Node
+	for i := range st.Claims {
+		nc := &st.Claims[i]
+		node := st.Nodes[nc.Status.NodeName]
+		if nc.Status.NodeName == "" || node == nil || !node.DeletionTimestamp.IsZero() || !hasHoldTaint(node) ||
+			waiting[nc.Annotations[ReplacementForAnnotationKey]] {
+			continue
+		}
+		held = append(held, node)
+	}
+	return errors.Join(c.forEach(ctx, len(held), func(i int) error { return c.liftHold(ctx, held[i]) })...)
+}
+
+func hasHoldTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == ReplacementHoldTaintKey })
+}
+
+// liftHold removes a replacement's hold from its Node.
+func (c *Controller) liftHold(ctx context.Context, node *corev1.Node) error {
+	return c.updateTaints(ctx, node, func(n *corev1.Node) bool {
+		if !hasHoldTaint(n) {
+			return false
+		}
+		n.Spec.Taints = slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == ReplacementHoldTaintKey })
+		return true
+	})
 }
 
 func hasDisruptedTaint(n *corev1.Node) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
+	"github.com/dovetail/dovetail/pkg/controllers/internal/disruptionview"
 	"github.com/dovetail/dovetail/pkg/operator/index"
 )
 
@@ -219,6 +221,12 @@ func DesiredNode(nc *karpv1.NodeClaim, node *corev1.Node) *corev1.Node {
 			if !hasTaint(taints, t) {
 				taints = append(taints, t)
 			}
+		}
+		// A disruption command's replacement is held for its pods until the command drains (the disruption
+		// controller lifts the hold then, or once the command is over).
+		if id := nc.Annotations[disruptionview.ReplacementForAnnotationKey]; id != "" &&
+			!slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == disruptionview.ReplacementHoldTaintKey }) {
+			taints = append(taints, disruptionview.ReplacementHoldTaint(id))
 		}
 	}
 	out.Spec.Taints = taints
