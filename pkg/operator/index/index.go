@@ -1,5 +1,5 @@
 // Package index names and registers the cache field indexes controllers list by: NodeClaims by
-// status.providerID, Nodes by spec.providerID and Pods by spec.nodeName.
+// status.providerID, Nodes by spec.providerID, Pods and VolumeAttachments by spec.nodeName.
 package index
 
 import (
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -17,6 +18,9 @@ const (
 	NodeClaimProviderID = "status.providerID"
 	NodeProviderID      = "spec.providerID"
 	PodNodeName         = "spec.nodeName"
+	// VolumeAttachmentNodeName indexes VolumeAttachments by the node they attach to. The API server offers no
+	// field selector on it, so only a cache answers it.
+	VolumeAttachmentNodeName = "spec.nodeName"
 )
 
 // Register adds the indexes to the manager's field indexer; call it before the manager starts.
@@ -44,6 +48,17 @@ func Register(ctx context.Context, fi client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing pods by node name: %w", err)
+	}
+	if err := fi.IndexField(ctx, &storagev1.VolumeAttachment{}, VolumeAttachmentNodeName, VolumeAttachmentNode); err != nil {
+		return fmt.Errorf("indexing volume attachments by node name: %w", err)
+	}
+	return nil
+}
+
+// VolumeAttachmentNode is the VolumeAttachmentNodeName index's function: the node a VolumeAttachment names.
+func VolumeAttachmentNode(o client.Object) []string {
+	if va, ok := o.(*storagev1.VolumeAttachment); ok && va.Spec.NodeName != "" {
+		return []string{va.Spec.NodeName}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,7 @@ import (
 	"github.com/dovetail/dovetail/pkg/cloudprovider"
 	"github.com/dovetail/dovetail/pkg/controllers/deps"
 	"github.com/dovetail/dovetail/pkg/metrics"
+	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
 
@@ -155,6 +157,14 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Status.NodeName}}}
 		}), builder.WithPredicates(deleting)).
+		// A node waiting for its volumes to detach goes on as soon as the last attachment goes.
+		Watches(&storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			names := index.VolumeAttachmentNode(o)
+			if len(names) == 0 {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: names[0]}}}
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(deps.RetryTransient(c))
 }

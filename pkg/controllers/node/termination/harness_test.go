@@ -44,6 +44,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The controller lists a node's VolumeAttachments by an index only its cache serves.
+	env.Client = test.CacheIndexedClient(env.Client)
 	code := m.Run()
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)

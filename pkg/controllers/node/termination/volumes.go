@@ -11,26 +11,30 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dovetail/dovetail/pkg/operator/index"
 	"github.com/dovetail/dovetail/pkg/termination"
 )
 
 // volumesDetached reports whether no VolumeAttachment holds the instance any more, and records it in the
 // NodeClaim's VolumesDetached condition (naming the attachments still present) and in an event on the Node.
+// The attachments are read from the cache by node name: each pass of each terminating node asking the API server
+// for every VolumeAttachment of the cluster grew with the cluster in a mass drift. Their removal requeues the
+// Node (Register), so the cache's lag costs no more than a watch event's.
 func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, w *conditionWrites, deadline *time.Time) (bool, error) {
-	list, err := c.clientset.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return false, fmt.Errorf("listing volume attachments: %w", err)
+	list := &storagev1.VolumeAttachmentList{}
+	if err := c.kube.List(ctx, list, client.MatchingFields{index.VolumeAttachmentNodeName: node.Name}); err != nil {
+		return false, fmt.Errorf("listing volume attachments of node %s: %w", node.Name, err)
 	}
-	var attachments []*storagev1.VolumeAttachment
+	attachments := make([]*storagev1.VolumeAttachment, 0, len(list.Items))
 	for i := range list.Items {
-		if list.Items[i].Spec.NodeName == node.Name {
-			attachments = append(attachments, &list.Items[i])
-		}
+		attachments = append(attachments, &list.Items[i])
 	}
 	var pods []*corev1.Pod
 	claims := map[types.NamespacedName]string{}
 	if len(attachments) > 0 {
+		var err error
 		if pods, err = c.podsOnNode(ctx, node.Name); err != nil {
 			return false, err
 		}
@@ -76,7 +80,8 @@ func (c *Controller) claimVolumes(ctx context.Context, pods []*corev1.Pod) (map[
 			if _, done := out[key]; done {
 				continue
 			}
-			pvc, err := c.clientset.CoreV1().PersistentVolumeClaims(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+			pvc := &corev1.PersistentVolumeClaim{}
+			err := c.kube.Get(ctx, key, pvc)
 			if apierrors.IsNotFound(err) {
 				continue
 			}
