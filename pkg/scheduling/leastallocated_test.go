@@ -46,6 +46,27 @@ func TestLeastAllocated(t *testing.T) {
 		pods:    []*corev1.Pod{small},
 		least:   map[string]string{"small": "small"},
 		planned: map[string]string{"small": "half"},
+	}, {
+		name: "a PreferNoSchedule taint the pod does not tolerate puts the node last, whatever its room",
+		nodes: []*scheduling.StateNode{test.SchedNode("held", "8", "32Gi").Taint("hold", "x", corev1.TaintEffectPreferNoSchedule).Obj(),
+			test.SchedNode("half", "8", "32Gi").Pods(test.SchedPod("x").Requests("4", "16Gi").Obj()).Obj()},
+		pods:    []*corev1.Pod{small},
+		least:   map[string]string{"small": "half"},
+		planned: map[string]string{"small": "half"},
+	}, {
+		name: "a pod tolerating the taint is not kept off the node",
+		nodes: []*scheduling.StateNode{test.SchedNode("held", "8", "32Gi").Taint("hold", "x", corev1.TaintEffectPreferNoSchedule).Obj(),
+			test.SchedNode("half", "8", "32Gi").Pods(test.SchedPod("x").Requests("4", "16Gi").Obj()).Obj()},
+		pods:    []*corev1.Pod{test.SchedPod("tolerant").Requests("900m", "3Gi").Toleration("hold", "x", corev1.TaintEffectPreferNoSchedule).Obj()},
+		least:   map[string]string{"tolerant": "held"},
+		planned: map[string]string{"tolerant": "half"},
+	}, {
+		name: "the avoided node still takes a pod no other node has room for",
+		nodes: []*scheduling.StateNode{test.SchedNode("held", "4", "30Gi").Taint("hold", "x", corev1.TaintEffectPreferNoSchedule).Obj(),
+			test.SchedNode("m", "2", "8Gi").Obj()},
+		pods:    []*corev1.Pod{big, small},
+		least:   map[string]string{"small": "m", "big": "held"},
+		planned: map[string]string{"small": "m", "big": "held"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

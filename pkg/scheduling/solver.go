@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -819,13 +820,14 @@ func (s *solver) placeBatch(c *class, pods []*podInfo) int {
 }
 
 // placeLeastAllocated places pods of c one at a time, each on the existing node that takes it and keeps the
-// largest mean share of its allocatable cpu and memory free afterwards (the lowest index among equals). It returns
-// how many pods it placed.
+// largest mean share of its allocatable cpu and memory free afterwards (the lowest index among equals), nodes
+// with a PreferNoSchedule taint the pod does not tolerate after every node without (preferAvoidedPenalty). It
+// returns how many pods it placed.
 func (s *solver) placeLeastAllocated(c *class, pods []*podInfo) int {
 	for placed := range pods {
 		var best *candidate
 		var bestA attempt
-		bestScore := -1.0
+		bestScore := math.Inf(-1)
 		for b := 0; b*roomBlock < len(s.nodes); b++ {
 			if !s.blockMayHold(b, c.req) {
 				continue
@@ -834,7 +836,7 @@ func (s *solver) placeLeastAllocated(c *class, pods []*podInfo) int {
 				if n.existing == nil || !Fits(n.used, c.req, n.alloc) {
 					continue
 				}
-				score := freeShare(n.used, c.req, n.alloc)
+				score := freeShare(n.used, c.req, n.alloc) - preferAvoidedPenalty*float64(preferAvoided(n.existing.Taints, c.tolerations))
 				if score <= bestScore {
 					continue
 				}
@@ -849,6 +851,27 @@ func (s *solver) placeLeastAllocated(c *class, pods []*podInfo) int {
 		s.commit(c, pods[placed], best, bestA)
 	}
 	return len(pods)
+}
+
+// preferAvoidedPenalty is what each PreferNoSchedule taint a pod does not tolerate takes from a node's free
+// share in placeLeastAllocated. The kube-scheduler scores a node's untolerated PreferNoSchedule taints
+// (TaintToleration, weight 3) above the room it leaves (NodeResourcesFit, weight 1), each scored 0 to 100: a
+// node it must avoid loses to any node that takes the pod without such a taint, whatever their room.
+const preferAvoidedPenalty = 3.0
+
+// preferAvoided counts the PreferNoSchedule taints none of the tolerations covers.
+func preferAvoided(taints []corev1.Taint, tolerations []corev1.Toleration) int {
+	n := 0
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect != corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return ToleratesTaint(&tol, t) }) {
+			n++
+		}
+	}
+	return n
 }
 
 // freeShare is the mean share of a node's allocatable cpu and memory left free once req is added to used.

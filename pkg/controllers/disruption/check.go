@@ -35,6 +35,12 @@ type drainChecker struct {
 	// coming are the extra nodes on their way: launched by earlier passes and not initialized yet (empty), and
 	// planned by the commands before in the pass (extra), with the pods planned on them.
 	coming []*scheduling.StateNode
+	// lifted are the commands cleared to drain in the pass: the pass lifts their replacements' holds
+	// (ReplacementHoldTaintKey) before it deletes their candidates.
+	lifted map[string]bool
+	// unheld are the pass's copies of held replacement nodes without their hold, one per node so that the
+	// checks' memo keeps serving them.
+	unheld map[*scheduling.StateNode]*scheduling.StateNode
 }
 
 // newDrainChecker returns the pass's checker. The pass's checks solve on the same nodes and pods, each with other
@@ -43,7 +49,8 @@ func newDrainChecker(st *state, snap *core.Snapshot, opts scheduling.Options) *d
 	if opts.Memo == nil {
 		opts.Memo = scheduling.NewMemo()
 	}
-	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{}, held: map[*corev1.Pod]bool{}}
+	k := &drainChecker{opts: opts, bound: map[string][]*corev1.Pod{}, drain: map[string]bool{}, unboundCopies: map[*corev1.Pod]*corev1.Pod{},
+		held: map[*corev1.Pod]bool{}}
 	for _, p := range st.Pods {
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero():
@@ -150,13 +157,14 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, 
 	}
 	if onTheWay := k.onTheWay(q.Pending); len(onTheWay) > 0 {
 		contest := q
+		contest.Cluster = k.heldFor(cmd)
 		contest.Pending = onTheWay
 		why, err = core.ValidateDrainContended(ctx, contest, k.opts)
 		if err != nil {
 			return "", false, err
 		}
 		if why != "" {
-			alone := q
+			alone := contest
 			alone.Pending = nil
 			own, err := core.ValidateDrainContended(ctx, alone, k.opts)
 			if err != nil {
@@ -168,7 +176,63 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, 
 		}
 	}
 	k.drain, k.moving = drain, moving
+	k.lift(cmd)
 	return "", false, nil
+}
+
+// heldFor returns the pass's cluster as the kube-scheduler will see it once the command drains: the replacements
+// of the commands waiting keep their hold, a PreferNoSchedule taint the contended check (ValidateDrainContended)
+// puts after every other node, while the command's own and those of the commands cleared before it in the pass
+// lose it. The pods of other drains then go to a held replacement only when nothing else has room, as they do.
+func (k *drainChecker) heldFor(cmd *InProgress) *scheduling.Snapshot {
+	var nodes []*scheduling.StateNode
+	for i, n := range k.cluster.Nodes {
+		id, held := holdOf(n)
+		if !held || (id != cmd.Record.ID && !k.lifted[id]) {
+			if nodes != nil {
+				nodes = append(nodes, n)
+			}
+			continue
+		}
+		if nodes == nil {
+			nodes = append(make([]*scheduling.StateNode, 0, len(k.cluster.Nodes)), k.cluster.Nodes[:i]...)
+		}
+		u := k.unheld[n]
+		if u == nil {
+			if k.unheld == nil {
+				k.unheld = map[*scheduling.StateNode]*scheduling.StateNode{}
+			}
+			cp := *n
+			cp.Taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t corev1.Taint) bool { return t.Key == ReplacementHoldTaintKey })
+			u = &cp
+			k.unheld[n] = u
+		}
+		nodes = append(nodes, u)
+	}
+	if nodes == nil {
+		return k.cluster
+	}
+	cluster := *k.cluster
+	cluster.Nodes = nodes
+	return &cluster
+}
+
+// lift counts the command as cleared to drain in the pass (lifted).
+func (k *drainChecker) lift(cmd *InProgress) {
+	if k.lifted == nil {
+		k.lifted = map[string]bool{}
+	}
+	k.lifted[cmd.Record.ID] = true
+}
+
+// holdOf returns the command whose hold a node carries.
+func holdOf(n *scheduling.StateNode) (string, bool) {
+	for _, t := range n.Taints {
+		if t.Key == ReplacementHoldTaintKey {
+			return t.Value, true
+		}
+	}
+	return "", false
 }
 
 // extra plans the new capacity that would let the command's candidates drain now (core.ExtraCapacity), beside
@@ -225,6 +289,7 @@ func (k *drainChecker) fitting(ctx context.Context, cmd *InProgress) (keep, drop
 		}
 		if w == "" {
 			k.drain, k.moving = drain, moving
+			k.lift(cmd)
 			return keep, dropped, why, nil
 		}
 		holding := map[string]bool{}
@@ -265,6 +330,7 @@ func (k *drainChecker) hold(cmd *InProgress) {
 // a passed check does: for a command cleared without one (it waited ContentionWait).
 func (k *drainChecker) admit(cmd *InProgress) {
 	k.drain, k.moving = k.with(cmd)
+	k.lift(cmd)
 }
 
 // onTheWay returns the pods of a check's Pending that are on their way to a node: all but those held (their

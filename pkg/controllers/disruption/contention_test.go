@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/dovetail/dovetail/api/karpenter/v1"
@@ -72,5 +73,66 @@ func TestLargePodsDrainFirst(t *testing.T) {
 				t.Fatalf("after the large pod landed or ContentionWait: deleting %v, want [big small]", got)
 			}
 		})
+	}
+}
+
+// TestHeldReplacementsInTheContendedCheck: the contended check sees the cluster as the kube-scheduler will once the
+// command drains. A pod on its way avoids a replacement still held for a command that waits ("spare", held for
+// "w"), however empty, and takes the command's own replacement ("roomy", whose hold the pass lifts), where the
+// command's large pod then has no room: the command waits for the pod to land (ContentionWait) rather than drain
+// into a replacement the kube-scheduler is about to fill. Were the hold ignored, the pod would go to "spare" and
+// the command drain at once.
+func TestHeldReplacementsInTheContendedCheck(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	if err := e.Env.Client.Create(ctx, test.NodePool("default").Budget("0").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	// 0.9 cores and 1Gi leave "spare" (3 cores, 64Gi) the larger share free, but "spare" cannot take 3.5 cores.
+	clusterNode(t, e, "spare", "3", "64Gi", nil)
+	clusterNode(t, e, "roomy", "4", "4Gi", nil)
+	clusterNode(t, e, "big", "4", "16Gi", nil)
+	bindPod(t, e, "big-0", "3500m", "big")
+	clusterNode(t, e, "wnode", "4", "16Gi", nil)
+	startCommand(t, e, "1-big", []string{"big"})
+	startCommand(t, e, "w", []string{"wnode"})
+	holdNode(t, e, "roomy", "1-big")
+	holdNode(t, e, "spare", "w")
+	for name, id := range map[string]string{"roomy": "1-big", "spare": "w"} {
+		nc := &karpv1.NodeClaim{}
+		if err := e.Env.Client.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(nc.DeepCopy())
+		nc.Annotations = map[string]string{disruption.ReplacementForAnnotationKey: id}
+		if err := e.Env.Client.Patch(ctx, nc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := test.SchedPod("on-its-way").Requests("900m", "1Gi").Obj()
+	if err := e.Env.Client.Create(ctx, pending); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		nc := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "spare"}, nc)
+		if err != nil || nc.Annotations[disruption.ReplacementForAnnotationKey] != "w" {
+			return false, "annotation not cached yet"
+		}
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(pending), &corev1.Pod{}) == nil, "pending pod not cached yet"
+	})
+	ctrl := disruption.NewController(e.Deps)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); slices.Contains(got, "big") {
+		t.Fatalf("first pass: deleting %v; want big kept while the pod on its way would take its room", got)
+	}
+	e.Clock.Step(disruption.ContentionWait + disruption.BusyPollPeriod)
+	if err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deleting(t, e); !slices.Contains(got, "big") {
+		t.Fatalf("after ContentionWait: deleting %v, want big", got)
 	}
 }
