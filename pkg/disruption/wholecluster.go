@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"time"
 
@@ -297,6 +298,13 @@ func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch [
 			if d.pruned(cmd) {
 				return nil, nil, StayNoCheaper, "each node's replacement would cost as much as the node: the move saves nothing", nil
 			}
+			kept, keptSim, err := d.wholeKeep(ctx, plan, cmd)
+			if err != nil {
+				return nil, nil, "", "", err
+			}
+			if kept != nil {
+				return kept, keptSim, "", "", nil
+			}
 			return d.scored(cmd, sim)
 		}
 		if round == 2 {
@@ -305,6 +313,42 @@ func (d *decider) wholeMove(ctx context.Context, plan *WholeClusterPlan, batch [
 		cmd, why, msg = d.topUp(batch, cmd, check.Replacements)
 	}
 	return nil, nil, why, msg, nil
+}
+
+// wholeKeepTries bounds the candidates wholeKeep tries keeping for one replace command.
+const wholeKeepTries = 2
+
+// wholeKeep looks, in a replace command, for a candidate whose own instance type is among a replacement's options
+// at no more than that replacement costs: launching it would put the candidate's capacity back at the same price
+// or dearer, after evicting the candidate's pods. That candidate stays and the others are removed without it
+// (wholeMove on them, so it may take their pods); the result replaces cmd when it saves at least as much with
+// fewer launches. As a multi-node command keeps such a candidate (keepOne), the whole-cluster one does too: each
+// of its launches is a node billed from zero and a second move for the pods put on it.
+func (d *decider) wholeKeep(ctx context.Context, plan *WholeClusterPlan, cmd *Command) (*Command, *simulation, error) {
+	tried := 0
+	for _, r := range cmd.Replacements {
+		limit, keep := sameTypeLimit(r, cmd.Candidates)
+		if keep == nil || r.Price < limit-1e-9 {
+			continue
+		}
+		others := slices.DeleteFunc(slices.Clone(cmd.Candidates), func(c *Candidate) bool { return c == keep })
+		if len(others) == 0 {
+			continue
+		}
+		alt, altSim, _, _, err := d.wholeMove(ctx, plan, others)
+		if err != nil {
+			return nil, nil, err
+		}
+		if alt != nil && alt.Savings >= cmd.Savings-1e-9 && len(alt.Replacements) < len(cmd.Replacements) {
+			d.stayf(keep, StayReceiving, "the whole-cluster plan removes the other nodes of its batch and keeps it: a %s in its place would cost $%.4f/h, no less than it does ($%.4f/h)",
+				r.InstanceType, r.Price, keep.Price)
+			return alt, altSim, nil
+		}
+		if tried++; tried == wholeKeepTries {
+			break
+		}
+	}
+	return nil, nil, nil
 }
 
 // scored applies the fresh-replacement margin and the Balanced policy of the candidates' NodePools to a command.

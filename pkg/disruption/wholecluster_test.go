@@ -406,3 +406,39 @@ func TestWholeClusterSettled(t *testing.T) {
 		t.Errorf("n0's stay message changed with another node in the cluster: %q, then %q", a, b)
 	}
 }
+
+// TestWholeClusterKeepsACandidate: the cheapest plan for the pods of big, m1 and m2 is one large node, the type
+// big runs as. Launching it would evict big's pod too and bill a new node for what big already is: big stays, m1
+// and m2 are deleted and their pods go onto it (no launch, 4 evictions rather than 5, the same saving).
+func TestWholeClusterKeepsACandidate(t *testing.T) {
+	snap := wcWorld(nil,
+		wcNode{name: "big", size: "large", zone: "a", pods: []*corev1.Pod{wcPod("batch", "batch", "3")}},
+		wcNode{name: "m1", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("web-1", "web", "1"), wcPod("web-2", "web", "1")}},
+		wcNode{name: "m2", size: "medium", zone: "a", pods: []*corev1.Pod{wcPod("api-1", "api", "1"), wcPod("api-2", "api", "1")}})
+	res, err := disruption.Decide(context.Background(), snap, disruption.Options{WholeCluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.WholeCluster == nil || len(res.WholeCluster.Commands) != 1 {
+		t.Fatalf("whole-cluster plan %+v, want one command", res.WholeCluster)
+	}
+	cmd := res.WholeCluster.Commands[0]
+	if got, want := cmd.Message(), "underutilized/delete (whole-cluster): 2 node(s) m1, m2, saving $0.4000/h"; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+	if res.Evictions != 4 {
+		t.Errorf("%d evictions, want 4 (the pods of m1 and m2, each once)", res.Evictions)
+	}
+	var stay *disruption.Stay
+	for i := range res.Stays {
+		if res.Stays[i].NodeClaim == "big" {
+			stay = &res.Stays[i]
+		}
+	}
+	if stay == nil || stay.Reason != disruption.StayReceiving {
+		t.Errorf("big's stay = %+v, want %s", stay, disruption.StayReceiving)
+	}
+	for _, v := range verifyPlan(snap, res.WholeCluster) {
+		t.Error(v)
+	}
+}
