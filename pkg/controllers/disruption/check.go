@@ -38,6 +38,10 @@ type drainChecker struct {
 	// lifted are the commands cleared to drain in the pass: the pass lifts their replacements' holds
 	// (ReplacementHoldTaintKey) before it deletes their candidates.
 	lifted map[string]bool
+	// contest is cluster with the lifted commands' holds taken off (heldFor), built on first use and kept up
+	// to date by lift; heldAt indexes its held nodes by command.
+	contest *scheduling.Snapshot
+	heldAt  map[string][]int
 	// unheld are the pass's copies of held replacement nodes without their hold, one per node so that the
 	// checks' memo keeps serving them.
 	unheld map[*scheduling.StateNode]*scheduling.StateNode
@@ -157,7 +161,9 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, 
 	}
 	if onTheWay := k.onTheWay(q.Pending); len(onTheWay) > 0 {
 		contest := q
-		contest.Cluster = k.heldFor(cmd)
+		var restore func()
+		contest.Cluster, restore = k.heldFor(cmd)
+		defer restore()
 		contest.Pending = onTheWay
 		why, err = core.ValidateDrainContended(ctx, contest, k.opts)
 		if err != nil {
@@ -184,19 +190,47 @@ func (k *drainChecker) check(ctx context.Context, cmd *InProgress) (why string, 
 // of the commands waiting keep their hold, a PreferNoSchedule taint the contended check (ValidateDrainContended)
 // puts after every other node, while the command's own and those of the commands cleared before it in the pass
 // lose it. The pods of other drains then go to a held replacement only when nothing else has room, as they do.
-func (k *drainChecker) heldFor(cmd *InProgress) *scheduling.Snapshot {
-	var nodes []*scheduling.StateNode
-	for i, n := range k.cluster.Nodes {
-		id, held := holdOf(n)
-		if !held || (id != cmd.Record.ID && !k.lifted[id]) {
-			if nodes != nil {
-				nodes = append(nodes, n)
+// restore puts the command's holds back unless it was cleared meanwhile: the pass's checks share the cluster, so
+// that none copies the node list.
+func (k *drainChecker) heldFor(cmd *InProgress) (cluster *scheduling.Snapshot, restore func()) {
+	if k.contest == nil {
+		k.contest = k.cluster
+		for i, n := range k.cluster.Nodes {
+			if id, held := holdOf(n); held {
+				if k.heldAt == nil {
+					k.heldAt = map[string][]int{}
+				}
+				k.heldAt[id] = append(k.heldAt[id], i)
 			}
-			continue
 		}
-		if nodes == nil {
-			nodes = append(make([]*scheduling.StateNode, 0, len(k.cluster.Nodes)), k.cluster.Nodes[:i]...)
+		if len(k.heldAt) > 0 {
+			cp := *k.cluster
+			cp.Nodes = slices.Clone(k.cluster.Nodes)
+			k.contest = &cp
+			for id := range k.lifted {
+				k.unhold(id)
+			}
 		}
+	}
+	id := cmd.Record.ID
+	if k.lifted[id] || len(k.heldAt[id]) == 0 {
+		return k.contest, func() {}
+	}
+	k.unhold(id)
+	return k.contest, func() {
+		if k.lifted[id] {
+			return
+		}
+		for _, i := range k.heldAt[id] {
+			k.contest.Nodes[i] = k.cluster.Nodes[i]
+		}
+	}
+}
+
+// unhold takes the command's holds off its replacements in contest.
+func (k *drainChecker) unhold(id string) {
+	for _, i := range k.heldAt[id] {
+		n := k.cluster.Nodes[i]
 		u := k.unheld[n]
 		if u == nil {
 			if k.unheld == nil {
@@ -207,14 +241,8 @@ func (k *drainChecker) heldFor(cmd *InProgress) *scheduling.Snapshot {
 			u = &cp
 			k.unheld[n] = u
 		}
-		nodes = append(nodes, u)
+		k.contest.Nodes[i] = u
 	}
-	if nodes == nil {
-		return k.cluster
-	}
-	cluster := *k.cluster
-	cluster.Nodes = nodes
-	return &cluster
 }
 
 // lift counts the command as cleared to drain in the pass (lifted).
@@ -223,6 +251,9 @@ func (k *drainChecker) lift(cmd *InProgress) {
 		k.lifted = map[string]bool{}
 	}
 	k.lifted[cmd.Record.ID] = true
+	if k.contest != nil {
+		k.unhold(cmd.Record.ID)
+	}
 }
 
 // holdOf returns the command whose hold a node carries.

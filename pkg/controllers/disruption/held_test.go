@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,4 +59,45 @@ func TestHeldPodsAreNotOnTheWay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeldForSharesOneCluster: the contended check's cluster takes the checked command's holds off for the check
+// only, keeps them off once the command is cleared (lift), leaves the other commands' on, and never touches the
+// pass's cluster.
+func TestHeldForSharesOneCluster(t *testing.T) {
+	held := func(name, id string) *scheduling.StateNode {
+		return test.SchedNode(name, "4", "16Gi").Taint(ReplacementHoldTaintKey, id, corev1.TaintEffectPreferNoSchedule).Obj()
+	}
+	cluster := &scheduling.Snapshot{Nodes: []*scheduling.StateNode{test.SchedNode("plain", "4", "16Gi").Obj(), held("ra", "a"), held("rb", "b")}}
+	k := &drainChecker{cluster: cluster}
+	a := &InProgress{Record: Record{ID: "a"}}
+	b := &InProgress{Record: Record{ID: "b"}}
+	holds := func(c *scheduling.Snapshot) []string {
+		var out []string
+		for _, n := range c.Nodes {
+			if id, ok := holdOf(n); ok {
+				out = append(out, n.Name+"="+id)
+			}
+		}
+		return out
+	}
+	check := func(step string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: holds %v, want %v", step, got, want)
+		}
+	}
+	c, restore := k.heldFor(a)
+	check("checking a", holds(c), "rb=b")
+	restore()
+	check("a not cleared", holds(k.contest), "ra=a", "rb=b")
+	_, restore = k.heldFor(a)
+	k.lift(a)
+	restore()
+	check("a cleared", holds(k.contest), "rb=b")
+	c, restore = k.heldFor(b)
+	check("checking b after a", holds(c))
+	restore()
+	check("b not cleared", holds(k.contest), "rb=b")
+	check("the pass's cluster", holds(cluster), "ra=a", "rb=b")
 }
