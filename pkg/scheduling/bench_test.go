@@ -154,3 +154,36 @@ func BenchmarkSchedulingIntoCluster(b *testing.B) {
 	b.ReportMetric(float64(len(plan.Placements)), "on-existing")
 	b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
 }
+
+// BenchmarkDrainCheckSolve is the solve a drain check makes, hundreds a pass in a drift at 5,000 nodes: the 10
+// pods of one node of bench-scale's base cluster (disruptiontest.Packed) onto the other nodes only, no NodePools,
+// with a memo warmed by the solve before (as the pass's checks share one). Its cost is mostly preparing the
+// existing nodes. DOVETAIL_BENCH_NODES changes the node count.
+func BenchmarkDrainCheckSolve(b *testing.B) {
+	nodes := test.BenchCount(b, "DOVETAIL_BENCH_NODES", 5000)
+	base, err := disruptiontest.Packed(context.Background(), nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	drained := base.Cluster.Nodes[0]
+	cp := *drained
+	cp.MarkedForDeletion = true
+	var pods []*corev1.Pod
+	for _, p := range drained.Pods {
+		pods = append(pods, scheduling.Rescheduled(p))
+	}
+	snap := &scheduling.Snapshot{Pods: pods, Nodes: append([]*scheduling.StateNode{&cp}, base.Cluster.Nodes[1:]...)}
+	opts := scheduling.Options{Bound: scheduling.BoundNone, Memo: scheduling.NewMemo()}
+	if _, err := scheduling.Solve(context.Background(), snap, opts); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpuStart := cpuSeconds()
+	for b.Loop() {
+		if _, err := scheduling.Solve(context.Background(), snap, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-cpuStart)/float64(b.N), "cpu-s/op")
+}

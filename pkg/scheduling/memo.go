@@ -32,6 +32,9 @@ type Memo struct {
 	// labelSets numbers the namespace and labels of bound pods (labelSetOf) for the nodePods entries of every set;
 	// both are dropped at Prune.
 	labelSets map[string]int32
+	// extended are the extended resources (neither cpu, memory, pods nor ephemeral storage) of each existing
+	// node's allocatable, which decide a solve's dimensions before any set is chosen; dropped at Prune.
+	extended map[*StateNode][]corev1.ResourceName
 	// gen counts Prunes; an entry's gen is the last one it was looked up in.
 	gen uint64
 	// hits and misses count lookups, for tests and benchmarks.
@@ -88,6 +91,7 @@ func (m *Memo) reset() {
 	m.sets, m.cur = nil, nil
 	m.anti = map[*corev1.Pod]memoAnti{}
 	m.labelSets = map[string]int32{}
+	m.extended = map[*StateNode][]corev1.ResourceName{}
 }
 
 // Prune drops the pods the solves since the last Prune did not look up, and everything else: a memo kept from one
@@ -105,6 +109,7 @@ func (m *Memo) Prune() {
 		set.nodePods = map[*StateNode]*boundPods{}
 	}
 	m.labelSets = map[string]int32{}
+	m.extended = map[*StateNode][]corev1.ResourceName{}
 	for p, e := range m.anti {
 		if e.gen != m.gen {
 			delete(m.anti, p)

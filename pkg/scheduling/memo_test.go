@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dovetail/dovetail/pkg/disruption/disruptiontest"
 	"github.com/dovetail/dovetail/pkg/scheduling"
@@ -309,5 +310,38 @@ func samePlan(t *testing.T, what string, without, with *scheduling.Plan) {
 	t.Helper()
 	if d := cmp.Diff(without, with, cmpopts.IgnoreFields(scheduling.Plan{}, "Duration", "BoundDuration")); d != "" {
 		t.Fatalf("%s: plans differ (-without memo +with):\n%s", what, d)
+	}
+}
+
+// TestMemoExtendedResources: with the extended resources of the nodes' allocatable kept by the memo, the solves
+// after the first place as a solve without a memo does: a pod requesting a GPU goes to the node that has one, and
+// when only a node with none is left it waits.
+func TestMemoExtendedResources(t *testing.T) {
+	ctx := context.Background()
+	gpu := test.SchedNode("gpu", "8", "32Gi").Obj()
+	gpu.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
+	plain := test.SchedNode("plain", "8", "32Gi").Obj()
+	pod := test.SchedPod("train").Requests("1", "1Gi").Request("nvidia.com/gpu", "1").Obj()
+	memo := scheduling.NewMemo()
+	for _, tc := range []struct {
+		name  string
+		nodes []*scheduling.StateNode
+		want  string // the node the pod goes to, "" for none
+	}{
+		{"both nodes", []*scheduling.StateNode{plain, gpu}, "gpu"},
+		{"the same nodes again", []*scheduling.StateNode{plain, gpu}, "gpu"},
+		{"the plain node alone", []*scheduling.StateNode{plain}, ""},
+		{"both again", []*scheduling.StateNode{gpu, plain}, "gpu"},
+	} {
+		without, with, _ := solveBoth(t, ctx, &scheduling.Snapshot{Nodes: tc.nodes, Pods: []*corev1.Pod{pod}}, memo)
+		for name, plan := range map[string]*scheduling.Plan{"without a memo": without, "with the memo": with} {
+			got := ""
+			for _, pl := range plan.Placements {
+				got = pl.Node
+			}
+			if got != tc.want {
+				t.Errorf("%s, %s: pod placed on %q, want %q (unschedulable %v)", tc.name, name, got, tc.want, plan.Unschedulable)
+			}
+		}
 	}
 }

@@ -208,9 +208,27 @@ func (s *solver) extendedResources() []corev1.ResourceName {
 			addList(PodRequests(p))
 		}
 	}
+	m := s.opts.Memo
 	for _, n := range s.snap.Nodes {
-		if n != nil {
+		if n == nil {
+			continue
+		}
+		if m == nil {
 			addList(n.Allocatable)
+			continue
+		}
+		// Looked up, not walked: a drain check's solve walked the allocatable of thousands of nodes for none.
+		names, ok := m.extended[n]
+		if !ok {
+			for r := range n.Allocatable {
+				if !isFixed(r) && r != ResourceNodes {
+					names = append(names, r)
+				}
+			}
+			m.extended[n] = names
+		}
+		for _, r := range names {
+			set[r] = true
 		}
 	}
 	for _, its := range s.snap.InstanceTypes {
@@ -245,9 +263,18 @@ func (s *solver) prepareExisting() {
 		}
 		return nodes[i].Name < nodes[j].Name
 	})
-	for _, sn := range nodes {
-		n := &candidate{idx: len(s.nodes), name: sn.Name, existing: sn, labels: sn.Labels, used: s.dims.Zero(),
-			volumes: map[string]bool{}, volCount: map[string]int{}, volLimits: sn.VolumeLimits}
+	// One allocation for the candidates and one for their usage: a drain check solves over thousands of
+	// existing nodes hundreds of times a pass, and allocating each node's on its own was most of its garbage.
+	slab := make([]candidate, len(nodes))
+	dims := s.dims.Len()
+	usedSlab := make([]int64, len(nodes)*dims)
+	s.existing = slices.Grow(s.existing, len(nodes))
+	s.nodes = slices.Grow(s.nodes, len(nodes))
+	s.refused = slices.Grow(s.refused, len(nodes))
+	for i, sn := range nodes {
+		n := &slab[i]
+		*n = candidate{idx: len(s.nodes), name: sn.Name, existing: sn, labels: sn.Labels,
+			used: Vec(usedSlab[i*dims : (i+1)*dims : (i+1)*dims]), volLimits: sn.VolumeLimits}
 		if n.labels == nil {
 			n.labels = map[string]string{}
 		}
@@ -261,6 +288,10 @@ func (s *solver) prepareExisting() {
 		bound := s.preparedPods(sn)
 		n.used.Add(bound.used)
 		n.ports = bound.ports // clipped: a pod placed here appends to a copy
+		if len(bound.vols) > 0 {
+			// Left nil otherwise, as for new nodes: reads of a nil map find nothing, and commit makes them.
+			n.volumes, n.volCount = map[string]bool{}, map[string]int{}
+		}
 		for _, u := range bound.vols {
 			n.volumes[u.id] = true
 			n.volCount[u.driver]++
