@@ -76,6 +76,17 @@ func Decide(ctx context.Context, snap *Snapshot, opts Options) (*Result, error) 
 	if _, err := d.work.reserve(ctx, snap.Leaving, opts.Scheduling); err != nil {
 		return nil, err
 	}
+	if len(snap.Queued) > 0 {
+		drifted := map[string]bool{}
+		for _, c := range snap.Candidates {
+			if c.Drifted != "" {
+				drifted[c.Node] = true
+			}
+		}
+		if _, err := d.work.hold(ctx, snap.Queued, drifted, opts.Scheduling); err != nil {
+			return nil, err
+		}
+	}
 	// Node repair comes first, and takes nodes the other methods leave alone (see repair).
 	if err := d.repair(ctx, sortedCandidates(snap.Candidates)); err != nil {
 		return nil, err

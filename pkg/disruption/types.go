@@ -42,6 +42,12 @@ type Snapshot struct {
 	// it does not propose moves into room those pods will fill; the nodes it places them on are not disrupted in
 	// the same pass (StayReceiving). Pods that fit nowhere are left out (they will wait as pending pods).
 	Leaving []*corev1.Pod
+	// Queued are the pods the kube-scheduler has yet to decide about (unbound, not gated, no verdict yet): in a
+	// large drift, the evicted pods' successors wait in its queue by the thousand. The decision places them after
+	// Leaving, on the nodes other than drifted candidates', and plans around the room they take, without making
+	// those nodes receiving; otherwise drift planned deletions into room they were about to take, and the start
+	// check refused each one, pass after pass. Pods that fit nowhere are left out.
+	Queued []*corev1.Pod
 	// Examined is when a previous pass last examined each NodeClaim (Result.Examined of that pass), or nil.
 	// Consolidation looks first at the candidates examined longest ago (never examined first), so that
 	// candidates a pass could not get to (search timeout, MaxMultiNodeCandidates) go first in the next one.

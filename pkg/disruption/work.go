@@ -97,6 +97,14 @@ func (w *working) apply(cmd *Command, sim *simulation) {
 // and records the nodes as receiving, with msg: the message of the command moving them, or "" for the pods of
 // nodes being drained.
 func (w *working) place(placements []scheduling.Placement, pods map[types.NamespacedName]*corev1.Pod, msg string) {
+	for _, node := range w.bind(placements, pods) {
+		w.receiving[node] = msg
+	}
+}
+
+// bind binds copies of the placed pods to their nodes in the working cluster (copying each node it changes) and
+// returns the nodes it bound pods to.
+func (w *working) bind(placements []scheduling.Placement, pods map[types.NamespacedName]*corev1.Pod) []string {
 	index := make(map[string]int, len(w.cluster.Nodes))
 	for i, n := range w.cluster.Nodes {
 		index[n.Name] = i
@@ -115,8 +123,12 @@ func (w *working) place(placements []scheduling.Placement, pods map[types.Namesp
 			copied[pl.Node] = true
 		}
 		w.cluster.Nodes[i].Pods = append(w.cluster.Nodes[i].Pods, placed(p, pl.Node))
-		w.receiving[pl.Node] = msg
 	}
+	out := make([]string, 0, len(copied))
+	for node := range copied {
+		out = append(out, node)
+	}
+	return out
 }
 
 // reserve places the pods leaving nodes being drained (Snapshot.Leaving) on the other nodes of the working
@@ -153,6 +165,42 @@ func (w *working) reserve(ctx context.Context, leaving []*corev1.Pod, opts sched
 	}
 	w.cluster.Nodes = cluster.Nodes
 	w.place(plan.Placements, pods, "")
+	return len(plan.Unschedulable), nil
+}
+
+// hold places the pods the kube-scheduler has yet to place (Snapshot.Queued) on the working cluster's nodes other
+// than those in avoid, as a scheduler would without new capacity, so that no simulation counts on the room they
+// are about to take. Unlike the pods of nodes being drained, they make no node receiving: where they land is the
+// kube-scheduler's guess, not a move of this pass. It returns how many fit nowhere (the provisioner's).
+func (w *working) hold(ctx context.Context, queued []*corev1.Pod, avoid map[string]bool, opts scheduling.Options) (int, error) {
+	if len(queued) == 0 {
+		return 0, nil
+	}
+	pods := make(map[types.NamespacedName]*corev1.Pod, len(queued))
+	cluster := *w.cluster
+	cluster.NodePools = nil
+	cluster.Pods = make([]*corev1.Pod, 0, len(queued))
+	for _, p := range queued {
+		q := scheduling.Rescheduled(p)
+		pods[podKey(q)] = q
+		cluster.Pods = append(cluster.Pods, q)
+	}
+	if len(avoid) > 0 {
+		cluster.Nodes = slices.Clone(w.cluster.Nodes)
+		for i, n := range cluster.Nodes {
+			if avoid[n.Name] && !n.MarkedForDeletion {
+				cp := *n
+				cp.MarkedForDeletion = true
+				cluster.Nodes[i] = &cp
+			}
+		}
+	}
+	opts.Bound = scheduling.BoundNone
+	plan, err := scheduling.Solve(ctx, &cluster, opts)
+	if err != nil {
+		return 0, fmt.Errorf("placing the pods the kube-scheduler has yet to place: %w", err)
+	}
+	w.bind(plan.Placements, pods)
 	return len(plan.Unschedulable), nil
 }
 

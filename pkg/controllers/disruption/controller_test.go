@@ -263,3 +263,29 @@ func TestOrphanTaintRemoved(t *testing.T) {
 		t.Errorf("orphan %s taint not removed: %+v", karpv1.DisruptedTaintKey, node.Spec.Taints)
 	}
 }
+
+// TestDriftLeavesRoomForQueuedPods: a drifted node's pod would fit on the empty node "roomy", but a pod the
+// kube-scheduler has not placed yet (no verdict: it waits in its queue) is about to take that room. The pass
+// replaces the drifted node rather than deciding a deletion into that room, which its start check would refuse
+// (pass after pass, in a drift of 5,000 nodes).
+func TestDriftLeavesRoomForQueuedPods(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	clusterNode(t, e, "roomy", "2", "4Gi", nil)
+	queued := test.SchedPod("queued").Requests("1500m", "1Gi").Obj()
+	if err := e.Env.Client.Create(ctx, queued); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(queued), &corev1.Pod{}) == nil, "queued pod not cached yet"
+	})
+	c := disruption.NewController(e.Deps)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	repl := replacementOf(t, e)
+	if got := repl.Annotations[disruption.ReplacementForAnnotationKey]; !strings.HasPrefix(got, "old-") {
+		t.Errorf("replacement %s is for command %q, want the drifted node's", repl.Name, got)
+	}
+}

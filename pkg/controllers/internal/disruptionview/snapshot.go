@@ -26,15 +26,19 @@ import (
 // simulation places pods there (the replacements' room is their command's), the candidates count as disrupting
 // in budgets, and the replacements launching do not make the cluster busy. The pods of nodes being deleted and of
 // the candidates of commands without replacements are Leaving: the decision holds room for them on the other
-// nodes before it plans. With neither a candidate nor a command in progress the snapshot has no cluster: there is
+// nodes before it plans; so it does for the pods the kube-scheduler has yet to place (Queued). With neither a candidate nor a command in progress the snapshot has no cluster: there is
 // nothing to decide or check.
 func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	pods := withBufferRoom(d.Buffers, v)
+	var queued []*corev1.Pod
 	for _, p := range pods {
-		if solver.IsProvisionable(p) {
+		switch {
+		case solver.IsProvisionable(p):
 			pending = append(pending, p)
+		case solver.AwaitingScheduler(p):
+			queued = append(queued, p)
 		}
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -126,10 +130,11 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 	}
 	snap.Pending = pending
 	snap.Leaving = leaving
+	snap.Queued = queued
 	if len(snap.Candidates) == 0 && len(active) == 0 {
 		return snap, nil
 	}
-	in, err := clusterinput.Build(ctx, d, nil, pods, v.Claims, append(moving, pending...))
+	in, err := clusterinput.Build(ctx, d, nil, pods, v.Claims, append(append(moving, pending...), queued...))
 	if err != nil {
 		return nil, fmt.Errorf("gathering the cluster for disruption: %w", err)
 	}
