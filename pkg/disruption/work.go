@@ -131,6 +131,20 @@ func (w *working) bind(placements []scheduling.Placement, pods map[types.Namespa
 	return out
 }
 
+// toPlace returns the working cluster without new capacity, with the pods as pods waiting for a node (by key).
+func (w *working) toPlace(in []*corev1.Pod) (scheduling.Snapshot, map[types.NamespacedName]*corev1.Pod) {
+	pods := make(map[types.NamespacedName]*corev1.Pod, len(in))
+	cluster := *w.cluster
+	cluster.NodePools = nil
+	cluster.Pods = make([]*corev1.Pod, 0, len(in))
+	for _, p := range in {
+		q := scheduling.Rescheduled(p)
+		pods[podKey(q)] = q
+		cluster.Pods = append(cluster.Pods, q)
+	}
+	return cluster, pods
+}
+
 // reserve places the pods leaving nodes being drained (Snapshot.Leaving) on the other nodes of the working
 // cluster, as a scheduler would without new capacity, and takes them off the nodes they are leaving. It returns
 // how many fit nowhere.
@@ -138,15 +152,7 @@ func (w *working) reserve(ctx context.Context, leaving []*corev1.Pod, opts sched
 	if len(leaving) == 0 {
 		return 0, nil
 	}
-	pods := make(map[types.NamespacedName]*corev1.Pod, len(leaving))
-	cluster := *w.cluster
-	cluster.NodePools = nil
-	cluster.Pods = make([]*corev1.Pod, 0, len(leaving))
-	for _, p := range leaving {
-		q := scheduling.Rescheduled(p)
-		pods[podKey(q)] = q
-		cluster.Pods = append(cluster.Pods, q)
-	}
+	cluster, pods := w.toPlace(leaving)
 	// The pods are no longer where they are (a topology spread must not count them twice).
 	cluster.Nodes = make([]*scheduling.StateNode, len(w.cluster.Nodes))
 	for i, n := range w.cluster.Nodes {
@@ -176,15 +182,7 @@ func (w *working) hold(ctx context.Context, queued []*corev1.Pod, avoid map[stri
 	if len(queued) == 0 {
 		return 0, nil
 	}
-	pods := make(map[types.NamespacedName]*corev1.Pod, len(queued))
-	cluster := *w.cluster
-	cluster.NodePools = nil
-	cluster.Pods = make([]*corev1.Pod, 0, len(queued))
-	for _, p := range queued {
-		q := scheduling.Rescheduled(p)
-		pods[podKey(q)] = q
-		cluster.Pods = append(cluster.Pods, q)
-	}
+	cluster, pods := w.toPlace(queued)
 	if len(avoid) > 0 {
 		cluster.Nodes = slices.Clone(w.cluster.Nodes)
 		for i, n := range cluster.Nodes {
