@@ -23,6 +23,9 @@ type Plans struct {
 	nominated map[types.UID]string
 	// budget is how many nodes may carry Dovetail's nominations at once (0: no limit); see NominationBudget.
 	budget int
+	// surplus are the in-flight NodeClaims (by name) the provisioner's latest pass found surplus: their pods
+	// went elsewhere and it deletes them once their grace ends.
+	surplus map[string]bool
 }
 
 // NewPlans returns an empty plan book.
@@ -35,6 +38,28 @@ func (p *Plans) SetPlanned(byClaim map[string][]PodRef) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.planned = byClaim
+}
+
+// SetSurplus replaces the NodeClaims the provisioner found surplus (by name): it deletes them once their grace
+// ends, so no other controller should count on their room (the disruption decision does not move pods there).
+func (p *Plans) SetSurplus(names []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.surplus = make(map[string]bool, len(names))
+	for _, n := range names {
+		p.surplus[n] = true
+	}
+}
+
+// Surplus reports whether the provisioner's latest pass found the NodeClaim surplus (see SetSurplus). A nil
+// Plans knows of none.
+func (p *Plans) Surplus(nodeClaim string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.surplus[nodeClaim]
 }
 
 // Planned returns the pods planned on the NodeClaim.

@@ -525,7 +525,15 @@ func (c *Controller) releaseSurplus(ctx context.Context, logger logr.Logger, in 
 	hold := len(in.Pods) > len(plan.Unschedulable)
 	since := map[string]time.Time{}
 	var due []*karpv1.NodeClaim
-	for _, nc := range surplus(in, plan) {
+	found := surplus(in, plan)
+	names := make([]string, 0, len(found))
+	for _, nc := range found {
+		names = append(names, nc.Name)
+	}
+	// Published before any is deleted: the disruption decision must not plan to move pods onto them (a drift
+	// command planned its pods onto empty NodeClaims deleted a second later, and its pods had no room).
+	c.plans.SetSurplus(names)
+	for _, nc := range found {
 		first, seen := c.surplusSince[nc.Name]
 		if !seen {
 			since[nc.Name] = now

@@ -339,6 +339,9 @@ func TestSurplusWaitsForTheSchedulersVerdicts(t *testing.T) {
 			if err := api.Create(ctx, fresh); err != nil {
 				t.Fatal(err)
 			}
+			if c.plans.Surplus(planned) {
+				t.Fatalf("nodeclaim %s published as surplus while its pod was still pending", planned)
+			}
 			for range 3 {
 				clk.Step(surplusGrace + time.Second)
 				if err := c.Schedule(ctx); err != nil {
@@ -346,6 +349,10 @@ func TestSurplusWaitsForTheSchedulersVerdicts(t *testing.T) {
 				}
 				if gone() {
 					t.Fatalf("nodeclaim %s deleted while the kube-scheduler had a pod to decide about", planned)
+				}
+				// Kept, but published as surplus: the disruption decision moves no pods onto it.
+				if !c.plans.Surplus(planned) {
+					t.Fatalf("nodeclaim %s, kept while its pod went elsewhere, not published as surplus", planned)
 				}
 			}
 			// The new pod is bound too: nothing is left to decide, and the NodeClaim goes. In the pool that never

@@ -26,7 +26,8 @@ import (
 // simulation places pods there (the replacements' room is their command's), the candidates count as disrupting
 // in budgets, and the replacements launching do not make the cluster busy. The pods of nodes being deleted and of
 // the candidates of commands without replacements are Leaving: the decision holds room for them on the other
-// nodes before it plans; so it does for the pods the kube-scheduler has yet to place (Queued). With neither a candidate nor a command in progress the snapshot has no cluster: there is
+// nodes before it plans; so it does for the pods the kube-scheduler has yet to place (Queued). NodeClaims the
+// provisioner found surplus (d.Plans) are MarkedForDeletion too: it deletes them once their grace ends. With neither a candidate nor a command in progress the snapshot has no cluster: there is
 // nothing to decide or check.
 func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, error) {
 	bound := map[string][]*corev1.Pod{}
@@ -81,6 +82,14 @@ func BuildSnapshot(ctx context.Context, d deps.Deps, v *View) (*core.Snapshot, e
 			continue
 		}
 		replacement := active[nc.Annotations[ReplacementForAnnotationKey]]
+		if d.Plans.Surplus(nc.Name) {
+			// The provisioner deletes it once its grace ends (its pods went elsewhere): pods moved there now
+			// would find it gone.
+			held[nc.Name] = true
+			if nc.Status.NodeName != "" {
+				held[nc.Status.NodeName] = true
+			}
+		}
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(karpv1.ConditionTypeInitialized) && !replacement {
 			// A NodeClaim still launching does not hold consolidation up (pods waiting for it do, as pending
 			// pods): after a scale-out whose pods all landed elsewhere, waiting for its surplus launches cost
