@@ -357,6 +357,14 @@ func (k *drainChecker) hold(cmd *InProgress) {
 	k.drain, k.moving = drain, moving
 }
 
+// await counts the pods of the command's candidates as moving and on their way for the commands checked after it
+// in the pass, without a check: a command that has waited long for other moving pods to land (ContentionFirst)
+// keeps its room, and a command checked after it whose pods would leave its pods without room, the way the
+// kube-scheduler places them, waits in turn (its contended check counts them as on their way, not held).
+func (k *drainChecker) await(cmd *InProgress) {
+	k.drain, k.moving = k.with(cmd)
+}
+
 // admit counts the pods of the command's candidates as moving for the commands checked after it in the pass, as
 // a passed check does: for a command cleared without one (it waited ContentionWait).
 func (k *drainChecker) admit(cmd *InProgress) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,5 +135,52 @@ func TestHeldReplacementsInTheContendedCheck(t *testing.T) {
 	}
 	if got := deleting(t, e); !slices.Contains(got, "big") {
 		t.Fatalf("after ContentionWait: deleting %v, want big", got)
+	}
+}
+
+// TestLongWaitingCommandComesFirst: a command that has waited ContentionFirst for other moving pods to land is
+// checked before a command of larger pods that arrives later, and that command waits for it rather than it for
+// that command. In contentionCluster the large pod of "2-big" stays on its way (it never lands), and "1-small"
+// waits for it; then "3-big" (a pod of 3.5 cores on "big2") arrives with an empty node of 4 cores, "roomy3":
+// there is room for all three pods if the small one goes first. Checked largest first, "3-big" drains and
+// "1-small" waits again (its pod would take one of the roomy nodes the kube-scheduler's way); once "1-small"
+// has waited ContentionFirst, it drains and "3-big" waits.
+func TestLongWaitingCommandComesFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		waited time.Duration
+		want   []string
+	}{
+		{name: "waited less", waited: disruption.ContentionFirst / 2, want: []string{"big", "big2"}},
+		{name: "waited ContentionFirst", waited: disruption.ContentionFirst, want: []string{"big", "small"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := test.StartControllerEnv(t)
+			ctx := context.Background()
+			contentionCluster(t, e)
+			ctrl := disruption.NewController(e.Deps)
+			if err := ctrl.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := deleting(t, e); !slices.Equal(got, []string{"big"}) {
+				t.Fatalf("first pass: deleting %v, want only [big]", got)
+			}
+			test.Eventually(t, wait, func() (bool, string) {
+				nc := &karpv1.NodeClaim{}
+				err := e.Client.Get(ctx, client.ObjectKey{Name: "big"}, nc)
+				return err == nil && !nc.DeletionTimestamp.IsZero(), "deletion not cached yet"
+			})
+			e.Clock.Step(tc.waited)
+			clusterNode(t, e, "roomy3", "4", "16Gi", nil)
+			clusterNode(t, e, "big2", "4", "16Gi", nil)
+			bindPod(t, e, "big2-0", "3500m", "big2")
+			startCommand(t, e, "3-big", []string{"big2"})
+			if err := ctrl.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := deleting(t, e); !slices.Equal(got, tc.want) {
+				t.Fatalf("after %s: deleting %v, want %v", tc.waited, got, tc.want)
+			}
+		})
 	}
 }

@@ -344,8 +344,13 @@ func (c *Controller) resume(ctx context.Context, st *state, chk *drainChecker, c
 			since = st.Now
 			c.contended[r.ID] = since
 		}
-		if st.Now.Sub(since) <= ContentionWait {
+		if waited := st.Now.Sub(since); waited <= ContentionWait {
 			log.FromContext(ctx).V(1).Info("not draining yet: waiting for other moving pods to land", "command", r.ID, "why", why)
+			if waited >= ContentionFirst {
+				// It has waited long: the commands checked after it wait for it, rather than it for them.
+				chk.await(cmd)
+				return nil
+			}
 			// Its replacements are its pods' room: the commands checked after it must fit beside them.
 			chk.hold(cmd)
 			return nil
@@ -596,11 +601,12 @@ func drainWave(cmd *InProgress, bound map[string][]*corev1.Pod) []*karpv1.NodeCl
 }
 
 // largestFirst returns the commands in the order a pass checks them: those with a wave draining first (their
-// later waves keep their room, see drainChecker.hold), then those whose candidates hold the largest pod first (by
-// ID among equals). Large pods need the emptiest nodes, which the kube-scheduler gives smaller pods first when
-// they move at the same time; checked first, the commands of the large pods drain first and the others wait for
-// them to land (drainChecker.check).
-func largestFirst(cmds []*InProgress, bound map[string][]*corev1.Pod) []*InProgress {
+// later waves keep their room, see drainChecker.hold), then those that have waited ContentionFirst or longer for
+// other moving pods to land, longest first (waited, by command ID: when each first waited), then those whose
+// candidates hold the largest pod first (by ID among equals). Large pods need the emptiest nodes, which the
+// kube-scheduler gives smaller pods first when they move at the same time; checked first, the commands of the
+// large pods drain first and the others wait for them to land (drainChecker.check), but not for ever.
+func largestFirst(cmds []*InProgress, bound map[string][]*corev1.Pod, waited map[string]time.Time) []*InProgress {
 	biggest := make(map[*InProgress]float64, len(cmds))
 	for _, cmd := range cmds {
 		for _, nc := range cmd.Candidates {
@@ -617,6 +623,18 @@ func largestFirst(cmds []*InProgress, bound map[string][]*corev1.Pod) []*InProgr
 			if da {
 				return -1
 			}
+			return 1
+		}
+		wa, aged := waited[a.Record.ID]
+		wb, bged := waited[b.Record.ID]
+		switch {
+		case aged && bged:
+			if c := wa.Compare(wb); c != 0 {
+				return c
+			}
+		case aged:
+			return -1
+		case bged:
 			return 1
 		}
 		if c := cmp.Compare(biggest[b], biggest[a]); c != 0 {
