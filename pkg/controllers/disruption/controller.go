@@ -186,6 +186,8 @@ type state struct {
 	inProgress []*InProgress
 	// waves are the deletions the pass's resumes cleared, made together after them (terminateQueued).
 	waves []queuedWave
+	// names are the NodeClaim names the pass knows of or gave to new replacements (replacementName).
+	names map[string]bool
 }
 
 // period is how long the loop waits before the next pass.

@@ -122,3 +122,36 @@ func TestReplacementHeldUntilItsCommandDrains(t *testing.T) {
 		t.Errorf("hold of a command that drained not lifted: taints %+v", n.Spec.Taints)
 	}
 }
+
+// TestReplacementNameTakenAbandonsTheCommand: a command whose replacement's name another NodeClaim has (here the
+// replacement it created, taken from it by removing its annotation) can never create it; the next pass abandons
+// the command at once, rather than after ReplacementTimeout, and the drifted node is planned again.
+func TestReplacementNameTakenAbandonsTheCommand(t *testing.T) {
+	e := test.StartControllerEnv(t)
+	ctx := context.Background()
+	drifted(t, e)
+	c := disruption.NewController(e.Deps)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	repl := replacementOf(t, e)
+	if recordID(t, e, "old") == "" {
+		t.Fatal("no command recorded on the drifted node")
+	}
+	patch := client.MergeFrom(repl.DeepCopy())
+	delete(repl.Annotations, disruption.ReplacementForAnnotationKey)
+	if err := e.Env.Client.Patch(ctx, repl, patch); err != nil {
+		t.Fatal(err)
+	}
+	test.Eventually(t, wait, func() (bool, string) {
+		got := &karpv1.NodeClaim{}
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(repl), got)
+		return err == nil && got.Annotations[disruption.ReplacementForAnnotationKey] == "", "annotation removal not cached yet"
+	})
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := recordID(t, e, "old"); id != "" {
+		t.Fatalf("command %s still recorded on the drifted node; want it abandoned, its replacement's name taken", id)
+	}
+}
