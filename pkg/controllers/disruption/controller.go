@@ -186,8 +186,21 @@ type state struct {
 	inProgress []*InProgress
 	// waves are the deletions the pass's resumes cleared, made together after them (terminateQueued).
 	waves []queuedWave
-	// names are the NodeClaim names the pass knows of or gave to new replacements (replacementName).
-	names map[string]bool
+	// byName indexes the pass's NodeClaims by name (claim), built at first use.
+	byName map[string]*karpv1.NodeClaim
+	// named are the names the pass gave to new replacements (replacementName).
+	named map[string]bool
+}
+
+// claim returns the pass's NodeClaim of that name, or nil.
+func (st *state) claim(name string) *karpv1.NodeClaim {
+	if st.byName == nil {
+		st.byName = make(map[string]*karpv1.NodeClaim, len(st.Claims))
+		for i := range st.Claims {
+			st.byName[st.Claims[i].Name] = &st.Claims[i]
+		}
+	}
+	return st.byName[name]
 }
 
 // period is how long the loop waits before the next pass.
@@ -543,10 +556,6 @@ func (c *Controller) record(res *core.Result, snap *core.Snapshot, took time.Dur
 // message first, then the repeats; a stay left out stays unrecorded, so a later pass announces it.
 func (c *Controller) announceStays(st *state, stays []core.Stay) {
 	seen := map[string]bool{}
-	claims := map[string]*karpv1.NodeClaim{}
-	for i := range st.Claims {
-		claims[st.Claims[i].Name] = &st.Claims[i]
-	}
 	var fresh, repeats []core.Stay
 	for _, s := range stays {
 		switch s.Reason {
@@ -572,11 +581,11 @@ func (c *Controller) announceStays(st *state, stays []core.Stay) {
 		}
 		if isUnconsolidatable(s.Reason) {
 			c.unconsolidatable[s.NodeClaim] = announced{message: s.Message, at: st.Now}
-			c.emitOnNodeAndClaim(st.Nodes[s.Node], claims[s.NodeClaim], corev1.EventTypeNormal, karpv1.EventReasonUnconsolidatable, s.Message)
+			c.emitOnNodeAndClaim(st.Nodes[s.Node], st.claim(s.NodeClaim), corev1.EventTypeNormal, karpv1.EventReasonUnconsolidatable, s.Message)
 			continue
 		}
 		c.blocked[s.NodeClaim] = s.Message
-		c.emitOnNodeAndClaim(st.Nodes[s.Node], claims[s.NodeClaim], corev1.EventTypeNormal, ReasonDisruptionBlocked, "Cannot disrupt: "+s.Message)
+		c.emitOnNodeAndClaim(st.Nodes[s.Node], st.claim(s.NodeClaim), corev1.EventTypeNormal, ReasonDisruptionBlocked, "Cannot disrupt: "+s.Message)
 	}
 	for name := range c.blocked {
 		if !seen[name] {

@@ -56,13 +56,9 @@ type starting struct {
 // before) and executed together.
 func (c *Controller) prepare(ctx context.Context, st *state, chk *drainChecker, cmd *core.Command) (*starting, error) {
 	logger := log.FromContext(ctx)
-	claims := map[string]*karpv1.NodeClaim{}
-	for i := range st.Claims {
-		claims[st.Claims[i].Name] = &st.Claims[i]
-	}
 	var candidates []*karpv1.NodeClaim
 	for _, cand := range cmd.Candidates {
-		nc := claims[cand.NodeClaim]
+		nc := st.claim(cand.NodeClaim)
 		if nc == nil {
 			return nil, fmt.Errorf("candidate nodeclaim %s is gone from the cache", cand.NodeClaim)
 		}
@@ -1074,16 +1070,13 @@ func plural(n int, word string) string {
 // run in 15), and the command whose replacement's name was taken waited 10 minutes for a replacement it could
 // not create.
 func (st *state) replacementName(nodePool string) string {
-	if st.names == nil {
-		st.names = make(map[string]bool, len(st.Claims))
-		for i := range st.Claims {
-			st.names[st.Claims[i].Name] = true
-		}
+	if st.named == nil {
+		st.named = map[string]bool{}
 	}
 	for {
 		name := nodePool + "-" + utilrand.String(5)
-		if !st.names[name] {
-			st.names[name] = true
+		if st.claim(name) == nil && !st.named[name] {
+			st.named[name] = true
 			return name
 		}
 	}
@@ -1092,26 +1085,9 @@ func (st *state) replacementName(nodePool string) string {
 // takenName returns the name of a replacement the command has yet to create that a NodeClaim of another command,
 // or of none, has already, or "".
 func takenName(st *state, cmd *InProgress) string {
-	mine := make(map[string]bool, len(cmd.Replacements))
-	for _, nc := range cmd.Replacements {
-		mine[nc.Name] = true
-	}
-	var want map[string]bool
 	for _, l := range cmd.Record.Launch {
-		if !mine[l.Name] {
-			if want == nil {
-				want = map[string]bool{}
-			}
-			want[l.Name] = true
-		}
-	}
-	if len(want) == 0 {
-		return ""
-	}
-	for i := range st.Claims {
-		nc := &st.Claims[i]
-		if want[nc.Name] && nc.Annotations[ReplacementForAnnotationKey] != cmd.Record.ID {
-			return nc.Name
+		if nc := st.claim(l.Name); nc != nil && nc.Annotations[ReplacementForAnnotationKey] != cmd.Record.ID {
+			return l.Name
 		}
 	}
 	return ""

@@ -74,14 +74,10 @@ func (c *Controller) markRepairs(ctx context.Context, st *state, snap *core.Snap
 			c.repairDue = d.Recheck
 		}
 	}
-	claims := map[string]*karpv1.NodeClaim{}
-	for i := range st.Claims {
-		claims[st.Claims[i].Name] = &st.Claims[i]
-	}
 	seen := map[string]bool{}
 	for _, cand := range snap.Candidates {
 		d, ok := decisions[cand.Node]
-		nc := claims[cand.NodeClaim]
+		nc := st.claim(cand.NodeClaim)
 		node := st.Nodes[cand.Node]
 		if !ok || nc == nil || node == nil {
 			continue
